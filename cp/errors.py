@@ -1,0 +1,208 @@
+"""Kubernetes API errors as exceptions that carry their own `Status` object.
+
+Reasons, codes and message shapes follow `apimachinery/pkg/api/errors/errors.go`
+(see `../shared/reference/kubectl-compat.md` §7). Pure; no I/O.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class StatusError(Exception):
+    """Base: an error that becomes a `Status` response."""
+
+    code: int = 500
+    reason: str = "InternalError"
+
+    def __init__(self, message: str, *, details: dict[str, Any] | None = None,
+                 headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+        self.headers = headers or {}
+
+    def status(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        }
+        if self.details:
+            out["details"] = self.details
+        return out
+
+
+def _details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
+    d: dict[str, Any] = {"name": name}
+    if group:
+        d["group"] = group
+    d["kind"] = kind
+    d.update({k: v for k, v in more.items() if v})
+    return d
+
+
+class BadRequest(StatusError):
+    code = 400
+    reason = "BadRequest"
+
+
+class Unauthorized(StatusError):
+    code = 401
+    reason = "Unauthorized"
+
+
+class Forbidden(StatusError):
+    code = 403
+    reason = "Forbidden"
+
+
+class NotFound(StatusError):
+    code = 404
+    reason = "NotFound"
+
+    @classmethod
+    def of(cls, *, group: str, plural: str, name: str) -> NotFound:
+        gr = f"{plural}.{group}" if group else plural
+        return cls(f'{gr} "{name}" not found', details=_details(name, group, plural))
+
+
+class MethodNotAllowed(StatusError):
+    code = 405
+    reason = "MethodNotAllowed"
+
+
+class AlreadyExists(StatusError):
+    code = 409
+    reason = "AlreadyExists"
+
+    @classmethod
+    def of(cls, *, group: str, plural: str, name: str) -> AlreadyExists:
+        gr = f"{plural}.{group}" if group else plural
+        return cls(f'{gr} "{name}" already exists', details=_details(name, group, plural))
+
+
+class Conflict(StatusError):
+    code = 409
+    reason = "Conflict"
+
+    @classmethod
+    def modified(cls, *, group: str, plural: str, name: str) -> Conflict:
+        gr = f"{plural}.{group}" if group else plural
+        return cls(
+            f'Operation cannot be fulfilled on {gr} "{name}": the object has been modified; '
+            "please apply your changes to the latest version and try again",
+            details=_details(name, group, plural),
+        )
+
+
+class Gone(StatusError):
+    code = 410
+    reason = "Gone"
+
+
+class Expired(StatusError):
+    code = 410
+    reason = "Expired"
+
+
+class RequestEntityTooLarge(StatusError):
+    code = 413
+    reason = "RequestEntityTooLarge"
+
+
+class UnsupportedMediaType(StatusError):
+    code = 415
+    reason = "UnsupportedMediaType"
+
+
+class Invalid(StatusError):
+    """422 with field causes, as `errors.NewInvalid`."""
+
+    code = 422
+    reason = "Invalid"
+
+    def __init__(self, *, kind: str, group: str, name: str, causes: list[Cause]) -> None:
+        qualified = f"{kind}.{group}" if group else kind
+        parts = [c.text() for c in causes]
+        if not parts:
+            message = f'{qualified} "{name}" is invalid'
+        elif len(parts) == 1:
+            message = f'{qualified} "{name}" is invalid: {parts[0]}'
+        else:
+            message = f'{qualified} "{name}" is invalid: [{", ".join(parts)}]'
+        super().__init__(message, details=_details(
+            name, group, kind, causes=[c.as_dict() for c in causes]))
+        self.causes = causes
+
+
+class TooManyRequests(StatusError):
+    code = 429
+    reason = "TooManyRequests"
+
+
+class InternalError(StatusError):
+    code = 500
+    reason = "InternalError"
+
+
+class Timeout(StatusError):
+    code = 504
+    reason = "Timeout"
+
+
+class Cause:
+    """One field error, as `field.Error` renders it."""
+
+    __slots__ = ("detail", "field", "type", "value")
+
+    # field.ErrorType -> (cause reason, rendered phrase)
+    TYPES = {
+        "Invalid": ("FieldValueInvalid", "Invalid value"),
+        "Required": ("FieldValueRequired", "Required value"),
+        "Forbidden": ("FieldValueForbidden", "Forbidden"),
+        "Duplicate": ("FieldValueDuplicate", "Duplicate value"),
+        "NotSupported": ("FieldValueNotSupported", "Unsupported value"),
+        "TooLong": ("FieldValueTooLong", "Too long"),
+        "TooMany": ("FieldValueTooMany", "Too many"),
+        "NotFound": ("FieldValueNotFound", "Not found"),
+        "InternalError": ("InternalError", "Internal error"),
+        "TypeInvalid": ("FieldValueTypeInvalid", "Invalid value"),
+    }
+
+    def __init__(self, type_: str, field: str, detail: str = "", value: Any = None) -> None:
+        self.type = type_
+        self.field = field
+        self.detail = detail
+        self.value = value
+
+    def text(self) -> str:
+        phrase = self.TYPES.get(self.type, ("", self.type))[1]
+        if self.type in ("Required", "Forbidden", "TooLong", "TooMany", "InternalError"):
+            body = f"{self.field}: {phrase}"
+        else:
+            body = f"{self.field}: {phrase}: {_render(self.value)}"
+        return f"{body}: {self.detail}" if self.detail else body
+
+    def as_dict(self) -> dict[str, Any]:
+        reason = self.TYPES.get(self.type, (self.type, ""))[0]
+        msg = self.text()
+        if msg.startswith(self.field + ": "):
+            msg = msg[len(self.field) + 2:]
+        return {"reason": reason, "message": msg, "field": self.field}
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return "{...}" if isinstance(value, dict) else "[...]"
+    return str(value)

@@ -1,0 +1,177 @@
+"""The event-log contract: what `api/` and the `cplane` command rely on.
+
+Every write is one appended event with a global, gapless, strictly increasing revision
+(the Kubernetes resourceVersion). Reads at the latest or at any exact, uncompacted past revision;
+watches from any revision, with no gaps and no duplicates. See docs/event-log.md and
+`../shared/reference/storage-semantics.md` (kine, etcd).
+
+Objects are stored as JSON bytes whose `metadata.resourceVersion` already equals the event's
+revision, so reads never re-encode: a LIST is a concatenation of stored bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+import msgspec
+
+EventType = Literal["ADDED", "MODIFIED", "DELETED"]
+
+
+class Actor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Who made a change: answers "who" for every event in the log."""
+
+    user: str = ""
+    field_manager: str = ""
+    user_agent: str = ""
+    request_id: str = ""
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    revision: int
+    type: EventType
+    group: str  # "" for the core group
+    resource: str  # plural, e.g. "pods"
+    namespace: str  # "" for cluster-scoped objects
+    name: str
+    uid: str
+    object: bytes  # JSON; for DELETED the last state; metadata.resourceVersion == str(revision)
+    prev_revision: int  # revision of the key's previous event, 0 if none
+    time: float  # wall time of the write (unix seconds, from the server's clock)
+    actor: Actor
+
+
+class Write(msgspec.Struct, frozen=True, kw_only=True):
+    """One requested change.
+
+    `expected_revision` is the optimistic-concurrency precondition:
+    - ADDED: 0, and the key must not exist (a deleted key may be created again);
+    - MODIFIED / DELETED: the key's current revision.
+    The log sets `object["metadata"]["resourceVersion"]` to the new revision before storing.
+    """
+
+    type: EventType
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    object: dict[str, Any]
+    expected_revision: int
+    time: float
+    actor: Actor = Actor()
+
+
+class ListResult(msgspec.Struct, frozen=True, kw_only=True):
+    events: list[Event]  # live objects ordered by (namespace, name)
+    revision: int  # the revision the list was read at
+    more: bool  # true when `limit` cut the list
+
+
+class StorageError(Exception):
+    """Base of storage errors."""
+
+
+class ConflictError(StorageError):
+    """The precondition failed. `current` is the key's current event (None: key absent/deleted)."""
+
+    def __init__(self, message: str, *, current: Event | None) -> None:
+        super().__init__(message)
+        self.current = current
+
+
+class ExpiredError(StorageError):
+    """The revision asked for is older than the compaction point (→ 410 Expired)."""
+
+    def __init__(self, message: str, *, requested: int, compacted: int) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.compacted = compacted
+
+
+class FutureRevisionError(StorageError):
+    """The revision asked for has not been written yet (→ 504 "Too large resource version")."""
+
+    def __init__(self, message: str, *, requested: int, current: int) -> None:
+        super().__init__(message)
+        self.requested = requested
+        self.current = current
+
+
+class ImportError_(StorageError):
+    """An import was rejected; `line` is the 1-based NDJSON line number (0 when not line-bound)."""
+
+    def __init__(self, message: str, *, line: int) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class Subscription(Protocol):
+    """A live watch over one resource (optionally one namespace), from a start revision."""
+
+    @property
+    def revision(self) -> int:
+        """Every event of this subscription up to this revision has been delivered (bookmark RV)."""
+        ...
+
+    async def next_batch(self, *, timeout: float | None) -> list[Event] | None:
+        """The next events in revision order; [] when `timeout` passed with nothing new
+        (`revision` may still have advanced: send a bookmark); None when the stream ended
+        (the subscriber was too slow and was dropped, or the log closed): re-subscribe from the
+        last revision seen."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class EventLog(Protocol):
+    async def start(self) -> None:
+        """Open the database, apply migrations, start background tasks."""
+        ...
+
+    async def close(self) -> None: ...
+
+    @property
+    def revision(self) -> int:
+        """The newest revision this process knows is committed and visible."""
+        ...
+
+    @property
+    def compacted_revision(self) -> int:
+        """Revisions at or below this are gone (0 = nothing compacted)."""
+        ...
+
+    async def append(self, write: Write) -> Event:
+        """Append one change atomically (concurrent appends are group-committed).
+        Raises ConflictError when `expected_revision` does not match."""
+        ...
+
+    async def get(self, *, group: str, resource: str, namespace: str, name: str,
+                  revision: int | None = None) -> Event | None:
+        """The live object at the latest (or an exact past) revision; None when absent there.
+        Raises ExpiredError / FutureRevisionError for revisions out of range."""
+        ...
+
+    async def list(self, *, group: str, resource: str, namespace: str | None,
+                   revision: int | None = None, start_after: tuple[str, str] | None = None,
+                   limit: int | None = None) -> ListResult:
+        """Live objects of one resource (one namespace, or all when None), ordered by
+        (namespace, name), strictly after `start_after` when given, at the latest or an exact
+        past revision."""
+        ...
+
+    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[Event]:
+        """Every retained event of one object, oldest first."""
+        ...
+
+    async def after(self, revision: int, *, limit: int = 1000) -> list[Event]:
+        """Events with revision > `revision`, in order (all resources)."""
+        ...
+
+    async def subscribe(self, *, group: str, resource: str, namespace: str | None,
+                        after: int) -> Subscription:
+        """Watch events with revision > `after`. Raises ExpiredError if `after` is compacted."""
+        ...
+
+    async def compact(self, revision: int) -> None:
+        """Drop history at or below `revision` (the newest event of each live key survives)."""
+        ...
