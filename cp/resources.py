@@ -115,6 +115,9 @@ KINDS: tuple[ResourceKind, ...] = (
                  singular="resourceslice", namespaced=False),
     ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules",
                  singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),
+    # sim.cplane.dev/v1alpha1: the sandbox's own kinds (no upstream schema)
+    ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="Clock", plural="clocks", singular="clock",
+                 namespaced=False, has_spec=True),
 )
 
 _BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in KINDS}

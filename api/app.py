@@ -1,0 +1,228 @@
+"""The aiohttp application: routes, middleware, lifecycle.
+
+`make_app(event_log=..., clock=...)` builds a ready-to-run application over any EventLog.
+The log's lifecycle (start/close) belongs to the caller (`api.server`), so tests can share one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import structlog
+from aiohttp import web
+
+from api import codec, discovery, handlers, metrics
+from api import state as st
+from api import store as stores
+from cp import clock as clocks
+from cp import errors, sim
+from cp import resources as res
+from storage import log
+
+logger = structlog.get_logger("cplane.api")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def _verb(request: web.Request) -> str:
+    target = request.get(st.TARGET)
+    m = request.method
+    if target is None:
+        return m.lower()
+    if m == "GET":
+        if target.name:
+            return "get"
+        return "watch" if request.query.get("watch") not in (None, "", "0", "false", "False") else "list"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(
+        m, "delete" if target.name else "deletecollection")
+
+
+@web.middleware
+async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    start = time.perf_counter()
+    request[st.REQUEST_ID] = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+    request[st.USER] = "system:admin"
+    code = 500
+    try:
+        resp = await handler(request)
+        code = resp.status
+        return resp
+    except errors.StatusError as err:
+        code = err.code
+        return codec.status_response(err)
+    except web.HTTPException as exc:
+        code = exc.status
+        if exc.status == 404:
+            err: errors.StatusError = errors.NotFound("the server could not find the requested resource")
+        elif exc.status == 405:
+            err = errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        elif exc.status == 413:
+            err = errors.RequestEntityTooLarge("the server has received too large of a request body")
+        else:
+            err = errors.StatusError(exc.reason or "error")
+            err.code = exc.status
+            err.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
+        return codec.status_response(err)
+    except (ConnectionResetError, asyncio.CancelledError):
+        code = 499
+        raise
+    except Exception:
+        logger.exception("request_failed", path=request.path, method=request.method)
+        return codec.status_response(errors.InternalError(
+            "an error on the server has prevented the request from succeeding"))
+    finally:
+        _observe(request, code, time.perf_counter() - start)
+
+
+def _observe(request: web.Request, code: int, seconds: float) -> None:
+    target = request.get(st.TARGET)
+    verb = _verb(request)
+    group = target.kind.group if target else ""
+    resource = target.kind.plural if target else request.path
+    sub = target.subresource if target else ""
+    m = request.app[st.METRICS]
+    if target is not None:
+        m.requests.labels(verb.upper(), group, resource, sub, str(code)).inc()
+        if verb != "watch":
+            m.duration.labels(verb.upper(), group, resource).observe(seconds)
+    if request.path in ("/healthz", "/livez", "/readyz", "/metrics"):
+        return
+    logger.info(
+        "request", verb=verb, group=group, resource=resource, subresource=sub,
+        namespace=target.namespace if target else "", name=target.name if target else "",
+        code=code, duration_ms=round(seconds * 1000, 3), user_agent=request.headers.get("User-Agent", ""),
+        kubectl_command=request.headers.get("Kubectl-Command", ""), request_id=request[st.REQUEST_ID],
+    )
+
+
+async def _version(request: web.Request) -> web.StreamResponse:
+    return codec.json_response(discovery.version())
+
+
+async def _api_root(request: web.Request) -> web.StreamResponse:
+    if discovery.wants_aggregated(request.headers.get("Accept", "")):
+        return web.Response(body=discovery.aggregated(True),
+                            headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
+    return await handlers.handle_core(request)
+
+
+async def _apis_root(request: web.Request) -> web.StreamResponse:
+    if discovery.wants_aggregated(request.headers.get("Accept", "")):
+        return web.Response(body=discovery.aggregated(False),
+                            headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
+    return await handlers.handle_group(request)
+
+
+async def _healthz(request: web.Request) -> web.StreamResponse:
+    return web.Response(text="ok")
+
+
+async def _readyz(request: web.Request) -> web.StreamResponse:
+    if not request.app[st.READY].is_set():
+        return web.Response(status=503, text="not ready")
+    return web.Response(text="ok")
+
+
+async def _metrics(request: web.Request) -> web.StreamResponse:
+    return web.Response(body=request.app[st.METRICS].render(),
+                        headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
+
+async def _openapi_index(request: web.Request) -> web.StreamResponse:
+    from cp import openapi
+
+    return codec.json_response(codec.encoder.encode(openapi.index()))
+
+
+async def _openapi_doc(request: web.Request) -> web.StreamResponse:
+    from cp import openapi
+
+    path = request.match_info["tail"].strip("/")
+    doc = openapi.document(path)
+    if doc is None:
+        raise errors.NotFound("the server could not find the requested resource")
+    headers = {"ETag": f'"{openapi.etag(path)}"'}
+    if request.query.get("hash"):
+        headers["Cache-Control"] = "public, immutable"
+    return codec.json_response(doc, headers=headers)
+
+
+async def _not_found(request: web.Request) -> web.StreamResponse:
+    raise errors.NotFound("the server could not find the requested resource")
+
+
+async def bootstrap(store: stores.Store) -> None:
+    """Create the namespaces every cluster has (idempotent)."""
+    ctx = stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="cplane")
+    for name in BOOTSTRAP_NAMESPACES:
+        if await store.log.get(group="", resource="namespaces", namespace="", name=name) is None:
+            ns_kind = res.lookup("", "v1", "namespaces")
+            assert ns_kind is not None
+            try:
+                await store.create(ns_kind, "", {"metadata": {"name": name}}, ctx)
+            except errors.AlreadyExists:
+                pass
+    if isinstance(store.clock, clocks.VirtualClock):
+        await _bootstrap_clock(store, ctx)
+
+
+async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> None:
+    """A virtual clock resumes from its object in the log, or records where it starts."""
+    assert isinstance(store.clock, clocks.VirtualClock)
+    existing = await store.log.get(group=res.SIM_GROUP, resource="clocks", namespace="", name=sim.CLOCK_NAME)
+    if existing is not None:
+        store.clock.set(sim.clock_time(codec.decoder.decode(existing.object)))
+        return
+    kind = res.lookup(res.SIM_GROUP, res.SIM_VERSION, "clocks")
+    assert kind is not None
+    body = {"metadata": {"name": sim.CLOCK_NAME},
+            "spec": {"mode": "Virtual", "time": clocks.rfc3339_micro(store.clock.now())}}
+    try:
+        await store.create(kind, "", body, ctx)
+    except errors.AlreadyExists:
+        pass
+
+
+async def _shutdown_watches(app: web.Application) -> None:
+    for task in list(app[st.WATCHES]):
+        task.cancel()
+
+
+def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None) -> web.Application:
+    app = web.Application(middlewares=[_middleware], client_max_size=codec.MAX_BODY + 1)
+    the_clock = clock or clocks.RealClock()
+    app[st.CLOCK] = the_clock
+    app[st.STORE] = stores.Store(event_log=event_log, clock=the_clock)
+    app[st.WATCHES] = set()
+    app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
+    app[st.READY] = asyncio.Event()
+
+    async def _on_startup(app: web.Application) -> None:
+        await bootstrap(app[st.STORE])
+        app[st.READY].set()
+
+    app.on_startup.append(_on_startup)
+    app.on_shutdown.append(_shutdown_watches)
+    r = app.router
+    for path in ("/version", "/version/"):
+        r.add_get(path, _version)
+    for path in ("/api", "/api/"):
+        r.add_get(path, _api_root)
+    for path in ("/apis", "/apis/"):
+        r.add_get(path, _apis_root)
+    r.add_route("*", "/api/{tail:.*}", handlers.handle_core)
+    r.add_route("*", "/apis/{tail:.*}", handlers.handle_group)
+    r.add_get("/healthz", _healthz)
+    r.add_get("/livez", _healthz)
+    r.add_get("/readyz", _readyz)
+    r.add_get("/metrics", _metrics)
+    r.add_get("/openapi/v3", _openapi_index)
+    r.add_get("/openapi/v3/", _openapi_index)
+    r.add_get("/openapi/v3/{tail:.*}", _openapi_doc)
+    r.add_route("*", "/{tail:.*}", _not_found)
+    return app

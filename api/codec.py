@@ -1,0 +1,125 @@
+"""Request decoding and response encoding: content types, Accept negotiation, Status bodies.
+
+Reused msgspec encoders/decoders; responses for stored objects are the stored bytes as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from cp import errors
+
+JSON = "application/json"
+YAML = "application/yaml"
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+
+decoder = msgspec.json.Decoder()
+encoder = msgspec.json.Encoder()
+
+
+def media_type(header: str | None) -> str:
+    """`application/json; charset=utf-8` -> `application/json`; missing -> JSON (upstream default)."""
+    if not header:
+        return JSON
+    return header.split(";", 1)[0].strip().lower() or JSON
+
+
+def wants_table(accept: str) -> bool:
+    """Accept asks for a meta.k8s.io Table (v1 or v1beta1) — `kubectl get`'s human output."""
+    if "as=Table" not in accept:
+        return False
+    for part in accept.split(","):
+        params = {p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip()
+                  for p in part.split(";")[1:] if "=" in p}
+        if params.get("as") == "Table" and params.get("g") == "meta.k8s.io" and \
+                params.get("v") in ("v1", "v1beta1"):
+            return True
+    return False
+
+
+async def read_body(request: web.Request) -> bytes:
+    if request.content_length is not None and request.content_length > MAX_BODY:
+        raise errors.RequestEntityTooLarge("the server has received too large of a request body")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.content.iter_chunked(65536):
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise errors.RequestEntityTooLarge("the server has received too large of a request body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def decode_object(body: bytes, content_type: str) -> dict[str, Any]:
+    """Decode a create/update body: JSON (or no Content-Type), YAML, or Kubernetes protobuf."""
+    if content_type == PROTOBUF:
+        from cp import protobuf
+
+        return protobuf.decode(body)
+    if content_type in (JSON, "*/*"):
+        try:
+            obj = decoder.decode(body)
+        except msgspec.DecodeError as exc:
+            raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
+    elif content_type in (YAML, "application/x-yaml", "text/yaml"):
+        import yaml
+
+        try:
+            obj = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            raise errors.BadRequest(f"couldn't get version/kind; yaml parse error: {exc}") from None
+    else:
+        raise errors.UnsupportedMediaType(
+            f'the body of the request was in an unknown format - accepted media types include: '
+            f'{JSON}, {YAML}, {PROTOBUF}')
+    if not isinstance(obj, dict):
+        raise errors.BadRequest("Object 'Kind' is missing in the request body: the body must be a JSON object")
+    return obj
+
+
+def json_response(body: bytes, *, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(body=body, status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: errors.StatusError) -> web.Response:
+    return web.Response(body=encoder.encode(err.status()), status=err.code, content_type=JSON,
+                        headers=err.headers or None)
+
+
+def success_status(*, name: str, group: str, kind: str, uid: str) -> bytes:
+    details: dict[str, Any] = {"name": name}
+    if group:
+        details["group"] = group
+    details["kind"] = kind
+    if uid:
+        details["uid"] = uid
+    return encoder.encode({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                           "details": details})
+
+
+_TRUE = {"1", "t", "T", "TRUE", "true", "True"}
+_FALSE = {"0", "f", "F", "FALSE", "false", "False"}
+
+
+def parse_bool(name: str, value: str | None) -> bool | None:
+    """Go's strconv.ParseBool, as kube-apiserver parses query booleans (`watch=True` works)."""
+    if value is None:
+        return None
+    if value in _TRUE:
+        return True
+    if value in _FALSE or value == "":
+        return False
+    raise errors.BadRequest(f'invalid value for {name}: "{value}": must be a boolean')
+
+
+def parse_int(name: str, value: str | None) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise errors.BadRequest(f'invalid value for {name}: "{value}": must be an integer') from None

@@ -1,0 +1,151 @@
+"""Discovery documents, built once from the resource registry.
+
+Aggregated (apidiscovery.k8s.io/v2) when the client's Accept asks for it — the response
+Content-Type then carries `g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`, which client-go
+checks — and legacy APIVersions / APIGroupList / APIResourceList otherwise
+(`../shared/reference/kubectl-compat.md` §2).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import msgspec
+
+from cp import resources as res
+
+AGGREGATED_CT = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
+
+VERSION_INFO = {
+    "major": "1",
+    "minor": "37",
+    "emulationMajor": "1",
+    "emulationMinor": "37",
+    "minCompatibilityMajor": "1",
+    "minCompatibilityMinor": "36",
+    "gitVersion": "v1.37.0-cplane",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-12-01T00:00:00Z",
+    "goVersion": "python3.11",
+    "compiler": "cpython",
+    "platform": "linux/amd64",
+}
+
+_enc = msgspec.json.Encoder()
+
+
+def wants_aggregated(accept: str) -> bool:
+    for part in accept.split(","):
+        params = {p.split("=", 1)[0].strip(): p.split("=", 1)[1].strip()
+                  for p in part.split(";")[1:] if "=" in p}
+        if params.get("g") == "apidiscovery.k8s.io" and params.get("as") == "APIGroupDiscoveryList" \
+                and params.get("v") in ("v2", "v2beta1"):
+            return True
+    return False
+
+
+def _aggregated_resource(k: res.ResourceKind) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "resource": k.plural,
+        "responseKind": {"group": k.group, "version": k.version, "kind": k.kind},
+        "scope": "Namespaced" if k.namespaced else "Cluster",
+        "singularResource": k.singular,
+        "verbs": list(k.verbs),
+    }
+    if k.short_names:
+        out["shortNames"] = list(k.short_names)
+    if k.categories:
+        out["categories"] = list(k.categories)
+    if k.subresources:
+        out["subresources"] = [{
+            "subresource": s.name,
+            "responseKind": {"group": s.group or k.group, "version": s.version or k.version, "kind": s.kind},
+            "verbs": list(s.verbs),
+        } for s in k.subresources]
+    return out
+
+
+def _aggregated_group(group: str) -> dict[str, Any]:
+    versions = [v for g, v in res.group_versions() if g == group]
+    meta: dict[str, Any] = {"creationTimestamp": None}
+    if group:
+        meta["name"] = group
+    return {
+        "metadata": meta,
+        "versions": [{
+            "version": v,
+            "resources": [_aggregated_resource(k) for k in res.kinds_in(group, v)],
+            "freshness": "Current",
+        } for v in versions],
+    }
+
+
+@functools.cache
+def aggregated(core: bool) -> bytes:
+    groups = [""] if core else [g for g in dict.fromkeys(g for g, _ in res.group_versions()) if g]
+    return _enc.encode({
+        "kind": "APIGroupDiscoveryList",
+        "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {},
+        "items": [_aggregated_group(g) for g in groups],
+    })
+
+
+@functools.cache
+def api_versions() -> bytes:
+    return _enc.encode({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": ""}],
+    })
+
+
+def _group_entry(group: str) -> dict[str, Any]:
+    versions = [v for g, v in res.group_versions() if g == group]
+    entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
+    return {"name": group, "versions": entries, "preferredVersion": entries[0]}
+
+
+@functools.cache
+def api_group_list() -> bytes:
+    groups = [g for g in dict.fromkeys(g for g, _ in res.group_versions()) if g]
+    return _enc.encode({"kind": "APIGroupList", "apiVersion": "v1",
+                        "groups": [_group_entry(g) for g in groups]})
+
+
+def api_group(group: str) -> bytes | None:
+    if not any(g == group for g, _ in res.group_versions()) or not group:
+        return None
+    return _enc.encode({"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)})
+
+
+@functools.cache
+def resource_list(group: str, version: str) -> bytes | None:
+    kinds = res.kinds_in(group, version)
+    if not kinds:
+        return None
+    items: list[dict[str, Any]] = []
+    for k in kinds:
+        entry: dict[str, Any] = {"name": k.plural, "singularName": k.singular, "namespaced": k.namespaced,
+                                 "kind": k.kind, "verbs": list(k.verbs)}
+        if k.short_names:
+            entry["shortNames"] = list(k.short_names)
+        if k.categories:
+            entry["categories"] = list(k.categories)
+        items.append(entry)
+        for s in k.subresources:
+            sub: dict[str, Any] = {"name": f"{k.plural}/{s.name}", "singularName": "",
+                                   "namespaced": k.namespaced, "kind": s.kind, "verbs": list(s.verbs)}
+            if s.group or s.version:
+                sub["group"] = s.group
+                sub["version"] = s.version
+            items.append(sub)
+    gv = f"{group}/{version}" if group else version
+    return _enc.encode({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items})
+
+
+@functools.cache
+def version() -> bytes:
+    return _enc.encode(VERSION_INFO)

@@ -1,0 +1,532 @@
+"""HTTP handlers for the resource paths of the Kubernetes API.
+
+One catch-all route per prefix (`/api/v1/...`, `/apis/{group}/{version}/...`) parsed here, since
+`namespaces/{ns}/{plural}` and `{plural}/{name}/{subresource}` overlap in shape. Handlers decode the
+request, call `api.store.Store`, and encode the answer (stored bytes for objects; Tables on request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from api import codec, discovery, watching
+from api import state as st
+from api import store as stores
+from cp import errors, patching, selectors, tables
+from cp import resources as res
+from storage import log
+
+_decode = codec.decoder.decode
+_encode = codec.encoder.encode
+
+FUTURE_RV_WAIT = 3.0  # seconds a read waits for a too-new resourceVersion (upstream: then 504)
+# Stores with `ReturnDeletedObject: true` upstream: DELETE answers the object, not a Status.
+RETURNS_DELETED_OBJECT = {("", "pods"), ("resource.k8s.io", "deviceclasses"),
+                          ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates"),
+                          ("resource.k8s.io", "resourceslices")}
+
+
+class Target(msgspec.Struct, kw_only=True):
+    kind: res.ResourceKind
+    namespace: str  # "" for cluster-scoped, or for a namespaced collection across all namespaces
+    all_namespaces: bool
+    name: str
+    subresource: str
+
+
+def _not_found() -> errors.NotFound:
+    return errors.NotFound("the server could not find the requested resource")
+
+
+def parse_target(group: str, version: str, segments: list[str]) -> Target | None:
+    """Parse the resource part of a path; None means "discovery of this group/version"."""
+    if not segments:
+        return None
+    namespace = ""
+    namespaced_path = False
+    if segments[0] == "namespaces" and len(segments) >= 3 and \
+            segments[2] not in ("status", "finalize"):
+        namespace = segments[1]
+        namespaced_path = True
+        segments = segments[2:]
+    if len(segments) > 3:
+        raise _not_found()
+    kind = res.lookup(group, version, segments[0])
+    if kind is None:
+        raise _not_found()
+    name = segments[1] if len(segments) > 1 else ""
+    sub = segments[2] if len(segments) > 2 else ""
+    if namespaced_path and not kind.namespaced:
+        raise _not_found()
+    if kind.namespaced and not namespaced_path and name:
+        raise _not_found()
+    if sub and kind.subresource(sub) is None and not (kind.plural == "namespaces" and sub == "finalize"):
+        raise _not_found()
+    return Target(kind=kind, namespace=namespace, all_namespaces=kind.namespaced and not namespaced_path,
+                  name=name, subresource=sub)
+
+
+def write_context(request: web.Request) -> stores.WriteContext:
+    q = request.query
+    dry = q.getall("dryRun", [])
+    for d in dry:
+        if d != "All":
+            raise errors.BadRequest(f'Invalid dryRun value: "{d}": valid values are "All"')
+    validation = q.get("fieldValidation", "") or "Warn"
+    if validation not in ("Strict", "Warn", "Ignore"):
+        raise errors.BadRequest(
+            f'fieldValidation must be one of "Ignore", "Warn", or "Strict"; got "{validation}"')
+    manager = q.get("fieldManager", "")
+    if len(manager) > 128:
+        raise errors.BadRequest("fieldManager: Too long: may not be more than 128 bytes")
+    return stores.WriteContext(
+        user=request.get(st.USER, "system:admin"),
+        user_agent=request.headers.get("User-Agent", ""),
+        request_id=request.get(st.REQUEST_ID, ""),
+        field_manager=manager,
+        dry_run=bool(dry),
+        field_validation=validation,
+    )
+
+
+def _with_warnings(resp: web.Response, ctx: stores.WriteContext) -> web.Response:
+    for w in dict.fromkeys(ctx.warnings):
+        resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
+    return resp
+
+
+# -------------------------------------------------------------------------------- entry points
+
+
+async def handle_core(request: web.Request) -> web.StreamResponse:
+    tail = request.match_info.get("tail", "")
+    segments = [s for s in tail.split("/") if s]
+    if not segments:
+        return codec.json_response(discovery.api_versions()) if request.method == "GET" else _method()
+    if segments[0] != "v1":
+        raise _not_found()
+    return await _dispatch(request, "", "v1", segments[1:])
+
+
+async def handle_group(request: web.Request) -> web.StreamResponse:
+    tail = request.match_info.get("tail", "")
+    segments = [s for s in tail.split("/") if s]
+    if not segments:
+        return codec.json_response(discovery.api_group_list()) if request.method == "GET" else _method()
+    group = segments[0]
+    if len(segments) == 1:
+        body = discovery.api_group(group)
+        if body is None:
+            raise _not_found()
+        return codec.json_response(body)
+    return await _dispatch(request, group, segments[1], segments[2:])
+
+
+def _method() -> web.Response:
+    return codec.status_response(errors.MethodNotAllowed("the server does not allow this method on the requested resource"))
+
+
+async def _dispatch(request: web.Request, group: str, version: str, segments: list[str]) -> web.StreamResponse:
+    target = parse_target(group, version, segments)
+    if target is None:
+        body = discovery.resource_list(group, version)
+        if body is None:
+            raise _not_found()
+        return codec.json_response(body)
+    request[st.TARGET] = target
+    method = request.method
+    kind = target.kind
+    if target.subresource:
+        sub = kind.subresource(target.subresource)
+        verbs = sub.verbs if sub else ("update",)
+        allowed = {"GET": "get", "PUT": "update", "PATCH": "patch", "POST": "create"}
+        if allowed.get(method) not in verbs:
+            raise errors.MethodNotAllowed(
+                "the server does not allow this method on the requested resource")
+    if method == "GET":
+        if target.name:
+            return await get_object(request, target)
+        if codec.parse_bool("watch", request.query.get("watch")):
+            return await watching.watch(request, target)
+        return await list_objects(request, target)
+    if method == "POST":
+        if target.subresource == "binding":
+            return await create_binding(request, target)
+        if target.name or target.all_namespaces:
+            raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+        return await create_object(request, target)
+    if method == "PUT" and target.name:
+        return await update_object(request, target)
+    if method == "PATCH" and target.name:
+        return await patch_object(request, target)
+    if method == "DELETE":
+        if target.name and not target.subresource:
+            return await delete_object(request, target)
+        if not target.name and "deletecollection" in kind.verbs and not target.all_namespaces:
+            return await delete_collection(request, target)
+    raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+# -------------------------------------------------------------------------------- reads
+
+
+async def _wait_for_revision(request: web.Request, rv: int) -> None:
+    event_log = request.app[st.STORE].log
+    if event_log.revision >= rv:
+        return
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + FUTURE_RV_WAIT
+    while event_log.revision < rv:
+        if loop.time() >= deadline:
+            raise errors.Timeout(f"Too large resource version: {rv}, current: {event_log.revision}",
+                                 details={"causes": [{"reason": "ResourceVersionTooLarge",
+                                                      "message": "Too large resource version"}],
+                                          "retryAfterSeconds": 1},
+                                 headers={"Retry-After": "1"})
+        await asyncio.sleep(0.01)
+
+
+def _parse_rv(value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        rv = int(value)  # type: ignore[arg-type]
+    except ValueError:
+        raise errors.BadRequest(f'invalid resource version: "{value}"') from None
+    if rv < 0:
+        raise errors.BadRequest(f'invalid resource version: "{value}"')
+    return rv
+
+
+async def get_object(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    kind = target.kind
+    if target.subresource == "scale":
+        scale = await store.get_scale(kind, target.namespace, target.name)
+        return codec.json_response(_encode(scale))
+    rv = _parse_rv(request.query.get("resourceVersion"))
+    if rv:
+        await _wait_for_revision(request, rv)
+    ev = await store.get(kind, target.namespace, target.name)
+    if codec.wants_table(request.headers.get("Accept", "")):
+        obj = _decode(ev.object)
+        table = tables.table([obj], group=kind.group, kind=kind.kind, now=store.clock.now(),
+                             include_object=request.query.get("includeObject", "Metadata"),
+                             resource_version=str(ev.revision))
+        return codec.json_response(_encode(table))
+    return codec.json_response(ev.object)
+
+
+def encode_continue(revision: int, namespace: str, name: str) -> str:
+    raw = _encode({"v": "meta.k8s.io/v1", "rv": revision, "start": f"{namespace}/{name}"})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = _decode(raw)
+        ns, _, name = str(data["start"]).partition("/")
+        return int(data["rv"]), (ns, name)
+    except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError):
+        raise errors.BadRequest(f'invalid continue token: "{token}"') from None
+
+
+class ListQuery(msgspec.Struct, kw_only=True):
+    label: selectors.LabelSelector
+    field: selectors.FieldSelector
+    limit: int | None
+    revision: int | None  # exact revision to read at (continue or Exact)
+    start_after: tuple[str, str] | None
+
+
+def list_query(request: web.Request, target: Target) -> ListQuery:
+    q = request.query
+    kind = target.kind
+    label = selectors.parse_label_selector(q.get("labelSelector", ""))
+    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group, resource=kind.plural)
+    limit = codec.parse_int("limit", q.get("limit"))
+    if limit is not None and limit <= 0:
+        limit = None
+    token = q.get("continue", "")
+    rv = _parse_rv(q.get("resourceVersion"))
+    match = q.get("resourceVersionMatch", "")
+    if match not in ("", "Exact", "NotOlderThan"):
+        raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
+                                '"Exact", "NotOlderThan"')
+    if match and q.get("resourceVersion") is None:
+        raise errors.BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+    revision = None
+    start_after = None
+    if token:
+        if rv:
+            raise errors.BadRequest("specifying resource version is not allowed when using continue")
+        revision, start_after = decode_continue(token)
+    elif match == "Exact":
+        if not rv:
+            raise errors.BadRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
+        revision = rv
+    return ListQuery(label=label, field=field, limit=limit, revision=revision, start_after=start_after)
+
+
+async def collect(store: stores.Store, target: Target, lq: ListQuery) -> tuple[list[log.Event], int, str]:
+    """Read one page of matching objects: (events, list revision, continue token)."""
+    kind = target.kind
+    namespace: str | None = None if target.all_namespaces else target.namespace
+    hint_ns = lq.field.requires_exact_match("metadata.namespace")
+    if namespace is None and hint_ns is not None:
+        namespace = hint_ns
+    hint_name = lq.field.requires_exact_match("metadata.name")
+    filtering = not (lq.label.empty and lq.field.empty)
+    try:
+        if hint_name is not None and namespace is not None and lq.start_after is None:
+            revision = lq.revision if lq.revision is not None else store.log.revision
+            ev = await store.log.get(group=kind.group, resource=kind.plural, namespace=namespace,
+                                     name=hint_name, revision=revision)
+            events = [ev] if ev is not None and _matches(ev, lq) else []
+            return events, revision, ""
+        out: list[log.Event] = []
+        start_after = lq.start_after
+        revision = lq.revision
+        page = lq.limit if not filtering and lq.limit else max(lq.limit or 0, 500)
+        while True:
+            result = await store.log.list(group=kind.group, resource=kind.plural, namespace=namespace,
+                                          revision=revision, start_after=start_after,
+                                          limit=page if (lq.limit or filtering) else None)
+            revision = result.revision
+            for ev in result.events:
+                if filtering and not _matches(ev, lq):
+                    continue
+                if lq.limit is not None and len(out) >= lq.limit:
+                    last = out[-1]
+                    return out, revision, encode_continue(revision, last.namespace, last.name)
+                out.append(ev)
+            if not result.more:
+                return out, revision, ""
+            last_seen = result.events[-1]
+            start_after = (last_seen.namespace, last_seen.name)
+            if lq.limit is not None and len(out) >= lq.limit:
+                last = out[-1]
+                return out, revision, encode_continue(revision, last.namespace, last.name)
+    except log.ExpiredError:
+        if lq.start_after is not None:
+            raise errors.Expired(
+                "The provided continue parameter is too old to display a consistent list result. "
+                "You can start a new list without the continue parameter.") from None
+        raise errors.Expired(f"too old resource version: {lq.revision} ({store.log.compacted_revision})") \
+            from None
+    except log.FutureRevisionError as exc:
+        raise errors.Timeout(f"Too large resource version: {exc.requested}, current: {exc.current}",
+                             headers={"Retry-After": "1"}) from None
+
+
+def _matches(ev: log.Event, lq: ListQuery) -> bool:
+    obj = _decode(ev.object)
+    meta = obj.get("metadata") or {}
+    return lq.label.matches(meta.get("labels")) and lq.field.matches(obj)
+
+
+async def list_objects(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    kind = target.kind
+    lq = list_query(request, target)
+    rv = _parse_rv(request.query.get("resourceVersion"))
+    if rv and lq.revision is None:
+        await _wait_for_revision(request, rv)
+    events, revision, token = await collect(store, target, lq)
+    if codec.wants_table(request.headers.get("Accept", "")):
+        table = tables.table([_decode(ev.object) for ev in events], group=kind.group, kind=kind.kind,
+                             now=store.clock.now(),
+                             include_object=request.query.get("includeObject", "Metadata"),
+                             resource_version=str(revision), continue_token=token)
+        return codec.json_response(_encode(table))
+    meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
+    if token:
+        meta += b',"continue":"' + token.encode() + b'"'
+    meta += b"}"
+    head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
+            + b'","metadata":' + meta + b',"items":[')
+    body = head + b",".join(ev.object for ev in events) + b"]}"
+    return codec.json_response(body)
+
+
+# -------------------------------------------------------------------------------- writes
+
+
+async def create_object(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    body = await codec.read_body(request)
+    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    _check_type(obj, target.kind)
+    result = await store.create(target.kind, target.namespace, obj, ctx)
+    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+
+
+def _check_type(obj: dict[str, Any], kind: res.ResourceKind, *, sub_kind: str = "",
+                sub_api_version: str = "") -> None:
+    want_kind = sub_kind or kind.kind
+    want_av = sub_api_version or kind.api_version
+    got_kind = obj.get("kind")
+    got_av = obj.get("apiVersion")
+    if got_kind and got_kind != want_kind:
+        raise errors.BadRequest(
+            f"the API version in the data ({got_av}) does not match the expected API version ({want_av})"
+            if got_av and got_av != want_av else
+            f'the kind in the data ("{got_kind}") does not match the expected kind ("{want_kind}")')
+    if got_av and got_av != want_av:
+        raise errors.BadRequest(
+            f"the API version in the data ({got_av}) does not match the expected API version ({want_av})")
+
+
+async def update_object(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    body = await codec.read_body(request)
+    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    kind = target.kind
+    if target.subresource == "scale":
+        _check_type(obj, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
+        scale = await store.update_scale(kind, target.namespace, target.name, lambda _s: obj, ctx)
+        return codec.json_response(_encode(scale))
+    _check_type(obj, kind)
+    sub = "status" if target.subresource == "status" else ""
+    if target.subresource == "finalize":
+        result = await _finalize_namespace(store, target, obj, ctx)
+    else:
+        result = await store.update(kind, target.namespace, target.name, obj, ctx, subresource=sub)
+    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+
+
+async def _finalize_namespace(store: stores.Store, target: Target, obj: dict[str, Any],
+                              ctx: stores.WriteContext) -> stores.Result:
+    finalizers = (obj.get("spec") or {}).get("finalizers") or []
+
+    def mutate(current: dict[str, Any]) -> dict[str, Any]:
+        current.setdefault("spec", {})["finalizers"] = list(finalizers)
+        if not finalizers:
+            current["spec"].pop("finalizers")
+        return current
+
+    return await store.guaranteed_update(target.kind, "", target.name, mutate, ctx, subresource="finalize",
+                                         fields={"f:spec": {"f:finalizers": {}}})
+
+
+async def patch_object(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    content_type = codec.media_type(request.headers.get("Content-Type"))
+    if content_type not in patching.PATCH_TYPES:
+        raise patching.unsupported_media_type()
+    force = codec.parse_bool("force", request.query.get("force"))
+    if force is not None and content_type != patching.APPLY_PATCH:
+        raise errors.BadRequest("force: Forbidden: may not be specified for non-apply patch")
+    body = await codec.read_body(request)
+    kind = target.kind
+    if target.subresource == "scale":
+        def mutate_scale(scale: dict[str, Any]) -> dict[str, Any]:
+            return patching.apply_patch(scale, body, content_type=content_type, group="autoscaling",
+                                        version="v1", kind="Scale")
+
+        scale = await store.update_scale(kind, target.namespace, target.name, mutate_scale, ctx)
+        return codec.json_response(_encode(scale))
+    sub = "status" if target.subresource == "status" else ""
+    result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
+                               subresource=sub, force=bool(force))
+    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+
+
+async def _delete_options(request: web.Request) -> dict[str, Any]:
+    body = await codec.read_body(request)
+    opts: dict[str, Any] = {}
+    if body.strip():
+        try:
+            decoded = _decode(body)
+        except msgspec.DecodeError as exc:
+            raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from None
+        if not isinstance(decoded, dict):
+            raise errors.BadRequest("invalid DeleteOptions: must be a JSON object")
+        opts = decoded
+    q = request.query
+    grace = codec.parse_int("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+    if grace is not None:
+        opts["gracePeriodSeconds"] = grace
+    if q.get("propagationPolicy"):
+        opts["propagationPolicy"] = q["propagationPolicy"]
+    orphan = codec.parse_bool("orphanDependents", q.get("orphanDependents"))
+    if orphan is not None:
+        opts["orphanDependents"] = orphan
+    policy = opts.get("propagationPolicy")
+    if policy is not None and policy not in ("Orphan", "Background", "Foreground"):
+        raise errors.Invalid(kind="DeleteOptions", group="meta.k8s.io", name="", causes=[
+            errors.Cause("NotSupported", "propagationPolicy", 'supported values: "Foreground", '
+                         '"Background", "Orphan", nil', policy)])
+    if "dryRun" in opts and opts["dryRun"] not in ([], ["All"]):
+        raise errors.BadRequest(f'Invalid dryRun value: {opts["dryRun"]}')
+    return opts
+
+
+async def delete_object(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    opts = await _delete_options(request)
+    if opts.get("dryRun") == ["All"]:
+        ctx.dry_run = True
+    kind = target.kind
+    result, deleted = await store.delete(kind, target.namespace, target.name, opts, ctx)
+    if deleted and (kind.group, kind.plural) not in RETURNS_DELETED_OBJECT:
+        uid = (_decode(result.body).get("metadata") or {}).get("uid", "")
+        return codec.json_response(codec.success_status(name=target.name, group=kind.group, kind=kind.plural,
+                                                        uid=uid))
+    # Upstream (handlers/delete.go) answers 202 only for a pending deletion with orphanDependents=false.
+    pending_cascade = not deleted and opts.get("orphanDependents") is False
+    return codec.json_response(result.body, status=202 if pending_cascade else 200)
+
+
+async def delete_collection(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    opts = await _delete_options(request)
+    if opts.get("dryRun") == ["All"]:
+        ctx.dry_run = True
+    lq = list_query(request, target)
+    lq.limit = None
+    events, revision, _ = await collect(store, target, lq)
+    deleted: list[bytes] = []
+    for ev in events:
+        try:
+            result, _now = await store.delete(target.kind, ev.namespace, ev.name, opts, ctx)
+        except errors.NotFound:
+            continue
+        deleted.append(result.body)
+    kind = target.kind
+    head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
+            + b'","metadata":{"resourceVersion":"' + str(store.log.revision).encode() + b'"},"items":[')
+    return codec.json_response(head + b",".join(deleted) + b"]}")
+
+
+async def create_binding(request: web.Request, target: Target) -> web.StreamResponse:
+    store = request.app[st.STORE]
+    ctx = write_context(request)
+    body = await codec.read_body(request)
+    binding = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    await store.bind(target.namespace, target.name, binding, ctx)
+    return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                        "status": "Success", "code": 201}), status=201)
+
+
+def list_query_for_watch(request: web.Request, target: Target) -> ListQuery:
+    """Selectors of a watch (limit, continue and resourceVersionMatch do not apply to it)."""
+    q = request.query
+    kind = target.kind
+    return ListQuery(
+        label=selectors.parse_label_selector(q.get("labelSelector", "")),
+        field=selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group,
+                                             resource=kind.plural),
+        limit=None, revision=None, start_after=None)

@@ -1,0 +1,30 @@
+"""Prometheus metrics of one API server (its own registry, so in-process servers don't collide)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import prometheus_client as prom
+
+# Upstream apiserver_request_duration_seconds buckets, trimmed to the range a sandbox sees.
+_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    def __init__(self, *, revision: Callable[[], float]) -> None:
+        self.registry = prom.CollectorRegistry(auto_describe=True)
+        self.requests = prom.Counter(
+            "apiserver_request", "Requests by verb, group, resource, subresource and HTTP code.",
+            ["verb", "group", "resource", "subresource", "code"], registry=self.registry)
+        self.duration = prom.Histogram(
+            "apiserver_request_duration_seconds", "Request latency by verb, group and resource.",
+            ["verb", "group", "resource"], buckets=_BUCKETS, registry=self.registry)
+        self.watches = prom.Gauge(
+            "apiserver_registered_watchers", "Open watch streams by group and resource.",
+            ["group", "resource"], registry=self.registry)
+        self.revision = prom.Gauge("cplane_event_log_revision", "Newest committed event-log revision.",
+                                   registry=self.registry)
+        self.revision.set_function(revision)
+
+    def render(self) -> bytes:
+        return prom.generate_latest(self.registry)

@@ -1,0 +1,650 @@
+"""The generic registry: kube-apiserver's create / update / patch / delete semantics over the event log.
+
+HTTP-free: handlers in `api/handlers.py` decode requests into calls here. Every write ends in one
+`EventLog.append`; preconditions are optimistic (the revision read is the revision expected), and
+unconditional updates retry on conflict as `GuaranteedUpdate` does.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+from cp import clock as clocks
+from cp import defaulting, errors, objects, patching, sim, validation
+from cp import resources as res
+from storage import log
+
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
+
+MAX_RETRIES = 16
+
+
+class WriteContext(msgspec.Struct, kw_only=True):
+    """Who writes and how: query parameters and identity of one request."""
+
+    user: str = "system:admin"
+    user_agent: str = ""
+    request_id: str = ""
+    field_manager: str = ""
+    dry_run: bool = False
+    field_validation: str = "Warn"  # Strict | Warn | Ignore
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+    def actor(self) -> log.Actor:
+        return log.Actor(user=self.user, field_manager=self.manager(), user_agent=self.user_agent,
+                         request_id=self.request_id)
+
+    def manager(self) -> str:
+        if self.field_manager:
+            return self.field_manager
+        # Upstream default: the user agent up to the first "/".
+        return (self.user_agent.split("/", 1)[0] or "unknown")[:128]
+
+
+class Result(msgspec.Struct, kw_only=True):
+    """A write's outcome: the object as JSON bytes and the HTTP code."""
+
+    body: bytes
+    code: int = 200
+
+
+def _key(kind: res.ResourceKind, namespace: str, name: str) -> dict[str, str]:
+    return {"group": kind.group, "resource": kind.plural, "namespace": namespace, "name": name}
+
+
+class Store:
+    def __init__(self, *, event_log: log.EventLog, clock: clocks.Clock) -> None:
+        self.log = event_log
+        self.clock = clock
+
+    async def _append(self, write: log.Write) -> log.Event:
+        """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
+        event = await self.log.append(write)
+        if write.group == res.SIM_GROUP and write.resource == "clocks" and write.type != "DELETED" \
+                and isinstance(self.clock, clocks.VirtualClock):
+            self.clock.set(sim.clock_time(write.object))
+        return event
+
+    # ---------------------------------------------------------------- reads
+
+    async def get(self, kind: res.ResourceKind, namespace: str, name: str,
+                  *, revision: int | None = None) -> log.Event:
+        ev = await self.log.get(**_key(kind, namespace, name), revision=revision)
+        if ev is None:
+            raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name)
+        return ev
+
+    async def get_object(self, kind: res.ResourceKind, namespace: str, name: str) -> dict[str, Any]:
+        return dict(_decode((await self.get(kind, namespace, name)).object))
+
+    # ---------------------------------------------------------------- create
+
+    async def create(self, kind: res.ResourceKind, namespace: str, obj: dict[str, Any],
+                     ctx: WriteContext, *, operation: str = "Update") -> Result:
+        now = self.clock.now()
+        meta = objects.meta(obj)
+        obj["apiVersion"] = kind.api_version
+        obj["kind"] = kind.kind
+        self._check_namespace_field(kind, namespace, meta)
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = objects.generate_name(str(meta["generateName"]))
+        name = str(meta.get("name") or "")
+        obj = self._structure(kind, obj, ctx)
+        meta = objects.meta(obj)
+        for drop in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink"):
+            meta.pop(drop, None)
+        meta["uid"] = objects.new_uid()
+        meta["creationTimestamp"] = clocks.rfc3339(now)
+        if kind.has_spec:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+        _prepare_for_create(kind, obj, now=now)
+        objects.record_manager(obj, objects.managed_entry(
+            manager=ctx.manager(), operation=operation, api_version=kind.api_version, now=now,
+            fields=objects.fields_v1(_managed_view(obj))))
+        validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
+                                   namespaced=kind.namespaced)
+        if kind.group == res.SIM_GROUP:
+            sim.validate(obj, None, kind=kind.kind)
+        if kind.namespaced:
+            await self._check_namespace_open(namespace, kind=kind, name=name)
+        if ctx.dry_run:
+            existing = await self.log.get(**_key(kind, namespace, name))
+            if existing is not None:
+                raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name)
+            return Result(body=_encode(obj), code=201)
+        try:
+            ev = await self._append(log.Write(
+                type="ADDED", **_key(kind, namespace, name), object=obj, expected_revision=0,
+                time=now, actor=ctx.actor()))
+        except log.ConflictError as exc:
+            raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name) from exc
+        return Result(body=ev.object, code=201)
+
+    def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:
+        if kind.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise errors.BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = namespace
+        else:
+            meta.pop("namespace", None)
+
+    async def _check_namespace_open(self, namespace: str, *, kind: res.ResourceKind | None = None,
+                                    name: str = "") -> None:
+        ns = await self.log.get(group="", resource="namespaces", namespace="", name=namespace)
+        if ns is None:
+            raise errors.NotFound.of(group="", plural="namespaces", name=namespace)
+        obj = _decode(ns.object)
+        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+            # As admission.NewForbidden(attributes, err): about the object being created.
+            gr = (kind.group_resource if kind else "namespaces")
+            prefix = f'{gr} "{name}" is forbidden: ' if name else "forbidden: "
+            details: dict[str, Any] = {"name": name}
+            if kind and kind.group:
+                details["group"] = kind.group
+            details["kind"] = kind.plural if kind else "namespaces"
+            raise errors.Forbidden(
+                f"{prefix}unable to create new content in namespace {namespace} because it is being terminated",
+                details={**details, "causes": [{
+                    "reason": "NamespaceTerminating", "field": "metadata.namespace",
+                    "message": f"namespace {namespace} is being terminated"}]})
+
+    def _structure(self, kind: res.ResourceKind, obj: dict[str, Any], ctx: WriteContext) -> dict[str, Any]:
+        obj, warnings = validation.check_structure(
+            obj, group=kind.group, version=kind.version, kind=kind.kind,
+            field_validation=ctx.field_validation)
+        ctx.warnings.extend(warnings)
+        return obj
+
+    # ---------------------------------------------------------------- update
+
+    async def update(self, kind: res.ResourceKind, namespace: str, name: str, obj: dict[str, Any],
+                     ctx: WriteContext, *, subresource: str = "") -> Result:
+        meta = objects.meta(obj)
+        if meta.get("name") and meta["name"] != name:
+            raise errors.BadRequest(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})")
+        if kind.namespaced:
+            body_ns = meta.get("namespace")
+            if body_ns and body_ns != namespace:
+                raise errors.BadRequest(
+                    "the namespace of the provided object does not match the namespace sent on the request")
+        body = obj
+
+        def mutate(_current: dict[str, Any]) -> dict[str, Any]:
+            return copy.deepcopy(body)
+
+        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
+                                            fields=objects.fields_v1(_managed_view(obj)))
+
+    async def patch(self, kind: res.ResourceKind, namespace: str, name: str, patch_body: bytes,
+                    content_type: str, ctx: WriteContext, *, subresource: str = "",
+                    force: bool = False) -> Result:
+        if content_type == patching.APPLY_PATCH:
+            return await self.apply(kind, namespace, name, patch_body, ctx, subresource=subresource,
+                                    force=force)
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            return patching.apply_patch(current, patch_body, content_type=content_type,
+                                        group=kind.group, version=kind.version, kind=kind.kind)
+
+        fields = _patch_fields(patch_body, content_type)
+        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
+                                            fields=fields)
+
+    async def apply(self, kind: res.ResourceKind, namespace: str, name: str, patch_body: bytes,
+                    ctx: WriteContext, *, subresource: str = "", force: bool = False) -> Result:
+        """Server-side apply as create-or-merge (full field ownership is issue #9)."""
+        if not ctx.field_manager:
+            raise errors.BadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
+                                    "is required for apply patch")
+        applied = patching.apply_yaml_body(patch_body)
+        ameta = objects.meta(applied)
+        if ameta.get("name") and ameta["name"] != name:
+            raise errors.BadRequest(
+                f"the name of the object ({ameta['name']}) does not match the name on the URL ({name})")
+        existing = await self.log.get(**_key(kind, namespace, name))
+        if existing is None and not subresource:
+            ameta["name"] = name
+            result = await self.create(kind, namespace, applied, ctx, operation="Apply")
+            return result
+
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            merged = patching.json_merge_patch(current, _strip_nulls(applied))
+            return dict(merged)
+
+        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
+                                            fields=objects.fields_v1(_managed_view(applied)),
+                                            operation="Apply")
+
+    async def guaranteed_update(
+        self, kind: res.ResourceKind, namespace: str, name: str,
+        mutate: Callable[[dict[str, Any]], dict[str, Any]], ctx: WriteContext, *,
+        subresource: str = "", fields: dict[str, Any] | None = None, operation: str = "Update",
+    ) -> Result:
+        for _attempt in range(MAX_RETRIES):
+            ev = await self.get(kind, namespace, name)
+            current = _decode(ev.object)
+            new = mutate(copy.deepcopy(current))
+            if not isinstance(new, dict):
+                raise errors.BadRequest("the object must be a JSON object")
+            new_meta = objects.meta(new)
+            wanted_rv = new_meta.get("resourceVersion")
+            precondition = bool(wanted_rv)
+            if precondition and str(wanted_rv) != str(ev.revision):
+                raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+            new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
+                                       fields=fields, operation=operation)
+            if _same(new, current):
+                return Result(body=ev.object)
+            cur_meta = current.get("metadata") or {}
+            if cur_meta.get("deletionTimestamp") and not new["metadata"].get("finalizers") \
+                    and _finalized(kind, new):
+                if ctx.dry_run:
+                    return Result(body=_encode(new))
+                try:
+                    out = await self._append(log.Write(
+                        type="DELETED", **_key(kind, namespace, name), object=new,
+                        expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
+                except log.ConflictError:
+                    if precondition:
+                        raise errors.Conflict.modified(group=kind.group, plural=kind.plural,
+                                                       name=name) from None
+                    continue
+                return Result(body=out.object)
+            if ctx.dry_run:
+                new["metadata"]["resourceVersion"] = str(ev.revision)
+                return Result(body=_encode(new))
+            try:
+                out = await self._append(log.Write(
+                    type="MODIFIED", **_key(kind, namespace, name), object=new,
+                    expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
+            except log.ConflictError as exc:
+                if exc.current is None:
+                    raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name) from None
+                if precondition:
+                    raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name) from None
+                continue
+            return Result(body=out.object)
+        raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+
+    def _prepare_update(self, kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any],
+                        ctx: WriteContext, *, subresource: str, fields: dict[str, Any] | None,
+                        operation: str) -> dict[str, Any]:
+        now = self.clock.now()
+        new["apiVersion"] = kind.api_version
+        new["kind"] = kind.kind
+        new = self._structure(kind, new, ctx)
+        old_meta = old.get("metadata") or {}
+        if subresource == "status":
+            # Status writes change status only (metav1.ResetObjectMetaForStatus + spec from old).
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif kind.subresource("status") is not None and "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        elif kind.subresource("status") is not None:
+            new.pop("status", None)
+        meta = objects.meta(new)
+        for keep in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
+                     "namespace", "name"):
+            if keep in old_meta:
+                meta[keep] = old_meta[keep]
+            else:
+                meta.pop(keep, None)
+        if subresource != "status":
+            meta.pop("managedFields", None)
+            if old_meta.get("managedFields"):
+                meta["managedFields"] = copy.deepcopy(old_meta["managedFields"])
+            if old_meta.get("deletionTimestamp"):
+                added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+                if added:
+                    raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(meta.get("name")),
+                                         causes=[errors.Cause("Forbidden", "metadata.finalizers",
+                                                              "no new finalizers can be added if the "
+                                                              "object is being deleted, found new "
+                                                              f"finalizers {sorted(added)!r}")])
+        meta["resourceVersion"] = old_meta.get("resourceVersion", "")
+        defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+        if kind.has_spec:
+            generation = int(old_meta.get("generation") or 1)
+            if objects.spec_changed(new, old):
+                generation += 1
+            meta["generation"] = generation
+        else:
+            meta.pop("generation", None)
+        if not meta.get("labels"):
+            meta.pop("labels", None)
+        if not meta.get("annotations"):
+            meta.pop("annotations", None)
+        if not meta.get("finalizers"):
+            meta.pop("finalizers", None)
+        validation.validate_update(new, old, group=kind.group, version=kind.version, kind=kind.kind,
+                                   subresource=subresource)
+        if kind.group == res.SIM_GROUP:
+            sim.validate(new, old, kind=kind.kind)
+        if not _same(new, old) and fields is not None:
+            objects.record_manager(new, objects.managed_entry(
+                manager=ctx.manager(), operation=operation, api_version=kind.api_version, now=now,
+                fields=fields, subresource=subresource))
+        return new
+
+    # ---------------------------------------------------------------- delete
+
+    async def delete(self, kind: res.ResourceKind, namespace: str, name: str, options: dict[str, Any],
+                     ctx: WriteContext) -> tuple[Result, bool]:
+        """Delete one object. Returns (result, deleted_now)."""
+        for _attempt in range(MAX_RETRIES):
+            ev = await self.get(kind, namespace, name)
+            obj = _decode(ev.object)
+            meta = objects.meta(obj)
+            pre = options.get("preconditions") or {}
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise errors.Conflict(
+                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                    f"{meta.get('uid')}", details={"name": name, "kind": kind.plural})
+            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(ev.revision):
+                raise errors.Conflict(
+                    f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                    f"ResourceVersion in object meta: {ev.revision}",
+                    details={"name": name, "kind": kind.plural})
+            now = self.clock.now()
+            policy = options.get("propagationPolicy")
+            if policy is None and options.get("orphanDependents") is True:
+                policy = "Orphan"
+            finalizers = list(meta.get("finalizers") or [])
+            if policy == "Foreground" and "foregroundDeletion" not in finalizers:
+                finalizers.append("foregroundDeletion")
+            elif policy == "Orphan" and "orphan" not in finalizers:
+                finalizers.append("orphan")
+            grace = _grace_period(kind, obj, options)
+            graceful = grace > 0
+            namespace_kind = kind.group == "" and kind.plural == "namespaces"
+            terminating = bool(meta.get("deletionTimestamp"))
+            if terminating and not (graceful is False and not finalizers and not namespace_kind):
+                # Already being deleted: record a shorter grace period or new finalizers only.
+                changed = False
+                if finalizers != list(meta.get("finalizers") or []):
+                    meta["finalizers"] = finalizers
+                    changed = True
+                old_grace = meta.get("deletionGracePeriodSeconds")
+                if kind.plural == "pods" and old_grace is not None and grace < int(old_grace):
+                    meta["deletionGracePeriodSeconds"] = grace
+                    meta["deletionTimestamp"] = clocks.rfc3339(now + grace)
+                    changed = True
+                if not changed or ctx.dry_run:
+                    return Result(body=ev.object, code=202 if finalizers else 200), False
+                try:
+                    out = await self._append(log.Write(
+                        type="MODIFIED", **_key(kind, namespace, name), object=obj,
+                        expected_revision=ev.revision, time=now, actor=ctx.actor()))
+                except log.ConflictError:
+                    continue
+                return Result(body=out.object, code=202 if finalizers else 200), False
+            if finalizers or graceful or namespace_kind:
+                meta["deletionTimestamp"] = clocks.rfc3339(now + (grace if graceful else 0))
+                meta["deletionGracePeriodSeconds"] = grace if graceful else 0
+                if finalizers:
+                    meta["finalizers"] = finalizers
+                if kind.has_spec:
+                    meta["generation"] = int(meta.get("generation") or 1) + 1
+                if namespace_kind:
+                    obj.setdefault("status", {})["phase"] = "Terminating"
+                if ctx.dry_run:
+                    return Result(body=_encode(obj), code=202 if finalizers else 200), False
+                try:
+                    out = await self._append(log.Write(
+                        type="MODIFIED", **_key(kind, namespace, name), object=obj,
+                        expected_revision=ev.revision, time=now, actor=ctx.actor()))
+                except log.ConflictError:
+                    continue
+                return Result(body=out.object, code=202 if finalizers else 200), False
+            if ctx.dry_run:
+                return Result(body=ev.object), True
+            try:
+                out = await self._append(log.Write(
+                    type="DELETED", **_key(kind, namespace, name), object=obj,
+                    expected_revision=ev.revision, time=now, actor=ctx.actor()))
+            except log.ConflictError:
+                continue
+            return Result(body=out.object), True
+        raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+
+    # ---------------------------------------------------------------- subresources
+
+    async def bind(self, namespace: str, name: str, binding: dict[str, Any], ctx: WriteContext) -> None:
+        """pods/binding: assign a node, as the scheduler does (`assignPod`)."""
+        pods = res.lookup("", "v1", "pods")
+        assert pods is not None
+        target = binding.get("target") or {}
+        node = target.get("name")
+        if not node:
+            raise errors.Invalid(kind="Binding", group="", name=name,
+                                 causes=[errors.Cause("Required", "target.name", "")])
+        bmeta = binding.get("metadata") or {}
+        if bmeta.get("name") and bmeta["name"] != name:
+            raise errors.BadRequest(
+                f"the name of the object ({bmeta['name']}) does not match the name on the URL ({name})")
+
+        def mutate(pod: dict[str, Any]) -> dict[str, Any]:
+            meta = pod.get("metadata") or {}
+            if bmeta.get("uid") and bmeta["uid"] != meta.get("uid"):
+                raise errors.Conflict(f"Precondition failed: UID in precondition: {bmeta['uid']}, "
+                                      f"UID in object meta: {meta.get('uid')}")
+            if meta.get("deletionTimestamp"):
+                raise errors.Conflict(f'pod {name} is being deleted, cannot be assigned to a host')
+            spec = pod.setdefault("spec", {})
+            if spec.get("nodeName"):
+                raise errors.Conflict(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
+            spec["nodeName"] = node
+            return pod
+
+        def mutate_status(pod: dict[str, Any]) -> dict[str, Any]:
+            status = pod.setdefault("status", {})
+            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+            conds.append({"type": "PodScheduled", "status": "True",
+                          "lastTransitionTime": clocks.rfc3339(self.clock.now()), "lastProbeTime": None})
+            status["conditions"] = conds
+            return pod
+
+        # Spec and condition land in one event: nodeName via an internal spec update with the
+        # PodScheduled condition carried along.
+        async def _bind() -> Result:
+            for _ in range(MAX_RETRIES):
+                ev = await self.get(pods, namespace, name)
+                pod = mutate(_decode(ev.object))
+                pod = mutate_status(pod)
+                if ctx.dry_run:
+                    return Result(body=_encode(pod))
+                try:
+                    out = await self._append(log.Write(
+                        type="MODIFIED", group="", resource="pods", namespace=namespace, name=name,
+                        object=pod, expected_revision=ev.revision, time=self.clock.now(),
+                        actor=ctx.actor()))
+                except log.ConflictError:
+                    continue
+                return Result(body=out.object)
+            raise errors.Conflict.modified(group="", plural="pods", name=name)
+
+        await _bind()
+
+    async def get_scale(self, kind: res.ResourceKind, namespace: str, name: str) -> dict[str, Any]:
+        ev = await self.get(kind, namespace, name)
+        return scale_of(_decode(ev.object))
+
+    async def update_scale(self, kind: res.ResourceKind, namespace: str, name: str,
+                           scale_mutate: Callable[[dict[str, Any]], dict[str, Any]],
+                           ctx: WriteContext) -> dict[str, Any]:
+        def mutate(current: dict[str, Any]) -> dict[str, Any]:
+            scale = scale_mutate(scale_of(current))
+            smeta = scale.get("metadata") or {}
+            if smeta.get("name") and smeta["name"] != name:
+                raise errors.BadRequest(
+                    f"the name of the object ({smeta['name']}) does not match the name on the URL ({name})")
+            replicas = (scale.get("spec") or {}).get("replicas", 0)
+            if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+                raise errors.Invalid(kind="Scale", group="autoscaling", name=name, causes=[
+                    errors.Cause("Invalid", "spec.replicas", "must be greater than or equal to 0",
+                                 replicas)])
+            current.setdefault("spec", {})["replicas"] = replicas
+            rv = smeta.get("resourceVersion")
+            current["metadata"]["resourceVersion"] = rv or ""
+            return current
+
+        result = await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource="scale",
+                                              fields={"f:spec": {"f:replicas": {}}})
+        return scale_of(_decode(result.body))
+
+
+def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
+    """autoscaling/v1 Scale of a Deployment or ReplicaSet."""
+    from cp import selectors
+
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    sel = spec.get("selector")
+    return {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+                     if k in meta},
+        "spec": {"replicas": spec.get("replicas", 0)},
+        "status": {"replicas": status.get("replicas", 0),
+                   "selector": str(selectors.from_label_selector_object(sel)) if isinstance(sel, dict) else ""},
+    }
+
+
+def _grace_period(kind: res.ResourceKind, obj: dict[str, Any], options: dict[str, Any]) -> int:
+    """Graceful deletion applies to pods that a kubelet must stop (upstream `podStrategy.CheckGracefulDelete`)."""
+    if kind.group != "" or kind.plural != "pods":
+        return 0
+    spec = obj.get("spec") or {}
+    phase = (obj.get("status") or {}).get("phase")
+    if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
+        return 0
+    grace = options.get("gracePeriodSeconds")
+    if grace is None:
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+    try:
+        grace = int(grace)
+    except (TypeError, ValueError):
+        raise errors.BadRequest("gracePeriodSeconds must be an integer") from None
+    return max(grace, 0)
+
+
+def _finalized(kind: res.ResourceKind, obj: dict[str, Any]) -> bool:
+    """A terminating object with no metadata finalizers goes away, except pods still in their grace
+    period (the kubelet deletes them) and namespaces with spec finalizers."""
+    meta = obj.get("metadata") or {}
+    if kind.group == "" and kind.plural == "namespaces":
+        return not (obj.get("spec") or {}).get("finalizers")
+    if kind.group == "" and kind.plural == "pods":
+        return not meta.get("deletionGracePeriodSeconds")
+    return True
+
+
+def _prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: float) -> None:
+    """Per-kind `PrepareForCreate`: status is not settable on create where a status subresource exists."""
+    if kind.group == "" and kind.plural == "pods":
+        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj.get("spec") or {})}
+    elif kind.group == "" and kind.plural == "namespaces":
+        obj["status"] = {"phase": "Active"}
+    elif kind.group == "" and kind.plural == "nodes":
+        pass  # nodes may set all fields, status included, on create
+    elif kind.group == "autoscaling":
+        obj["status"] = {"desiredReplicas": 0}  # desiredReplicas has no omitempty upstream
+    elif kind.group == "apps" and kind.plural == "replicasets":
+        obj["status"] = {"replicas": 0}  # ReplicaSetStatus.replicas has no omitempty upstream
+    elif kind.subresource("status") is not None:
+        obj["status"] = {}
+    if kind.group == "resource.k8s.io":
+        defaulting.default_device_taints(obj, now_rfc3339=clocks.rfc3339(now))
+
+
+def _qos_class(spec: dict[str, Any]) -> str:
+    requests: dict[str, bool] = {}
+    limits_all = True
+    any_set = False
+    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
+        r = (c.get("resources") or {})
+        req = r.get("requests") or {}
+        lim = r.get("limits") or {}
+        for res_name in ("cpu", "memory"):
+            value = req.get(res_name, lim.get(res_name))
+            if value is not None or lim.get(res_name) is not None:
+                any_set = True
+            if lim.get(res_name) is None or value is None or str(value) != str(lim.get(res_name)):
+                limits_all = False
+            requests[res_name] = True
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if limits_all else "Burstable"
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    """Equal apart from resourceVersion and managedFields timestamps (upstream skips no-op writes)."""
+    if a.keys() != b.keys():
+        return False
+    for k in a:
+        if k == "metadata":
+            ma = dict(a[k] or {})
+            mb = dict(b[k] or {})
+            for m in (ma, mb):
+                m.pop("resourceVersion", None)
+                m.pop("managedFields", None)
+            if ma != mb:
+                return False
+        elif a[k] != b[k]:
+            return False
+    return True
+
+
+def _managed_view(obj: dict[str, Any]) -> dict[str, Any]:
+    view = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
+    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
+            if k in ("labels", "annotations", "finalizers", "ownerReferences")}
+    if meta:
+        view["metadata"] = meta
+    else:
+        view.pop("metadata", None)
+    return view
+
+
+def _patch_fields(body: bytes, content_type: str) -> dict[str, Any]:
+    if content_type in (patching.MERGE_PATCH, patching.STRATEGIC_MERGE_PATCH):
+        try:
+            doc = _decode(body)
+        except msgspec.DecodeError:
+            return {}
+        if isinstance(doc, dict):
+            return objects.fields_v1(_managed_view(_strip_directives(doc)))
+    return {}
+
+
+def _strip_directives(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _strip_directives(v) for k, v in doc.items() if not k.startswith("$") and v is not None}
+    if isinstance(doc, list):
+        return [_strip_directives(v) for v in doc if not (isinstance(v, dict) and "$patch" in v)]
+    return doc
+
+
+def _strip_nulls(doc: Any) -> Any:
+    if isinstance(doc, dict):
+        return {k: _strip_nulls(v) for k, v in doc.items() if v is not None}
+    if isinstance(doc, list):
+        return [_strip_nulls(v) for v in doc]
+    return doc

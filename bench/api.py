@@ -1,0 +1,224 @@
+"""API server benchmark (issue #3): start-up, create throughput, LIST latency, watch fan-out latency.
+
+Run: `.venv/bin/python -m bench.api [--quick]`. The server runs as its own process
+(`cplane serve --insecure`) on a fresh SQLite data dir; the load comes from this process over HTTP.
+Each figure is printed beside its target and the reference point measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+CPLANE = Path(sys.executable).parent / "cplane"
+
+
+def _pct(values: list[float], p: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], deadline: float) -> str:
+    kubeconfig = data_dir / "kubeconfig"
+    url = ""
+    async with aiohttp.ClientSession() as s:
+        while time.perf_counter() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            if not url and kubeconfig.exists():
+                for line in kubeconfig.read_text().splitlines():
+                    if line.strip().startswith("server:"):
+                        url = line.split("server:", 1)[1].strip()
+            if url:
+                try:
+                    async with s.get(url + "/readyz") as r:
+                        if r.status == 200:
+                            return url
+                except aiohttp.ClientError:
+                    pass
+            await asyncio.sleep(0.002)
+    raise TimeoutError("server not ready")
+
+
+def _start(data_dir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([str(CPLANE), "serve", "--data-dir", str(data_dir), "--port", "0", "--insecure",
+                             "--no-controllers", "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def bench_startup(runs: int) -> dict[str, float]:
+    floor: list[float] = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import aiohttp, sqlalchemy, msgspec"], check=True)
+        floor.append(time.perf_counter() - t)
+    times: list[float] = []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            proc = _start(Path(tmp))
+            try:
+                await _wait_ready(Path(tmp), proc, t + 30)
+                times.append(time.perf_counter() - t)
+            finally:
+                proc.terminate()
+                proc.wait()
+    return {"startup_s": statistics.median(times), "floor_s": statistics.median(floor)}
+
+
+async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, float]:
+    latencies: list[float] = []
+    errors = 0
+    queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    for b in bodies:
+        queue.put_nowait(b)
+    conn = aiohttp.TCPConnector(limit=concurrency)
+    async with aiohttp.ClientSession(base_url=url, connector=conn) as s:
+        async def worker() -> None:
+            nonlocal errors
+            while not queue.empty():
+                body = queue.get_nowait()
+                data = json.dumps(body).encode()
+                t = time.perf_counter()
+                async with s.post(path, data=data, headers={"Content-Type": "application/json"}) as r:
+                    await r.read()
+                    if r.status != 201:
+                        errors += 1
+                latencies.append(time.perf_counter() - t)
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.perf_counter() - start
+    return {"per_s": len(bodies) / elapsed, "p50_ms": _pct(latencies, 50) * 1000,
+            "p99_ms": _pct(latencies, 99) * 1000, "errors": errors}
+
+
+def _configmap(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"cm-{i}"},
+            "data": {"payload": "x" * 900}}
+
+
+def _claim(i: int) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"claim-{i}"},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": "gpu.example.com",
+                "selectors": [{"cel": {"expression": 'device.attributes["gpu.example.com"].model == "A100"'}}]}}]}}}
+
+
+def _pod(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"pod-{i}", "labels": {"app": "bench", "shard": str(i % 10)}},
+            "spec": {"nodeName": f"node-{i % 100}", "containers": [
+                {"name": "app", "image": "registry.example.com/app:1.0",
+                 "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
+
+
+async def bench_list(url: str, n: int) -> dict[str, float]:
+    await _creates(url, "/api/v1/namespaces/default/pods", [_pod(i) for i in range(n)], 32)
+    out: dict[str, float] = {}
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    async with aiohttp.ClientSession(base_url=url) as s:
+        for label, headers in (("json", {"Accept": "application/json"}), ("table", {"Accept": table})):
+            times = []
+            for _ in range(5):
+                t = time.perf_counter()
+                async with s.get("/api/v1/namespaces/default/pods", headers=headers) as r:
+                    body = await r.read()
+                times.append(time.perf_counter() - t)
+            count = len(json.loads(body)["items" if label == "json" else "rows"])
+            assert count == n, (label, count)
+            out[f"list_{label}_ms"] = statistics.median(times) * 1000
+    return out
+
+
+async def bench_watch(url: str, watchers: int) -> dict[str, float]:
+    conn = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(base_url=url, connector=conn,
+                                     timeout=aiohttp.ClientTimeout(total=None)) as s:
+        async with s.get("/api/v1/namespaces/default/configmaps", params={"limit": "1"}) as r:
+            rv = json.loads(await r.read())["metadata"]["resourceVersion"]
+        streams = []
+        for i in range(0, watchers, 100):
+            batch = await asyncio.gather(*(s.get("/api/v1/namespaces/default/configmaps",
+                                                 params={"watch": "1", "resourceVersion": rv,
+                                                         "timeoutSeconds": "60"})
+                                           for _ in range(min(100, watchers - i))))
+            streams.extend(batch)
+        arrived: list[float] = []
+
+        async def read_one(resp: aiohttp.ClientResponse) -> None:
+            await resp.content.readline()
+            arrived.append(time.perf_counter())
+
+        readers = [asyncio.create_task(read_one(r)) for r in streams]
+        await asyncio.sleep(0.2)  # let every stream reach its wait
+        t0 = time.perf_counter()
+        async with s.post("/api/v1/namespaces/default/configmaps",
+                          json={"metadata": {"name": "watched"}, "data": {"a": "b"}}) as r:
+            assert r.status == 201
+        await asyncio.wait_for(asyncio.gather(*readers), 30)
+        for resp in streams:
+            resp.close()
+    lat = [(a - t0) * 1000 for a in arrived]
+    return {"watch_p50_ms": _pct(lat, 50), "watch_p99_ms": _pct(lat, 99), "watchers": float(len(lat))}
+
+
+async def main_async(quick: bool) -> None:
+    results: dict[str, Any] = {}
+    results.update(await bench_startup(3 if quick else 5))
+    n_creates = 2000 if quick else 10000
+    n_pods = 2000 if quick else 10000
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = _start(Path(tmp))
+        try:
+            url = await _wait_ready(Path(tmp), proc, time.perf_counter() + 30)
+            results["configmaps"] = await _creates(url, "/api/v1/namespaces/default/configmaps",
+                                                   [_configmap(i) for i in range(n_creates)], 32)
+            results["claims"] = await _creates(url, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
+                                               [_claim(i) for i in range(n_creates)], 32)
+            results.update(await bench_list(url, n_pods))
+            results.update(await bench_watch(url, 200 if quick else 1000))
+        finally:
+            proc.terminate()
+            proc.wait()
+    rows = [
+        ("start-up to /readyz 200 (s)", f"{results['startup_s']:.3f}", "<= 0.5",
+         f"import floor {results['floor_s']:.3f} s; envtest ~s (20 s timeout), kind 12-17 s, k3s ~50 s"),
+    ]
+    for label, key in (("ConfigMap 1 KB", "configmaps"), ("ResourceClaim", "claims")):
+        r = results[key]
+        rows.append((f"creates/s {label}, 32 clients", f"{r['per_s']:.0f}", ">= 2000",
+                     f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (<= 50), errors {r['errors']}"))
+    rows.append((f"LIST {n_pods} pods JSON (ms)", f"{results['list_json_ms']:.0f}", "<= 150", ""))
+    rows.append((f"LIST {n_pods} pods Table (ms)", f"{results['list_table_ms']:.0f}", "<= 150", ""))
+    rows.append((f"watch: {int(results['watchers'])} watches, p99 (ms)", f"{results['watch_p99_ms']:.1f}",
+                 "<= 50", f"p50 {results['watch_p50_ms']:.1f} ms"))
+    width = max(len(r[0]) for r in rows)
+    print(f"{'measure'.ljust(width)}  {'value':>8}  {'target':>8}  reference / detail")
+    for name, value, target, ref in rows:
+        print(f"{name.ljust(width)}  {value:>8}  {target:>8}  {ref}")
+    print(json.dumps(results, default=float), file=sys.stderr)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true", help="smaller run")
+    args = ap.parse_args()
+    os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
+    asyncio.run(main_async(args.quick))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Which controllers exist, and the one entry point that runs a set of them against a server.
+
+`cplane serve` runs them in-process next to the API; `cplane controllers --server URL --only NAMES`
+runs them as their own process. Either way they reach the server only over HTTP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable, Iterable
+
+import structlog
+
+from controllers import garbage_collector, namespace
+from controllers.runtime import client as clients
+from controllers.runtime import leaderelection as elections
+from controllers.runtime import manager as managers
+from cp import clock as clocks
+
+ControllerFactory = Callable[[managers.ControllerContext], managers.Controller]
+
+CONTROLLERS: dict[str, ControllerFactory] = {
+    garbage_collector.NAME: garbage_collector.new,
+    namespace.NAME: namespace.new,
+}
+
+# kube-controller-manager's names (current and pre-1.28) map to ours.
+ALIASES = {
+    "garbage-collector-controller": garbage_collector.NAME,
+    "garbagecollector": garbage_collector.NAME,
+    "namespace-controller": namespace.NAME,
+}
+
+logger = structlog.get_logger("cplane.controllers")
+
+
+def resolve_names(names: Iterable[str] | None) -> list[str]:
+    """Controller names from a selection like kube-controller-manager's `--controllers`: None, `*`
+    or empty = all; `-name` drops one; unknown names raise ValueError."""
+    requested = [n.strip() for n in (names or []) if n.strip()]
+    if not requested:
+        requested = ["*"]
+    selected: list[str] = []
+    excluded: set[str] = set()
+    for raw in requested:
+        neg = raw.startswith("-")
+        name = raw[1:] if neg else raw
+        if name == "*":
+            if not neg:
+                selected.extend(n for n in CONTROLLERS if n not in selected)
+            continue
+        canonical = ALIASES.get(name, name)
+        if canonical not in CONTROLLERS:
+            raise ValueError(f"unknown controller {name!r}; known: {', '.join(sorted(CONTROLLERS))}")
+        if neg:
+            excluded.add(canonical)
+        elif canonical not in selected:
+            selected.append(canonical)
+    return [n for n in selected if n not in excluded]
+
+
+async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os.PathLike[str] | None = None,
+                          names: Iterable[str] | None = None, clock: clocks.Clock | None = None,
+                          stop_event: asyncio.Event,
+                          leader_election: bool | elections.LeaderElectionConfig = False,
+                          workers: int | None = None,
+                          ready: asyncio.Event | None = None) -> None:
+    """Run the named controllers (None: all) against the API server at `server_url` (or the one a
+    kubeconfig names) until `stop_event` is set, then stop them cleanly and return.
+
+    `leader_election=True` (or a config) makes this one candidate for the Lease
+    `kube-system/cplane-controller-manager`: controllers run only while it is held. `workers`
+    overrides each controller's worker count. `ready` is set once caches have synced and the
+    controllers run (or, with leader election, once caches have synced).
+    """
+    if (server_url is None) == (kubeconfig is None):
+        raise ValueError("pass exactly one of server_url or kubeconfig")
+    selected = resolve_names(names)
+    the_clock = clock or clocks.RealClock()
+    client = (clients.Client(server_url) if server_url is not None
+              else clients.Client.from_kubeconfig(kubeconfig))
+    config: elections.LeaderElectionConfig | None
+    if isinstance(leader_election, elections.LeaderElectionConfig):
+        config = leader_election
+    else:
+        config = elections.LeaderElectionConfig() if leader_election else None
+    try:
+        manager = managers.Manager(client=client, clock=the_clock, leader_election=config)
+        ctx = manager.context()
+        for name in selected:
+            controller = CONTROLLERS[name](ctx)
+            if workers is not None:
+                controller.workers = workers
+            manager.add(controller)
+        logger.info("controllers_starting", controllers=selected, server=client.base_url,
+                    leader_election=config is not None)
+        if ready is not None:
+            notifier = asyncio.get_running_loop().create_task(
+                _notify_ready(manager, ready, elected=config is not None), name="controllers:ready")
+        try:
+            await manager.run(stop_event)
+        finally:
+            if ready is not None:
+                notifier.cancel()
+                await asyncio.gather(notifier, return_exceptions=True)
+    finally:
+        await client.close()
+
+
+async def _notify_ready(manager: managers.Manager, ready: asyncio.Event, *, elected: bool) -> None:
+    if elected:
+        await manager.informers.wait_for_sync()  # started by manager.run
+    else:
+        await manager.leading.wait()
+    ready.set()

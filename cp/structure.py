@@ -1,0 +1,341 @@
+"""Structural decoding checks against the official schemas: what Go's JSON decoding into the typed
+object would reject (wrong JSON types, unparsable quantities and times) or flag (unknown fields).
+
+Each kind's schema is compiled once into a tree of `_Node`s (cached per definition, cycles allowed),
+then objects are walked without further schema lookups. Error wording follows Go's
+`json.UnmarshalTypeError` and sigs.k8s.io/json strict decoding, as kube-apiserver reports them
+(`<Kind> in version "<v>" cannot be handled as a <Kind>: ...`). Pure.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import re
+from typing import Any
+
+from cp import errors, quantity, schemas
+
+# Node kinds
+ANY, OBJ, MAP, ARR, STR, INT, NUM, BOOL, IOS, QTY, TIME, BYTES = range(12)
+
+_INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+_OBJECT_META = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+
+_SPECIAL = {
+    "io.k8s.apimachinery.pkg.util.intstr.IntOrString": IOS,
+    "io.k8s.apimachinery.pkg.api.resource.Quantity": QTY,
+    "io.k8s.apimachinery.pkg.apis.meta.v1.Time": TIME,
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": TIME,
+    "io.k8s.apimachinery.pkg.runtime.RawExtension": ANY,
+    "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": ANY,
+}
+_SPECIAL_GO = {
+    IOS: "intstr.IntOrString", QTY: "resource.Quantity", TIME: "v1.Time",
+}
+
+
+class _Node:
+    __slots__ = ("go", "item", "kind", "open", "props", "struct")
+
+    def __init__(self, kind: int, go: str = "") -> None:
+        self.kind = kind
+        self.go = go  # Go type, for messages
+        self.props: dict[str, _Node] = {}
+        self.item: _Node | None = None  # array items / map values
+        self.struct = ""  # Go struct name (objects)
+        self.open = False  # x-kubernetes-preserve-unknown-fields
+
+
+class StructureError(Exception):
+    """A decoding error; the caller wraps it with the kind and version."""
+
+
+_ANY = _Node(ANY, "interface {}")
+_by_def: dict[str, _Node] = {}
+
+
+def _go_name(defname: str) -> str:
+    parts = defname.split(".")
+    return f"{parts[-2]}.{parts[-1]}" if len(parts) >= 2 else defname
+
+
+def _types(schema: dict[str, Any]) -> tuple[str, ...]:
+    t = schema.get("type")
+    if isinstance(t, str):
+        return (t,)
+    if isinstance(t, list):
+        return tuple(x for x in t if x != "null")
+    return ()
+
+
+def _compile(schema: dict[str, Any] | None) -> _Node:
+    if not schema:
+        return _ANY
+    name = schemas.ref_name(schema)
+    if name is None:
+        all_of = schema.get("allOf")
+        if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
+            return _compile(all_of[0])
+        return _compile_inline(schema, "")
+    node = _by_def.get(name)
+    if node is not None:
+        return node
+    special = _SPECIAL.get(name)
+    if special is not None:
+        node = _Node(special, _SPECIAL_GO.get(special, "interface {}"))
+        _by_def[name] = node
+        return node
+    definition = schemas.definitions().get(name) or {}
+    node = _Node(OBJ, _go_name(name))
+    _by_def[name] = node  # before recursing: definitions may be recursive
+    filled = _compile_inline(definition, name)
+    node.kind, node.go, node.props, node.item = filled.kind, filled.go or node.go, filled.props, filled.item
+    node.struct, node.open = filled.struct, filled.open
+    return node
+
+
+def _compile_inline(schema: dict[str, Any], defname: str) -> _Node:
+    if "oneOf" in schema:
+        return _ANY
+    types = _types(schema)
+    fmt = schema.get("format")
+    kind = types[0] if len(types) == 1 else ""
+    if kind == "object" or (not kind and ("properties" in schema or "additionalProperties" in schema)):
+        props = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        if isinstance(props, dict) and props:
+            node = _Node(OBJ, _go_name(defname) if defname else "struct")
+            node.struct = defname.rsplit(".", 1)[-1] if defname else ""
+            node.open = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+            node.props = {k: _compile(v) for k, v in props.items() if isinstance(v, dict)}
+            return node
+        if isinstance(extra, dict):
+            node = _Node(MAP)
+            node.item = _compile(extra)
+            node.go = f"map[string]{node.item.go}"
+            return node
+        return _Node(ANY, "map[string]interface {}")
+    if kind == "array":
+        node = _Node(ARR)
+        items = schema.get("items")
+        node.item = _compile(items if isinstance(items, dict) else None)
+        node.go = f"[]{node.item.go}"
+        return node
+    if kind == "string":
+        if fmt == "date-time":
+            return _Node(TIME, "v1.Time")
+        if fmt == "byte":
+            return _Node(BYTES, "[]uint8")
+        return _Node(STR, "string")
+    if kind == "integer":
+        return _Node(INT, fmt if fmt in _INT_RANGE else "int64")
+    if kind == "number":
+        return _Node(NUM, "float64")
+    if kind == "boolean":
+        return _Node(BOOL, "bool")
+    return _ANY
+
+
+@functools.cache
+def root_node(group: str, version: str, kind: str) -> _Node | None:
+    """The compiled walker of a kind, None when the kind has no official schema."""
+    name = schemas.name_for(group, version, kind)
+    if name is None:
+        return None
+    return _compile({"$ref": f"#/$defs/{name}"})
+
+
+@functools.cache
+def object_meta_node() -> _Node:
+    return _compile({"$ref": f"#/$defs/{_OBJECT_META}"})
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+class _Walk:
+    __slots__ = ("drop", "unknown")
+
+    def __init__(self, drop: bool) -> None:
+        self.unknown: list[str] = []
+        self.drop = drop
+
+
+def _type_error(value: Any, node: _Node, struct: str, gopath: str, *, shown: str = "") -> StructureError:
+    what = shown or _json_kind(value)
+    if struct or gopath:
+        return StructureError(f"json: cannot unmarshal {what} into Go struct field {struct}.{gopath} "
+                              f"of type {node.go}")
+    return StructureError(f"json: cannot unmarshal {what} into Go value of type {node.go}")
+
+
+def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk) -> Any:
+    k = node.kind
+    if k == OBJ:
+        if not isinstance(value, dict):
+            raise _type_error(value, node, struct, gopath)
+        props = node.props
+        sname = node.struct or struct
+        drops: list[str] | None = None
+        for key, sub in value.items():
+            child = props.get(key)
+            if child is None:
+                if node.open:
+                    continue
+                w.unknown.append(f"{path}.{key}" if path else key)
+                if w.drop:
+                    if drops is None:
+                        drops = []
+                    drops.append(key)
+                continue
+            if sub is None:
+                if drops is None:
+                    drops = []
+                drops.append(key)
+                continue
+            ck = child.kind
+            if ck == STR:
+                if not isinstance(sub, str):
+                    raise _type_error(sub, child, sname, f"{gopath}.{key}" if gopath else key)
+                continue
+            if ck == ANY:
+                continue
+            _walk(sub, child, f"{path}.{key}" if path else key, f"{gopath}.{key}" if gopath else key,
+                  sname, w)
+        if drops:
+            for key in drops:
+                del value[key]
+        return value
+    if k == STR:
+        if not isinstance(value, str):
+            raise _type_error(value, node, struct, gopath)
+        return value
+    if k == ARR:
+        if not isinstance(value, list):
+            raise _type_error(value, node, struct, gopath)
+        item = node.item
+        assert item is not None
+        ik = item.kind
+        if ik == STR:
+            for v in value:
+                if not isinstance(v, str) and v is not None:
+                    raise _type_error(v, item, struct, gopath)
+            return value
+        if ik == ANY:
+            return value
+        for i, v in enumerate(value):
+            if v is not None:
+                _walk(v, item, f"{path}[{i}]", gopath, struct, w)
+        return value
+    if k == MAP:
+        if not isinstance(value, dict):
+            raise _type_error(value, node, struct, gopath)
+        item = node.item
+        assert item is not None
+        ik = item.kind
+        if ik == STR:
+            for v in value.values():
+                if not isinstance(v, str) and v is not None:
+                    raise _type_error(v, item, struct, gopath)
+            return value
+        if ik == ANY:
+            return value
+        for key, v in value.items():
+            if v is not None:
+                _walk(v, item, f"{path}.{key}", f"{gopath}.{key}", struct, w)
+        return value
+    if k == INT:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(value, node, struct, gopath)
+        if isinstance(value, float):
+            raise _type_error(value, node, struct, gopath, shown=f"number {value!r}")
+        lo, hi = _INT_RANGE.get(node.go, _INT_RANGE["int64"])
+        if not lo <= value <= hi:
+            raise _type_error(value, node, struct, gopath, shown=f"number {value}")
+        return value
+    if k == BOOL:
+        if not isinstance(value, bool):
+            raise _type_error(value, node, struct, gopath)
+        return value
+    if k == NUM:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _type_error(value, node, struct, gopath)
+        return value
+    if k == QTY:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise StructureError(quantity.FORMAT_ERROR)
+        try:
+            quantity.parse(value)
+        except quantity.QuantityError as exc:
+            raise StructureError(str(exc)) from None
+        return value
+    if k == IOS:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise StructureError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type int32")
+        if isinstance(value, float) or not -(1 << 31) <= value < (1 << 31):
+            raise StructureError(f"json: cannot unmarshal number {value!r} into Go value of type int32")
+        return value
+    if k == TIME:
+        if not isinstance(value, str):
+            raise StructureError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
+        if not _TIME.match(value):
+            raise StructureError(f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": '
+                                 f'cannot parse "{value}" as "2006"')
+        return value
+    if k == BYTES:
+        if not isinstance(value, str):
+            raise _type_error(value, node, struct, gopath)
+        try:
+            base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise StructureError(f"illegal base64 data at input byte {_bad_b64_offset(value)}") from None
+        return value
+    return value
+
+
+def _bad_b64_offset(text: str) -> int:
+    allowed = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    for i, ch in enumerate(text):
+        if ch not in allowed:
+            return i
+    return len(text)
+
+
+def check(obj: dict[str, Any], *, group: str, version: str, kind: str,
+          field_validation: str) -> tuple[dict[str, Any], list[str]]:
+    node = root_node(group, version, kind)
+    w = _Walk(drop=field_validation != "Strict")
+    try:
+        if node is None:
+            meta = obj.get("metadata")
+            if meta is not None:
+                _walk(meta, object_meta_node(), "metadata", "metadata", "", w)
+        else:
+            _walk(obj, node, "", "", kind, w)
+    except StructureError as exc:
+        raise errors.BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}') from None
+    if not w.unknown:
+        return obj, []
+    fields = [f'unknown field "{p}"' for p in w.unknown]
+    if field_validation == "Strict":
+        raise errors.BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: '
+                                f'strict decoding error: {", ".join(fields)}')
+    if field_validation == "Ignore":
+        return obj, []
+    return obj, fields

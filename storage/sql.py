@@ -1,0 +1,640 @@
+"""`SqlEventLog`: the `log.EventLog` contract over one SQL database; SQLite and PostgreSQL subclass it.
+
+Writes. `append()` queues the write and awaits a future. One writer task takes everything queued (up to
+`max_batch`) and commits it in ONE transaction (group commit): begin (SQLite: BEGIN IMMEDIATE;
+PostgreSQL: LOCK TABLE events IN EXCLUSIVE MODE), read the heads of the batch's keys and the newest
+revision, check every precondition in order (a later write in the batch sees the earlier ones),
+assign revisions max+1, max+2..., insert the events, upsert the heads, commit. Because allocation and
+commit happen under one database-wide write lock, revisions become visible in the order they were
+assigned, with no gap, even with writers in several processes. The unique index on
+(key, prev_revision) makes a lost race impossible to commit (kine's optimistic lock).
+
+Delivery. After commit the events are published to the in-process subscriptions (`broadcasting`) if
+they directly follow the newest published revision; otherwise (another process wrote in between)
+the poller reads the missing range first. The poller also wakes on a timer (and on PostgreSQL on
+LISTEN/NOTIFY) to pick up writes of other processes. `revision` is the newest published revision.
+
+Reads use SQL that both databases accept (`?` placeholders, translated to `$n` for asyncpg). A read
+that must report or check revisions returns a "sentinel" row first (newest revision, compacted
+revision) computed in the same statement, hence the same snapshot, as the data rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import structlog
+
+from storage import broadcasting, codec, compaction, log
+
+_logger = structlog.get_logger(__name__)
+
+NO_LIMIT = 1 << 62
+POLL_PAGE = 1000
+
+_COLS = ("revision, type, api_group, resource, namespace, name, uid, prev_revision, time, actor_user, "
+         "actor_field_manager, actor_user_agent, actor_request_id, object")
+_E_COLS = ", ".join("e." + c.strip() for c in _COLS.split(","))
+_NULLS = ", ".join(["NULL"] * 14)
+
+# The first row of a checked read: (newest revision, compacted revision, NULL x 14).
+_SENTINEL = (f"SELECT (SELECT COALESCE(MAX(revision), 0) FROM events), "
+             f"(SELECT compacted_revision FROM meta), {_NULLS}")
+
+# The row of one key live at revision R (kine-style seek in the (key, prev_revision) index): the
+# key's last row whose prev_revision <= R is either that row (its revision <= R) or its successor
+# (then the answer is its prev_revision). A missing row (0, or compacted) means "absent at R".
+_SEEK = ("SELECT CASE WHEN y.revision <= ? THEN y.revision ELSE y.prev_revision END FROM events y "
+         "WHERE y.resource = {r} AND y.api_group = {g} AND y.namespace = {ns} AND y.name = {n} "
+         "AND y.prev_revision <= ? ORDER BY y.prev_revision DESC LIMIT 1")
+
+SQL_META = _SENTINEL
+SQL_GET_LATEST = (f"SELECT {_E_COLS} FROM heads h JOIN events e ON e.revision = h.revision "
+                  "WHERE h.resource = ? AND h.api_group = ? AND h.namespace = ? AND h.name = ? "
+                  "AND NOT h.deleted")
+SQL_GET_AT = (f"{_SENTINEL} UNION ALL SELECT CAST(NULL AS BIGINT), CAST(NULL AS BIGINT), {_E_COLS} FROM events e WHERE e.revision = ("
+              + _SEEK.format(r="?", g="?", ns="?", n="?") + ") AND e.type <> 'DELETED'")
+
+
+def _list_sql(*, at_revision: bool, namespaced: bool) -> str:
+    where = "h.resource = ? AND h.api_group = ? " + ("AND h.namespace = ? " if namespaced else "")
+    if at_revision:
+        seek = _SEEK.format(r="h.resource", g="h.api_group", ns="h.namespace", n="h.name")
+        join = f"JOIN events e ON e.revision = ({seek}) WHERE {where}AND e.type <> 'DELETED' "
+    else:
+        join = f"JOIN events e ON e.revision = h.revision WHERE {where}AND NOT h.deleted "
+    return (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, {_E_COLS} FROM heads h "
+            f"{join}AND (h.namespace, h.name) > (?, ?) ORDER BY h.namespace, h.name LIMIT ?) AS d")
+
+
+SQL_LIST = {(at, ns): _list_sql(at_revision=at, namespaced=ns) for at in (False, True) for ns in (False, True)}
+SQL_HISTORY = (f"SELECT {_COLS} FROM events WHERE resource = ? AND api_group = ? AND namespace = ? "
+               "AND name = ? ORDER BY prev_revision")
+SQL_AFTER = (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, {_COLS} FROM events "
+             "WHERE revision > ? ORDER BY revision LIMIT ?) AS d")
+
+
+def _replay_sql(*, namespaced: bool) -> str:
+    ns = "AND namespace = ? " if namespaced else ""
+    return (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, {_COLS} FROM events "
+            f"WHERE revision > ? AND revision <= ? AND resource = ? AND api_group = ? {ns}"
+            "ORDER BY revision LIMIT ?) AS d")
+
+
+SQL_REPLAY = {ns: _replay_sql(namespaced=ns) for ns in (False, True)}
+SQL_SCAN = f"SELECT {_COLS} FROM events WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?"
+SQL_BY_REVISION = f"SELECT {_COLS} FROM events WHERE revision = ?"
+SQL_FIRST_SINCE = "SELECT revision FROM events WHERE revision > ? AND time >= ? ORDER BY revision LIMIT 1"
+SQL_IS_EMPTY = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events LIMIT 1) AS x), compacted_revision FROM meta"
+
+SQL_INSERT_EVENT = f"INSERT INTO events ({_COLS}) VALUES ({', '.join(['?'] * 14)})"
+SQL_UPSERT_HEAD = ("INSERT INTO heads (resource, api_group, namespace, name, revision, deleted) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (resource, api_group, namespace, name) "
+                   "DO UPDATE SET revision = excluded.revision, deleted = excluded.deleted")
+SQL_INSERT_HEAD = ("INSERT INTO heads (resource, api_group, namespace, name, revision, deleted) "
+                   "VALUES (?, ?, ?, ?, ?, ?)")
+SQL_SET_COMPACTED = "UPDATE meta SET compacted_revision = ? WHERE id = 1"
+SQL_COMPACTED = "SELECT compacted_revision FROM meta WHERE id = 1"
+# Compaction of the window (lo, hi]: rows superseded by a row of the window, then its tombstones
+# (and their heads). The newest row of every live key survives.
+SQL_WINDOW_TOMBSTONES = ("SELECT resource, api_group, namespace, name, revision FROM events "
+                         "WHERE revision > ? AND revision <= ? AND type = 'DELETED'")
+SQL_DELETE_SUPERSEDED = ("DELETE FROM events WHERE revision IN (SELECT prev_revision FROM events "
+                         "WHERE revision > ? AND revision <= ? AND prev_revision > 0)")
+SQL_DELETE_TOMBSTONES = "DELETE FROM events WHERE revision > ? AND revision <= ? AND type = 'DELETED'"
+SQL_DELETE_HEAD = ("DELETE FROM heads WHERE resource = ? AND api_group = ? AND namespace = ? AND name = ? "
+                   "AND revision = ?")
+
+Row = Sequence[Any]
+
+
+def split_sentinel(rows: Sequence[Row]) -> tuple[int, int, list[Row]]:
+    """(newest revision, compacted revision, data rows) of a checked read."""
+    for i, row in enumerate(rows):
+        if row[0] is not None:
+            return int(row[0]), int(row[1]), [r for j, r in enumerate(rows) if j != i] if i else list(rows[1:])
+    raise log.StorageError("read returned no sentinel row")
+
+
+class _Conflict:
+    __slots__ = ("current", "current_revision", "reason")
+
+    def __init__(self, reason: str, *, current_revision: int | None, current: log.Event | None) -> None:
+        self.reason = reason  # "exists" | "absent" | "stale"
+        self.current_revision = current_revision
+        self.current = current
+
+
+class BulkImport:
+    """The sink `ndjson.import_events` writes into, inside one write transaction."""
+
+    def __init__(self, owner: SqlEventLog) -> None:
+        self._owner = owner
+
+    async def insert(self, rows: list[codec.Row]) -> None:
+        await self._owner._insert_events(rows)
+
+    async def finish(self, *, heads: dict[codec.Key, tuple[int, bool]], compacted: int) -> None:
+        await self._owner._write_executemany(
+            SQL_INSERT_HEAD, [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in heads.items()])
+        if compacted:
+            await self._owner._write_execute(SQL_SET_COMPACTED, (compacted,))
+
+
+class SqlEventLog:
+    """Shared logic; subclasses provide the connection primitives (`_open` ... `_insert_events`)."""
+
+    backend = "sql"
+    poll_interval = 1.0  # seconds between polls when nothing wakes the poller
+    max_batch = 1000  # writes per group commit
+
+    def __init__(self, *, retention: compaction.Retention | None = None, durability: str = "normal",
+                 subscriber_buffer: int = 1000) -> None:
+        if durability not in ("normal", "full"):
+            raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
+        self.retention = retention
+        self.durability = durability
+        self._broadcaster = broadcasting.Broadcaster(revision=0, buffer_limit=subscriber_buffer)
+        self._compacted = 0
+        self._pending: list[tuple[log.Write, asyncio.Future[log.Event]]] = []
+        self._work = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._wake_poller = asyncio.Event()
+        self._write_lock = asyncio.Lock()
+        self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self._state = "new"  # new -> started -> closing -> closed
+
+    # -- backend primitives -------------------------------------------------------------------------
+
+    async def _open(self) -> None:
+        """Create the engine, apply migrations, acquire connections."""
+        raise NotImplementedError
+
+    async def _close_backend(self) -> None:
+        raise NotImplementedError
+
+    async def _read(self, sql: str, args: Sequence[Any]) -> list[Row]:
+        """Run one statement on a reader connection (autocommit: one statement, one snapshot)."""
+        raise NotImplementedError
+
+    async def _begin_write(self) -> None:
+        """Begin a transaction on the writer connection holding the database-wide write lock."""
+        raise NotImplementedError
+
+    async def _commit_write(self, *, revision: int | None) -> None:
+        """Commit; `revision` (the newest written) is announced to other processes."""
+        raise NotImplementedError
+
+    async def _rollback_write(self) -> None:
+        raise NotImplementedError
+
+    async def _write_fetch(self, sql: str, args: Sequence[Any]) -> list[Row]:
+        raise NotImplementedError
+
+    async def _write_execute(self, sql: str, args: Sequence[Any]) -> None:
+        raise NotImplementedError
+
+    async def _write_executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        raise NotImplementedError
+
+    async def _lookup_heads(self, keys: list[codec.Key]) -> tuple[dict[codec.Key, tuple[int, bool]], int, int]:
+        """Inside the write transaction: the heads of `keys`, the newest and the compacted revision."""
+        raise NotImplementedError
+
+    async def _insert_events(self, rows: list[codec.Row]) -> None:
+        await self._write_executemany(SQL_INSERT_EVENT, rows)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._state != "new":
+            raise log.StorageError(f"event log is {self._state}")
+        started = time.perf_counter()
+        await self._open()
+        current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+        self._broadcaster.revision = max(current, compacted)
+        self._compacted = compacted
+        self._state = "started"
+        self._idle.set()
+        self._tasks.append(asyncio.create_task(self._write_loop(), name=f"event-log:{self.backend}:writer"))
+        self._tasks.append(asyncio.create_task(self._poll_loop(), name=f"event-log:{self.backend}:poller"))
+        if self.retention is not None:
+            self._tasks.append(asyncio.create_task(self._retention_loop(),
+                                                   name=f"event-log:{self.backend}:retention"))
+        _logger.info("event_log_started", backend=self.backend, revision=self.revision,
+                     compacted_revision=compacted, durability=self.durability,
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
+
+    async def close(self) -> None:
+        if self._state in ("closing", "closed"):
+            return
+        was_started = self._state == "started"
+        self._state = "closing"
+        if was_started:
+            await self._idle.wait()  # acknowledge everything already queued
+        for task in reversed(self._tasks):
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks.clear()
+        self._broadcaster.end_all()
+        for _, waiter in self._revision_waiters:
+            if not waiter.done():
+                waiter.set_exception(log.StorageError("event log closed"))
+        self._revision_waiters.clear()
+        await self._close_backend()
+        self._state = "closed"
+        _logger.info("event_log_closed", backend=self.backend, revision=self.revision, outcome="ok")
+
+    def _check_started(self) -> None:
+        if self._state != "started":
+            raise log.StorageError(f"event log is {self._state}")
+
+    # -- revisions ----------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        return self._broadcaster.revision
+
+    @property
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    def _check_readable(self, revision: int, *, current: int, compacted: int) -> None:
+        self._compacted = max(self._compacted, compacted)
+        if revision > max(current, self.revision):
+            raise log.FutureRevisionError(
+                f"revision {revision} is newer than the current revision {current}",
+                requested=revision, current=current)
+        if revision <= compacted:
+            raise log.ExpiredError(
+                f"revision {revision} is compacted (compacted revision {compacted})",
+                requested=revision, compacted=compacted)
+
+    # -- writes -------------------------------------------------------------------------------------
+
+    async def append(self, write: log.Write) -> log.Event:
+        if self._state != "started":
+            raise log.StorageError(f"event log is {self._state}")
+        if write.type == "ADDED":
+            if write.expected_revision != 0:
+                raise ValueError("ADDED needs expected_revision 0")
+        elif write.type not in ("MODIFIED", "DELETED"):
+            raise ValueError(f"unknown event type {write.type!r}")
+        if not write.name or not write.resource:
+            raise ValueError("a write needs a resource and a name")
+        future: asyncio.Future[log.Event] = asyncio.get_running_loop().create_future()
+        self._pending.append((write, future))
+        self._idle.clear()
+        self._work.set()
+        return await future
+
+    async def _write_loop(self) -> None:
+        while True:
+            await self._work.wait()
+            self._work.clear()
+            while self._pending:
+                batch = self._pending[:self.max_batch]
+                del self._pending[:self.max_batch]
+                await self._write_batch(batch)
+            self._idle.set()
+
+    async def _write_batch(self, batch: list[tuple[log.Write, asyncio.Future[log.Event]]]) -> None:
+        try:
+            async with self._write_lock:
+                results = await self._commit_writes([write for write, _ in batch])
+        except Exception as error:
+            _logger.error("append_failed", writes=len(batch), outcome="error", error=repr(error))
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(log.StorageError(f"append failed: {error!r}"))
+            return
+        except BaseException:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(log.StorageError("event log closed during append"))
+            raise
+        events = [result for result in results if isinstance(result, log.Event)]
+        if events and not self._publish(events):
+            # Another process committed revisions in between: read them first (keeps order).
+            self._wake_poller.set()
+            await self._wait_for_revision(events[-1].revision)
+        for (write, future), result in zip(batch, results, strict=True):
+            if future.done():
+                continue
+            if isinstance(result, log.Event):
+                future.set_result(result)
+            else:
+                future.set_exception(await self._conflict_error(write, result))
+
+    async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | _Conflict]:
+        await self._begin_write()
+        try:
+            keys = list(dict.fromkeys(codec.key_of(write) for write in writes))
+            heads, current, compacted = await self._lookup_heads(keys)
+            revision = max(current, compacted)
+            in_batch: dict[codec.Key, log.Event] = {}
+            changed: dict[codec.Key, tuple[int, bool]] = {}
+            results: list[log.Event | _Conflict] = []
+            rows: list[codec.Row] = []
+            for write in writes:
+                key = codec.key_of(write)
+                head = heads.get(key)
+                if write.type == "ADDED":
+                    if head is not None and not head[1]:
+                        results.append(_Conflict("exists", current_revision=head[0], current=in_batch.get(key)))
+                        continue
+                elif head is None or head[1]:
+                    results.append(_Conflict("absent", current_revision=None, current=None))
+                    continue
+                elif head[0] != write.expected_revision:
+                    results.append(_Conflict("stale", current_revision=head[0], current=in_batch.get(key)))
+                    continue
+                revision += 1
+                obj, uid = codec.stamp(write, revision=revision)
+                event = codec.event_from_write(write, revision=revision, prev_revision=head[0] if head else 0,
+                                               obj=obj, uid=uid)
+                rows.append(codec.row_from_event(event))
+                heads[key] = changed[key] = (revision, write.type == "DELETED")
+                in_batch[key] = event
+                results.append(event)
+            if rows:
+                await self._insert_events(rows)
+                await self._write_executemany(
+                    SQL_UPSERT_HEAD,
+                    [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in changed.items()])
+                await self._commit_write(revision=revision)
+            else:
+                await self._rollback_write()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._rollback_write()
+            raise
+        return results
+
+    async def _conflict_error(self, write: log.Write, conflict: _Conflict) -> log.ConflictError:
+        current = conflict.current
+        if current is None and conflict.current_revision is not None:
+            rows = await self._read(SQL_BY_REVISION, (conflict.current_revision,))
+            current = codec.event_from_row(rows[0]) if rows else None
+        what = f"{write.resource} {write.namespace + '/' if write.namespace else ''}{write.name}"
+        if conflict.reason == "exists":
+            message = f"{what} already exists"
+        elif conflict.reason == "absent":
+            message = f"{what} not found"
+        else:
+            message = (f"{what} has been modified: expected revision {write.expected_revision}, "
+                       f"current {conflict.current_revision}")
+        return log.ConflictError(message, current=current)
+
+    # -- delivery -----------------------------------------------------------------------------------
+
+    def _publish(self, events: list[log.Event]) -> bool:
+        """Publish committed events; False when they do not follow the newest published revision."""
+        published = self._broadcaster.revision
+        if events[0].revision <= published:
+            events = [event for event in events if event.revision > published]
+            if not events:
+                return True
+        if events[0].revision != published + 1:
+            return False
+        self._broadcaster.publish(events)
+        if self._revision_waiters:
+            self._release_waiters()
+        return True
+
+    def _release_waiters(self) -> None:
+        revision = self._broadcaster.revision
+        keep = []
+        for target, waiter in self._revision_waiters:
+            if target <= revision:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                keep.append((target, waiter))
+        self._revision_waiters = keep
+
+    async def _wait_for_revision(self, revision: int) -> None:
+        if self._broadcaster.revision >= revision:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._revision_waiters.append((revision, waiter))
+        await waiter
+
+    async def _poll_loop(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.poll_interval):
+                    await self._wake_poller.wait()
+            self._wake_poller.clear()
+            try:
+                await self._catch_up()
+            except Exception as error:
+                _logger.warning("poll_failed", revision=self.revision, outcome="error", error=repr(error))
+
+    async def _catch_up(self) -> None:
+        """Publish every committed event newer than `revision` (written by any process)."""
+        while True:
+            after = self._broadcaster.revision
+            current, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (after, POLL_PAGE)))
+            self._compacted = max(self._compacted, compacted)
+            if not rows:
+                if compacted > after:  # the newest revisions were compacted away
+                    self._skip_to(compacted)
+                return
+            events = [codec.event_from_row(row, 2) for row in rows]
+            events = [event for event in events if event.revision > self._broadcaster.revision]
+            if events and not self._publish(events):
+                # Only compaction removes revisions; subscribers behind it cannot be served.
+                self._skip_to(events[0].revision - 1)
+                self._publish(events)
+            if len(rows) < POLL_PAGE:
+                return
+
+    def _skip_to(self, revision: int) -> None:
+        _logger.warning("revisions_skipped", revision=self._broadcaster.revision, skipped_to=revision,
+                        compacted_revision=self._compacted, outcome="subscribers_ended")
+        self._broadcaster.end_all()
+        self._broadcaster.revision = max(self._broadcaster.revision, revision)
+        self._release_waiters()
+
+    # -- reads --------------------------------------------------------------------------------------
+
+    async def get(self, *, group: str, resource: str, namespace: str, name: str,
+                  revision: int | None = None) -> log.Event | None:
+        self._check_started()
+        if revision is None:
+            rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
+            return codec.event_from_row(rows[0]) if rows else None
+        current, compacted, rows = split_sentinel(await self._read(
+            SQL_GET_AT, (revision, resource, group, namespace, name, revision)))
+        self._check_readable(revision, current=current, compacted=compacted)
+        return codec.event_from_row(rows[0], 2) if rows else None
+
+    async def list(self, *, group: str, resource: str, namespace: str | None,
+                   revision: int | None = None, start_after: tuple[str, str] | None = None,
+                   limit: int | None = None) -> log.ListResult:
+        self._check_started()
+        fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
+        after_ns, after_name = start_after if start_after is not None else ("", "")
+        args: list[Any] = [] if revision is None else [revision, revision]
+        args += [resource, group] if namespace is None else [resource, group, namespace]
+        args += [after_ns, after_name, fetch]
+        sql = SQL_LIST[(revision is not None, namespace is not None)]
+        current, compacted, rows = split_sentinel(await self._read(sql, args))
+        if revision is not None:
+            self._check_readable(revision, current=current, compacted=compacted)
+        else:
+            self._compacted = max(self._compacted, compacted)
+            revision = max(current, compacted)
+        more = fetch != NO_LIMIT and len(rows) == fetch
+        if more:
+            del rows[-1]
+        from_row = codec.event_from_row
+        return log.ListResult(events=[from_row(row, 2) for row in rows], revision=revision, more=more)
+
+    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
+        self._check_started()
+        rows = await self._read(SQL_HISTORY, (resource, group, namespace, name))
+        return [codec.event_from_row(row) for row in rows]
+
+    async def after(self, revision: int, *, limit: int = 1000) -> list[log.Event]:
+        self._check_started()
+        current, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (revision, limit)))
+        self._compacted = max(self._compacted, compacted)
+        if revision < compacted:
+            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {compacted})",
+                                   requested=revision, compacted=compacted)
+        return [codec.event_from_row(row, 2) for row in rows]
+
+    async def scan(self, *, start: int, end: int, limit: int) -> list[log.Event]:
+        """Retained events with start <= revision <= end, oldest first (no compaction check)."""
+        self._check_started()
+        return [codec.event_from_row(row) for row in await self._read(SQL_SCAN, (start, end, limit))]
+
+    # -- watch --------------------------------------------------------------------------------------
+
+    async def subscribe(self, *, group: str, resource: str, namespace: str | None,
+                        after: int) -> broadcasting.Subscriber:
+        self._check_started()
+        if after < self._compacted:
+            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {self._compacted})",
+                                   requested=after, compacted=self._compacted)
+        subscriber = broadcasting.Subscriber(broadcaster=self._broadcaster, replay=self._replay_page,
+                                             group=group, resource=resource, namespace=namespace,
+                                             after=after)
+        self._broadcaster.add(subscriber)  # first: nothing published from now on is missed
+        try:
+            await subscriber.prefetch()
+        except BaseException:
+            subscriber.close()
+            raise
+        return subscriber
+
+    async def _replay_page(self, group: str, resource: str, namespace: str | None, after: int, upto: int,
+                           limit: int) -> tuple[list[log.Event], int]:
+        args: list[Any] = [after, upto, resource, group]
+        if namespace is not None:
+            args.append(namespace)
+        args.append(limit)
+        _, compacted, rows = split_sentinel(await self._read(SQL_REPLAY[namespace is not None], args))
+        self._compacted = max(self._compacted, compacted)
+        return [codec.event_from_row(row, 2) for row in rows], compacted
+
+    # -- compaction ---------------------------------------------------------------------------------
+
+    async def compact(self, revision: int) -> None:
+        """Compact history at or below `revision`. The newest revision is never compacted (a LIST at the
+        latest revision must stay continuable), so `revision` is clamped to `self.revision - 1`."""
+        self._check_started()
+        current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+        current = max(current, compacted, self.revision)  # another process may be ahead of us
+        self._compacted = max(self._compacted, compacted)
+        if revision > current:
+            raise log.FutureRevisionError(f"cannot compact to {revision}: newer than {current}",
+                                          requested=revision, current=current)
+        revision = min(revision, current - 1)
+        if revision <= self._compacted:
+            return
+        started = time.perf_counter()
+        first = self._compacted
+        for lo, hi in compaction.windows(start=self._compacted, end=revision):
+            async with self._write_lock:
+                await self._compact_window(lo, hi)
+            self._compacted = max(self._compacted, hi)
+        _logger.info("compacted", revision=revision, previous_revision=first,
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
+
+    async def _compact_window(self, lo: int, hi: int) -> None:
+        await self._begin_write()
+        try:
+            done = (await self._write_fetch(SQL_COMPACTED, ()))[0][0]
+            if done >= hi:
+                await self._rollback_write()
+                return
+            lo = max(lo, done)
+            tombstones = await self._write_fetch(SQL_WINDOW_TOMBSTONES, (lo, hi))
+            await self._write_execute(SQL_DELETE_SUPERSEDED, (lo, hi))
+            await self._write_execute(SQL_DELETE_TOMBSTONES, (lo, hi))
+            if tombstones:
+                await self._write_executemany(SQL_DELETE_HEAD, [tuple(row) for row in tombstones])
+            await self._write_execute(SQL_SET_COMPACTED, (hi,))
+            await self._commit_write(revision=None)
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self._rollback_write()
+            raise
+
+    async def apply_retention(self) -> int:
+        """Compact as the retention policy allows; the compacted revision afterwards."""
+        self._check_started()
+        retention = self.retention
+        if retention is None:
+            return self._compacted
+        first_newer = None
+        if retention.keep_seconds is not None:
+            rows = await self._read(SQL_FIRST_SINCE, (self._compacted, time.time() - retention.keep_seconds))
+            first_newer = int(rows[0][0]) if rows else None
+        target = compaction.target(retention=retention, current=self.revision,
+                                   first_newer_than_cutoff=first_newer)
+        if target > self._compacted:
+            await self.compact(target)
+        return self._compacted
+
+    async def _retention_loop(self) -> None:
+        assert self.retention is not None
+        while True:
+            await asyncio.sleep(self.retention.interval_seconds)
+            try:
+                await self.apply_retention()
+            except Exception as error:
+                _logger.warning("retention_failed", revision=self.revision, outcome="error", error=repr(error))
+
+    # -- import -------------------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def bulk_import(self) -> AsyncIterator[BulkImport]:
+        """One write transaction into an EMPTY store; committed when the block ends without error."""
+        self._check_started()
+        async with self._write_lock:
+            await self._begin_write()
+            try:
+                has_events, compacted = (await self._write_fetch(SQL_IS_EMPTY, ()))[0]
+                if has_events or compacted:
+                    raise log.ImportError_("the event log is not empty: import needs an empty store", line=0)
+                yield BulkImport(self)
+                current, compacted, _ = split_sentinel(await self._write_fetch(SQL_META, ()))
+                await self._commit_write(revision=current)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self._rollback_write()
+                raise
+        # Nobody can have watched an empty store usefully: end its subscriptions, start from here.
+        self._compacted = compacted
+        self._skip_to(max(current, compacted))
