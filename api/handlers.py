@@ -408,7 +408,11 @@ async def _finalize_namespace(store: stores.Store, target: Target, obj: dict[str
                               ctx: stores.WriteContext) -> stores.Result:
     finalizers = (obj.get("spec") or {}).get("finalizers") or []
 
+    wanted_rv = (obj.get("metadata") or {}).get("resourceVersion")
+
     def mutate(current: dict[str, Any]) -> dict[str, Any]:
+        if wanted_rv:
+            current["metadata"]["resourceVersion"] = wanted_rv  # precondition, as for any update
         current.setdefault("spec", {})["finalizers"] = list(finalizers)
         if not finalizers:
             current["spec"].pop("finalizers")
@@ -446,10 +450,18 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     body = await codec.read_body(request)
     opts: dict[str, Any] = {}
     if body.strip():
-        try:
-            decoded = _decode(body)
-        except msgspec.DecodeError as exc:
-            raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from None
+        content_type = codec.media_type(request.headers.get("Content-Type"))
+        if content_type == codec.PROTOBUF:
+            from cp import protobuf
+
+            decoded = protobuf.decode(body)
+            decoded.pop("kind", None)
+            decoded.pop("apiVersion", None)
+        else:
+            try:
+                decoded = _decode(body)
+            except msgspec.DecodeError as exc:
+                raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from None
         if not isinstance(decoded, dict):
             raise errors.BadRequest("invalid DeleteOptions: must be a JSON object")
         opts = decoded

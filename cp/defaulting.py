@@ -125,7 +125,7 @@ def _default_container(c: dict[str, Any]) -> None:
             _default_field_ref(source.get("fieldRef"))
 
 
-_VOLUME_SOURCES = (
+VOLUME_SOURCES = (
     "hostPath", "emptyDir", "gcePersistentDisk", "awsElasticBlockStore", "gitRepo", "secret", "nfs",
     "iscsi", "glusterfs", "persistentVolumeClaim", "rbd", "flexVolume", "cinder", "cephfs", "flocker",
     "downwardAPI", "fc", "azureFile", "configMap", "vsphereVolume", "quobyte", "azureDisk",
@@ -135,7 +135,7 @@ _VOLUME_SOURCES = (
 
 
 def _default_volume(v: dict[str, Any]) -> None:
-    if not any(v.get(src) is not None for src in _VOLUME_SOURCES):
+    if not any(v.get(src) is not None for src in VOLUME_SOURCES):
         v["emptyDir"] = {}
     for src in ("secret", "configMap", "downwardAPI", "projected"):
         s = _sub(v, src)
@@ -220,17 +220,17 @@ def _default_pod(obj: dict[str, Any]) -> None:
                 for port in _dicts(c.get("ports")):
                     if not port.get("hostPort"):
                         port["hostPort"] = port.get("containerPort", 0)
-    # Priority admission: without a class (and no global default class) priority 0; system classes
-    # have fixed values; every resolved class carries preemptionPolicy PreemptLowerPriority.
-    if spec.get("priority") is None:
+    # Priority admission (create only): without a class (and no global default class) priority 0;
+    # system classes have fixed values; a resolved class carries preemptionPolicy PreemptLowerPriority.
+    if _creating(obj) and spec.get("priority") is None:
         pc = spec.get("priorityClassName") or ""
         if not pc:
             spec["priority"] = 0
         elif pc in SYSTEM_PRIORITY_CLASSES:
             spec["priority"] = SYSTEM_PRIORITY_CLASSES[pc]
-    if spec.get("preemptionPolicy") is None and spec.get("priority") is not None:
+    if _creating(obj) and spec.get("preemptionPolicy") is None and spec.get("priority") is not None:
         spec["preemptionPolicy"] = "PreemptLowerPriority"
-    # DefaultTolerationSeconds admission.
+    # DefaultTolerationSeconds admission (create and update).
     tolerations = spec.get("tolerations")
     tols = _dicts(tolerations)
     added = []
@@ -243,13 +243,14 @@ def _default_pod(obj: dict[str, Any]) -> None:
 
 
 def _tolerates_no_execute(t: dict[str, Any], key: str) -> bool:
-    effect = t.get("effect") or ""
-    if effect not in ("", "NoExecute"):
-        return False
-    tkey = t.get("key") or ""
-    if tkey == "":
-        return t.get("operator") == "Exists"
-    return tkey == key
+    return (t.get("key") or "") in ("", key) and (t.get("effect") or "") in ("", "NoExecute")
+
+
+def _creating(obj: dict[str, Any]) -> bool:
+    """Whether defaulting runs for a create: the store strips resourceVersion on create and carries
+    the stored one on updates. Admission-style defaults that upstream applies only on create use it."""
+    meta = obj.get("metadata")
+    return not (isinstance(meta, dict) and meta.get("resourceVersion"))
 
 
 # ---------------------------------------------------------------- core/v1 others
@@ -262,8 +263,8 @@ def _default_namespace(obj: dict[str, Any]) -> None:
             labels = meta["labels"] = {}
         labels["kubernetes.io/metadata.name"] = meta["name"]
     # The namespace strategy adds the "kubernetes" finalizer on create only (afterwards spec.finalizers
-    # changes via /finalize); a create is recognised by the absence of a resourceVersion.
-    if meta is not None and not meta.get("resourceVersion"):
+    # changes via /finalize).
+    if meta is not None and _creating(obj):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             spec = obj["spec"] = {}

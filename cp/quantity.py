@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 
 FORMAT_ERROR = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
 _SHAPE = re.compile(r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$")
@@ -74,38 +74,68 @@ def format_of(value: str | int | float) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def canonical(value: str) -> str:
-    """The canonical string upstream serializes a parsed quantity as (rounded up to milli)."""
-    amount, fmt = _parse(value)
-    # Values are rounded up to milli precision (SetDefaults_ResourceList / canonical form).
-    amount = amount.quantize(Decimal("0.001"), rounding=ROUND_CEILING) if amount.as_tuple().exponent < -3 \
-        else amount  # type: ignore[operator]
+def _canonical_text(text: str) -> str:
+    amount, fmt = _parse(text)
+    return _format(amount, fmt)
+
+
+def canonical(value: str | int | float) -> str:
+    """The string upstream serializes a parsed quantity as (`Quantity.String()`).
+
+    Decimal formats: the value as an integer times 10^e with e a multiple of 3 as large as possible,
+    with an SI suffix (DecimalSI) or `e<n>` (DecimalExponent). BinarySI: values of at least 1024
+    that are whole numbers use the largest power-of-1024 suffix that divides them; others fall back
+    to DecimalSI.
+    """
+    if isinstance(value, bool):
+        raise QuantityError(FORMAT_ERROR)
+    if isinstance(value, int):
+        return _format(Decimal(value), "DecimalSI")
+    if isinstance(value, float):
+        return _canonical_text(repr(value))
+    return _canonical_text(value)
+
+
+def _format(amount: Decimal, fmt: str) -> str:
     if amount == 0:
         return "0"
     sign = "-" if amount < 0 else ""
     mag = -amount if amount < 0 else amount
-    if fmt == "BinarySI" and mag == mag.to_integral_value() and mag >= 1024:
-        n = int(mag)
-        for suffix, power in sorted(BINARY.items(), key=lambda kv: -kv[1]):
-            if n % (1 << power) == 0:
-                return f"{sign}{n >> power}{suffix}"
-        return f"{sign}{n}"
-    # Decimal (and binary values that are not whole multiples of 1024): largest exponent of 3
-    # that keeps an integer mantissa.
+    integral = mag == mag.to_integral_value()
     if fmt == "BinarySI":
-        fmt = "DecimalSI"
+        if mag < 1024 or not integral:
+            fmt = "DecimalSI"
+        else:
+            n = int(mag)
+            power = 0
+            while n % 1024 == 0 and power < 6:
+                n //= 1024
+                power += 1
+            suffix = {0: "", 1: "Ki", 2: "Mi", 3: "Gi", 4: "Ti", 5: "Pi", 6: "Ei"}[power]
+            return f"{sign}{n}{suffix}"
     exp = 0
     scaled = mag
     while scaled != scaled.to_integral_value():
         scaled = scaled.scaleb(3)
         exp -= 3
     n = int(scaled)
-    while n != 0 and n % 1000 == 0 and exp < 18:
+    while n % 1000 == 0:
         n //= 1000
         exp += 3
     if fmt == "DecimalExponent":
-        return f"{sign}{n}" if exp == 0 else f"{sign}{n}e{exp}"
-    for suffix, power in DECIMAL.items():
-        if power == exp:
-            return f"{sign}{n}{suffix}"
-    return f"{sign}{n}e{exp}"
+        m, e = n, exp
+        while m % 10 == 0:
+            m //= 10
+            e += 1
+        # Exponent form keeps a multiple of 3 as well (1e3, 12e6, 15e2 -> 1500).
+        while e % 3:
+            m *= 10
+            e -= 1
+        return f"{sign}{m}" if e == 0 else f"{sign}{m}e{e}"
+    suffix = _DECIMAL_SUFFIX.get(exp)
+    if suffix is None:
+        return f"{sign}{n}e{exp}"
+    return f"{sign}{n}{suffix}"
+
+
+_DECIMAL_SUFFIX = {power: suffix for suffix, power in DECIMAL.items()}

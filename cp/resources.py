@@ -118,6 +118,8 @@ KINDS: tuple[ResourceKind, ...] = (
     # sim.cplane.dev/v1alpha1: the sandbox's own kinds (no upstream schema)
     ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="Clock", plural="clocks", singular="clock",
                  namespaced=False, has_spec=True),
+    ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="DeviceHealth", plural="devicehealths",
+                 singular="devicehealth", namespaced=False, has_spec=True),
 )
 
 _BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in KINDS}

@@ -214,6 +214,9 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
                 continue
             if ck == ANY:
                 continue
+            if ck == QTY:
+                value[key] = _quantity(sub)
+                continue
             _walk(sub, child, f"{path}.{key}" if path else key, f"{gopath}.{key}" if gopath else key,
                   sname, w)
         if drops:
@@ -237,6 +240,9 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             return value
         if ik == ANY:
             return value
+        if ik == QTY:
+            value[:] = [None if v is None else _quantity(v) for v in value]
+            return value
         for i, v in enumerate(value):
             if v is not None:
                 _walk(v, item, f"{path}[{i}]", gopath, struct, w)
@@ -253,6 +259,11 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
                     raise _type_error(v, item, struct, gopath)
             return value
         if ik == ANY:
+            return value
+        if ik == QTY:
+            for key, v in value.items():
+                if v is not None:
+                    value[key] = _quantity(v)
             return value
         for key, v in value.items():
             if v is not None:
@@ -276,13 +287,7 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             raise _type_error(value, node, struct, gopath)
         return value
     if k == QTY:
-        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-            raise StructureError(quantity.FORMAT_ERROR)
-        try:
-            quantity.parse(value)
-        except quantity.QuantityError as exc:
-            raise StructureError(str(exc)) from None
-        return value
+        return _quantity(value)
     if k == IOS:
         if isinstance(value, str):
             return value
@@ -307,6 +312,16 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             raise StructureError(f"illegal base64 data at input byte {_bad_b64_offset(value)}") from None
         return value
     return value
+
+
+def _quantity(value: Any) -> str:
+    """Parse a Quantity and return its canonical string (upstream stores quantities re-encoded)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise StructureError(quantity.FORMAT_ERROR)
+    try:
+        return quantity.canonical(value)
+    except quantity.QuantityError as exc:
+        raise StructureError(str(exc)) from None
 
 
 def _bad_b64_offset(text: str) -> int:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from cp import errors, quantity, structure
+from cp import errors, structure
 from cp.errors import Cause
 
 # ---------------------------------------------------------------- the CEL hook
@@ -552,12 +552,6 @@ class _Rules:
         self.status_update = status_update
 
 
-def _meta_rules(name_fn: NameFn) -> Callable[[dict[str, Any], dict[str, Any], list[Cause], bool], None]:
-    def create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
-        validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_fn)
-    return create
-
-
 # The kind-specific rule sets live in the modules below; they register into _RULES.
 _RULES: dict[tuple[str, str], _Rules] = {}
 
@@ -574,5 +568,5 @@ _dra.install()
 
 __all__ = [
     "GoValue", "check_structure", "is_dns1123_label", "is_dns1123_subdomain", "is_qualified_name",
-    "quantity", "set_cel_checker", "validate_create", "validate_update",
+    "set_cel_checker", "validate_create", "validate_update",
 ]

@@ -13,6 +13,7 @@ from typing import Any
 
 from cp import quantity
 from cp import validation as v
+from cp.defaulting import VOLUME_SOURCES
 from cp.errors import Cause
 
 _INT32_MAX = (1 << 31) - 1
@@ -24,7 +25,6 @@ _TERMINATION_MESSAGE_POLICIES = ("File", "FallbackToLogsOnError")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
 _CONTAINER_RESTART_POLICIES = ("Always",)
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 _CONFIG_MAP_MAX = 1024 * 1024
 
@@ -40,38 +40,61 @@ def _quantity(value: Any) -> Any:
         return None
 
 
+def _is_native(name: str) -> bool:
+    return "/" not in name or name.startswith("kubernetes.io/")
+
+
+def _overcommit_allowed(name: str) -> bool:
+    return _is_native(name) and not name.startswith("hugepages-")
+
+
 def _validate_resource_requirements(r: Any, path: str, errs: list[Cause], pod_claims: set[str] | None) -> None:
+    """validateResourceRequirements for containers."""
     r = _dict(r)
     limits = _dict(r.get("limits"))
     requests = _dict(r.get("requests"))
-    for kind_key, values in (("limits", limits), ("requests", requests)):
-        for name, raw in values.items():
-            rpath = f"{path}.{kind_key}[{name}]"
-            _validate_resource_name(name, rpath, errs)
-            q = _quantity(raw)
-            if q is not None and q < 0:
-                errs.append(Cause("Invalid", rpath, "must be greater than or equal to 0", str(raw)))
-            if name.startswith("hugepages-") or name in ("cpu", "memory", "ephemeral-storage"):
-                continue
-            if "/" in name and q is not None and q != q.to_integral_value():
-                errs.append(Cause("Invalid", rpath, "must be an integer", str(raw)))
+    lim_path, req_path = f"{path}.limits", f"{path}.requests"
+    for name, raw in limits.items():
+        _validate_resource_name(name, f"{lim_path}[{name}]", errs)
+        _validate_resource_quantity(name, raw, f"{lim_path}[{name}]", errs)
     for name, raw in requests.items():
+        _validate_resource_name(name, f"{req_path}[{name}]", errs)
+        _validate_resource_quantity(name, raw, f"{req_path}[{name}]", errs)
         if name in limits:
             rq, lq = _quantity(raw), _quantity(limits[name])
-            if rq is not None and lq is not None and rq > lq:
-                errs.append(Cause("Invalid", f"{path}.requests[{name}]",
-                                  f"must be less than or equal to {name} limit of {limits[name]}", str(raw)))
+            if rq is None or lq is None:
+                continue
+            if rq != lq and not _overcommit_allowed(name):
+                errs.append(Cause("Invalid", req_path, f"must be equal to {name} limit of {limits[name]}", str(raw)))
+            elif rq > lq:
+                errs.append(Cause("Invalid", req_path, f"must be less than or equal to {name} limit of "
+                                  f"{limits[name]}", str(raw)))
+        elif not _overcommit_allowed(name):
+            errs.append(Cause("Required", lim_path, "Limit must be set for non overcommitable resources"))
     if pod_claims is not None:
         _validate_container_claims(r.get("claims"), pod_claims, f"{path}.claims", errs)
 
 
-def _validate_resource_name(name: str, path: str, errs: list[Cause]) -> None:
-    msgs = v.is_qualified_name(name)
-    if msgs:
-        v._each(errs, path, name, msgs)
+def _validate_resource_quantity(name: str, raw: Any, path: str, errs: list[Cause]) -> None:
+    q = _quantity(raw)
+    if q is None:
         return
-    if "/" not in name and name not in _STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
-        errs.append(Cause("Invalid", path, "must be a standard resource for containers", name))
+    if q < 0:
+        errs.append(Cause("Invalid", path, "must be greater than or equal to 0", str(raw)))
+    if not _is_native(name) and q != q.to_integral_value():
+        errs.append(Cause("Invalid", path, "must be an integer", str(raw)))
+
+
+def _validate_resource_name(name: str, path: str, errs: list[Cause]) -> None:
+    """validateContainerResourceName."""
+    msgs = v.is_qualified_name(name)
+    v._each(errs, path, name, msgs)
+    if "/" not in name:
+        if name not in _STANDARD_CONTAINER_RESOURCES and not name.startswith("hugepages-"):
+            errs.append(Cause("Invalid", path, "must be a standard resource for containers", name))
+    elif not _is_native(name) and (msgs or v.is_qualified_name("requests." + name) or
+                                   name.startswith("requests.")):
+        errs.append(Cause("Invalid", path, "doesn't follow extended resource name standard", name))
 
 
 def _validate_container_claims(claims: Any, pod_claims: set[str], path: str, errs: list[Cause]) -> None:
@@ -278,13 +301,12 @@ def _validate_taints(taints: Any, path: str, errs: list[Cause]) -> None:
 
 def _validate_volumes(volumes: Any, path: str, errs: list[Cause]) -> set[str]:
     names: set[str] = set()
-    from cp.defaulting import _VOLUME_SOURCES  # the list of volume source fields
     for i, vol in enumerate(_list(volumes)):
         vol = _dict(vol)
         vpath = f"{path}[{i}]"
         name = _str(vol.get("name"))
         before = len(errs)
-        sources = [s for s in _VOLUME_SOURCES if vol.get(s) is not None]
+        sources = [s for s in VOLUME_SOURCES if vol.get(s) is not None]
         if not sources:
             errs.append(Cause("Required", vpath, "must specify a volume type"))
         for extra in sources[1:]:
@@ -530,9 +552,9 @@ def _validate_pod_template(template: Any, selector: Any, path: str, errs: list[C
         return
     meta = _dict(template.get("metadata"))
     labels = _dict(meta.get("labels"))
-    if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")):
-        if not v.selector_matches(selector, labels):
-            errs.append(Cause("Invalid", f"{path}.metadata.labels", "`selector` does not match template `labels`",
+    if isinstance(selector, dict) and (selector.get("matchLabels") or selector.get("matchExpressions")) \
+            and not v.selector_matches(selector, labels):
+        errs.append(Cause("Invalid", f"{path}.metadata.labels", "`selector` does not match template `labels`",
                               v.go_string_map(labels)))
     v.validate_labels(meta.get("labels"), f"{path}.metadata.labels", errs)
     v.validate_annotations(meta.get("annotations"), f"{path}.metadata.annotations", errs)
@@ -542,8 +564,8 @@ def _validate_pod_template(template: Any, selector: Any, path: str, errs: list[C
     if rp and rp != "Always":
         v._not_supported(errs, f"{path}.spec.restartPolicy", rp, ("Always",))
     if spec.get("activeDeadlineSeconds") is not None:
-        errs.append(Cause("Forbidden", f"{path}.spec.activeDeadlineSeconds",
-                          "activeDeadlineSeconds in ReplicaSet is not Supported"))
+        errs.append(Cause("Invalid", f"{path}.spec.activeDeadlineSeconds",
+                          "activeDeadlineSeconds in ReplicaSet is not Supported", spec.get("activeDeadlineSeconds")))
 
 
 def _validate_selector_and_template(spec: dict[str, Any], errs: list[Cause], what: str) -> None:
@@ -948,25 +970,38 @@ def _validate_event_create(obj: dict[str, Any], meta: dict[str, Any], errs: list
 
 
 def _validate_event(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause]) -> None:
+    """legacyValidateEvent for core/v1 requests."""
     involved = _dict(obj.get("involvedObject"))
     ns = _str(meta.get("namespace"))
     ins = _str(involved.get("namespace"))
-    if not ins:
-        if ns not in ("", "default") and involved.get("kind") not in _CLUSTER_SCOPED_KINDS:
-            errs.append(Cause("Invalid", "involvedObject.namespace", "does not match event.namespace", ins))
-    elif ns != ins:
-        errs.append(Cause("Invalid", "involvedObject.namespace", "does not match event.namespace", ins))
-    etype = obj.get("type")
-    if etype and etype not in ("Normal", "Warning"):
-        v._not_supported(errs, "type", etype, ("Normal", "Warning"))
-    for key, limit in (("reason", 128), ("action", 128), ("note", 1024)):
-        value = _str(obj.get(key))
-        if len(value) > limit:
-            errs.append(Cause("TooLong", key, f"may not be more than {limit} bytes"))
-
-
-_CLUSTER_SCOPED_KINDS = {"Node", "Namespace", "PersistentVolume", "DeviceClass", "ResourceSlice",
-                         "DeviceTaintRule", "ClusterRole", "ClusterRoleBinding", "StorageClass"}
+    mismatch = Cause("Invalid", "involvedObject.namespace", "does not match event.namespace", ins)
+    if not obj.get("eventTime"):
+        if not ins:
+            if ns not in ("", "default"):
+                errs.append(mismatch)
+        elif ns != ins:
+            errs.append(mismatch)
+    else:
+        if not ins and ns not in ("default", "kube-system"):
+            errs.append(mismatch)
+        controller = _str(obj.get("reportingComponent"))
+        if not controller:
+            errs.append(Cause("Required", "reportingComponent", ""))
+        v._each(errs, "reportingComponent", controller, v.is_qualified_name(controller))
+        instance = _str(obj.get("reportingInstance"))
+        if not instance:
+            errs.append(Cause("Required", "reportingInstance", ""))
+        if len(instance) > 128:
+            errs.append(Cause("Invalid", "reportingInstance", "can have at most 128 characters", ""))
+        for key, limit in (("action", 128), ("reason", 128)):
+            value = _str(obj.get(key))
+            if not value:
+                errs.append(Cause("Required", key, ""))
+            if len(value) > limit:
+                errs.append(Cause("Invalid", key, f"can have at most {limit} characters", ""))
+        if len(_str(obj.get("message"))) > 4096:
+            errs.append(Cause("Invalid", "message", "can have at most 4096 characters", ""))
+    v._each(errs, "namespace", ns, v.is_dns1123_subdomain(ns))
 
 
 def _validate_event_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
@@ -993,7 +1028,7 @@ def _validate_lease_update(new: dict[str, Any], old: dict[str, Any], errs: list[
 
 
 def install() -> None:
-    R = v._Rules  # noqa: N806
+    R = v._Rules
     v.register("", "Pod", R(_validate_pod_create, _validate_pod_update, _validate_pod_status_update))
     v.register("", "Namespace", R(_validate_namespace_create, _validate_namespace_update))
     v.register("", "Node", R(_validate_node_create, _validate_node_update))

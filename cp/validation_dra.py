@@ -3,12 +3,13 @@ ResourceSlice and DeviceTaintRule.
 
 Behaviour follows upstream `pkg/apis/resource/validation/validation.go` (and the declarative
 limits of k8s.io/api resource/v1): field paths, limits and messages as documented in
-`../shared/reference/dra-api.md` §2–§8. CEL expressions are length-checked here and compiled by
+`../shared/reference/dra-api.md` §2-§8. CEL expressions are length-checked here and compiled by
 the hook installed with `cp.validation.set_cel_checker`. Pure.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from typing import Any
@@ -101,6 +102,19 @@ def _c_identifier(value: str, path: str, errs: list[Cause]) -> None:
 
 
 def _qualified_name(name: str, path: str, errs: list[Cause]) -> None:
+    for type_, detail, value in _qualified_name_problems(name):
+        errs.append(Cause(type_, path, detail, value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _qualified_name_problems(name: str) -> tuple[tuple[str, str, Any], ...]:
+    """Problems of a QualifiedName, cached: the same attribute names repeat on every device."""
+    found: list[Cause] = []
+    _check_qualified_name(name, "", found)
+    return tuple((c.type, c.detail, c.value) for c in found)
+
+
+def _check_qualified_name(name: str, path: str, errs: list[Cause]) -> None:
     parts = name.split("/")
     if len(parts) == 1:
         _c_identifier(parts[0], path, errs)
@@ -581,26 +595,28 @@ def _is_interface_address(text: str) -> bool:
     return True
 
 
-_CONDITION_STATUSES = ("True", "False", "Unknown")
+_CONDITION_STATUSES = ("False", "True", "Unknown")
+_REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+_REASON_MSG = ("a condition reason must start with alphabetic character, optionally followed by a string of "
+               "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. "
+               "'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used "
+               "for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')")
 
 
 def _conditions(conditions: list[Any], path: str, errs: list[Cause]) -> None:
-    """metav1 ValidateConditions (types unique, required fields, reason format)."""
+    """metav1 ValidateConditions: unique types, then each condition's fields."""
     seen: set[str] = set()
     for i, c in enumerate(conditions):
         c = _dict(c)
         ipath = f"{path}[{i}]"
         ctype = _str(c.get("type"))
-        if not ctype:
-            errs.append(Cause("Required", f"{ipath}.type", "must be set"))
-        else:
-            v._each(errs, f"{ipath}.type", ctype, v.is_qualified_name(ctype))
-            if ctype in seen:
-                errs.append(Cause("Duplicate", f"{ipath}.type", "", ctype))
-            seen.add(ctype)
-        status = c.get("status")
+        if ctype in seen:
+            errs.append(Cause("Duplicate", f"{ipath}.type", "", ctype))
+        seen.add(ctype)
+        _label_name(ctype, f"{ipath}.type", errs)
+        status = _str(c.get("status"))
         if status not in _CONDITION_STATUSES:
-            v._not_supported(errs, f"{ipath}.status", status or "", _CONDITION_STATUSES)
+            v._not_supported(errs, f"{ipath}.status", status, _CONDITION_STATUSES)
         og = c.get("observedGeneration")
         if _is_int(og) and og < 0:
             errs.append(Cause("Invalid", f"{ipath}.observedGeneration", "must be greater than or equal to zero", og))
@@ -610,14 +626,10 @@ def _conditions(conditions: list[Any], path: str, errs: list[Cause]) -> None:
         if not reason:
             errs.append(Cause("Required", f"{ipath}.reason", "must be set"))
         else:
+            if not _REASON.match(reason):
+                errs.append(Cause("Invalid", f"{ipath}.reason", _REASON_MSG, reason))
             if len(reason) > 1024:
                 v._too_long(errs, f"{ipath}.reason", 1024)
-            v._each(errs, f"{ipath}.reason", reason, [] if re.match(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$",
-                                                                       reason) else [
-                "a condition reason must start with alphabetic character, optionally followed by a string of "
-                "alphanumeric characters or '_,:', and must end with an alphanumeric character or '_' (e.g. "
-                "'my_name',  or 'MY_NAME',  or 'MyName',  or 'ReasonA,ReasonB',  or 'ReasonA:ReasonB', regex used "
-                "for validation is '[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?')"])
         if len(_str(c.get("message"))) > 32768:
             v._too_long(errs, f"{ipath}.message", 32768)
 
@@ -719,8 +731,17 @@ def _class_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -
 
 # ---------------------------------------------------------------- resource slices
 
+_LIST_KEYS = ("bools", "ints", "strings", "versions")
+
+
 def _device_attribute(attr: Any, path: str, errs: list[Cause]) -> None:
     attr = _dict(attr)
+    if len(attr) == 1:  # the common case: exactly one scalar value
+        key, value = next(iter(attr.items()))
+        if key in ("int", "bool") and value is not None:
+            return
+        if key == "string" and isinstance(value, str) and len(value) <= MAX_ATTR_VALUE_LEN // 4:
+            return
     n = 0
     if attr.get("bool") is not None:
         n += 1
@@ -760,6 +781,8 @@ def _version(value: Any, path: str, errs: list[Cause]) -> None:
 
 
 def _key_path(path: str, key: str, limit: int) -> str:
+    if len(key) <= limit:
+        return f"{path}[{key}]"
     limit = max(limit, 16)
     if len(key) > limit:
         remaining = limit - 3
@@ -870,16 +893,22 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: str, per_d
                           f"{MAX_ATTRS_AND_CAPACITY}", len(attrs) + len(capacity)))
     values = 0
     for a in attrs.values():
-        a = _dict(a)
-        lists = sum(len(_list(a.get(k))) for k in ("bools", "ints", "strings", "versions"))
+        lists = 0
+        if isinstance(a, dict) and (len(a) != 1 or next(iter(a)) in _LIST_KEYS):
+            for k in _LIST_KEYS:
+                items = a.get(k)
+                if isinstance(items, list):
+                    lists += len(items)
         values += lists if lists else 1
     if values > MAX_ATTRIBUTE_VALUES:
         errs.append(Cause("Invalid", path, "the total number of attribute values must not exceed "
                           f"{MAX_ATTRIBUTE_VALUES}", values))
     key_limit = MAX_DOMAIN_LEN + 1 + MAX_ID_LEN
+    apath = f"{path}.attributes"
     for key, attr in attrs.items():
-        _qualified_name(key, f"{path}.attributes", errs)
-        _device_attribute(attr, _key_path(f"{path}.attributes", key, key_limit), errs)
+        if _qualified_name_problems(key):
+            _qualified_name(key, apath, errs)
+        _device_attribute(attr, _key_path(apath, key, key_limit), errs)
     if old is None or old.get("capacity") != device.get("capacity"):
         for key, cap in capacity.items():
             _qualified_name(key, f"{path}.capacity", errs)
@@ -998,7 +1027,7 @@ def _slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, errs: list[Cau
         errs.append(Cause("Invalid", "spec", "only one of `sharedCounters` or `devices` is allowed", ""))
     device_list = _list(devices)
     advanced = any(_list(_dict(d).get("taints")) or _list(_dict(d).get("consumesCounters")) or
-                   any(any(_dict(a).get(k) is not None for k in ("bools", "ints", "strings", "versions"))
+                   any(isinstance(a, dict) and any(k in _LIST_KEYS for k in a)
                        for a in _dict(_dict(d).get("attributes")).values())
                    for d in device_list)
     limit = MAX_DEVICES_ADVANCED if advanced else MAX_DEVICES
@@ -1073,7 +1102,7 @@ def _taint_rule_status_update(new: dict[str, Any], old: dict[str, Any], errs: li
 
 
 def install() -> None:
-    R = v._Rules  # noqa: N806
+    R = v._Rules
     g = "resource.k8s.io"
     v.register(g, "DeviceClass", R(_class_create, _class_update))
     v.register(g, "ResourceClaim", R(_claim_create, _claim_update, _claim_status_update))

@@ -116,6 +116,9 @@ class AllocationTimeout(DRAAllocationError):
     """The deadline passed while searching (upstream: the filter timeout cancels the context)."""
 
 
+_ORIGIN = (0, 0)
+
+
 class _MaxSizeExceeded(Exception):
     """`errAllocationResultMaxSizeExceeded`: a signal inside the search, never leaves it."""
 
@@ -157,7 +160,7 @@ class _Request:
 
     __slots__ = (
         "admin", "all_devices", "cand_positions", "capacities", "claim_index", "class_", "class_name",
-        "class_selectors", "count", "evaluable", "evaluated", "has_admin", "key", "match", "mode",
+        "class_selectors", "count", "evaluable", "evaluated", "failures", "has_admin", "key", "match", "mode",
         "name", "num_devices", "parent", "parent_name", "raw", "request_index", "selectors",
         "sub_index", "tolerations",
     )
@@ -189,6 +192,7 @@ class _Request:
         self.match: dict[DeviceID, bool] = {}
         self.evaluated = 0
         self.evaluable = -1
+        self.failures = 0
         self.cand_positions: list[int] | None = None
 
     @property
@@ -406,8 +410,12 @@ class _Run:
         self.allocating_capacity: dict[DeviceID, tuple[int, dict[str, int]]] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, int]]] = {}
         self.pools: list[Pool] = []
-        self.order: list[DeviceInfo] = []
-        self.position: dict[DeviceID, int] = {}
+        self.pools_by_id: dict[tuple[str, str], Pool] = {}
+        # The devices ExactCount requests scan, in allocation order: one list per device slice of
+        # every complete, valid pool. A scan position is (segment index, device index).
+        self.segments: list[list[DeviceInfo]] = []
+        self._offsets: list[int] | None = None
+        self._position: dict[DeviceID, int] | None = None
 
     # -- driver -----------------------------------------------------------------------------
 
@@ -423,16 +431,14 @@ class _Run:
         for pool in self.pools:
             if pool.incomplete or pool.invalid:
                 continue
+            self.pools_by_id[pool.id] = pool
             for s in pool.slices:
-                for d in s.devices:
-                    self.position.setdefault(d.id, len(self.order))
-                    self.order.append(d)
-        self._device_pool = {d.id: p for p in self.pools if not (p.incomplete or p.invalid)
-                             for s in p.slices for d in s.devices}
+                if s.devices:
+                    self.segments.append(s.devices)
 
         self._prepare()
         try:
-            done = self._allocate_one(0, 0, 0, 0, False, 0)
+            done = self._allocate_one(0, 0, 0, 0, False, (0, 0))
         except _MaxSizeExceeded:
             # Upstream returns errAllocationResultMaxSizeExceeded as an ordinary (fatal) error
             # when it escapes the first claim; prepare() makes that practically unreachable.
@@ -550,7 +556,8 @@ class _Run:
 
     # -- the search -------------------------------------------------------------------------
 
-    def _allocate_one(self, ci: int, ri: int, si: int, di: int, allocate_sub: bool, start: int) -> bool:
+    def _allocate_one(self, ci: int, ri: int, si: int, di: int, allocate_sub: bool,
+                      start: tuple[int, int]) -> bool:
         stats = self.a.stats
         stats.allocate_one_invocations += 1
         if self.deadline is not None and time.monotonic() > self.deadline:
@@ -559,7 +566,7 @@ class _Run:
             return True
         if ri >= len(self.claim_requests[ci]):
             try:
-                return self._allocate_one(ci + 1, 0, 0, 0, False, 0)
+                return self._allocate_one(ci + 1, 0, 0, 0, False, _ORIGIN)
             except _MaxSizeExceeded:
                 return False
         rd = self.requests[(ci, ri, si)]
@@ -569,7 +576,7 @@ class _Run:
             sub = 0
             while (ci, ri, sub) in self.requests:
                 try:
-                    ok = self._allocate_one(ci, ri, sub, di, True, 0)
+                    ok = self._allocate_one(ci, ri, sub, di, True, _ORIGIN)
                 except _MaxSizeExceeded:
                     sub += 1
                     continue
@@ -586,7 +593,7 @@ class _Run:
         if all_mode and not rd.all_devices:
             return False
         if di >= rd.num_devices:
-            return self._allocate_one(ci, ri + 1, 0, 0, False, 0)
+            return self._allocate_one(ci, ri + 1, 0, 0, False, _ORIGIN)
         if len(self.results[ci]) + rd.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
             raise _MaxSizeExceeded
 
@@ -595,7 +602,7 @@ class _Run:
             if undo is None:
                 return False
             try:
-                done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, 0)
+                done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, _ORIGIN)
             except _MaxSizeExceeded:
                 undo()
                 raise
@@ -603,7 +610,7 @@ class _Run:
                 undo()
             return done
 
-        if self.a.prune and self._prune(rd, di, start):
+        if rd.failures and self.a.prune and self._prune(rd, di, start):
             stats.pruned += 1
             return False
 
@@ -611,53 +618,72 @@ class _Run:
         allocated = self.state.allocated_devices
         allocating = self.allocating
         consumable = self.f.consumable_capacity
-        order = self.order
-        for idx in range(start, len(order)):
-            dev = order[idx]
-            did = dev.id
-            if admin:
-                s = allocating.get(did)
-                if s and ci in s:
+        segments = self.segments
+        seg_start, dev_start = start
+        for seg in range(seg_start, len(segments)):
+            devices = segments[seg]
+            for idx in range(dev_start if seg == seg_start else 0, len(devices)):
+                dev = devices[idx]
+                did = dev.id
+                if admin:
+                    s = allocating.get(did)
+                    if s and ci in s:
+                        continue
+                elif did in allocated or allocating.get(did):
                     continue
-            elif did in allocated or allocating.get(did):
-                continue
-            if not self._selectable(rd, dev):
-                continue
-            if consumable and not self._capacity_ok(rd, dev):
-                continue
-            undo = self._allocate_device(rd, dev, must=False)
-            if undo is None:
-                continue
-            try:
-                done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, idx + 1)
-            except _MaxSizeExceeded:
+                if not self._selectable(rd, dev):
+                    continue
+                if consumable and not self._capacity_ok(rd, dev):
+                    continue
+                undo = self._allocate_device(rd, dev, must=False)
+                if undo is None:
+                    continue
+                try:
+                    done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, (seg, idx + 1))
+                except _MaxSizeExceeded:
+                    undo()
+                    raise
+                if done:
+                    return True
                 undo()
-                raise
-            if done:
-                return True
-            undo()
+        rd.failures += 1
         return False
 
-    def _prune(self, rd: _Request, di: int, start: int) -> bool:
+    def _positions(self) -> tuple[list[int], dict[DeviceID, int]]:
+        if self._offsets is None or self._position is None:
+            offsets, position, n = [], {}, 0
+            for devices in self.segments:
+                offsets.append(n)
+                for d in devices:
+                    position.setdefault(d.id, n)
+                    n += 1
+            self._offsets, self._position = offsets, position
+        return self._offsets, self._position
+
+    def _prune(self, rd: _Request, di: int, start: tuple[int, int]) -> bool:
         """True if fewer candidates than still-needed slots remain at or after `start`.
 
-        Only applies once every device of the node was evaluated for this request (so skipping
-        the scan can never hide a CEL error upstream would have reported)."""
+        Only used for requests whose search already failed once (backtracking), and only once
+        every device of the node was evaluated for the request, so skipping the scan can never
+        hide a CEL error upstream would have reported."""
         need = rd.num_devices - di
         cand = rd.cand_positions
+        offsets, position = self._positions()
         if cand is None:
             if rd.evaluable < 0:
+                total = len(position)
                 if rd.admin:
-                    rd.evaluable = len(self.order)
+                    rd.evaluable = total
                 else:
                     allocated = self.state.allocated_devices
-                    rd.evaluable = sum(1 for d in self.order if d.id not in allocated)
+                    rd.evaluable = sum(1 for did in position if did not in allocated)
             if rd.evaluated < rd.evaluable:
                 return False
-            pos = self.position
-            cand = sorted(pos[did] for did, ok in rd.match.items() if ok and did in pos)
+            cand = sorted(position[did] for did, ok in rd.match.items() if ok and did in position)
             rd.cand_positions = cand
-        available = len(cand) - bisect.bisect_left(cand, start)
+        seg, idx = start
+        begin = offsets[seg] + idx if seg < len(offsets) else len(position)
+        available = len(cand) - bisect.bisect_left(cand, begin)
         if available < need:
             return True
         # Devices picked in this run (by any claim, or by this claim for admin access) are no
@@ -667,8 +693,8 @@ class _Run:
         for did, claims in self.allocating.items():
             if not claims or (rd.admin and ci not in claims):
                 continue
-            p = self.position.get(did)
-            if p is not None and p >= start and rd.match.get(did):
+            p = position.get(did)
+            if p is not None and p >= begin and rd.match.get(did):
                 busy += 1
         return available - busy < need
 
@@ -883,7 +909,7 @@ class _Run:
         return avail
 
     def _reserve_counters(self, dev: DeviceInfo) -> bool:
-        pool = self._device_pool.get(dev.id)
+        pool = self.pools_by_id.get((dev.id[0], dev.id[1]))
         if pool is None:
             return False
         avail = self._available_for(pool)
@@ -901,7 +927,7 @@ class _Run:
         return True
 
     def _release_counters(self, dev: DeviceInfo) -> None:
-        pool = self._device_pool.get(dev.id)
+        pool = self.pools_by_id.get((dev.id[0], dev.id[1]))
         if pool is None:
             return
         consumed = self.consumed_counters.get(pool.name) or {}

@@ -289,8 +289,7 @@ def _fn_find_all(s: Any, pattern: Any, limit: Any = -1) -> list[str]:
 
 def _library(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
     fns: dict[str, Callable[..., Any]] = {}
-    for lib in ("core", "strings", "sets", "lists", "math", "encoders"):
-        fns.update(_celstd.STDLIB_FUNCTIONS.get(lib, {}))
+    fns.update(_celstd.STDLIB_FUNCTIONS)
     fns.update({
         "quantity": _fn_quantity,
         "isQuantity": _fn_is_quantity,
@@ -440,15 +439,19 @@ def _compile(expression: str, list_type_attributes: bool) -> CompiledExpression:
         if name not in bound:
             return CompiledExpression(expression, None, _undeclared(expression, name), frozenset())
     used: set[str] = set()
+    namespaces = [v for v in refs["variables"] if v in _NAMESPACES]
     for fn in refs["functions"]:
+        dotted = [f"{ns}.{fn}" for ns in namespaces if f"{ns}.{fn}" in library]
+        if dotted:
+            used.update(dotted)
+            if fn not in library:
+                continue
         if fn[0] in "_@!" or fn in _BUILTIN_FUNCTIONS:
             continue
         if fn in library:
             used.add(fn)
             continue
-        dotted = [k for k in library if "." in k and k.rsplit(".", 1)[1] == fn]
         if dotted:
-            used.update(dotted)
             continue
         return CompiledExpression(expression, None, _undeclared(expression, fn), frozenset())
     return CompiledExpression(expression, program, None, frozenset(used))

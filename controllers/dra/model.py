@@ -72,27 +72,60 @@ class CapInfo:
 
 
 class DeviceInfo:
+    """One device. Only the identity is computed eagerly; everything else is parsed from the raw
+    device on first access (most devices of a node are never looked at beyond "in use?")."""
+
     __slots__ = (
         "all_nodes", "allow_multi", "attributes", "binding_conditions", "binding_failure_conditions",
         "binds_to_node", "capacity", "capacity_error", "cel", "consumes", "driver", "id", "name",
         "node_name", "node_selector", "raw", "slice", "taints",
     )
 
+    raw: Mapping[str, Any]
+    slice: SliceInfo
+    name: str
+    driver: str
+    id: DeviceID
+    cel: dict[bool, CelDevice]
+    attributes: Mapping[str, Any]
+    capacity: dict[str, CapInfo]
+    capacity_error: str | None
+    consumes: list[tuple[str, dict[str, int]]]
+    taints: list[Mapping[str, Any]]
+    binding_conditions: list[str]
+    binding_failure_conditions: list[str]
+    allow_multi: bool
+    binds_to_node: bool
+    node_name: str
+    all_nodes: bool
+    node_selector: Mapping[str, Any] | None
+
     def __init__(self, raw: Mapping[str, Any], slice_: SliceInfo) -> None:
         self.raw = raw
         self.slice = slice_
-        self.name: str = raw.get("name", "")
+        self.name = raw.get("name", "")
         self.driver = slice_.driver
-        self.id: DeviceID = (slice_.driver, slice_.pool_name, self.name)
-        self.attributes: Mapping[str, Any] = raw.get("attributes") or {}
-        self.capacity: dict[str, CapInfo] = {}
-        self.capacity_error: str | None = None
+        self.id = (slice_.driver, slice_.pool_name, self.name)
+        self.cel = {}
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr in _LAZY:
+            self._load()
+            return object.__getattribute__(self, attr)
+        raise AttributeError(attr)
+
+    def _load(self) -> None:
+        raw = self.raw
+        self.attributes = raw.get("attributes") or {}
+        capacity: dict[str, CapInfo] = {}
+        self.capacity_error = None
         for name, cap in (raw.get("capacity") or {}).items():
             try:
-                self.capacity[name] = CapInfo(cap or {}, f"capacity {name}")
+                capacity[name] = CapInfo(cap or {}, f"capacity {name}")
             except ValueError as e:
                 self.capacity_error = str(e)
-        self.consumes: list[tuple[str, dict[str, int]]] = []
+        self.capacity = capacity
+        consumes: list[tuple[str, dict[str, int]]] = []
         for cc in raw.get("consumesCounters") or []:
             counters: dict[str, int] = {}
             for cname, c in (cc.get("counters") or {}).items():
@@ -100,21 +133,21 @@ class DeviceInfo:
                     counters[cname] = _q((c or {}).get("value", "0"), f"counter {cname}").nanos
                 except ValueError:
                     counters[cname] = 0
-            self.consumes.append((cc.get("counterSet", ""), counters))
-        self.taints: list[Mapping[str, Any]] = list(raw.get("taints") or [])
-        self.binding_conditions: list[str] = list(raw.get("bindingConditions") or [])
-        self.binding_failure_conditions: list[str] = list(raw.get("bindingFailureConditions") or [])
+            consumes.append((cc.get("counterSet", ""), counters))
+        self.consumes = consumes
+        self.taints = list(raw.get("taints") or [])
+        self.binding_conditions = list(raw.get("bindingConditions") or [])
+        self.binding_failure_conditions = list(raw.get("bindingFailureConditions") or [])
         self.allow_multi = bool(raw.get("allowMultipleAllocations"))
         self.binds_to_node = bool(raw.get("bindsToNode"))
-        self.node_name: str = raw.get("nodeName") or ""
+        self.node_name = raw.get("nodeName") or ""
         self.all_nodes = bool(raw.get("allNodes"))
-        self.node_selector: Mapping[str, Any] | None = raw.get("nodeSelector")
-        self.cel: dict[bool, CelDevice] = {}
+        self.node_selector = raw.get("nodeSelector")
 
     def cel_device(self, consumable_capacity: bool) -> CelDevice:
         d = self.cel.get(consumable_capacity)
         if d is None:
-            d = CelDevice(driver=self.driver, attributes=self.attributes, capacity=self.raw.get("capacity"),
+            d = CelDevice(driver=self.driver, attributes=self.raw.get("attributes"), capacity=self.raw.get("capacity"),
                           allow_multiple_allocations=bool(self.raw.get("allowMultipleAllocations"))
                           if consumable_capacity else None)
             self.cel[consumable_capacity] = d
@@ -124,9 +157,15 @@ class DeviceInfo:
         return f"DeviceInfo({device_id_str(self.id)})"
 
 
+_LAZY = frozenset({
+    "all_nodes", "allow_multi", "attributes", "binding_conditions", "binding_failure_conditions",
+    "binds_to_node", "capacity", "capacity_error", "consumes", "node_name", "node_selector", "taints",
+})
+
+
 class SliceInfo:
     __slots__ = (
-        "all_nodes", "count", "devices", "driver", "generation", "has_binding_conditions", "name",
+        "all_nodes", "consumes_counters", "count", "devices", "driver", "duplicate_name", "generation", "has_binding_conditions", "name",
         "node_name", "node_selector", "per_device", "per_device_set", "pool_name", "raw",
         "shared_counters",
     )
@@ -148,6 +187,14 @@ class SliceInfo:
         self.per_device = bool(spec.get("perDeviceNodeSelection"))
         self.shared_counters: list[Mapping[str, Any]] = list(spec.get("sharedCounters") or [])
         self.devices: list[DeviceInfo] = [DeviceInfo(d, self) for d in spec.get("devices") or []]
+        self.consumes_counters = any(d.raw.get("consumesCounters") for d in self.devices)
+        seen: set[str] = set()
+        self.duplicate_name: str | None = None
+        for d in self.devices:
+            if d.name in seen:
+                self.duplicate_name = d.name
+                break
+            seen.add(d.name)
         self.has_binding_conditions = any(
             d.raw.get("bindingConditions") is not None for d in self.devices)
 

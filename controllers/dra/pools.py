@@ -145,7 +145,8 @@ def gather_pools(
 def _build_pool(pid: tuple[str, str], pool_slices: list[SliceInfo], partitionable: bool,
                 all_slices: list[SliceInfo] | None) -> Pool:
     pool = Pool(*pid)
-    pool_slices = sorted(pool_slices, key=lambda s: s.name)
+    if len(pool_slices) > 1:
+        pool_slices = sorted(pool_slices, key=lambda s: s.name)
     device_slices: list[SliceInfo] = []
     counter_slices: list[SliceInfo] = []
     for s in pool_slices:
@@ -164,12 +165,16 @@ def _build_pool(pid: tuple[str, str], pool_slices: list[SliceInfo], partitionabl
             else:
                 not_targeting.append(s)
 
-    seen: set[str] = set()
-    for s in device_slices:
-        for d in s.devices:
-            if d.name in seen:
-                return _invalid(pool, f"duplicate device name {d.name}")
-            seen.add(d.name)
+    if len(device_slices) == 1:
+        if device_slices[0].duplicate_name is not None:
+            return _invalid(pool, f"duplicate device name {device_slices[0].duplicate_name}")
+    else:
+        seen: set[str] = set()
+        for s in device_slices:
+            for d in s.devices:
+                if d.name in seen:
+                    return _invalid(pool, f"duplicate device name {d.name}")
+                seen.add(d.name)
     pool.slices = device_slices
     pool.has_binding_conditions = any(s.has_binding_conditions for s in device_slices)
     if not partitionable:
@@ -190,6 +195,8 @@ def _build_pool(pid: tuple[str, str], pool_slices: list[SliceInfo], partitionabl
             counter_sets[name] = counters
     for group in (device_slices, not_targeting):
         for s in group:
+            if not s.consumes_counters:
+                continue
             for d in s.devices:
                 for set_name, counters in d.consumes:
                     cs_counters = counter_sets.get(set_name)

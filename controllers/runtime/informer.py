@@ -7,8 +7,10 @@ The loop, per informer:
    The synced set replaces the cache; the difference reaches handlers as add / update / delete
    (deletes for objects that vanished while we were not watching);
 2. watch from the last resourceVersion seen (objects and BOOKMARKs advance it);
-3. when the stream ends, watch again from that resourceVersion; on 410 Expired/Gone (in-stream
-   ERROR or on connect) go back to 1 (relist); on other failures back off on the clock and retry.
+3. when the stream ends, watch again from that resourceVersion (no relist needed); on 410
+   Expired/Gone (in-stream ERROR or on connect) go back to 1 at once (relist); on other failures
+   back off on the clock (0.8 s doubling to 30 s) and resume — or relist after three failures in
+   a row, or when the server does not know our resourceVersion (it was reset).
 
 Handlers run inline in the informer task and must only be cheap and non-blocking (enqueue keys).
 """

@@ -100,6 +100,12 @@ def test_priority_admission_defaults() -> None:
     assert "priority" not in custom and "preemptionPolicy" not in custom
     kept = defaulted(pod(preemptionPolicy="Never"))["spec"]
     assert kept["preemptionPolicy"] == "Never"
+    # Admission runs on create only: an update (the store carries the resourceVersion) adds nothing.
+    update = pod()
+    update["metadata"]["resourceVersion"] = "7"
+    spec = defaulted(update)["spec"]
+    assert "priority" not in spec and "preemptionPolicy" not in spec
+    assert spec["tolerations"] == ADMISSION_TOLERATIONS and spec["enableServiceLinks"] is True
 
 
 def test_default_toleration_seconds_respects_existing_tolerations() -> None:

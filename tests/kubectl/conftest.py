@@ -99,11 +99,12 @@ class Background:
     def stderr(self) -> str:
         return self._err.decode(errors="replace")
 
-    async def expect(self, pattern: str, *, stream: str = "stdout", timeout: float = 15.0) -> re.Match[str]:
+    async def expect(self, pattern: str, *, stream: str = "stdout", timeout: float = 15.0) -> re.Match[str]:  # noqa: ASYNC109
         """Wait until `pattern` (a regex) appears in the output so far."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
+            self._changed.clear()  # before reading, so output arriving after the check wakes the wait
             text = self.stdout if stream == "stdout" else self.stderr
             m = re.search(pattern, text, re.MULTILINE)
             if m:
@@ -112,20 +113,20 @@ class Background:
             if remaining <= 0 or (self.proc.returncode is not None and all(r.done() for r in self._readers)):
                 raise KubectlError(f"{pattern!r} not seen in {stream}\n"
                                    + _describe(self.args, self.proc.returncode, self.stdout, self.stderr))
-            self._changed.clear()
-            with contextlib.suppress(asyncio.TimeoutError):
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._changed.wait(), min(remaining, 0.5))
 
-    async def wait(self, *, timeout: float = COMMAND_TIMEOUT) -> Result:
+    async def wait(self, *, timeout: float = COMMAND_TIMEOUT) -> Result:  # noqa: ASYNC109
         """Wait for the process to exit on its own."""
         try:
             await asyncio.wait_for(self.proc.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             await self.stop()
             raise KubectlError(f"timed out after {timeout}s\n"
                                + _describe(self.args, None, self.stdout, self.stderr)) from None
         await asyncio.gather(*self._readers)
-        return Result(self.proc.returncode or 0, self.stdout, self.stderr)
+        assert self.proc.returncode is not None
+        return Result(self.proc.returncode, self.stdout, self.stderr)
 
     async def stop(self) -> Result:
         """Interrupt the process (as Ctrl-C would) and collect what it printed."""
@@ -134,7 +135,7 @@ class Background:
                 self.proc.send_signal(signal.SIGINT)
             try:
                 await asyncio.wait_for(self.proc.wait(), 5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     self.proc.kill()
                 await self.proc.wait()
@@ -166,12 +167,12 @@ class Kubectl:
         self._background: list[Background] = []
 
     async def __call__(self, *args: str, input: str | bytes | None = None, env: dict[str, str] | None = None,
-                       check: bool = True, timeout: float = COMMAND_TIMEOUT) -> Result:
+                       check: bool = True, timeout: float = COMMAND_TIMEOUT) -> Result:  # noqa: ASYNC109
         proc = await self._spawn(args, env=env, stdin=input is not None)
         data = input.encode() if isinstance(input, str) else input
         try:
             out, err = await asyncio.wait_for(proc.communicate(data), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()
             out, err = await proc.communicate()
@@ -183,6 +184,15 @@ class Kubectl:
         if check and result.code != 0:
             raise KubectlError(_describe(args, result.code, result.stdout, result.stderr))
         return result
+
+    async def jsonpath(self, *target: str, path: str) -> str:
+        """`kubectl get TARGET -o jsonpath=PATH`: one value (or a few) read back."""
+        return (await self("get", *target, "-o", f"jsonpath={path}")).stdout
+
+    async def gone(self, *target: str) -> bool:
+        """Whether `kubectl get TARGET` says NotFound."""
+        r = await self("get", *target, check=False)
+        return r.code == 1 and "(NotFound)" in r.stderr
 
     async def start(self, *args: str, env: dict[str, str] | None = None) -> Background:
         """Start a long-running kubectl (watch, wait, a waiting delete); stopped at teardown at the latest."""

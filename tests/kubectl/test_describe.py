@@ -108,6 +108,38 @@ async def test_describe_node_deployment_claim(kubectl: Kubectl, api: aiohttp.Cli
     assert "NodeReady" in out.split("\nEvents:", 1)[1]
     assert r.stderr == ""
 
+    # The ReplicaSet a deployment controller would have made (none runs here): describe finds it through
+    # the deployment's selector and its owner reference.
+    deploy_uid = await _uid(kubectl, "deploy", "web")
+    rs = f"""\
+apiVersion: apps/v1
+kind: ReplicaSet
+metadata:
+  name: web-5d4f8
+  labels: {{app: web, pod-template-hash: 5d4f8}}
+  annotations: {{deployment.kubernetes.io/revision: "1"}}
+  ownerReferences:
+  - {{apiVersion: apps/v1, kind: Deployment, name: web, uid: {deploy_uid}, controller: true, blockOwnerDeletion: true}}
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {{app: web, pod-template-hash: 5d4f8}}
+  template:
+    metadata:
+      labels: {{app: web, pod-template-hash: 5d4f8}}
+    spec:
+      containers:
+      - name: nginx
+        image: nginx:1.27
+"""
+    await kubectl("create", "-f", "-", input=rs)
+    r = await kubectl("get", "rs", "-o", "wide")
+    assert r.rows()[0] == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]
+    assert r.rows()[1][:4] == ["web-5d4f8", "2", "0", "0"]
+    assert r.rows()[1][-1] == "app=web,pod-template-hash=5d4f8"
+    r = await kubectl("rollout", "history", "deploy/web")
+    assert re.search(r"^REVISION\s+CHANGE-CAUSE\n1\s+<none>$", r.stdout, re.M), r.stdout
+
     r = await kubectl("describe", "deployment", "web")
     out = r.stdout
     assert _field(out, "Name") == "web" and _field(out, "Namespace") == "default"
@@ -116,6 +148,8 @@ async def test_describe_node_deployment_claim(kubectl: Kubectl, api: aiohttp.Cli
     assert _field(out, "StrategyType") == "RollingUpdate"
     assert _field(out, "RollingUpdateStrategy") == "25% max unavailable, 25% max surge"
     assert re.search(r"^  Containers:\n   nginx:\n    Image:\s+nginx:1\.27$", out, re.M)
+    assert _field(out, "OldReplicaSets") == "<none>"
+    assert _field(out, "NewReplicaSet") == "web-5d4f8 (0/2 replicas created)"
     assert _field(out, "Events") == "<none>"
     assert r.stderr == ""
 

@@ -1,0 +1,583 @@
+"""Tests for `cp.protobuf`: kubectl's protobuf request bodies decode to the JSON it would send.
+
+The `*.pb` fixtures under `data/` are request bodies captured from kubectl 1.37.1 pointed at
+the small stub server below; the `*.json` ones are what the same kubectl prints for the same
+command with `--dry-run=client -o json`, i.e. the JSON body of the JSON path. The tests marked
+`kubectl` rerun the commands live and check that the fixtures are still what kubectl sends.
+Regenerate them with:
+
+    .venv/bin/python tests/core/test_protobuf.py --regen
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import copy
+import json
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from cp import errors, protobuf, resources, schemas
+
+DATA = Path(__file__).parent / "data"
+KUBECTL = Path(os.environ.get("KUBECTL", Path(__file__).parents[2] / ".venv" / "bin" / "kubectl"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The commands, and what each body must decode to.
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    argv: tuple[str, ...]
+    method: str = "POST"
+    dry_run: bool = True  # the expected JSON is kubectl's `--dry-run=client -o json` output
+
+
+CASES = (
+    Case("namespace", ("create", "namespace", "foo")),
+    Case("deployment", ("create", "deployment", "web", "--image=nginx", "--replicas=2", "--port=80")),
+    Case("deployment-command", ("create", "deployment", "job", "--image=busybox:1.36", "--replicas=0",
+                                "--", "sh", "-c", "echo hi")),
+    Case("deployment-images", ("create", "deployment", "two", "--image=nginx", "--image=redis:7")),
+    Case("configmap", ("create", "configmap", "cfg", "--from-literal=a=b", "--from-literal=empty=",
+                       "--from-file=hello.txt", "--from-file=blob=blob.bin")),
+    Case("hpa-utilization", ("autoscale", "deployment", "web", "--min=1", "--max=5", "--cpu=80%")),
+    Case("hpa-average", ("autoscale", "deployment", "web", "--name=web-avg", "--max=8", "--cpu=500m",
+                         "--memory=200Mi")),
+    # `kubectl debug --copy-to` GETs the pod as JSON and POSTs its copy as protobuf, so this one
+    # checks the whole PodSpec round trip: JSON -> Go -> protobuf -> cp.protobuf.
+    Case("pod-copy", ("debug", "rich", "--copy-to=rich-copy", "--container=dbg", "--image=busybox",
+                      "--keep-labels", "--keep-annotations", "--keep-liveness", "--keep-readiness",
+                      "--keep-startup", "--same-node", "--share-processes=false"), dry_run=False),
+    Case("pod-node-debug", ("debug", "node/n1", "--image=busybox", "--profile=sysadmin"), dry_run=False),
+    # `kubectl drain --disable-eviction` deletes through the typed client: DeleteOptions as protobuf.
+    Case("delete-options", ("drain", "n1", "--force", "--disable-eviction", "--grace-period=30"),
+         method="DELETE", dry_run=False),
+)
+CASE_BY_NAME = {c.name: c for c in CASES}
+FILES = {"hello.txt": b"hello\nworld\n", "blob.bin": bytes(range(256))}
+
+
+def rich_pod() -> dict[str, Any]:
+    return json.loads((DATA / "rich-pod.json").read_text())
+
+
+def expected(case: Case) -> dict[str, Any]:
+    if case.dry_run:
+        return json.loads((DATA / f"{case.name}.json").read_text())
+    if case.name == "pod-copy":
+        source = rich_pod()
+        meta = source["metadata"]
+        spec = copy.deepcopy(source["spec"])
+        spec["shareProcessNamespace"] = False
+        # The debug container as kubectl's "general" profile makes it.
+        spec["containers"].append({"name": "dbg", "image": "busybox", "resources": {},
+                                   "terminationMessagePolicy": "File",
+                                   "securityContext": {"capabilities": {"add": ["SYS_PTRACE"]}}})
+        return {"kind": "Pod", "apiVersion": "v1",
+                "metadata": {k: meta[k] for k in ("namespace", "labels", "annotations")} | {
+                    "name": "rich-copy"},
+                "spec": spec, "status": {}}
+    if case.name == "pod-node-debug":
+        return {"kind": "Pod", "apiVersion": "v1",
+                "metadata": {"name": "node-debugger-n1-XXXXX",
+                             "labels": {"app.kubernetes.io/managed-by": "kubectl-debug"}},
+                "spec": {"volumes": [{"name": "host-root", "hostPath": {"path": "/"}}],
+                         "containers": [{"name": "debugger", "image": "busybox", "resources": {},
+                                         "volumeMounts": [{"name": "host-root", "mountPath": "/host"}],
+                                         "securityContext": {"privileged": True},
+                                         "terminationMessagePolicy": "File"}],
+                         "restartPolicy": "Never", "nodeName": "n1", "hostNetwork": True,
+                         "hostPID": True, "hostIPC": True, "tolerations": [{"operator": "Exists"}]},
+                "status": {}}
+    if case.name == "delete-options":
+        return {"kind": "DeleteOptions", "apiVersion": "v1", "gracePeriodSeconds": 30}
+    raise AssertionError(case.name)
+
+
+def normalized(case: Case, obj: dict[str, Any]) -> dict[str, Any]:
+    if case.name == "pod-node-debug":  # the name ends in 5 random characters
+        obj = copy.deepcopy(obj)
+        obj["metadata"]["name"] = obj["metadata"]["name"][:-5] + "XXXXX"
+    return obj
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+def test_kubectl_body_decodes_to_its_json(case: Case) -> None:
+    body = (DATA / f"{case.name}.pb").read_bytes()
+    assert normalized(case, protobuf.decode(body)) == expected(case)
+
+
+def test_configmap_binary_data_is_base64() -> None:
+    got = protobuf.decode((DATA / "configmap.pb").read_bytes())
+    assert got["data"] == {"a": "b", "empty": "", "hello.txt": "hello\nworld\n"}
+    assert base64.b64decode(got["binaryData"]["blob"]) == FILES["blob.bin"]
+
+
+def test_rich_pod_keeps_zero_pointers_and_drops_node_name_only_when_asked() -> None:
+    spec = protobuf.decode((DATA / "pod-copy.pb").read_bytes())["spec"]
+    main = spec["containers"][0]
+    # Pointers set to zero survive; omitempty zeros do not appear.
+    assert spec["terminationGracePeriodSeconds"] == 0
+    assert spec["automountServiceAccountToken"] is False
+    assert spec["priority"] == -5
+    assert spec["activeDeadlineSeconds"] == 1 << 40
+    assert spec["securityContext"]["supplementalGroups"] == [4000, 5000, 1 << 32]
+    assert main["securityContext"]["runAsUser"] == 0
+    assert main["livenessProbe"]["httpGet"]["port"] == 8080
+    assert main["readinessProbe"]["tcpSocket"]["port"] == "http"
+    assert main["env"][1] == {"name": "EMPTY"}
+    assert spec["tolerations"][1] == {"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 0}
+
+
+# ---------------------------------------------------------------------------------------------
+# Hand-built messages: a tiny encoder for what kubectl does not send.
+# ---------------------------------------------------------------------------------------------
+
+def varint(n: int) -> bytes:
+    n &= (1 << 64) - 1
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def f(number: int, value: int | bool | str | bytes) -> bytes:
+    """One field: ints and bools as varints, str and bytes length-delimited."""
+    if isinstance(value, (bool, int)):
+        return varint(number << 3) + varint(int(value))
+    data = value.encode() if isinstance(value, str) else value
+    return varint(number << 3 | 2) + varint(len(data)) + data
+
+
+def entry(number: int, key: str, value: str | bytes) -> bytes:
+    return f(number, f(1, key) + f(2, value))
+
+
+def envelope(api_version: str, kind: str, raw: bytes, *, extra: bytes = b"") -> bytes:
+    return protobuf.MAGIC + f(1, f(1, api_version) + f(2, kind)) + f(2, raw) + f(3, "") + f(4, "") + extra
+
+
+def time_(seconds: int, nanos: int = 0) -> bytes:
+    return f(1, seconds) + (f(2, nanos) if nanos else b"")
+
+
+def intstr(value: int | str) -> bytes:
+    return f(1, 1) + f(2, 0) + f(3, value) if isinstance(value, str) else f(1, 0) + f(2, value) + f(3, "")
+
+
+def meta(name: str, **more: bytes) -> bytes:
+    # Like gogo: non-pointer fields are always written, zero or not.
+    return (f(1, name) + f(2, "") + f(3, "default") + f(4, "") + f(5, "") + f(6, "") + f(7, 0)
+            + f(8, b"") + b"".join(more.values()))
+
+
+def test_full_deployment_spec() -> None:
+    selector = entry(1, "app", "web") + f(2, f(1, "tier") + f(2, "In") + f(3, "a") + f(3, "b"))
+    container = (f(1, "web") + f(2, "nginx") + f(8, b"") + f(13, "/dev/termination-log") + f(14, "Always")
+                 + f(16, False) + f(17, False) + f(18, False) + f(20, "File"))
+    pod_spec = (f(2, container) + f(3, "Always") + f(6, "ClusterFirst") + f(11, False)
+                + f(19, "default-scheduler"))
+    template = f(1, meta("", labels=entry(11, "app", "web"))) + f(2, pod_spec)
+    strategy = f(1, "RollingUpdate") + f(2, f(1, intstr(0)) + f(2, intstr("25%")))
+    spec = (f(1, 0) + f(2, selector) + f(3, template) + f(4, strategy) + f(5, 0) + f(6, 0) + f(7, True)
+            + f(9, 600))
+    status = f(1, 0) + f(2, 0) + f(3, 0) + f(4, 0) + f(5, 0) + f(7, 0)
+    got = protobuf.decode(envelope("apps/v1", "Deployment", f(1, meta("web")) + f(2, spec) + f(3, status)))
+    assert got == {
+        "kind": "Deployment", "apiVersion": "apps/v1",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "web"},
+                         "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]},
+            "template": {"metadata": {"namespace": "default", "labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "web", "image": "nginx", "resources": {},
+                                                  "terminationMessagePath": "/dev/termination-log",
+                                                  "imagePullPolicy": "Always",
+                                                  "terminationMessagePolicy": "File"}],
+                                  "restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
+                                  "schedulerName": "default-scheduler"}},
+            "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": "25%"}},
+            "revisionHistoryLimit": 0, "paused": True, "progressDeadlineSeconds": 600,
+        },
+        "status": {},
+    }
+
+
+def test_times() -> None:
+    lease_spec = f(1, "me") + f(2, 15) + f(3, time_(1767322245, 123456789)) + f(4, time_(0, 1000)) + f(5, 0)
+    got = protobuf.decode(envelope("coordination.k8s.io/v1", "Lease",
+                                   f(1, meta("l", deletion=f(9, time_(1767322245, 999_999_999))))
+                                   + f(2, lease_spec)))
+    assert "creationTimestamp" not in got["metadata"]  # empty: zero time, omitzero
+    assert got["metadata"]["deletionTimestamp"] == "2026-01-02T02:50:45Z"  # seconds precision
+    assert got["spec"] == {"holderIdentity": "me", "leaseDurationSeconds": 15,
+                           "acquireTime": "2026-01-02T02:50:45.123456Z",
+                           "renewTime": "1970-01-01T00:00:00.000001Z", "leaseTransitions": 0}
+    # A zero time where Go writes `null`.
+    condition = f(1, "Available") + f(2, "True") + f(6, b"") + f(7, time_(1767322245)) + f(4, "") + f(5, "")
+    status = f(6, condition)
+    got = protobuf.decode(envelope("apps/v1", "Deployment", f(1, meta("d")) + f(3, status)))
+    assert got["status"]["conditions"] == [{"type": "Available", "status": "True", "lastUpdateTime": None,
+                                            "lastTransitionTime": "2026-01-02T02:50:45Z"}]
+
+
+def test_configmap_immutable_and_maps() -> None:
+    raw = (f(1, meta("c")) + entry(2, "k", "v") + entry(2, "k2", "") + f(2, f(1, "nokey-value-missing"))
+           + entry(3, "bin", b"\x00\xff") + f(4, False))
+    got = protobuf.decode(envelope("v1", "ConfigMap", raw))
+    assert got == {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c", "namespace": "default"},
+                   "data": {"k": "v", "k2": "", "nokey-value-missing": ""},
+                   "binaryData": {"bin": "AP8="}, "immutable": False}
+
+
+def test_unknown_fields_of_every_wire_type_are_skipped() -> None:
+    unknown = (f(99, 7) + varint(98 << 3 | 1) + b"\x01" * 8 + varint(97 << 3 | 5) + b"\x02" * 4
+               + f(96, "junk")
+               # a group holding a nested group and a varint
+               + varint(95 << 3 | 3) + varint(94 << 3 | 3) + f(1, 5) + varint(94 << 3 | 4)
+               + varint(95 << 3 | 4))
+    ns = f(1, meta("n") + unknown) + unknown + f(2, f(1, "kubernetes") + unknown)
+    got = protobuf.decode(envelope("v1", "Namespace", ns, extra=unknown))
+    assert got == {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "n", "namespace": "default"},
+                   "spec": {"finalizers": ["kubernetes"]}}
+
+
+def test_repeated_numbers_packed_or_not_and_last_scalar_wins() -> None:
+    packed = varint(4 << 3 | 2) + varint(3) + varint(1) + varint(2) + varint(3)
+    psc = f(4, 7) + packed + f(2, 5) + f(2, 0)  # runAsUser 5 then 0 (a pointer: the 0 stays)
+    spec = f(2, f(1, "c")) + f(14, psc) + f(11, True) + f(11, False) + f(8, "sa") + f(8, "")
+    got = protobuf.decode(envelope("v1", "Pod", f(2, spec)))["spec"]
+    assert got["securityContext"] == {"supplementalGroups": [7, 1, 2, 3], "runAsUser": 0}
+    assert "hostNetwork" not in got and "serviceAccountName" not in got
+    # Two occurrences of a singular message merge.
+    got = protobuf.decode(envelope("v1", "Pod", f(2, f(8, "a")) + f(2, f(10, "node"))))
+    assert got["spec"] == {"serviceAccountName": "a", "nodeName": "node", "containers": None}
+
+
+def test_negative_numbers() -> None:
+    spec = f(25, -5) + f(4, -1) + f(5, -(1 << 40))
+    got = protobuf.decode(envelope("v1", "Pod", f(2, spec)))["spec"]
+    assert got == {"priority": -5, "terminationGracePeriodSeconds": -1, "activeDeadlineSeconds": -(1 << 40),
+                   "containers": None}  # Go writes a nil slice without omitempty as null
+
+
+def test_resource_slice_and_claim() -> None:
+    attribute = f(4, "a100")
+    capacity = f(1, f(1, "80Gi"))
+    device = (f(1, "gpu-0") + f(2, f(1, "model") + f(2, attribute)) + f(2, f(1, "index") + f(2, f(2, 0)))
+              + f(3, f(1, "memory") + f(2, capacity)) + f(3, f(1, "empty") + f(2, f(1, b""))))
+    spec = f(1, "gpu.example.com") + f(2, f(1, "node-1") + f(2, 3) + f(3, 1)) + f(3, "node-1") + f(6, device)
+    got = protobuf.decode(envelope("resource.k8s.io/v1", "ResourceSlice", f(1, meta("s")) + f(2, spec)))
+    assert got["spec"] == {
+        "driver": "gpu.example.com", "pool": {"name": "node-1", "generation": 3, "resourceSliceCount": 1},
+        "nodeName": "node-1",
+        "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "a100"}, "index": {"int": 0}},
+                     "capacity": {"memory": {"value": "80Gi"}, "empty": {"value": "0"}}}]}
+    opaque = f(1, f(1, "gpu.example.com") + f(2, f(1, b'{"mode": "shared", "n": [1, 2]}')))
+    request = f(1, "r0") + f(2, f(1, "gpu.example.com") + f(3, "ExactCount") + f(4, 2))
+    claim_spec = f(1, f(1, request) + f(3, f(1, "r0") + f(2, opaque)))
+    got = protobuf.decode(envelope("resource.k8s.io/v1", "ResourceClaim", f(1, meta("c")) + f(2, claim_spec)))
+    assert got["spec"] == {"devices": {
+        "requests": [{"name": "r0", "exactly": {"deviceClassName": "gpu.example.com",
+                                                "allocationMode": "ExactCount", "count": 2}}],
+        "config": [{"requests": ["r0"], "opaque": {"driver": "gpu.example.com",
+                                                    "parameters": {"mode": "shared", "n": [1, 2]}}}]}}
+
+
+def test_invalid_utf8_is_replaced_like_go_json() -> None:
+    got = protobuf.decode(envelope("v1", "Namespace", f(1, f(1, b"bad\xffname"))))
+    assert got["metadata"]["name"] == "bad\ufffdname"
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    (b'{"kind":"Namespace"}', "must start with the prefix"),
+    (protobuf.MAGIC + b"\x0a\x05\x0a", "truncated length-delimited field"),
+    (protobuf.MAGIC + b"\x08\xff\xff", "truncated varint"),
+    (protobuf.MAGIC + f(2, f(1, "x")), "Object 'Kind' is missing"),
+    (protobuf.MAGIC + f(1, f(2, "Namespace")), "Object 'apiVersion' is missing"),
+    (envelope("v1", "Namespace", b"") + f(3, "gzip"), "unsupported contentEncoding 'gzip'"),
+    (envelope("v1", "Namespace", f(1, f(1, 5))), "at metadata.name: wire type varint where length-delimited"),
+    (envelope("v1", "Namespace", f(1, f(8, f(1, "x")))), "at metadata.creationTimestamp: time field 1"),
+    (envelope("v1", "Pod", f(2, f(2, f(6, f(3, "eighty"))))), "at spec.containers.ports.containerPort"),
+    (envelope("v1", "Pod", f(2, f(1, varint(5 << 3 | 7)))), "at spec.volumes: invalid wire type 7"),
+    (envelope("v1", "Namespace", varint(1 << 3 | 3)), "unterminated group"),
+    (envelope("resource.k8s.io/v1", "ResourceClaim",
+              f(2, f(1, f(3, f(2, f(1, f(1, "d") + f(2, f(1, b"{x")))))))),
+     "at spec.devices.config.opaque.parameters: RawExtension does not hold JSON"),
+])
+def test_malformed_bodies_are_bad_requests(body: bytes, message: str) -> None:
+    with pytest.raises(errors.BadRequest) as e:
+        protobuf.decode(body)
+    assert message in e.value.message
+    assert e.value.status()["code"] == 400
+
+
+def test_unknown_kind_is_unsupported_media_type() -> None:
+    with pytest.raises(errors.UnsupportedMediaType) as e:
+        protobuf.decode(envelope("apps/v1", "StatefulSet", f(1, meta("s"))))
+    assert e.value.status()["code"] == 415
+    assert e.value.message == ("this server cannot decode StatefulSet (apps/v1) from "
+                               "application/vnd.kubernetes.protobuf; send it as application/json")
+
+
+def test_delete_options_of_any_group_version() -> None:
+    raw = f(1, 0) + f(2, f(1, "uid-1") + f(2, "7")) + f(4, "Foreground") + f(5, "All")
+    got = protobuf.decode(envelope("apps/v1", "DeleteOptions", raw))
+    assert got == {"kind": "DeleteOptions", "apiVersion": "apps/v1", "gracePeriodSeconds": 0,
+                   "preconditions": {"uid": "uid-1", "resourceVersion": "7"},
+                   "propagationPolicy": "Foreground", "dryRun": ["All"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The tables.
+# ---------------------------------------------------------------------------------------------
+
+def test_every_served_kind_has_a_message() -> None:
+    for k in resources.KINDS:
+        if k.group != resources.SIM_GROUP:
+            assert protobuf.message_for(api_version=k.api_version, kind=k.kind), k.kind
+
+
+# Fields 1.37 has whose protobuf numbers were not available (late alpha additions).
+KNOWN_GAPS = {
+    "io.k8s.api.core.v1.NodeSystemInfo": {"runningInUserNamespace"},
+    "io.k8s.api.resource.v1.DeviceCounterConsumption": {"compatibilityGroups"},
+    "io.k8s.api.resource.v1.ExactDeviceRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1.DeviceSubRequest": {"derivedAttributes"},
+}
+SPECIAL_REFS = {
+    protobuf._TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
+    protobuf._MICROTIME: "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
+    protobuf._QUANTITY: "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    protobuf._INTSTR: "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+    protobuf._RAWEXT: "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    protobuf._FIELDSV1: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+}
+
+
+def flattened(message: protobuf.Message) -> dict[str, protobuf.Field]:
+    out: dict[str, protobuf.Field] = {}
+    for field in message.fields.values():
+        if field.inline:
+            out.update(flattened(protobuf.messages()[field.message]))
+        else:
+            out[field.name] = field
+    return out
+
+
+def check_type(field: protobuf.Field, prop: dict[str, Any], *, element: bool = False) -> str | None:
+    """Why `prop` (an OpenAPI property schema) does not fit the field, or None."""
+    if len(prop.get("allOf", ())) == 1:
+        prop = prop["allOf"][0]
+    types = prop.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    if not element and field.repeated:
+        return check_type(field, prop["items"], element=True) if "array" in types else "not an array"
+    if not element and field.map:
+        if "object" not in types or "additionalProperties" not in prop:
+            return "not a map"
+        return check_type(field, prop["additionalProperties"], element=True)
+    if field.kind == protobuf._MSG:
+        return None if prop.get("$ref") == "#/$defs/" + field.message else f"not a $ref to {field.message}"
+    if field.kind in SPECIAL_REFS:
+        return None if prop.get("$ref") == "#/$defs/" + SPECIAL_REFS[field.kind] else "wrong special type"
+    want = {protobuf._STR: ("string", None), protobuf._BYTES: ("string", "byte"),
+            protobuf._INT32: ("integer", "int32"), protobuf._INT64: ("integer", "int64"),
+            protobuf._BOOL: ("boolean", None)}[field.kind]
+    return None if want[0] in types and prop.get("format") == want[1] else f"not {want}"
+
+
+def test_tables_match_the_137_openapi_definitions() -> None:
+    """Same JSON names (nothing 1.37 has is dropped) and compatible types, message by message."""
+    definitions = schemas.definitions()
+    checked = 0
+    for name, message in protobuf.messages().items():
+        definition = definitions.get(name)
+        if definition is None:  # only structs Go inlines have none
+            assert name.rsplit(".", 1)[1] in {"VolumeSource", "ProbeHandler", "DeviceConfiguration"}, name
+            continue
+        fields = flattened(message)
+        props = definition.get("properties", {})
+        want = set(props) - KNOWN_GAPS.get(name, set())
+        if "metadata" in fields or name.endswith(".DeleteOptions"):  # a kind: TypeMeta is in the envelope
+            want -= {"kind", "apiVersion"}
+        assert set(fields) == want, name
+        for json_name, field in fields.items():
+            problem = check_type(field, props[json_name])
+            assert problem is None, (name, json_name, problem)
+        checked += 1
+    assert checked > 230
+
+
+def test_tables_cover_every_message_they_reference() -> None:
+    table = protobuf.messages()
+    for message in table.values():
+        for field in message.fields.values():
+            assert field.kind != protobuf._MSG or field.message in table
+
+
+# ---------------------------------------------------------------------------------------------
+# Live kubectl against a stub server: keeps the fixtures honest, and regenerates them.
+# ---------------------------------------------------------------------------------------------
+
+VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+SERVED = {
+    "v1": [("namespaces", "Namespace", False), ("nodes", "Node", False), ("pods", "Pod", True),
+           ("configmaps", "ConfigMap", True)],
+    "apps/v1": [("deployments", "Deployment", True), ("deployments/scale", "Scale", True)],
+    "autoscaling/v2": [("horizontalpodautoscalers", "HorizontalPodAutoscaler", True)],
+}
+
+
+def stub_objects() -> dict[str, dict[str, Any]]:
+    plain = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p1", "namespace": "default"},
+             "spec": {"nodeName": "n1", "containers": [{"name": "c", "image": "nginx"}]}}
+    return {
+        "/apis/apps/v1/namespaces/default/deployments/web": {
+            "kind": "Deployment", "apiVersion": "apps/v1",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}},
+                     "template": {"metadata": {"labels": {"app": "web"}},
+                                  "spec": {"containers": [{"name": "nginx", "image": "nginx"}]}}}},
+        "/api/v1/namespaces/default/pods/rich": rich_pod(),
+        "/api/v1/namespaces/default/pods/p1": plain,
+        "/api/v1/pods": {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": [plain]},
+        "/api/v1/nodes/n1": {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "n1"}, "spec": {}},
+    }
+
+
+def resource(plural: str, kind: str, namespaced: bool) -> dict[str, Any]:
+    """An APIResourceList entry."""
+    if kind == "Scale":
+        return {"name": plural, "singularName": "", "namespaced": namespaced, "group": "autoscaling",
+                "version": "v1", "kind": kind, "verbs": ["get", "patch", "update"]}
+    return {"name": plural, "singularName": kind.lower(), "namespaced": namespaced, "kind": kind,
+            "verbs": VERBS}
+
+
+class Stub:
+    """Answers discovery, serves `objects`, records write bodies and echoes them back."""
+
+    def __init__(self) -> None:
+        self.objects = stub_objects()
+        self.writes: list[tuple[str, str, str, bytes]] = []  # (method, path, content type, body)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        path = request.path.rstrip("/")
+        if path == "/api":
+            return web.json_response({"kind": "APIVersions", "versions": ["v1"]})
+        if path == "/apis":
+            versions = [{"groupVersion": gv, "version": gv.split("/")[1]} for gv in SERVED if "/" in gv]
+            groups = [{"name": v["groupVersion"].split("/")[0], "versions": [v], "preferredVersion": v}
+                      for v in versions]
+            return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+        for gv, served in SERVED.items():
+            if path == ("/api/" if gv == "v1" else "/apis/") + gv:
+                return web.json_response({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv,
+                                          "resources": [resource(p, k, ns) for p, k, ns in served]})
+        body = await request.read()
+        if request.method == "GET" or request.method == "PATCH":
+            if path in self.objects:
+                return web.json_response(self.objects[path])
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                      "reason": "NotFound", "code": 404}, status=404)
+        self.writes.append((request.method, path, request.content_type, body))
+        if request.method == "DELETE":
+            self.objects.pop(path, None)
+            return web.json_response({"kind": "Status", "apiVersion": "v1", "status": "Success"})
+        obj = protobuf.decode(body) if request.content_type == protobuf.PROTOBUF else json.loads(body)
+        return web.json_response(obj, status=201)
+
+
+class Kubectl:
+    """kubectl with a fresh HOME and a kubeconfig pointing at a running Stub."""
+
+    def __init__(self, *, home: Path, port: int) -> None:
+        self.home = home
+        (home / ".kube").mkdir()
+        (home / ".kube" / "config").write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: stub\n"
+            f"clusters: [{{name: stub, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+            "contexts: [{name: stub, context: {cluster: stub, user: stub, namespace: default}}]\n"
+            "users: [{name: stub, user: {}}]\n")
+        for name, content in FILES.items():
+            (home / name).write_bytes(content)
+
+    async def run(self, *argv: str) -> bytes:
+        proc = await asyncio.create_subprocess_exec(
+            str(KUBECTL), *argv, cwd=self.home, env={"HOME": str(self.home), "PATH": "/usr/bin:/bin"},
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(), 20)
+        assert proc.returncode == 0, (argv, err.decode())
+        return out
+
+
+async def capture(case: Case, *, home: Path) -> tuple[bytes, dict[str, Any] | None]:
+    """Run the case: (the protobuf body kubectl sent, its dry-run JSON or None)."""
+    stub = Stub()
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", stub.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        kubectl = Kubectl(home=home, port=port)
+        await kubectl.run(*case.argv)
+        bodies = [w for w in stub.writes if w[2] == protobuf.PROTOBUF]
+        assert [w[0] for w in bodies] == [case.method], stub.writes
+        dry = None
+        if case.dry_run:
+            cut = case.argv.index("--") if "--" in case.argv else len(case.argv)
+            flags = ("--dry-run=client", "-o", "json")
+            dry = json.loads(await kubectl.run(*case.argv[:cut], *flags, *case.argv[cut:]))
+        return bodies[0][3], dry
+    finally:
+        await runner.cleanup()
+
+
+needs_kubectl = pytest.mark.skipif(not KUBECTL.exists(), reason=f"no kubectl at {KUBECTL}")
+
+
+@pytest.mark.kubectl
+@needs_kubectl
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
+async def test_live_kubectl_matches_fixture(case: Case, tmp_path: Path) -> None:
+    body, dry = await capture(case, home=tmp_path)
+    decoded = normalized(case, protobuf.decode(body))
+    if dry is not None:
+        assert decoded == dry  # the JSON path's body, straight from kubectl
+    assert decoded == expected(case)
+    if case.name != "pod-node-debug":  # random name suffix
+        assert body == (DATA / f"{case.name}.pb").read_bytes(), "stale fixture: run with --regen"
+
+
+async def regen() -> None:
+    for case in CASES:
+        with tempfile.TemporaryDirectory() as home:
+            body, dry = await capture(case, home=Path(home))
+        (DATA / f"{case.name}.pb").write_bytes(body)
+        if dry is not None:
+            (DATA / f"{case.name}.json").write_text(json.dumps(dry, indent=2, ensure_ascii=False) + "\n")
+        print("wrote", case.name)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--regen"]:
+        sys.exit(f"usage: {sys.argv[0]} --regen")
+    asyncio.run(regen())
