@@ -24,9 +24,11 @@ run: $(VENV)/.installed
 test: $(VENV)/.installed $(VENV)/bin/kubectl
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
+BENCH_ARGS ?=
 bench: $(VENV)/.installed
-	$(PY) -m bench.storage
-	$(PY) -m bench.api
+	$(PY) -m bench.storage $(BENCH_ARGS)
+	$(PY) -m bench.api $(BENCH_ARGS)
+	$(PY) -m bench.allocator
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

@@ -7,6 +7,7 @@ The log's lifecycle (start/close) belongs to the caller (`api.server`), so tests
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -188,6 +189,15 @@ async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> Non
         pass
 
 
+def _tune_gc() -> None:
+    """Keep the collector off the long-lived start-up heap (schemas, registries: tens of thousands of
+    objects) and let young generations grow: a LIST decodes thousands of dicts at once, and with the
+    default thresholds every decode burst triggers full traversals of that heap (measured 5x slower)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 20, 20)
+
+
 async def _shutdown_watches(app: web.Application) -> None:
     for task in list(app[st.WATCHES]):
         task.cancel()
@@ -204,6 +214,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None) -> w
 
     async def _on_startup(app: web.Application) -> None:
         await bootstrap(app[st.STORE])
+        _tune_gc()
         app[st.READY].set()
 
     app.on_startup.append(_on_startup)

@@ -318,6 +318,8 @@ class Store:
                                                               f"finalizers {sorted(added)!r}")])
         meta["resourceVersion"] = old_meta.get("resourceVersion", "")
         defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+        if kind.group == "resource.k8s.io":
+            _refresh_taint_times(new, old, now=now)
         if kind.has_spec:
             generation = int(old_meta.get("generation") or 1)
             if objects.spec_changed(new, old):
@@ -572,6 +574,20 @@ def _prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: flo
         obj["status"] = {}
     if kind.group == "resource.k8s.io":
         defaulting.default_device_taints(obj, now_rfc3339=clocks.rfc3339(now))
+
+
+def _refresh_taint_times(new: dict[str, Any], old: dict[str, Any], *, now: float) -> None:
+    """Device taints get `timeAdded` when missing, and a fresh one when their effect changes
+    (upstream resets it so eviction timing starts over)."""
+    if new.get("kind") == "DeviceTaintRule":
+        taint = (new.get("spec") or {}).get("taint")
+        old_taint = (old.get("spec") or {}).get("taint") or {}
+        if isinstance(taint, dict) and old_taint.get("timeAdded") and \
+                taint.get("effect") == old_taint.get("effect") and not taint.get("timeAdded"):
+            taint["timeAdded"] = old_taint["timeAdded"]
+        elif isinstance(taint, dict) and taint.get("effect") != old_taint.get("effect"):
+            taint.pop("timeAdded", None)
+    defaulting.default_device_taints(new, now_rfc3339=clocks.rfc3339(now))
 
 
 def _qos_class(spec: dict[str, Any]) -> str:

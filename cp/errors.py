@@ -182,7 +182,8 @@ class Cause:
 
     def text(self) -> str:
         phrase = self.TYPES.get(self.type, ("", self.type))[1]
-        if self.type in ("Required", "Forbidden", "TooLong", "TooMany", "InternalError"):
+        if self.type in ("Required", "Forbidden", "TooLong", "InternalError") or \
+                (self.type == "TooMany" and self.value is None):
             body = f"{self.field}: {phrase}"
         else:
             body = f"{self.field}: {phrase}: {_render(self.value)}"

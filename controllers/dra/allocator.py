@@ -26,7 +26,7 @@ devices are picked in the same order:
   kubernetes/kubernetes#140431; allow-multiple devices with a persisted share skip the counter
   check (#140437), and a dedicated allocation is refused over a live share (#140798).
 
-Deviations (documented in `docs/dra-allocator.md`): an optional pruning step (`prune=True`)
+Deviations (documented in `README.md` next to this file): an optional pruning step (`prune=True`)
 abandons a request's search as soon as fewer already-evaluated candidate devices remain than
 slots to fill; it never changes the outcome, only the work done (disable it to get upstream's
 exact `allocate_one` invocation counts). Pure; no I/O.
@@ -35,6 +35,7 @@ exact `allocate_one` invocation counts). Pure; no I/O.
 from __future__ import annotations
 
 import bisect
+import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -89,6 +90,9 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
     consumable_capacity: bool = True
     device_binding_and_status: bool = True
     list_type_attributes: bool = True
+
+
+DEFAULT_FEATURES = Features()
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -295,7 +299,7 @@ class Allocator:
         classes: Mapping[str, Mapping[str, Any]],
         allocated: AllocatedState,
         taint_rules: Iterable[Mapping[str, Any]] = (),
-        features: Features = Features(),
+        features: Features = DEFAULT_FEATURES,
         cel_cache: CelCache | None = None,
         deadline: float | None = None,
         prune: bool = True,
@@ -344,7 +348,7 @@ class Allocator:
             if key is None:
                 info = SliceInfo(raw)
             else:
-                info = self.cel_cache.device(("slice", *key), lambda: SliceInfo(raw))  # type: ignore[arg-type,return-value]
+                info = self.cel_cache.device(("slice", *key), lambda: SliceInfo(raw))
             self._infos[id(raw)] = info
         return info
 
@@ -437,6 +441,12 @@ class _Run:
                     self.segments.append(s.devices)
 
         self._prepare()
+        # One recursion level per device slot plus a few per request and claim; the default
+        # limit (1000) is too low for pods with many claims of many devices.
+        depth = sum(len(reqs) * 3 for reqs in self.claim_requests) + sum(
+            rd.num_devices for rd in self.requests.values()) + 100
+        if depth > sys.getrecursionlimit() - 200:
+            sys.setrecursionlimit(depth + 400)
         try:
             done = self._allocate_one(0, 0, 0, 0, False, (0, 0))
         except _MaxSizeExceeded:
@@ -504,13 +514,12 @@ class _Run:
     def _validate(self, claim: Mapping[str, Any], rd: _Request) -> _Request:
         kobj = _kobj(claim)
         spec = rd.spec
-        lta = self.f.list_type_attributes
         for i, sel in enumerate(spec.get("selectors") or []):
             expr = ((sel or {}).get("cel") or {}).get("expression")
             if expr is None:
                 raise AllocationError(f"claim {kobj}, request {rd.name}, selector #{i}: CEL expression empty "
                                       "(unsupported selector type?)")
-            rd.selectors.append(self.cel.compile(expr, list_type_attributes=lta))
+            rd.selectors.append(self.cel.compile(expr))
         if not self.f.admin_access and rd.has_admin:
             raise AllocationError(f"claim {kobj}, request {rd.name}: admin access is requested, but the "
                                   "feature is disabled")
@@ -524,7 +533,7 @@ class _Run:
         rd.class_ = cls
         for sel in ((cls.get("spec") or {}).get("selectors") or []):
             expr = ((sel or {}).get("cel") or {}).get("expression")
-            rd.class_selectors.append(None if expr is None else self.cel.compile(expr, list_type_attributes=lta))
+            rd.class_selectors.append(None if expr is None else self.cel.compile(expr))
         caps = (spec.get("capacity") or {}).get("requests")
         if caps is not None:
             try:
@@ -651,7 +660,9 @@ class _Run:
 
     def _positions(self) -> tuple[list[int], dict[DeviceID, int]]:
         if self._offsets is None or self._position is None:
-            offsets, position, n = [], {}, 0
+            offsets: list[int] = []
+            position: dict[DeviceID, int] = {}
+            n = 0
             for devices in self.segments:
                 offsets.append(n)
                 for d in devices:
@@ -713,20 +724,19 @@ class _Run:
         return ok
 
     def _selectable_uncached(self, rd: _Request, dev: DeviceInfo) -> bool:
-        consumable = self.f.consumable_capacity
         cel_dev = None
         for i, compiled in enumerate(rd.class_selectors):
             if compiled is None:
                 raise AllocationError(f"class {rd.class_name}: selector #{i}: CEL expression empty "
                                       "(unsupported selector type?)")
             if cel_dev is None:
-                cel_dev = dev.cel_device(consumable)
+                cel_dev = dev.cel_device()
             if not self._match(compiled, cel_dev, dev, f"class {rd.class_name}", i):
                 return False
         for i, compiled in enumerate(rd.selectors):
             assert compiled is not None
             if cel_dev is None:
-                cel_dev = dev.cel_device(consumable)
+                cel_dev = dev.cel_device()
             if not self._match(compiled, cel_dev, dev, f"claim {_kobj(self.claims[rd.claim_index])}", i):
                 return False
         if dev.slice.per_device:
@@ -739,7 +749,7 @@ class _Run:
 
     def _match(self, compiled: CompiledExpression, cel_dev: Any, dev: DeviceInfo, owner: str, i: int) -> bool:
         try:
-            return self.cel.matches(compiled, cel_dev, self.f.list_type_attributes)
+            return self.cel.matches(compiled, cel_dev)
         except CelError as e:
             if compiled.error is not None:
                 raise AllocationError(f"{owner}: selector #{i}: CEL compile error: {e}") from None
@@ -1001,15 +1011,15 @@ class _Run:
                 c.update({k: v for k, v in entry.items() if k not in ("source", "requests")})
                 config.append(c)
         for c in config:
-            names = c.get("requests")
-            if not names:
+            listed = c.get("requests")
+            if not listed:
                 continue
             covers = True
             for ri, req in enumerate(reqs):
-                if req.get("name") in names:
+                if req.get("name") in listed:
                     continue
                 rd = self._chosen(ci, ri)
-                if rd.parent is not None and rd.result_name() in names:
+                if rd.parent is not None and rd.result_name() in listed:
                     continue
                 covers = False
                 break

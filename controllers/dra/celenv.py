@@ -4,7 +4,8 @@ Behaviour follows `k8s.io/dynamic-resource-allocation/cel/compile.go` on top of 
 CEL base environment, evaluated with the Rust CEL engine from `common-expression-language`:
 
 - one variable, `device`, with `driver`, `attributes` (domain -> id -> value), `capacity`
-  (domain -> id -> quantity) and, with ConsumableCapacity, `allowMultipleAllocations`;
+  (domain -> id -> quantity) and `allowMultipleAllocations` (always present at runtime, as in
+  upstream's stored-expression environment);
 - attribute / capacity names without a domain get the device's driver as domain;
 - looking up an unknown domain yields an empty map (so `device.attributes["x.example"].y` is a
   "no such key: y" runtime error, and `has(...)` on it is false), an unknown key is a runtime error;
@@ -14,7 +15,7 @@ CEL base environment, evaluated with the Rust CEL engine from `common-expression
   `asApproximateFloat`), `semver()`/`isSemver()` (with the `normalize` argument) and semver
   methods (`compareTo`, `isGreaterThan`, `isLessThan`, `major`, `minor`, `patch`), the lists
   library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex `find`/`findAll`,
-  the strings and sets extensions, `includes()` (ListTypeAttributes) and `cel.bind()`.
+  the strings and sets extensions, `includes()` and `cel.bind()`.
 
 The Rust engine cannot hold foreign objects, so a quantity travels through CEL as the one-entry
 map `{"__k8s_quantity__": "<value in nano units>"}` and a version as
@@ -28,11 +29,10 @@ IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile tim
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import cel
 from cel import stdlib as _celstd
@@ -49,6 +49,8 @@ __all__ = [
     "quantity_value",
     "semver_value",
 ]
+
+_T = TypeVar("_T")
 
 QKEY = "__k8s_quantity__"
 SKEY = "__k8s_semver__"
@@ -217,9 +219,9 @@ def _fn_sub(a: Any, b: Any) -> dict[str, str]:
 def _cel_equal(a: Any, b: Any) -> bool:
     ta, tb = type(a), type(b)
     if ta is bool or tb is bool:
-        return ta is tb and a == b
+        return ta is tb and bool(a == b)
     if ta in (int, float) and tb in (int, float):
-        return a == b
+        return bool(a == b)
     if ta is not tb:
         return False
     if ta is list:
@@ -252,7 +254,7 @@ def _fn_is_sorted(lst: Any) -> bool:
 def _order(a: Any, b: Any) -> int:
     if _is_q(a) or _is_s(a):
         return _cmp(a, b, "isSorted")
-    return (a > b) - (a < b)
+    return int((a > b) - (a < b))
 
 
 def _fn_index_of(x: Any, item: Any, *rest: Any) -> int:
@@ -287,7 +289,7 @@ def _fn_find_all(s: Any, pattern: Any, limit: Any = -1) -> list[str]:
     return out if limit < 0 else out[:limit]
 
 
-def _library(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
+def _library() -> dict[str, Callable[..., Any]]:
     fns: dict[str, Callable[..., Any]] = {}
     fns.update(_celstd.STDLIB_FUNCTIONS)
     fns.update({
@@ -313,12 +315,13 @@ def _library(list_type_attributes: bool) -> dict[str, Callable[..., Any]]:
         "find": _fn_find,
         "findAll": _fn_find_all,
     })
-    if list_type_attributes:
-        fns["includes"] = _fn_includes
+    # Like upstream's stored-expression environment (which the scheduler uses), `includes` is
+    # available whether or not ListTypeAttributes is enabled.
+    fns["includes"] = _fn_includes
     return fns
 
 
-_LIBRARIES = {True: _library(True), False: _library(False)}
+_LIBRARY = _library()
 
 # Functions the Rust engine provides itself (macros do not show up as function references).
 _BUILTIN_FUNCTIONS = frozenset({
@@ -421,8 +424,8 @@ def _rewrite_bind(src: str) -> str:
         start = m.start()
 
 
-def _compile(expression: str, list_type_attributes: bool) -> CompiledExpression:
-    library = _LIBRARIES[list_type_attributes]
+def _compile(expression: str) -> CompiledExpression:
+    library = _LIBRARY
     source = _rewrite_bind(expression) if "bind" in expression else expression
     try:
         program = cel.compile(source)
@@ -478,7 +481,7 @@ class CelDevice:
                  "results", "variables")
 
     def __init__(self, *, driver: str, attributes: Mapping[str, Any] | None,
-                 capacity: Mapping[str, Any] | None, allow_multiple_allocations: bool | None) -> None:
+                 capacity: Mapping[str, Any] | None, allow_multiple_allocations: bool | None = False) -> None:
         self.results: dict[str, bool | CelError] = {}
         self.input_error: str | None = None
         self.ctx: Any = None
@@ -503,9 +506,8 @@ class CelDevice:
                     self.input_error = f"capacity {name}: {e}"
                     break
                 caps.setdefault(domain, {})[ident] = quantity_value(q)
-        dev: dict[str, Any] = {"driver": driver, "attributes": attrs, "capacity": caps}
-        if allow_multiple_allocations is not None:
-            dev["allowMultipleAllocations"] = allow_multiple_allocations
+        dev: dict[str, Any] = {"driver": driver, "attributes": attrs, "capacity": caps,
+                               "allowMultipleAllocations": bool(allow_multiple_allocations)}
         self.variables = dev
         self.attr_domains = set(attrs)
         self.cap_domains = set(caps)
@@ -557,7 +559,7 @@ _PY_FN_ERR = re.compile(r"Python function call failed: (?:\w+\.)*(\w+): (.*?)(?:
 
 
 class CelCache:
-    """Compiled expressions (one per expression text and feature set) and per-device CEL state.
+    """Compiled expressions (one per expression text) and per-device CEL state.
 
     Thread-safe. `device()` returns the cached `CelDevice` for a key that must change whenever
     the device's content may have changed (the allocator uses slice name, uid, generation and
@@ -565,25 +567,26 @@ class CelCache:
     """
 
     def __init__(self, *, max_devices: int = 500_000, max_expressions: int = 10_000) -> None:
-        self._exprs: dict[tuple[str, bool], CompiledExpression] = {}
-        self._devices: dict[Any, CelDevice] = {}
+        self._exprs: dict[str, CompiledExpression] = {}
+        self._devices: dict[Any, Any] = {}
         self._lock = threading.Lock()
         self.max_devices = max_devices
         self.max_expressions = max_expressions
 
-    def compile(self, expression: str, *, list_type_attributes: bool = True) -> CompiledExpression:
-        key = (expression, list_type_attributes)
-        c = self._exprs.get(key)
+    def compile(self, expression: str) -> CompiledExpression:
+        c = self._exprs.get(expression)
         if c is None:
-            c = _compile(expression, list_type_attributes)
+            c = _compile(expression)
             with self._lock:
                 if len(self._exprs) >= self.max_expressions:
                     self._exprs.clear()
-                self._exprs[key] = c
+                self._exprs[expression] = c
         return c
 
-    def device(self, key: Any, build: Callable[[], CelDevice]) -> CelDevice:
-        d = self._devices.get(key)
+    def device(self, key: Any, build: Callable[[], _T]) -> _T:
+        """The cached object for `key`, built on first use (CelDevices, and the allocator's
+        pre-digested slices)."""
+        d: _T | None = self._devices.get(key)
         if d is None:
             d = build()
             with self._lock:
@@ -598,25 +601,23 @@ class CelCache:
             self._exprs.clear()
             self._devices.clear()
 
-    def matches(self, compiled: CompiledExpression, device: CelDevice,
-                list_type_attributes: bool = True) -> bool:
+    def matches(self, compiled: CompiledExpression, device: CelDevice) -> bool:
         """Evaluate a compiled expression against a device; raises CelError on runtime errors
         (and on compile errors). The outcome is cached on the device."""
         r = device.results.get(compiled.expression)
         if r is None:
-            r = self._evaluate(compiled, device, list_type_attributes)
+            r = self._evaluate(compiled, device)
             device.results[compiled.expression] = r
         if r is True or r is False:
             return r
         raise r
 
-    def _evaluate(self, compiled: CompiledExpression, device: CelDevice,
-                  list_type_attributes: bool) -> bool | CelError:
+    def _evaluate(self, compiled: CompiledExpression, device: CelDevice) -> bool | CelError:
         if compiled.error is not None:
             return CelError(compiled.error)
         if device.input_error is not None:
             return CelError(device.input_error)
-        library = _LIBRARIES[list_type_attributes]
+        library = _LIBRARY
         with device.lock:
             if device.ctx is None:
                 device.ctx = cel.Context(variables={"device": device.variables})
@@ -674,7 +675,7 @@ def _cel_type_name(v: Any) -> str:
     if isinstance(v, int):
         return "int"
     if isinstance(v, float):
-        return "double" if not math.isnan(v) else "double"
+        return "double"
     if isinstance(v, str):
         return "string"
     if isinstance(v, list):

@@ -28,7 +28,7 @@ _SCALAR_KINDS = ("int", "bool", "string", "version")
 
 
 def lookup_attribute(device: DeviceInfo, name: str) -> Mapping[str, Any] | None:
-    attrs = device.attributes
+    attrs: Mapping[str, Mapping[str, Any]] = device.attributes
     attr = attrs.get(name)
     if attr is not None:
         return attr

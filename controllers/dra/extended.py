@@ -223,9 +223,9 @@ def build_extended_resource_claim(
             short_mappings.extend(m)
         if biggest is not None and len(set(short_names)) > 1:
             replace = set(short_names) - {biggest["name"]}
-            for m in short_mappings:
-                if m["requestName"] in replace:
-                    m["requestName"] = biggest["name"]
+            for mapping_entry in short_mappings:
+                if mapping_entry["requestName"] in replace:
+                    mapping_entry["requestName"] = biggest["name"]
         if biggest is not None:
             requests.append(biggest)
         requests.extend(r for r in long_requests if r is not None)

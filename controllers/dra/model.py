@@ -86,7 +86,7 @@ class DeviceInfo:
     name: str
     driver: str
     id: DeviceID
-    cel: dict[bool, CelDevice]
+    cel: CelDevice | None
     attributes: Mapping[str, Any]
     capacity: dict[str, CapInfo]
     capacity_error: str | None
@@ -106,7 +106,7 @@ class DeviceInfo:
         self.name = raw.get("name", "")
         self.driver = slice_.driver
         self.id = (slice_.driver, slice_.pool_name, self.name)
-        self.cel = {}
+        self.cel = None
 
     def __getattr__(self, attr: str) -> Any:
         if attr in _LAZY:
@@ -144,13 +144,12 @@ class DeviceInfo:
         self.all_nodes = bool(raw.get("allNodes"))
         self.node_selector = raw.get("nodeSelector")
 
-    def cel_device(self, consumable_capacity: bool) -> CelDevice:
-        d = self.cel.get(consumable_capacity)
+    def cel_device(self) -> CelDevice:
+        d = self.cel
         if d is None:
-            d = CelDevice(driver=self.driver, attributes=self.raw.get("attributes"), capacity=self.raw.get("capacity"),
-                          allow_multiple_allocations=bool(self.raw.get("allowMultipleAllocations"))
-                          if consumable_capacity else None)
-            self.cel[consumable_capacity] = d
+            d = self.cel = CelDevice(driver=self.driver, attributes=self.raw.get("attributes"),
+                                     capacity=self.raw.get("capacity"),
+                                     allow_multiple_allocations=bool(self.raw.get("allowMultipleAllocations")))
         return d
 
     def __repr__(self) -> str:

@@ -37,7 +37,7 @@ def _check_label_requirement(req: Mapping[str, Any]) -> None:
         raise NodeSelectorError("key: Invalid value: \"\": name part must be non-empty")
     if op in ("In", "NotIn"):
         if not values:
-            raise NodeSelectorError(f"values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
+            raise NodeSelectorError("values: Invalid value: []: for 'in', 'notin' operators, values set can't be empty")
     elif op in ("Exists", "DoesNotExist"):
         if values:
             raise NodeSelectorError("values: Invalid value: values set must be empty for exists and does not exist")

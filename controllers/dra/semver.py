@@ -37,15 +37,16 @@ class Version:
             return 1
         if not other.pre:
             return -1
-        for a, b in zip(self.pre, other.pre, strict=False):
-            if a == b:
+        for x, y in zip(self.pre, other.pre, strict=False):
+            if x == y:
                 continue
-            a_num, b_num = isinstance(a, int), isinstance(b, int)
-            if a_num and not b_num:
+            if isinstance(x, int) and isinstance(y, int):
+                return 1 if x > y else -1
+            if isinstance(x, int):
                 return -1
-            if b_num and not a_num:
+            if isinstance(y, int):
                 return 1
-            return 1 if a > b else -1  # type: ignore[operator]
+            return 1 if x > y else -1
         if len(self.pre) == len(other.pre):
             return 0
         return 1 if len(self.pre) > len(other.pre) else -1

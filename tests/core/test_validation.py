@@ -459,7 +459,7 @@ def test_hpa_scale_to_zero_with_external_metric() -> None:
     ({"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "c"}, {"name": "a", "deviceClassName": "d"}]},
      ['spec.devices.requests[0].firstAvailable[1]: Duplicate value: "a"']),
     ({"name": "gpu", "firstAvailable": [{"name": "a", "deviceClassName": "c"}] * 9},
-     ["spec.devices.requests[0].firstAvailable: Too many: must have at most 8 items"]),
+     ["spec.devices.requests[0].firstAvailable: Too many: 9: must have at most 8 items"]),
 ])
 def test_claim_requests(request_: dict[str, Any], expected: list[str]) -> None:
     assert texts(create_causes(claim(request_))) == expected
@@ -588,9 +588,9 @@ def test_claim_template_paths() -> None:
       "spec.pool.generation: Invalid value: -1: must be greater than or equal to zero"]),
     ({"driver": ""}, ["spec.driver: Required value"]),
     ({"devices": [{"name": "gpu-0"}, {"name": "gpu-0"}]}, ['spec.devices[1]: Duplicate value: "gpu-0"']),
-    ({"devices": [{"name": f"d{i}"} for i in range(129)]}, ["spec.devices: Too many: must have at most 128 items"]),
+    ({"devices": [{"name": f"d{i}"} for i in range(129)]}, ["spec.devices: Too many: 129: must have at most 128 items"]),
     ({"devices": [{"name": f"d{i}", "taints": [{"key": "k", "effect": "NoSchedule"}]} for i in range(65)]},
-     ["spec.devices: Too many: must have at most 64 items"]),
+     ["spec.devices: Too many: 65: must have at most 64 items"]),
     ({"devices": [{"name": "gpu-0", "attributes": {"model": {}, "mem": {"int": 1, "string": "x"},
                                                    "ver": {"version": "1.2"}}}]},
      ['spec.devices[0].attributes[model]: Invalid value: "": exactly one value must be specified',

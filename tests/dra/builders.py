@@ -242,7 +242,7 @@ def res(request: str, device_name: str, *, driver: str = DRIVER_A, pool: str = "
     return r
 
 
-def alloc(*results: dict[str, Any], selector: dict[str, Any] | None | str = "local",
+def alloc(*results: dict[str, Any], selector: dict[str, Any] | str | None = "local",
           config: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     devices: dict[str, Any] = {}
     if results:
