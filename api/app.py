@@ -10,12 +10,12 @@ import asyncio
 import gc
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 import structlog
 from aiohttp import web
 
-from api import codec, discovery, handlers, metrics
+from api import codec, discovery, handlers, metrics, metrics_apis
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
@@ -26,6 +26,7 @@ from storage import log
 logger = structlog.get_logger("cplane.api")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
 
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -203,8 +204,16 @@ async def _shutdown_watches(app: web.Application) -> None:
         task.cancel()
 
 
-def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None) -> web.Application:
-    app = web.Application(middlewares=[_middleware], client_max_size=codec.MAX_BODY + 1)
+def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
+             middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = ()) -> web.Application:
+    """Extension points (used by the replay server, `api/replay.py`):
+    - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
+      created at start-up (a replay must not write);
+    - `middlewares`: run inside the standard one, so a `cp.errors.StatusError` they raise becomes a
+      Status response, logged and counted like any other;
+    - `routes`: matched before every other route (e.g. `/apis/sim.cplane.dev/v1alpha1/replay/...`).
+    """
+    app = web.Application(middlewares=[_middleware, *middlewares], client_max_size=codec.MAX_BODY + 1)
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = stores.Store(event_log=event_log, clock=the_clock)
@@ -213,13 +222,16 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None) -> w
     app[st.READY] = asyncio.Event()
 
     async def _on_startup(app: web.Application) -> None:
-        await bootstrap(app[st.STORE])
+        if bootstrap_objects:
+            await bootstrap(app[st.STORE])
         _tune_gc()
         app[st.READY].set()
 
     app.on_startup.append(_on_startup)
     app.on_shutdown.append(_shutdown_watches)
     r = app.router
+    r.add_routes(routes)
+    r.add_routes(metrics_apis.routes())  # metrics.k8s.io, custom/external metrics, /apis discovery (issue #7)
     for path in ("/version", "/version/"):
         r.add_get(path, _version)
     for path in ("/api", "/api/"):

@@ -6,6 +6,7 @@ import contextlib
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 from aiohttp import web
@@ -22,6 +23,16 @@ class Running(msgspec.Struct, kw_only=True):
     kubeconfig: Path
     app: web.Application
     event_log: log.EventLog
+
+
+def install_cel_checker() -> None:
+    """Reject device selectors that do not compile (422 at create time, as kube-apiserver does),
+    with the allocator's own CEL environment so that both agree on what compiles."""
+    from controllers.dra import celenv
+    from cp import validation
+
+    cache = celenv.CelCache()
+    validation.set_cel_checker(lambda expression: cache.compile(expression).error)
 
 
 def open_log(url: str) -> log.EventLog:
@@ -72,14 +83,17 @@ def write_kubeconfig(path: Path, *, server: str) -> None:
 @contextlib.asynccontextmanager
 async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_url: str | None = None,
                   clock: clocks.Clock | None = None,
-                  event_log: log.EventLog | None = None) -> AsyncIterator[Running]:
-    """Serve the API until the block exits. `port=0` picks a free port."""
+                  event_log: log.EventLog | None = None,
+                  app_options: dict[str, Any] | None = None) -> AsyncIterator[Running]:
+    """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
+    `api.app.make_app` (its extension points)."""
     data_dir.mkdir(parents=True, exist_ok=True)
+    install_cel_checker()
     own_log = event_log is None
     the_log = event_log or open_log(db_url or default_db_url(data_dir))
     if own_log:
         await the_log.start()
-    app = apps.make_app(event_log=the_log, clock=clock)
+    app = apps.make_app(event_log=the_log, clock=clock, **(app_options or {}))
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0, handle_signals=False)
     try:
         await runner.setup()

@@ -286,13 +286,23 @@ class Store:
         new = self._structure(kind, new, ctx)
         old_meta = old.get("metadata") or {}
         if subresource == "status":
-            # Status writes change status only (metav1.ResetObjectMetaForStatus + spec from old).
+            # Status writes change status only (metav1.ResetObjectMetaForStatus + spec from old),
+            # except that apps' status strategies keep metadata from the write: Deployments all but
+            # labels (the controller records its revision annotations there), ReplicaSets all of it.
             status = new.get("status")
+            written_meta = new.get("metadata") or {}
             new = copy.deepcopy(old)
             if status is None:
                 new.pop("status", None)
             else:
                 new["status"] = status
+            if kind.group == "apps":
+                keep = ("annotations",) if kind.plural == "deployments" else ("labels", "annotations")
+                for field in keep:
+                    if field in written_meta:
+                        new["metadata"][field] = written_meta[field]
+                    else:
+                        new["metadata"].pop(field, None)
         elif kind.subresource("status") is not None and "status" in old:
             new["status"] = copy.deepcopy(old["status"])
         elif kind.subresource("status") is not None:

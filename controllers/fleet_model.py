@@ -44,11 +44,11 @@ class _Struct(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_field
 # ---------------------------------------------------------------------- fleet-wide settings
 
 
-class Metadata(_Struct):
+class Metadata(_Struct, kw_only=True):
     name: str = "fleet"
 
 
-class Kubelet(_Struct):
+class Kubelet(_Struct, kw_only=True):
     """The simulated kubelet. Times are seconds on the controller's clock."""
 
     version: str = "v1.37.0"
@@ -62,13 +62,13 @@ class Kubelet(_Struct):
     orphan_pod_quarantine_seconds: float = 40.0  # pod GC: pods bound to a node that never existed
 
 
-class Network(_Struct):
-    pod_cidr: str = "10.244.0.0/16"  # cut into per-node blocks: node n gets block n
-    node_cidr_mask_size: int = 24
-    node_address_cidr: str = "172.18.0.0/16"  # node n has InternalIP <base> + n + 2
+class Network(_Struct, kw_only=True):
+    pod_cidr: str = msgspec.field(default="10.244.0.0/16", name="podCIDR")  # node n gets block n
+    node_cidr_mask_size: int = msgspec.field(default=24, name="nodeCIDRMaskSize")
+    node_address_cidr: str = msgspec.field(default="172.18.0.0/16", name="nodeAddressCIDR")  # node n: base+n+2
 
 
-class DeviceClassSpec(_Struct):
+class DeviceClassSpec(_Struct, kw_only=True):
     """An extra DeviceClass (drivers get one each unless they opt out)."""
 
     name: str
@@ -80,7 +80,7 @@ class DeviceClassSpec(_Struct):
 # ---------------------------------------------------------------------- devices
 
 
-class Attribute(_Struct):
+class Attribute(_Struct, kw_only=True):
     """A typed device attribute, as in the API (exactly one of these)."""
 
     string: str | None = None
@@ -92,19 +92,19 @@ class Attribute(_Struct):
 AttributeValue = str | int | bool | Attribute
 
 
-class ValidRange(_Struct):
+class ValidRange(_Struct, kw_only=True):
     min: str | int
     max: str | int | None = None
     step: str | int | None = None
 
 
-class RequestPolicy(_Struct):
+class RequestPolicy(_Struct, kw_only=True):
     default: str | int | None = None
     valid_values: list[str | int] | None = None
     valid_range: ValidRange | None = None
 
 
-class Capacity(_Struct):
+class Capacity(_Struct, kw_only=True):
     value: str | int
     request_policy: RequestPolicy | None = None
 
@@ -112,13 +112,13 @@ class Capacity(_Struct):
 CapacityValue = str | int | Capacity
 
 
-class DeviceTaint(_Struct):
+class DeviceTaint(_Struct, kw_only=True):
     key: str
     value: str | None = None
     effect: str = "NoSchedule"
 
 
-class Profile(_Struct):
+class Profile(_Struct, kw_only=True):
     """A partition shape of a partitionable GPU (MIG-like): how many, and which counters each uses."""
 
     name: str
@@ -127,7 +127,7 @@ class Profile(_Struct):
     attributes: dict[str, AttributeValue] = msgspec.field(default_factory=dict)
 
 
-class Partitions(_Struct):
+class Partitions(_Struct, kw_only=True):
     """Per physical GPU: one counter set `counters`, the whole device (unless `wholeDevice: false`)
     consuming all of it, and `count` devices per profile consuming their share."""
 
@@ -136,14 +136,14 @@ class Partitions(_Struct):
     whole_device: bool = True
 
 
-class NicNetwork(_Struct):
+class NicNetwork(_Struct, kw_only=True):
     """Where the fake driver takes the addresses it reports in claim `status.devices[].networkData`."""
 
     cidr: str = "192.168.0.0/16"
     addresses_per_node: int = 64
 
 
-class DeviceGroup(_Struct):
+class DeviceGroup(_Struct, kw_only=True):
     """`count` devices of one `type`. gpu and nic get realistic default attributes (overridable);
     generic devices have only what `attributes` / `capacity` say. String values may use the
     templates {index}, {node}, {numaNode}, {pcieRoot}; `int: "{index}"` gives an int."""
@@ -165,7 +165,7 @@ class DeviceGroup(_Struct):
     partitions: Partitions | None = None  # gpu only
 
 
-class Driver(_Struct):
+class Driver(_Struct, kw_only=True):
     """A fake DRA driver on every node of the pool: one pool per node (pool name = node name)."""
 
     name: str
@@ -177,20 +177,20 @@ class Driver(_Struct):
 # ---------------------------------------------------------------------- nodes
 
 
-class Taint(_Struct):
+class Taint(_Struct, kw_only=True):
     key: str
     value: str | None = None
     effect: str = "NoSchedule"
 
 
-class Topology(_Struct):
+class Topology(_Struct, kw_only=True):
     """Devices of each group are spread evenly over the PCIe roots; roots over the NUMA nodes."""
 
     numa_nodes: int = 1
     pcie_roots: int | None = None  # default: one per NUMA node
 
 
-class NodePool(_Struct):
+class NodePool(_Struct, kw_only=True):
     name: str
     count: int = 1
     name_prefix: str | None = None  # node names <prefix>-<i>; default the pool name
@@ -211,7 +211,7 @@ class NodePool(_Struct):
         return f"{self.prefix}-{i}"
 
 
-class Fleet(_Struct):
+class Fleet(_Struct, kw_only=True):
     api_version: str = API_VERSION
     kind: str = KIND
     metadata: Metadata = msgspec.field(default_factory=Metadata)
@@ -483,9 +483,11 @@ def _check_group(c: _Checker, path: str, g: DeviceGroup) -> None:
                 c.add(f"{path}.network.cidr", f"{g.network.cidr} is smaller than addressesPerNode")
         c.count(f"{path}.network.addressesPerNode", g.network.addresses_per_node, minimum=1)
     for key, value in g.attributes.items():
+        _check_device_key(c, f"{path}.attributes[{key!r}]", key)
         _check_attribute(c, f"{path}.attributes[{key!r}]", value)
     for key, cap in g.capacity.items():
         cpath = f"{path}.capacity[{key!r}]"
+        _check_device_key(c, cpath, key)
         if isinstance(cap, Capacity):
             c.quantity(f"{cpath}.value", cap.value)
             if cap.request_policy is not None and not g.allow_multiple_allocations:
@@ -525,7 +527,19 @@ def _check_group(c: _Checker, path: str, g: DeviceGroup) -> None:
                 except quantity.QuantityError:
                     pass
             for key, value in prof.attributes.items():
+                _check_device_key(c, f"{jpath}.attributes[{key!r}]", key)
                 _check_attribute(c, f"{jpath}.attributes[{key!r}]", value)
+
+
+_C_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,31}$")
+
+
+def _check_device_key(c: _Checker, path: str, key: str) -> None:
+    """Attribute and capacity names: `<C identifier, <= 32>` or `<domain>/<C identifier>`."""
+    domain, _, ident = key.rpartition("/")
+    if not _C_IDENTIFIER.match(ident) or (domain and (len(domain) > 63 or v.is_dns1123_subdomain(domain))):
+        c.add(path, "must be a C identifier of at most 32 characters, optionally after a domain "
+                    "(e.g. model, example.com/numa)")
 
 
 def _check_attribute(c: _Checker, path: str, value: AttributeValue) -> None:
@@ -563,8 +577,18 @@ def _check_generated(c: _Checker, fleet: Fleet) -> None:
             _validate_object(c, path, kind, obj, what=f"node {node.name}")
         for driver in pool.drivers:
             seen_drivers.setdefault(driver.name, path)
+    from controllers.dra import celenv
+
+    cel = celenv.CelCache()
+    explicit = {dc.name: i for i, dc in enumerate(fleet.device_classes)}
     for dc in fleet_objects.device_classes(fleet):
-        _validate_object(c, "deviceClasses", "DeviceClass", dc, what="fleet")
+        name = dc["metadata"]["name"]
+        path = f"deviceClasses[{explicit[name]}]" if name in explicit else f"deviceClass {name!r}"
+        expression = dc["spec"]["selectors"][0]["cel"]["expression"]
+        error = cel.compile(expression).error
+        if error is not None:
+            c.add(f"{path}.expression" if name in explicit else path, f"CEL does not compile: {error}")
+        _validate_object(c, path, "DeviceClass", dc, what="fleet")
 
 
 def _validate_object(c: _Checker, path: str, kind: str, obj: dict[str, Any], *, what: str) -> None:

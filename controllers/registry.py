@@ -12,7 +12,18 @@ from collections.abc import Callable, Iterable
 
 import structlog
 
-from controllers import garbage_collector, namespace
+from controllers import (
+    deployment,
+    fleet,
+    garbage_collector,
+    health,
+    hpa,
+    namespace,
+    replicaset,
+    resourceclaim,
+    scheduler,
+    taint_evictor,
+)
 from controllers.runtime import client as clients
 from controllers.runtime import leaderelection as elections
 from controllers.runtime import manager as managers
@@ -23,6 +34,14 @@ ControllerFactory = Callable[[managers.ControllerContext], managers.Controller]
 CONTROLLERS: dict[str, ControllerFactory] = {
     garbage_collector.NAME: garbage_collector.new,
     namespace.NAME: namespace.new,
+    taint_evictor.NAME: taint_evictor.new,
+    health.NAME: health.new,
+    replicaset.NAME: replicaset.new,
+    deployment.NAME: deployment.new,
+    resourceclaim.NAME: resourceclaim.new,
+    fleet.NAME: fleet.new,
+    hpa.NAME: hpa.new,
+    scheduler.NAME: scheduler.new,
 }
 
 # kube-controller-manager's names (current and pre-1.28) map to ours.
@@ -30,6 +49,13 @@ ALIASES = {
     "garbage-collector-controller": garbage_collector.NAME,
     "garbagecollector": garbage_collector.NAME,
     "namespace-controller": namespace.NAME,
+    taint_evictor.COMPONENT: taint_evictor.NAME,
+    "replicaset-controller": replicaset.NAME,
+    "deployment-controller": deployment.NAME,
+    "resourceclaim-controller": resourceclaim.NAME,
+    "horizontal-pod-autoscaler-controller": hpa.NAME,
+    "horizontalpodautoscaling": hpa.NAME,
+    "kube-scheduler": scheduler.NAME,
 }
 
 logger = structlog.get_logger("cplane.controllers")

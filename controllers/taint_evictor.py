@@ -41,7 +41,7 @@ controller." once K > 0.
 from __future__ import annotations
 
 import collections
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -120,15 +120,19 @@ def is_allocated(claim: Mapping[str, Any]) -> bool:
     return bool(_dict(claim.get("status")).get("allocation"))
 
 
+def device_of_result(result: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(driver, pool, device) of an allocation result."""
+    return str(result.get("driver") or ""), str(result.get("pool") or ""), str(result.get("device") or "")
+
+
 def claim_devices(claim: Mapping[str, Any]) -> list[str]:
     """Index function: `driver|pool|device` of each allocated device."""
-    return sorted({device_key(str(r.get("driver") or ""), str(r.get("pool") or ""), str(r.get("device") or ""))
-                   for r in allocation_results(claim)})
+    return sorted({device_key(*device_of_result(r)) for r in allocation_results(claim)})
 
 
 def claim_pools(claim: Mapping[str, Any]) -> list[str]:
     """Index function: `driver|pool` of each allocated device."""
-    return sorted({pool_key(str(r.get("driver") or ""), str(r.get("pool") or "")) for r in allocation_results(claim)})
+    return sorted({pool_key(*device_of_result(r)[:2]) for r in allocation_results(claim)})
 
 
 def slice_pool(slice_: Mapping[str, Any]) -> list[str]:
@@ -137,7 +141,8 @@ def slice_pool(slice_: Mapping[str, Any]) -> list[str]:
     return [pool_key(str(spec.get("driver") or ""), str(_dict(spec.get("pool")).get("name") or ""))]
 
 
-CLAIM_INDEXERS: dict[str, caches.IndexFunc] = {CLAIM_DEVICE_INDEX: claim_devices, CLAIM_POOL_INDEX: claim_pools}
+CLAIM_INDEXERS: dict[str, caches.IndexFunc] = {CLAIM_DEVICE_INDEX: claim_devices,
+                                               CLAIM_POOL_INDEX: claim_pools}
 SLICE_INDEXERS: dict[str, caches.IndexFunc] = {SLICE_POOL_INDEX: slice_pool}
 POD_INDEXERS: dict[str, caches.IndexFunc] = {caches.CLAIM_NAME: caches.by_claim_name}
 
@@ -294,11 +299,16 @@ def current_slices(slices: caches.Cache, driver: str, pool: str) -> list[dict[st
     members = slices.by_index(SLICE_POOL_INDEX, pool_key(driver, pool))
     if not members:
         return []
-    generation = max(int(_dict(_dict(s.get("spec")).get("pool")).get("generation") or 0) for s in members)
-    return [s for s in members if int(_dict(_dict(s.get("spec")).get("pool")).get("generation") or 0) == generation]
+    newest = max(_generation(s) for s in members)
+    return [s for s in members if _generation(s) == newest]
 
 
-def published_devices(slices: caches.Cache, driver: str, pool: str) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
+def _generation(slice_: Mapping[str, Any]) -> int:
+    return int(_dict(_dict(slice_.get("spec")).get("pool")).get("generation") or 0)
+
+
+def published_devices(slices: caches.Cache, driver: str,
+                      pool: str) -> Iterator[tuple[dict[str, Any], Mapping[str, Any]]]:
     for s in current_slices(slices, driver, pool):
         for device in _list(_dict(s.get("spec")).get("devices")):
             if isinstance(device, Mapping):
@@ -313,7 +323,8 @@ def slice_taints(slices: caches.Cache, driver: str, pool: str, device: str) -> l
         for t in _list(dev.get("taints")):
             t = _dict(t)
             out.append(Taint(key=str(t.get("key") or ""), value=str(t.get("value") or ""),
-                             effect=str(t.get("effect") or ""), time_added=_time(t.get("timeAdded"), _created(s))))
+                             effect=str(t.get("effect") or ""),
+                             time_added=_time(t.get("timeAdded"), _created(s))))
         break
     return out
 
@@ -358,8 +369,7 @@ class TaintView:
         causes: dict[str, str] = {}
         for result in allocation_results(claim):
             tolerations = [_dict(t) for t in _list(result.get("tolerations"))]
-            taints = device_taints(self.slices, self.evicting_rules, str(result.get("driver") or ""),
-                                   str(result.get("pool") or ""), str(result.get("device") or ""))
+            taints = device_taints(self.slices, self.evicting_rules, *device_of_result(result))
             for taint in taints:
                 if taint.effect != NO_EXECUTE:
                     continue
@@ -409,7 +419,8 @@ def rule_condition(effect: str, *, pending_pods: int = 0, pending_namespaces: in
             status, reason = "True", "PodsPendingEviction"
             message = ("1 pod needs to be evicted in " if pending_pods == 1
                        else f"{pending_pods} pods need to be evicted in ")
-            message += "1 namespace." if pending_namespaces == 1 else f"{pending_namespaces} different namespaces."
+            message += ("1 namespace." if pending_namespaces == 1
+                        else f"{pending_namespaces} different namespaces.")
         elif evicted > 0:
             reason = "Completed"
         else:
@@ -420,7 +431,8 @@ def rule_condition(effect: str, *, pending_pods: int = 0, pending_namespaces: in
                    f"{_plural(allocated_devices, 'allocated device', 'allocated devices')} selected. "
                    + ("1 pod would be evicted in " if pending_pods == 1
                       else f"{pending_pods} pods would be evicted in ")
-                   + ("1 namespace " if pending_namespaces == 1 else f"{pending_namespaces} different namespaces ")
+                   + ("1 namespace " if pending_namespaces == 1
+                      else f"{pending_namespaces} different namespaces ")
                    + "if the effect was NoExecute. This information will not be updated again. "
                      "Recreate the DeviceTaintRule to trigger an update.")
     else:
@@ -529,7 +541,8 @@ class TaintEvictor:
         if old is not None:
             before, after = _dict(old.get("status")), _dict(claim.get("status"))
             if (before.get("allocation") == after.get("allocation")
-                    and before.get("reservedFor") == after.get("reservedFor") and uid_of(old) == uid_of(claim)):
+                    and before.get("reservedFor") == after.get("reservedFor")
+                    and uid_of(old) == uid_of(claim)):
                 return []
         return self._pods_of([claim] + ([old] if old is not None else []))
 
@@ -540,13 +553,12 @@ class TaintEvictor:
         objs = [change.obj] + ([change.old] if change.old is not None else [])
         keys = {k for o in objs for k in slice_pool(o)}
         out: list[reconcile.Request] = []
-        for key in keys:
-            driver, _, pool = key.partition("|")
+        for key in sorted(keys):
+            # Only pools with a NoExecute taint somewhere (before or after) can change an eviction.
             tainted = any(_has_no_execute(o) for o in objs) or any(
                 _has_no_execute(s) for s in self.slices.by_index(SLICE_POOL_INDEX, key))
-            if tainted or change.type == "delete":
+            if tainted:
                 out.extend(self._pods_of(self._claims_in_pool(key)))
-            del driver, pool
         return out
 
     def map_rule(self, change: managers.Change) -> list[reconcile.Request]:
@@ -564,8 +576,7 @@ class TaintEvictor:
         if not affected:
             return out
         claims = [c for c in self.claims
-                  if any(rule_matches(r, str(res.get("driver") or ""), str(res.get("pool") or ""),
-                                      str(res.get("device") or ""))
+                  if any(rule_matches(r, *device_of_result(res))
                          for r in affected for res in allocation_results(c))]
         return out + self._pods_of(claims)
 
@@ -579,13 +590,13 @@ class TaintEvictor:
     async def reconcile_pod(self, namespace: str, name: str) -> reconcile.Result | None:
         key = (namespace, name)
         pod = self.pods.get(namespace, name)
-        scheduled = self.pending.get(key)
-        if pod is None or is_terminating(pod) or is_terminal(pod) or \
-                (scheduled is not None and scheduled[0] != uid_of(pod)):
-            self.pending.pop(key, None)  # gone or going: nothing to cancel out loud
-            if pod is None or is_terminating(pod) or is_terminal(pod):
-                return None
+        if pod is None or is_terminating(pod) or is_terminal(pod):
+            self.pending.pop(key, None)  # gone or going anyway: nothing to cancel out loud
+            return None
         uid = uid_of(pod)
+        scheduled = self.pending.get(key)
+        if scheduled is not None and scheduled[0] != uid:
+            del self.pending[key]  # that pod was replaced by one of the same name
         eviction = self.view().pod_eviction(pod, self.claims)
         if eviction is None:
             if self.pending.pop(key, None) is not None:
@@ -595,8 +606,7 @@ class TaintEvictor:
         if uid in self.evicted:
             return None
         self.pending[key] = (uid, eviction)
-        for rule_uid, rule_name in eviction.rules:
-            del rule_uid
+        for _rule_uid, rule_name in eviction.rules:
             self._add_after(_rule_request(rule_name), RULE_STATUS_PERIOD)
         delay = eviction.when - self.clock.now()
         if delay > 0:
@@ -627,24 +637,19 @@ class TaintEvictor:
         if is_terminating(pod):
             return True  # already being deleted: upstream counts it as done
         await self.recorder.normal(pod, EVENT_REASON, EVENT_MARK)
-        status = pod.setdefault("status", {})
-        conditions = [c for c in _list(status.get("conditions")) if isinstance(c, dict)]
-        current = next((c for c in conditions if c.get("type") == DISRUPTION_TARGET), None)
+        current = find_condition(pod, DISRUPTION_TARGET)
         wanted = {"type": DISRUPTION_TARGET, "status": "True", "reason": DISRUPTION_REASON,
                   "message": DISRUPTION_MESSAGE}
         if current is None or any(current.get(k) != v for k, v in wanted.items()):
-            wanted["lastTransitionTime"] = (str(current.get("lastTransitionTime"))
-                                            if current is not None and current.get("status") == "True"
-                                            and current.get("lastTransitionTime")
-                                            else clocks.rfc3339(self.clock.now()))
-            if current is not None:
-                current.clear()
-                current.update(wanted)
-            else:
-                conditions.append(wanted)
-            status["conditions"] = conditions
+            since = current.get("lastTransitionTime") if current is not None and \
+                current.get("status") == "True" else None
+            wanted["lastTransitionTime"] = str(since) if since else clocks.rfc3339(self.clock.now())
+            # A strategic merge patch keyed by condition type (as upstream's PatchPodStatus): it
+            # cannot conflict with the kubelet or the health reporter writing other status fields.
             try:
-                await self.client.update_status(PODS, pod, field_manager=FIELD_MANAGER)
+                patch = {"metadata": {"uid": uid}, "status": {"conditions": [wanted]}}
+                await self.client.patch(PODS, name, patch, namespace=ns, patch_type="strategic",
+                                        subresource="status", field_manager=FIELD_MANAGER)
             except errors.NotFound:
                 return False
         try:
@@ -679,8 +684,7 @@ class TaintEvictor:
             published += sum(1 for _s, dev in published_devices(self.slices, driver, pool)
                              if rule_matches(rule, driver, pool, str(dev.get("name") or "")))
         allocated = sum(1 for claim in self.claims for r in allocation_results(claim)
-                        if rule_matches(rule, str(r.get("driver") or ""), str(r.get("pool") or ""),
-                                        str(r.get("device") or "")))
+                        if rule_matches(rule, *device_of_result(r)))
         return published, allocated
 
     async def reconcile_rule(self, name: str) -> reconcile.Result | None:
@@ -714,15 +718,21 @@ class TaintEvictor:
                                      int(existing.get("observedGeneration") or 0)) == \
                 (status, reason, message, generation):
             return None
-        updated = cache_copy(rule)
-        st = updated.setdefault("status", {})
-        conditions = [c for c in _list(st.get("conditions")) if _dict(c).get("type") != CONDITION]
-        conditions.append({"type": CONDITION, "status": status, "observedGeneration": generation,
-                           "lastTransitionTime": clocks.rfc3339(now), "reason": reason, "message": message})
-        st["conditions"] = conditions
-        try:
-            await self.client.update_status(RULES, updated, field_manager=FIELD_MANAGER)
-        except errors.NotFound:
+        condition = {"type": CONDITION, "status": status, "observedGeneration": generation,
+                     "lastTransitionTime": clocks.rfc3339(now), "reason": reason, "message": message}
+
+        def with_condition(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+            st = caches.deep_copy(_dict(obj.get("status")))
+            conditions = [c for c in _list(st.get("conditions")) if isinstance(c, dict)]
+            at = next((i for i, c in enumerate(conditions) if c.get("type") == CONDITION), None)
+            if at is None:
+                conditions.append(condition)
+            else:
+                conditions[at] = condition
+            st["conditions"] = conditions
+            return st
+
+        if not await write_status(self.client, RULES, rule, with_condition, field_manager=FIELD_MANAGER):
             return None
         self._log.info("rule_status", rule=name, status=status, reason=reason, message=message)
         return None
@@ -730,6 +740,41 @@ class TaintEvictor:
 
 def cache_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
     return caches.deep_copy(obj)
+
+
+STATUS_WRITE_ATTEMPTS = 5
+
+
+async def write_status(client: clients.Client, resource: str, obj: Mapping[str, Any],
+                       compute: Callable[[Mapping[str, Any]], dict[str, Any] | None], *,
+                       field_manager: str) -> bool:
+    """PUT `compute(obj)` as the object's status, guarded by its resourceVersion; on a conflict
+    read it again and recompute, a few times, before giving up (raising Conflict). Retrying here
+    rather than through the work queue keeps a busy object from waiting on a virtual clock's
+    backoff. `compute` returns None when nothing needs writing. False when the object is gone
+    (or was replaced) or nothing was written."""
+    current: Mapping[str, Any] = obj
+    uid = uid_of(obj)
+    ns, name = caches.key_of(obj)
+    for _attempt in range(STATUS_WRITE_ATTEMPTS):
+        status = compute(current)
+        if status is None:
+            return False
+        updated = caches.deep_copy(current)
+        updated["status"] = status
+        try:
+            await client.update_status(resource, updated, field_manager=field_manager)
+            return True
+        except errors.NotFound:
+            return False
+        except errors.Conflict:
+            try:
+                current = await client.get(resource, name, namespace=ns)
+            except errors.NotFound:
+                return False
+            if uid_of(current) != uid:
+                return False
+    raise errors.Conflict(f"could not update the status of {resource} {name}: kept conflicting")
 
 
 def _has_no_execute(slice_: Mapping[str, Any]) -> bool:
@@ -741,6 +786,7 @@ def _has_no_execute(slice_: Mapping[str, Any]) -> bool:
 def new(ctx: managers.ControllerContext, *, workers: int = 2) -> managers.Controller:
     evictor = TaintEvictor(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                            recorder=ctx.recorder(COMPONENT))
-    controller = managers.Controller(name=NAME, reconciler=evictor, watches=evictor.watches(), workers=workers)
+    controller = managers.Controller(name=NAME, reconciler=evictor, watches=evictor.watches(),
+                                     workers=workers)
     evictor.controller = controller
     return controller

@@ -11,6 +11,7 @@ import ipaddress
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -257,9 +258,12 @@ async def _log_export(args: argparse.Namespace) -> int:
     await event_log.start()
     try:
         out = sys.stdout.buffer if args.output in (None, "-") else open(args.output, "wb")  # noqa: SIM115
+        progress = _progress("exporting", total=(args.until or event_log.revision) - args.since)
         try:
-            count = await ndjson.export_events(event_log, out=out, start=args.since, end=args.until)
+            count = await ndjson.export_events(event_log, out=_progress_writer(out, progress), start=args.since,
+                                               end=args.until)
         finally:
+            progress.close()
             if out is not sys.stdout.buffer:
                 out.close()
     finally:
@@ -275,13 +279,16 @@ async def _log_import(args: argparse.Namespace) -> int:
     await event_log.start()
     try:
         src = sys.stdin.buffer if args.input == "-" else open(args.input, "rb")  # noqa: SIM115
+        progress = _progress("importing", total=_file_size(src), unit="bytes")
         try:
-            count = await ndjson.import_events(event_log, lines=src)
+            count = await ndjson.import_events(event_log, lines=_progress_lines(src, progress))
         except log.ImportError_ as exc:
+            progress.close()
             where = f"line {exc.line}: " if exc.line else ""
             print(f"cplane log import: {where}{exc}", file=sys.stderr)
             return 1
         finally:
+            progress.close()
             if src is not sys.stdin.buffer:
                 src.close()
     finally:
@@ -291,6 +298,9 @@ async def _log_import(args: argparse.Namespace) -> int:
 
 
 def _log(args: argparse.Namespace) -> int:
+    from cp import logs
+
+    logs.configure(level="warning")  # log lines go to stderr, never into exported NDJSON on stdout
     handlers = {"export": _log_export, "import": _log_import}
     try:
         return asyncio.run(handlers[args.log_command](args))
@@ -300,7 +310,7 @@ def _log(args: argparse.Namespace) -> int:
 
 
 def _log_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("log", help="read and move the event log (export, import)",
+    p = sub.add_parser("log", help="read and move the event log (export, import, show, history, diff, events)",
                        description="The event log: every write the server ever made, in revision order. "
                                    "The NDJSON format is documented in docs/event-log.md.")
     lsub = p.add_subparsers(dest="log_command", metavar="ACTION", required=True)
@@ -312,7 +322,175 @@ def _log_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     imp = lsub.add_parser("import", help="load NDJSON events into an EMPTY store, keeping their revisions")
     _store_args(imp)
     imp.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
+    _log_view_parsers(lsub)
     p.set_defaults(func=_log)
+
+
+# -- progress bars for `log export|import` (stderr, terminals only; rendering in cp/logview.py) --------
+
+
+def _progress(label: str, *, total: int | None, unit: str = "events") -> Any:
+    from cp import logview
+
+    return logview.Progress(sys.stderr, label=label, total=total, unit=unit,
+                            min_total=10_000 if unit == "events" else 10 << 20)
+
+
+def _progress_writer(out: Any, progress: Any) -> Any:
+    from cp import logview
+
+    return logview.ProgressWriter(out, progress) if progress.enabled else out
+
+
+def _progress_lines(src: Any, progress: Any) -> Any:
+    from cp import logview
+
+    return logview.progress_lines(src, progress) if progress.enabled else src
+
+
+def _file_size(f: Any) -> int | None:
+    import os
+    import stat
+
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+# -- `cplane log show|history|diff|events` (implemented in api/replay.py; docs/replay.md) ---------------
+
+
+def _source_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--data-dir", type=Path, help="a cplane data directory (its cplane.db)")
+    g.add_argument("--db", metavar="URL", help="an event-log database URL")
+    g.add_argument("-f", "--file", metavar="PATH", help="an NDJSON export (`cplane log export`; - for stdin) "
+                                                         "or an SQLite event-log file")
+
+
+def _log_view(args: argparse.Namespace) -> int:
+    from api import replay
+    from cp import logs
+
+    logs.configure(level="warning")
+    return replay.run_log_command(args)
+
+
+def _log_view_parsers(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    show = lsub.add_parser("show", help="the cluster's objects as they were at a revision (like kubectl get)",
+                           description="Print the state of the cluster at revision REV (default: the newest) "
+                                       "or at a time, like `kubectl get`. All namespaces unless -n.")
+    _source_args(show)
+    show.add_argument("resource", nargs="?", metavar="RESOURCE",
+                      help="pods, deployments.apps, rc... (default: every kind)")
+    show.add_argument("--at", type=int, metavar="REV", help="the revision (default: the newest)")
+    show.add_argument("--at-time", metavar="TIME", help="the state at an RFC 3339 time (its last revision)")
+    show.add_argument("-n", "--namespace", help="one namespace only")
+    show.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (the default)")
+    show.add_argument("-o", "--output", choices=("table", "wide", "yaml", "json", "name"), default="table")
+    show.set_defaults(func=_log_view)
+
+    hist = lsub.add_parser("history", help="every version of one object, with who changed what",
+                           description="Every version of one object: revision, time, type, actor (user, "
+                                       "field manager, user agent) and the field-level diff from the version "
+                                       "before. metadata.resourceVersion/managedFields are left out unless "
+                                       "--all-fields.")
+    _source_args(hist)
+    hist.add_argument("object", metavar="RESOURCE/NAME", help="e.g. pods/web (with -n) or pods/default/web")
+    hist.add_argument("-n", "--namespace", help="the object's namespace (default: default)")
+    hist.add_argument("--all-fields", action="store_true", help="diff resourceVersion and managedFields too")
+    hist.add_argument("-o", "--output", choices=("text", "ndjson"), default="text")
+    hist.set_defaults(func=_log_view)
+
+    diff = lsub.add_parser("diff", help="objects added, removed and changed between two revisions",
+                           description="Objects added, removed and changed from REV1 to REV2, with field-level "
+                                       "diffs. With --against OTHER_SOURCE: from OTHER (e.g. the original "
+                                       "recording) to this source (e.g. a fork's branch), each at its newest "
+                                       "revision (or at REV, or at --at-time in both), and the fork point.")
+    _source_args(diff)
+    diff.add_argument("items", nargs="*", metavar="REV1 REV2 [RESOURCE]",
+                      help="two revisions (one or none with --against), then optionally a resource")
+    diff.add_argument("--against", metavar="OTHER_SOURCE", help="compare with another log (data dir, URL, file)")
+    diff.add_argument("--at-time", metavar="TIME", help="with --against: each source at this RFC 3339 time")
+    diff.add_argument("-n", "--namespace", help="one namespace only")
+    diff.add_argument("--all-fields", action="store_true", help="diff resourceVersion and managedFields too")
+    diff.add_argument("--brief", action="store_true", help="object names only, no field diffs")
+    diff.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    diff.set_defaults(func=_log_view)
+
+    ev = lsub.add_parser("events", help="the raw event stream, filtered, as a table or NDJSON",
+                         description="The events of the log in revision order. --since/--until take a "
+                                     "revision (since: exclusive) or an RFC 3339 time. --actor matches the "
+                                     "user, field manager or user agent (substring).")
+    _source_args(ev)
+    ev.add_argument("--resource", metavar="R", help="one resource (pods, deployments.apps...)")
+    ev.add_argument("-n", "--namespace", help="one namespace")
+    ev.add_argument("--name", help="one object name")
+    ev.add_argument("--actor", metavar="A", help="user, field manager or user agent containing A")
+    ev.add_argument("--type", choices=("ADDED", "MODIFIED", "DELETED"))
+    ev.add_argument("--since", metavar="REV|TIME", help="events after revision REV, or at/after TIME")
+    ev.add_argument("--until", metavar="REV|TIME", help="events up to revision REV, or up to TIME")
+    ev.add_argument("--limit", type=int, metavar="N", help="stop after N events")
+    ev.add_argument("--follow", action="store_true", help="keep printing new events (data dir or database)")
+    ev.add_argument("-o", "--output", choices=("table", "ndjson"), default="table")
+    ev.set_defaults(func=_log_view)
+
+
+# -- `cplane replay` (implemented in api/replay.py; docs/replay.md) -------------------------------------
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from api import replay
+    from cp import logs
+
+    logs.configure(fmt=args.log_format, level=args.log_level)
+    return replay.run_replay_command(args)
+
+
+def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "replay", help="serve a recorded event log as a Kubernetes API that replays it; control a replay",
+        usage="cplane replay SOURCE [--port PORT] [--from REV] [--until REV] [--speed X | --step] [--fork]\n"
+              "       cplane replay {status,step [N],until REV|--object R/NS/NAME|--time T,play [--speed X],"
+              "pause,fork,save [-o FILE]} [--server URL | --kubeconfig FILE]",
+        description="Serve SOURCE (a data dir, a database URL or an NDJSON export) as a Kubernetes API whose "
+                    "state starts at --from and advances through the recorded events, at recorded pace "
+                    "scaled by --speed, or by `cplane replay step|until` against the running replay. Writes "
+                    "are refused (405) unless --fork. See docs/replay.md.")
+    p.add_argument("source", metavar="SOURCE|ACTION")
+    p.add_argument("operands", nargs="*", metavar="ARG", help="step: N; until: REV")
+    serve = p.add_argument_group("serving a recording")
+    serve.add_argument("--port", type=int, default=0, help="TCP port (default: a free one, printed)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--from", dest="start", type=int, metavar="REV", help="the first state served")
+    serve.add_argument("--until", type=int, metavar="REV", help="stop replaying at this revision")
+    pace = serve.add_mutually_exclusive_group()
+    pace.add_argument("--speed", metavar="X",
+                      help="play at X times the recorded pace (default 1; max: as fast as possible); with "
+                           "`replay play`: the new speed")
+    pace.add_argument("--step", action="store_true", help="start paused; advance with replay step|until|play")
+    serve.add_argument("--max-gap", metavar="DURATION", help="cap recorded idle gaps at DURATION (e.g. 2s)")
+    serve.add_argument("--fork", action="store_true",
+                       help="accept writes: the first write (or `replay fork`) branches a live cluster at the "
+                            "current revision")
+    serve.add_argument("--fork-at", type=int, metavar="REV", help="replay up to REV, then fork there")
+    serve.add_argument("--controllers", metavar="NAMES",
+                       help="run these controllers in-process once forked (comma-separated; * = all)")
+    serve.add_argument("--log-format", choices=("console", "json"), default="console")
+    serve.add_argument("--log-level", default="warning")
+    control = p.add_argument_group("controlling a running replay")
+    control.add_argument("--server", metavar="URL", help="the replay server (overrides the kubeconfig)")
+    control.add_argument("--kubeconfig", metavar="FILE",
+                         help="serving: also write a kubeconfig here; controlling: read the server from it "
+                              "(default $KUBECONFIG)")
+    control.add_argument("--object", metavar="R/NS/NAME", help="until: the next event of this object")
+    control.add_argument("--time", metavar="TIME", help="until: the last event at or before this RFC 3339 time")
+    control.add_argument("-o", "--output", metavar="FORMAT|FILE",
+                         help="status/step/until/play/pause/fork: text or json; save: the NDJSON file "
+                              "(default stdout)")
+    p.set_defaults(func=_replay)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -326,6 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
     _clock_parser(sub)
     _log_parser(sub)
     _controllers_parser(sub)
+    _replay_parser(sub)
+    from controllers import hpa_cli  # `cplane metrics` (issue #7); stdlib-only import
+    hpa_cli.add_parser(sub)
     return parser
 
 

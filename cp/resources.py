@@ -120,6 +120,13 @@ KINDS: tuple[ResourceKind, ...] = (
                  namespaced=False, has_spec=True),
     ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="DeviceHealth", plural="devicehealths",
                  singular="devicehealth", namespaced=False, has_spec=True),
+    # Metric sources of the metrics APIs (api/metrics_apis.py; HPA, issue #7).
+    ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="ExternalMetric", plural="externalmetrics",
+                 singular="externalmetric", namespaced=True, has_spec=True),
+    ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="ObjectMetric", plural="objectmetrics",
+                 singular="objectmetric", namespaced=True, has_spec=True),
+    ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="PodLoad", plural="podloads",
+                 singular="podload", namespaced=True, has_spec=True),
 )
 
 _BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in KINDS}

@@ -18,7 +18,7 @@ from typing import Any
 from cp import errors, quantity, schemas
 
 # Node kinds
-ANY, OBJ, MAP, ARR, STR, INT, NUM, BOOL, IOS, QTY, TIME, BYTES = range(12)
+ANY, OBJ, MAP, ARR, STR, INT, NUM, BOOL, IOS, QTY, TIME, BYTES, MICRO = range(13)
 
 _INT_RANGE = {"int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
 _TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
@@ -28,13 +28,26 @@ _SPECIAL = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": IOS,
     "io.k8s.apimachinery.pkg.api.resource.Quantity": QTY,
     "io.k8s.apimachinery.pkg.apis.meta.v1.Time": TIME,
-    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": TIME,
+    "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime": MICRO,
     "io.k8s.apimachinery.pkg.runtime.RawExtension": ANY,
     "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1": ANY,
 }
 _SPECIAL_GO = {
-    IOS: "intstr.IntOrString", QTY: "resource.Quantity", TIME: "v1.Time",
+    IOS: "intstr.IntOrString", QTY: "resource.Quantity", TIME: "v1.Time", MICRO: "v1.MicroTime",
 }
+
+
+def _canonical_time(value: str, *, micro: bool) -> str:
+    """Re-render as Go's encoder writes metav1.Time (UTC seconds, `Z`) / MicroTime (6 fractional
+    digits): clients such as kopf send `…05.608166+00:00`."""
+    if not micro and len(value) == 20 and value[-1] == "Z":
+        return value
+    if micro and len(value) == 27 and value[-1] == "Z":
+        return value
+    from cp import clock
+
+    ts = clock.parse_time(value)
+    return clock.rfc3339_micro(ts) if micro else clock.rfc3339(ts)
 
 
 class _Node:
@@ -217,6 +230,9 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             if ck == QTY:
                 value[key] = _quantity(sub)
                 continue
+            if ck == TIME or ck == MICRO:
+                value[key] = _walk(sub, child, "", "", sname, w)
+                continue
             _walk(sub, child, f"{path}.{key}" if path else key, f"{gopath}.{key}" if gopath else key,
                   sname, w)
         if drops:
@@ -296,13 +312,13 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
         if isinstance(value, float) or not -(1 << 31) <= value < (1 << 31):
             raise StructureError(f"json: cannot unmarshal number {value!r} into Go value of type int32")
         return value
-    if k == TIME:
+    if k == TIME or k == MICRO:
         if not isinstance(value, str):
             raise StructureError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
         if not _TIME.match(value):
             raise StructureError(f'parsing time "{value}" as "2006-01-02T15:04:05Z07:00": '
                                  f'cannot parse "{value}" as "2006"')
-        return value
+        return _canonical_time(value, micro=k == MICRO)
     if k == BYTES:
         if not isinstance(value, str):
             raise _type_error(value, node, struct, gopath)

@@ -170,6 +170,10 @@ class Subscriber:
                 except log.ExpiredError:
                     self.close()
                     return None
+                except Exception:
+                    if self._ended:  # the log closed under the read
+                        return None
+                    raise
                 if not self._ended:
                     self._cursor = cursor
                     if page:

@@ -12,6 +12,8 @@ the first bad line aborts it with `log.ImportError_(line=N)` and nothing is writ
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Iterable
 from typing import BinaryIO
@@ -179,16 +181,28 @@ async def import_events(log: sql.SqlEventLog, *, lines: Iterable[bytes]) -> int:
     started = time.perf_counter()
     checker = _Checker()
     async with log.bulk_import() as sink:
-        chunk: list[codec.Row] = []
-        for number, raw in enumerate(lines, 1):
-            row = checker.check(number, raw)
-            if row is not None:
-                chunk.append(row)
-                if len(chunk) >= IMPORT_CHUNK:
-                    await sink.insert(chunk)
-                    chunk = []
-        if chunk:
-            await sink.insert(chunk)
+        # The database inserts chunk N while this parses and checks chunk N+1.
+        inserting: asyncio.Future[None] | None = None
+        try:
+            chunk: list[codec.Row] = []
+            for number, raw in enumerate(lines, 1):
+                row = checker.check(number, raw)
+                if row is not None:
+                    chunk.append(row)
+                    if len(chunk) >= IMPORT_CHUNK:
+                        if inserting is not None:
+                            await inserting
+                        inserting = asyncio.ensure_future(sink.insert(chunk))
+                        chunk = []
+            if inserting is not None:
+                await inserting
+            if chunk:
+                await sink.insert(chunk)
+        except BaseException:
+            if inserting is not None and not inserting.done():
+                with contextlib.suppress(BaseException):
+                    await inserting
+            raise
         await sink.finish(heads=checker.heads, compacted=checker.compacted)
     _logger.info("events_imported", events=checker.count, revision=checker.last,
                  compacted_revision=checker.compacted,

@@ -69,6 +69,7 @@ def _literal(text: str) -> str:
 
 class PostgresEventLog(sql.SqlEventLog):
     backend = "postgresql"
+    list_sql = sql.SQL_LIST_LATERAL
 
     def __init__(self, *, url: sa.URL, retention: compaction.Retention | None = None,
                  durability: str = "normal", subscriber_buffer: int = 1000) -> None:
@@ -213,3 +214,10 @@ class PostgresEventLog(sql.SqlEventLog):
             else:
                 heads[keys[index]] = (revision, bool(deleted))
         return heads, current, compacted
+
+    async def _secondary_indexes(self) -> list[tuple[str, str]]:
+        rows = await self._writer.fetch(
+            "SELECT i.indexname, i.indexdef FROM pg_indexes i WHERE i.schemaname = current_schema() "
+            "AND i.tablename = 'events' AND i.indexname NOT IN ("
+            "  SELECT conname FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p')")
+        return [(row[0], row[1]) for row in rows]

@@ -34,6 +34,7 @@ from storage import broadcasting, codec, compaction, log
 _logger = structlog.get_logger(__name__)
 
 NO_LIMIT = 1 << 62
+_AFTER_EVERY_NAME = "\U0010ffff"  # sorts (UTF-8 bytes) after every name
 POLL_PAGE = 1000
 
 _COLS = ("revision, type, api_group, resource, namespace, name, uid, prev_revision, time, actor_user, "
@@ -60,18 +61,33 @@ SQL_GET_AT = (f"{_SENTINEL} UNION ALL SELECT CAST(NULL AS BIGINT), CAST(NULL AS 
               + _SEEK.format(r="?", g="?", ns="?", n="?") + ") AND e.type <> 'DELETED'")
 
 
-def _list_sql(*, at_revision: bool, namespaced: bool) -> str:
-    where = "h.resource = ? AND h.api_group = ? " + ("AND h.namespace = ? " if namespaced else "")
+def _list_sql(*, at_revision: bool, namespaced: bool, lateral: bool) -> str:
+    """A LIST walks the heads of one resource (and namespace) in primary-key order, i.e. (namespace,
+    name) order, so it needs no sort; each head leads to the event at the asked revision.
+
+    `lateral`: PostgreSQL form. The per-head event lookup is a LATERAL subquery fenced with LIMIT 1,
+    which pins the plan to that nested loop even when table statistics would tempt the planner into
+    hashing the whole events table (SQLite has no LATERAL and needs none: its plan is the loop)."""
+    where = ("h.resource = ? AND h.api_group = ? "
+             + ("AND h.namespace = ? AND h.name > ? " if namespaced else "AND (h.namespace, h.name) > (?, ?) "))
+    seek = _SEEK.format(r="h.resource", g="h.api_group", ns="h.namespace", n="h.name")
     if at_revision:
-        seek = _SEEK.format(r="h.resource", g="h.api_group", ns="h.namespace", n="h.name")
-        join = f"JOIN events e ON e.revision = ({seek}) WHERE {where}AND e.type <> 'DELETED' "
+        match, live = f"e.revision = ({seek}) AND e.type <> 'DELETED'", ""
     else:
-        join = f"JOIN events e ON e.revision = h.revision WHERE {where}AND NOT h.deleted "
-    return (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, {_E_COLS} FROM heads h "
-            f"{join}AND (h.namespace, h.name) > (?, ?) ORDER BY h.namespace, h.name LIMIT ?) AS d")
+        match, live = "e.revision = h.revision", "AND NOT h.deleted "
+    if lateral:
+        source = f"heads h CROSS JOIN LATERAL (SELECT * FROM events e WHERE {match} LIMIT 1) AS e WHERE {where}{live}"
+    else:
+        source = f"heads h JOIN events e ON {match} WHERE {where}{live}"
+    return (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, "
+            f"{_E_COLS} FROM {source}ORDER BY h.namespace, h.name LIMIT ?) AS d")
 
 
-SQL_LIST = {(at, ns): _list_sql(at_revision=at, namespaced=ns) for at in (False, True) for ns in (False, True)}
+# (at a past revision, one namespace) -> SQL
+SQL_LIST = {(at, ns): _list_sql(at_revision=at, namespaced=ns, lateral=False)
+            for at in (False, True) for ns in (False, True)}
+SQL_LIST_LATERAL = {(at, ns): _list_sql(at_revision=at, namespaced=ns, lateral=True)
+                    for at in (False, True) for ns in (False, True)}
 SQL_HISTORY = (f"SELECT {_COLS} FROM events WHERE resource = ? AND api_group = ? AND namespace = ? "
                "AND name = ? ORDER BY prev_revision")
 SQL_AFTER = (f"{_SENTINEL} UNION ALL SELECT * FROM (SELECT CAST(NULL AS BIGINT) AS c0, CAST(NULL AS BIGINT) AS c1, {_COLS} FROM events "
@@ -139,6 +155,9 @@ class BulkImport:
         await self._owner._insert_events(rows)
 
     async def finish(self, *, heads: dict[codec.Key, tuple[int, bool]], compacted: int) -> None:
+        for definition in self._owner._dropped_indexes:
+            await self._owner._write_execute(definition, ())
+        self._owner._dropped_indexes = []
         await self._owner._write_executemany(
             SQL_INSERT_HEAD, [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in heads.items()])
         if compacted:
@@ -151,6 +170,7 @@ class SqlEventLog:
     backend = "sql"
     poll_interval = 1.0  # seconds between polls when nothing wakes the poller
     max_batch = 1000  # writes per group commit
+    list_sql = SQL_LIST
 
     def __init__(self, *, retention: compaction.Retention | None = None, durability: str = "normal",
                  subscriber_buffer: int = 1000) -> None:
@@ -168,6 +188,8 @@ class SqlEventLog:
         self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self._state = "new"  # new -> started -> closing -> closed
+        self._importing = False
+        self._dropped_indexes: list[str] = []
 
     # -- backend primitives -------------------------------------------------------------------------
 
@@ -208,6 +230,10 @@ class SqlEventLog:
 
     async def _insert_events(self, rows: list[codec.Row]) -> None:
         await self._write_executemany(SQL_INSERT_EVENT, rows)
+
+    async def _secondary_indexes(self) -> list[tuple[str, str]]:
+        """(name, CREATE statement) of the events table's indexes other than the primary key."""
+        raise NotImplementedError
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -302,7 +328,13 @@ class SqlEventLog:
             while self._pending:
                 batch = self._pending[:self.max_batch]
                 del self._pending[:self.max_batch]
-                await self._write_batch(batch)
+                try:
+                    await self._write_batch(batch)
+                except Exception as error:  # a bug after commit: never leave a caller waiting
+                    _logger.exception("append_delivery_failed", writes=len(batch), outcome="error")
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(log.StorageError(f"append failed: {error!r}"))
             self._idle.set()
 
     async def _write_batch(self, batch: list[tuple[log.Write, asyncio.Future[log.Event]]]) -> None:
@@ -440,7 +472,7 @@ class SqlEventLog:
 
     async def _catch_up(self) -> None:
         """Publish every committed event newer than `revision` (written by any process)."""
-        while True:
+        while not self._importing:
             after = self._broadcaster.revision
             current, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (after, POLL_PAGE)))
             self._compacted = max(self._compacted, compacted)
@@ -457,9 +489,11 @@ class SqlEventLog:
             if len(rows) < POLL_PAGE:
                 return
 
-    def _skip_to(self, revision: int) -> None:
-        _logger.warning("revisions_skipped", revision=self._broadcaster.revision, skipped_to=revision,
-                        compacted_revision=self._compacted, outcome="subscribers_ended")
+    def _skip_to(self, revision: int, *, reason: str = "compacted") -> None:
+        """Jump the published revision to `revision`, ending the subscriptions (they would miss events)."""
+        log_event = _logger.info if reason == "imported" else _logger.warning
+        log_event("revisions_skipped", revision=self._broadcaster.revision, skipped_to=revision,
+                  compacted_revision=self._compacted, reason=reason, outcome="subscribers_ended")
         self._broadcaster.end_all()
         self._broadcaster.revision = max(self._broadcaster.revision, revision)
         self._release_waiters()
@@ -484,9 +518,13 @@ class SqlEventLog:
         fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
         after_ns, after_name = start_after if start_after is not None else ("", "")
         args: list[Any] = [] if revision is None else [revision, revision]
-        args += [resource, group] if namespace is None else [resource, group, namespace]
-        args += [after_ns, after_name, fetch]
-        sql = SQL_LIST[(revision is not None, namespace is not None)]
+        if namespace is None:
+            args += [resource, group, after_ns, after_name, fetch]
+        else:
+            if after_ns != namespace:  # before this namespace: from its start; after it: nothing
+                after_name = "" if after_ns < namespace else _AFTER_EVERY_NAME
+            args += [resource, group, namespace, after_name, fetch]
+        sql = self.list_sql[(revision is not None, namespace is not None)]
         current, compacted, rows = split_sentinel(await self._read(sql, args))
         if revision is not None:
             self._check_readable(revision, current=current, compacted=compacted)
@@ -624,17 +662,26 @@ class SqlEventLog:
         self._check_started()
         async with self._write_lock:
             await self._begin_write()
+            self._importing = True  # the poller must not publish the imported events
             try:
                 has_events, compacted = (await self._write_fetch(SQL_IS_EMPTY, ()))[0]
                 if has_events or compacted:
                     raise log.ImportError_("the event log is not empty: import needs an empty store", line=0)
+                # Building an index once from all rows is faster than growing it row by row; the
+                # definitions come from the database itself, so they cannot drift from the migrations.
+                self._dropped_indexes = []
+                for name, definition in await self._secondary_indexes():
+                    await self._write_execute(f'DROP INDEX "{name}"', ())
+                    self._dropped_indexes.append(definition)
                 yield BulkImport(self)
                 current, compacted, _ = split_sentinel(await self._write_fetch(SQL_META, ()))
                 await self._commit_write(revision=current)
             except BaseException:
+                self._importing = False
                 with contextlib.suppress(Exception):
                     await self._rollback_write()
                 raise
         # Nobody can have watched an empty store usefully: end its subscriptions, start from here.
         self._compacted = compacted
-        self._skip_to(max(current, compacted))
+        self._skip_to(max(current, compacted), reason="imported")
+        self._importing = False

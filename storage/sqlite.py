@@ -134,3 +134,9 @@ class SqliteEventLog(sql.SqlEventLog):
             else:
                 heads[keys[index]] = (revision, bool(deleted))
         return heads, current, compacted
+
+    async def _secondary_indexes(self) -> list[tuple[str, str]]:
+        rows = await self._write_fetch(
+            "SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' AND sql IS NOT NULL",
+            ())
+        return [(name, definition) for name, definition in rows]

@@ -454,3 +454,15 @@ async def test_resource_claim_defaults_and_metrics(http: aiohttp.ClientSession) 
     for path in ("/healthz", "/livez", "/readyz"):
         async with http.get(path) as r:
             assert r.status == 200
+
+
+async def test_device_class_with_bad_cel_is_invalid(http: aiohttp.ClientSession) -> None:
+    bad = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "gpu.example.com"},
+           "spec": {"selectors": [{"cel": {"expression": "device.driver == "}}]}}
+    async with http.post("/apis/resource.k8s.io/v1/deviceclasses", json=bad) as r:
+        assert r.status == 422
+        body = await _json(r)
+    assert body["details"]["causes"][0]["field"] == "spec.selectors[0].cel.expression"
+    bad["spec"]["selectors"][0]["cel"]["expression"] = 'device.driver == "gpu.example.com"'
+    async with http.post("/apis/resource.k8s.io/v1/deviceclasses", json=bad) as r:
+        assert r.status == 201

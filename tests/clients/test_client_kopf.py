@@ -169,11 +169,6 @@ def kopf_event_body(uid: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(reason="Event timestamps are stored verbatim: cp/structure.py `_walk` maps meta.v1.Time and "
-                          "MicroTime to one TIME node that only checks the RFC 3339 shape and returns the "
-                          "string unchanged, so kopf's `2026-12-02T08:17:05.608166+00:00` is not re-encoded "
-                          "as upstream's metav1.Time (`2026-12-02T08:17:05Z`) / MicroTime "
-                          "(`2026-12-02T08:17:05.608166Z`)", strict=True)
 async def test_kopf_event_timestamps_normalized(http: aiohttp.ClientSession) -> None:
     async with http.post(EVENTS, json=kopf_event_body("0b7e2c1e-0000-4000-8000-000000000001")) as r:
         assert r.status == 201, await r.text()

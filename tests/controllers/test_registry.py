@@ -14,10 +14,11 @@ from controllers import registry
 
 
 def test_resolve_names() -> None:
-    assert registry.resolve_names(None) == ["garbage-collector", "namespace"]
-    assert registry.resolve_names(["*"]) == ["garbage-collector", "namespace"]
+    everything = list(registry.CONTROLLERS)
+    assert registry.resolve_names(None) == everything
+    assert registry.resolve_names(["*"]) == everything
     assert registry.resolve_names(["namespace-controller"]) == ["namespace"]
-    assert registry.resolve_names(["*", "-garbagecollector"]) == ["namespace"]
+    assert registry.resolve_names(["*", "-garbagecollector"]) == [n for n in everything if n != "garbage-collector"]
     assert registry.resolve_names(["namespace", "garbage-collector", "namespace"]) == ["namespace", "garbage-collector"]
     with pytest.raises(ValueError, match="unknown controller 'nope'"):
         registry.resolve_names(["nope"])

@@ -1,4 +1,4 @@
-"""A writer process for the durability and multi-process tests.
+"""Writer and reader processes for the durability and multi-process tests.
 
     python -m tests.storage.child_writer --url URL --prefix P [--count N] [--tasks T] [--wait-for-go]
 
@@ -6,6 +6,12 @@ Prints `ready`, (optionally waits for a `go` line on stdin), then runs T concurr
 a key and updates it twice, then the next key. Every acknowledged append prints
 `ack <revision> <type> <name> <unix time>`; with --count the process prints `done` and exits after N
 appends per writer, otherwise it writes until it is killed.
+
+    python -m tests.storage.child_writer --url POSTGRES_URL --read-until N
+
+Reads the events table directly (asyncpg, no EventLog) as fast as it can until it has seen revision N;
+every read must continue exactly where the previous one ended. Prints `ready`, then
+`read <reads>` or `violation <details>`.
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import logging
 import sys
 import time
 
+import asyncpg
+import sqlalchemy as sa
 import structlog
 
 from storage import factory, log
@@ -46,14 +54,40 @@ async def writer(event_log: log.EventLog, *, prefix: str, count: int | None) -> 
         key += 1
 
 
+async def read_table(url: str, *, until: int) -> None:
+    parsed = sa.make_url(url)
+    schema = parsed.query.get("schema")
+    dsn = parsed.difference_update_query(["schema"]).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+    connection = await asyncpg.connect(dsn, server_settings={"search_path": schema} if schema else {})
+    print("ready", flush=True)
+    last = reads = 0
+    try:
+        while last < until:
+            rows = await connection.fetch("SELECT revision FROM events WHERE revision > $1 ORDER BY revision", last)
+            seen = [row[0] for row in rows]
+            if seen != list(range(last + 1, last + 1 + len(seen))):
+                print(f"violation after {last}: saw {seen[:10]}", flush=True)
+                return
+            last += len(seen)
+            reads += 1
+    finally:
+        await connection.close()
+    print(f"read {reads}", flush=True)
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
-    parser.add_argument("--prefix", required=True)
+    parser.add_argument("--read-until", type=int)
+    parser.add_argument("--prefix")
     parser.add_argument("--count", type=int)
     parser.add_argument("--tasks", type=int, default=16)
     parser.add_argument("--wait-for-go", action="store_true")
     args = parser.parse_args()
+    if args.read_until is not None:
+        await read_table(args.url, until=args.read_until)
+        return
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
                         logger_factory=structlog.PrintLoggerFactory(sys.stderr))
     event_log = factory.open_event_log(url=args.url)

@@ -1,0 +1,540 @@
+"""Scheduler benchmark: upstream scheduler_perf's DRA workloads, end to end through the API.
+
+Run: `.venv/bin/python -m bench.scheduler_perf [--quick] [--only NAME] [--profile DIR]`.
+
+Three processes, as on a real control plane: the API server (`cplane serve --no-controllers`, SQLite
+event log), the controllers (`python -m controllers --only scheduler,resourceclaim`: the scheduler
+and the ResourceClaim controller, which creates every pod's claim from its template and
+deallocates claims whose pods are gone), and this driver, which creates the cluster and the pods
+over HTTP and watches the pods get bound.
+
+Cluster shape (performance-anchors.md §2.1, upstream `createResourceDriver`): nodes
+`scheduler-perf-dra-<i>` (4 cpu, 32Gi, 110 pods), one ResourceSlice per node (name, pool and
+nodeName = node name) with devices `instance-<i>` (model A100, family GPU, driverVersion 1.2.3,
+`dra.example.com/numa`, 1Gi memory), DeviceClass `test-class`, claim template `test-claim-template`
+(one request for one device), pods with one pause container using the claim.
+
+Workloads (upstream `dra/performance-config.yaml`):
+
+- `SchedulingWithResourceClaimTemplate/5000pods_500nodes`: 500 nodes x 10 devices; 2,500 claims
+  allocated up front with the allocation library, each on the first of the shuffled nodes where it
+  fits (upstream's `allocResourceClaims`; upstream schedules 2,500 init pods instead, which leaves
+  the same devices in use); then 2,500 measured pods with template claims fill the cluster.
+- `SteadyStateClusterResourceClaimTemplate/{empty,half,full}_500nodes`: 0 / 2,500 / 4,990 claims
+  allocated up front; then 10 pods at a time, each deleted as soon as it is bound and replaced by a
+  new one, for 10 s.
+- `SchedulingWithResourceClaim/5000pods_500nodes`: 500 nodes x 2 devices; claims shared by five
+  pods each (`test-claim-<i/5>`); 2,500 init pods with 500 claims are scheduled (not measured),
+  then 2,500 measured pods with 500 new claims.
+
+The figure is upstream's: the average of `SchedulingThroughput`, pods bound per 1-second sample
+from the first bind of the measured pods to the last (steady state: over the run's duration).
+`--quick` runs 100-node variants and 5 s steady states. `--profile DIR` runs the controllers under
+pyinstrument and writes one report per workload (text, or HTML with `--profile-html`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+
+from controllers.dra import AllocatedState, Allocator, CelCache, Features
+from controllers.runtime import client as clients
+from controllers.runtime import informer as informers
+from cp import clock as clocks
+from cp import errors as cp_errors
+from cp import logs
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+DRIVER = "test-driver.cdi.k8s.io"
+CLASS = "test-class"
+TEMPLATE = "test-claim-template"
+NODE_PREFIX = "scheduler-perf-dra-"
+CLAIMS = "resourceclaims.resource.k8s.io"
+SLICES = "resourceslices.resource.k8s.io"
+CLASSES = "deviceclasses.resource.k8s.io"
+TEMPLATES = "resourceclaimtemplates.resource.k8s.io"
+CONCURRENCY = 32
+SAMPLE = 1.0  # throughputSampleInterval
+
+
+class Workload(msgspec.Struct, kw_only=True):
+    name: str
+    kind: str  # "template" | "steady" | "shared"
+    nodes: int
+    devices: int
+    init_claims: int = 0  # allocated up front with the library
+    init_pods: int = 0  # shared: scheduled first, not measured
+    measure_pods: int = 0
+    duration: float = 0.0  # steady state
+    threshold: float | None = None  # upstream pods/s (dra threshold), None: none published
+    upstream: str = ""  # upstream typical / note
+    target: float | None = None  # ours on this machine
+
+
+def workloads(quick: bool) -> list[Workload]:
+    if quick:
+        return [
+            Workload(name="SchedulingWithResourceClaimTemplate/2000pods_100nodes (quick)", kind="template",
+                     nodes=100, devices=20, init_claims=1000, measure_pods=1000, upstream="no threshold"),
+            Workload(name="SteadyStateClusterResourceClaimTemplate/empty_100nodes (quick, 5 s)", kind="steady",
+                     nodes=100, devices=10, duration=5.0, upstream="no threshold"),
+            Workload(name="SteadyStateClusterResourceClaimTemplate/half_100nodes (quick, 5 s)", kind="steady",
+                     nodes=100, devices=10, init_claims=500, duration=5.0, upstream="no threshold"),
+            Workload(name="SteadyStateClusterResourceClaimTemplate/full_100nodes (quick, 5 s)", kind="steady",
+                     nodes=100, devices=10, init_claims=990, duration=5.0, upstream="no threshold"),
+            Workload(name="SchedulingWithResourceClaim/2000pods_100nodes (quick)", kind="shared",
+                     nodes=100, devices=4, init_pods=1000, measure_pods=1000, upstream="no threshold"),
+        ]
+    return [
+        Workload(name="SchedulingWithResourceClaimTemplate/5000pods_500nodes", kind="template", nodes=500,
+                 devices=10, init_claims=2500, measure_pods=2500, threshold=120.0,
+                 upstream="QH: 120 (raised from 56, typ. > 70); QH off: 40", target=120.0),
+        Workload(name="SteadyStateClusterResourceClaimTemplate/empty_500nodes", kind="steady", nodes=500,
+                 devices=10, duration=10.0, threshold=64.0, upstream="64 (typ. > 81)", target=80.0),
+        Workload(name="SteadyStateClusterResourceClaimTemplate/half_500nodes", kind="steady", nodes=500,
+                 devices=10, init_claims=2500, duration=10.0, threshold=60.0,
+                 upstream="QH: 60 (typ. > 75); QH off: 70 (typ. > 78)", target=80.0),
+        Workload(name="SteadyStateClusterResourceClaimTemplate/full_500nodes", kind="steady", nodes=500,
+                 devices=10, init_claims=4990, duration=10.0, threshold=60.0, upstream="60 (typ. > 75)",
+                 target=80.0),
+        Workload(name="SchedulingWithResourceClaim/5000pods_500nodes", kind="shared", nodes=500, devices=2,
+                 init_pods=2500, measure_pods=2500, upstream="no threshold"),
+    ]
+
+
+# ---------------------------------------------------------------------- objects
+
+
+def node_object(i: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"{NODE_PREFIX}{i}"},
+            "spec": {}, "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+                                   "conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"}}
+
+
+def slice_object(i: int, devices: int) -> dict[str, Any]:
+    name = f"{NODE_PREFIX}{i}"
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name},
+            "spec": {"driver": DRIVER, "nodeName": name,
+                     "pool": {"name": name, "generation": 1, "resourceSliceCount": 1},
+                     "devices": [{"name": f"instance-{d}",
+                                  "attributes": {"model": {"string": "A100"}, "family": {"string": "GPU"},
+                                                 "driverVersion": {"version": "1.2.3"},
+                                                 "dra.example.com/numa": {"int": d}},
+                                  "capacity": {"memory": {"value": "1Gi"}}} for d in range(devices)]}}
+
+
+DEVICE_CLASS = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": CLASS},
+                "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRIVER}"'}}]}}
+REQUESTS = {"devices": {"requests": [{"name": "req-0", "exactly": {"deviceClassName": CLASS}}]}}
+
+
+def claim_template(ns: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": TEMPLATE, "namespace": ns}, "spec": {"spec": REQUESTS}}
+
+
+def claim_object(ns: str, name: str) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": ns}, "spec": REQUESTS}
+
+
+def pod_with_template(ns: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"generateName": "test-dra", "namespace": ns},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1",
+                                     "resources": {"claims": [{"name": "resource"}]}}],
+                     "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": TEMPLATE}]}}
+
+
+def pod_with_claim(ns: str, index: int) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"test-dra-{index}", "namespace": ns},
+            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.9",
+                                     "resources": {"claims": [{"name": "resource"}]}}],
+                     "resourceClaims": [{"name": "resource", "resourceClaimName": f"test-claim-{index // 5}"}]}}
+
+
+# ---------------------------------------------------------------------- processes
+
+
+def _start_server(data_dir: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([str(BIN / "cplane"), "serve", "--data-dir", str(data_dir), "--port", "0",
+                             "--insecure", "--no-controllers", "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
+    kubeconfig = data_dir / "kubeconfig"
+    deadline = time.perf_counter() + timeout
+    url = ""
+    async with aiohttp.ClientSession() as s:
+        while time.perf_counter() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            if not url and kubeconfig.exists():
+                for line in kubeconfig.read_text().splitlines():
+                    if line.strip().startswith("server:"):
+                        url = line.split("server:", 1)[1].strip()
+            if url:
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with s.get(url + "/readyz") as r:
+                        if r.status == 200:
+                            return url
+            await asyncio.sleep(0.01)
+    raise TimeoutError("server not ready")
+
+
+def _start_controllers(url: str, profile: Path | None, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [str(BIN / "python")]
+    if profile is not None:
+        cmd += ["-m", "pyinstrument", "--renderer", "html" if profile.suffix == ".html" else "text", "-o", str(profile)]
+    cmd += ["-m", "controllers", "--server", url, "--only", "scheduler,resourceclaim", "--log-level", "warning"]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=str(ROOT))
+
+
+def _stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+async def _bounded(items: Iterable[Any], fn: Callable[[Any], Awaitable[Any]], limit: int = CONCURRENCY) -> list[Any]:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(item: Any) -> Any:
+        async with sem:
+            return await fn(item)
+    return list(await asyncio.gather(*(one(i) for i in items)))
+
+
+async def setup_cluster(c: clients.Client, w: Workload) -> list[dict[str, Any]]:
+    for ns in ("init", "test", "warmup"):
+        await c.create("namespaces", {"metadata": {"name": ns}})
+    await _bounded(range(w.nodes), lambda i: c.create("nodes", node_object(i)))
+    slices = await _bounded(range(w.nodes), lambda i: c.create(SLICES, slice_object(i, w.devices)))
+    await c.create(CLASSES, DEVICE_CLASS)
+    for ns in ("init", "test"):
+        await c.create(TEMPLATES, claim_template(ns))
+    return slices
+
+
+async def allocate_init_claims(c: clients.Client, w: Workload, slices: list[dict[str, Any]], seed: int) -> float:
+    """upstream `allocResourceClaims`: allocate each claim with the library on the first shuffled
+    node where it fits, then write its status."""
+    if not w.init_claims:
+        return 0.0
+    t0 = time.perf_counter()
+    state = AllocatedState()
+    allocator = Allocator(slices=slices, classes={CLASS: DEVICE_CLASS}, allocated=state,
+                          features=Features(list_type_attributes=False), cel_cache=CelCache())
+    rng = random.Random(seed)
+    nodes = [{"metadata": {"name": f"{NODE_PREFIX}{i}"}} for i in range(w.nodes)]
+    free = {n["metadata"]["name"]: w.devices for n in nodes}
+    claims = [claim_object("init", f"init-claim-{i}") for i in range(w.init_claims)]
+    for claim in claims:
+        candidates = [n for n in nodes if free[n["metadata"]["name"]] > 0]
+        rng.shuffle(candidates)
+        for node in candidates:
+            result = allocator.allocate(node=node, claims=[claim])
+            if result is not None:
+                state.add_allocation(result[0])
+                free[node["metadata"]["name"]] -= 1
+                claim["status"] = {"allocation": result[0]}
+                break
+        else:
+            raise RuntimeError("could not allocate all init claims")
+
+    async def write(claim: dict[str, Any]) -> None:
+        status = claim.pop("status")
+        created = await c.create(CLAIMS, claim)
+        created["status"] = status
+        await c.update_status(CLAIMS, created)
+    await _bounded(claims, write)
+    return time.perf_counter() - t0
+
+
+class Watcher:
+    """Bind times of the pods in one namespace (a pod informer)."""
+
+    def __init__(self, c: clients.Client, namespace: str) -> None:
+        self.factory = informers.InformerFactory(c, clock=clocks.RealClock(), namespace=namespace)
+        self.inf = self.factory.informer("pods")
+        self.bound: dict[tuple[str, str], float] = {}
+        self.on_bound: Callable[[dict[str, Any]], None] | None = None
+        self.event = asyncio.Event()
+        self.inf.add_handler(informers.Handlers(on_add=self._seen, on_update=lambda _o, n: self._seen(n)))
+
+    def _seen(self, pod: dict[str, Any]) -> None:
+        if not (pod.get("spec") or {}).get("nodeName"):
+            return
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if key in self.bound:
+            return
+        self.bound[key] = time.perf_counter()
+        self.event.set()
+        if self.on_bound is not None:
+            self.on_bound(pod)
+
+    async def start(self) -> None:
+        self.factory.start()
+        await self.factory.wait_for_sync()
+
+    async def wait_for(self, n: int, timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while len(self.bound) < n:
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError(f"only {len(self.bound)} of {n} pods bound")
+            self.event.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.event.wait(), min(remaining, 1.0))
+
+    async def stop(self) -> None:
+        await self.factory.stop()
+
+
+def throughput(times: list[float], start: float | None = None, end: float | None = None) -> dict[str, float]:
+    """Average of per-second samples (upstream's SchedulingThroughput), from the first bind (or
+    `start`) to the last (or `end`)."""
+    if not times:
+        return {"average": 0.0, "overall": 0.0, "pods": 0, "seconds": 0.0, "p50_sample": 0.0}
+    times = sorted(times)
+    t0 = start if start is not None else times[0]
+    t1 = end if end is not None else times[-1]
+    span = max(t1 - t0, 1e-9)
+    samples: list[float] = []
+    edge = t0
+    i = 0
+    while edge < t1:
+        nxt = min(edge + SAMPLE, t1)
+        n = 0
+        while i < len(times) and times[i] <= nxt:
+            if times[i] >= edge:
+                n += 1
+            i += 1
+        samples.append(n / (nxt - edge) if nxt - edge >= 0.2 else samples[-1] if samples else n / SAMPLE)
+        edge = nxt
+    counted = sum(1 for t in times if t0 <= t <= t1)
+    ordered = sorted(samples)
+    return {"average": sum(samples) / len(samples) if samples else counted / span, "overall": counted / span,
+            "pods": counted, "seconds": span, "p50_sample": ordered[len(ordered) // 2] if ordered else 0.0}
+
+
+async def warm_up(c: clients.Client) -> float:
+    """A pod without claims in namespace warmup: once it is bound the scheduler runs with synced
+    caches (the controllers start only after their informers synced)."""
+    t0 = time.perf_counter()
+    await c.create("pods", {"metadata": {"name": "warmup", "namespace": "warmup"},
+                            "spec": {"containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10.1"}]}})
+    while True:
+        pod = await c.get("pods", "warmup", namespace="warmup")
+        if pod["spec"].get("nodeName"):
+            return time.perf_counter() - t0
+        if time.perf_counter() - t0 > 120:
+            raise TimeoutError("scheduler did not come up")
+        await asyncio.sleep(0.02)
+
+
+# ---------------------------------------------------------------------- the workloads
+
+
+async def create_pod(c: clients.Client, pod: dict[str, Any]) -> dict[str, Any]:
+    """Create a pod; a `generateName` collision (this server does not retry generated names yet,
+    kube-apiserver does since 1.32) is retried with another name."""
+    for _ in range(8):
+        try:
+            return await c.create("pods", pod)
+        except cp_errors.AlreadyExists:
+            if not pod["metadata"].get("generateName"):
+                raise
+    raise RuntimeError("could not create a pod with a generated name")
+
+
+async def measure_pods(c: clients.Client, ns: str, count: int, make: Callable[[int], dict[str, Any]],
+                       timeout: float, meter: CpuMeter | None = None) -> dict[str, float]:
+    watcher = Watcher(c, ns)
+    await watcher.start()
+    if meter is not None:
+        meter.start()
+    t0 = time.perf_counter()
+    await _bounded(range(count), lambda i: create_pod(c, make(i)))
+    created = time.perf_counter() - t0
+    await watcher.wait_for(count, timeout)
+    if meter is not None:
+        meter.stop()
+    await watcher.stop()
+    out = throughput(list(watcher.bound.values()))
+    out["create_seconds"] = created
+    out["total_seconds"] = max(watcher.bound.values()) - t0
+    return out
+
+
+async def steady_state(c: clients.Client, w: Workload, meter: CpuMeter | None = None) -> dict[str, float]:
+    watcher = Watcher(c, "test")
+    await watcher.start()
+    if meter is not None:
+        meter.start()
+    tasks: set[asyncio.Task[None]] = set()
+    stop_at = [0.0]
+
+    async def replace(pod: dict[str, Any]) -> None:
+        with contextlib.suppress(Exception):
+            await c.delete("pods", pod["metadata"]["name"], namespace="test", grace_period_seconds=0)
+        if time.perf_counter() < stop_at[0]:
+            await create_pod(c, pod_with_template("test"))
+
+    def bound(pod: dict[str, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(replace(pod))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+
+    watcher.on_bound = bound
+    t0 = time.perf_counter()
+    stop_at[0] = t0 + w.duration
+    await _bounded(range(10), lambda i: create_pod(c, pod_with_template("test")))
+    await asyncio.sleep(w.duration)
+    end = time.perf_counter()
+    if meter is not None:
+        meter.stop()
+    watcher.on_bound = None
+    if tasks:
+        await asyncio.gather(*tasks, return_exceptions=True)
+    await watcher.stop()
+    return throughput([t for t in watcher.bound.values() if t <= end], start=t0, end=end)
+
+
+async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="cplane-schedperf-") as tmp:
+        data = Path(tmp)
+        server = _start_server(data)
+        controllers: subprocess.Popen[bytes] | None = None
+        log = data / "controllers.log"
+        try:
+            url = await _wait_ready(data, server)
+            async with clients.Client(url) as c:
+                t = time.perf_counter()
+                slices = await setup_cluster(c, w)
+                setup = time.perf_counter() - t
+                prealloc = await allocate_init_claims(c, w, slices, args.seed)
+                profile = None
+                if args.profile:
+                    args.profile.mkdir(parents=True, exist_ok=True)
+                    profile = args.profile / (w.name.split(" ")[0].replace("/", "_") + (".html" if args.profile_html else ".txt"))
+                controllers = _start_controllers(url, profile, log)
+                meter = CpuMeter(server=server.pid, controllers=controllers.pid, driver=os.getpid())
+                warm = await warm_up(c)
+                result: dict[str, Any] = {"setup_s": setup, "prealloc_s": prealloc, "warmup_s": warm}
+                if w.kind == "template":
+                    result |= await measure_pods(c, "test", w.measure_pods, lambda _i: pod_with_template("test"),
+                                                 timeout=600, meter=meter)
+                elif w.kind == "steady":
+                    result |= await steady_state(c, w, meter)
+                else:
+                    claims = w.init_pods // 5
+                    await _bounded(range(claims), lambda i: c.create(CLAIMS, claim_object("init", f"test-claim-{i}")))
+                    init = await measure_pods(c, "init", w.init_pods, lambda i: pod_with_claim("init", i), timeout=600)
+                    result["init_average"] = init["average"]
+                    claims = w.measure_pods // 5
+                    await _bounded(range(claims), lambda i: c.create(CLAIMS, claim_object("test", f"test-claim-{i}")))
+                    result |= await measure_pods(c, "test", w.measure_pods, lambda i: pod_with_claim("test", i),
+                                                 timeout=600, meter=meter)
+                result["cpu"] = meter.used
+        finally:
+            if controllers is not None:
+                _stop(controllers)
+            _stop(server)
+        errors = [line for line in log.read_text(errors="replace").splitlines()
+                  if "error" in line.lower() or "traceback" in line.lower()] if log.exists() else []
+        result["controller_errors"] = len(errors)
+        if errors and args.verbose:
+            print("\n".join(errors[:20]), file=sys.stderr)
+        return result
+
+
+def _cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a live process (and its waited-for children)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / ticks
+
+
+class CpuMeter:
+    """CPU used by the server, the controllers and this driver between `start` and `stop`."""
+
+    def __init__(self, **pids: int) -> None:
+        self.pids = pids
+        self.before: dict[str, float] = {}
+        self.used: dict[str, float] = {}
+
+    def start(self) -> None:
+        self.before = {k: _cpu_seconds(p) for k, p in self.pids.items()}
+
+    def stop(self) -> dict[str, float]:
+        self.used = {k: _cpu_seconds(p) - self.before.get(k, 0.0) for k, p in self.pids.items()}
+        return self.used
+
+
+def _fmt(v: float | None) -> str:
+    return "-" if v is None else f"{v:.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="100-node variants, 5 s steady states")
+    parser.add_argument("--only", default="", help="run workloads whose name contains this text")
+    parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
+                        help="run the controllers under pyinstrument, one report per workload")
+    parser.add_argument("--profile-html", action="store_true", help="HTML reports instead of text")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--json", action="store_true", help="also print the results as JSON")
+    parser.add_argument("-v", "--verbose", action="store_true")
+    args = parser.parse_args()
+    logs.configure(fmt="console", level="warning")
+    selected = [w for w in workloads(args.quick) if args.only in w.name]
+    print(f"scheduler_perf DRA workloads, end to end through the API ({os.cpu_count()} cores); "
+          "claims from templates by the resourceclaim controller")
+    print(f"{'workload':<66} {'pods/s':>7} {'target':>6} | {'upstream threshold':<42} detail")
+    results = {}
+    for w in selected:
+        r = asyncio.run(run_workload(w, args))
+        results[w.name] = r
+        detail = (f"{r['pods']:.0f} pods in {r['seconds']:.1f} s (overall {r['overall']:.0f}/s); "
+                  f"setup {r['setup_s']:.1f} s, pre-allocation {r['prealloc_s']:.1f} s")
+        pods = max(r["pods"], 1)
+        detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / pods:.1f}" for k, v in r["cpu"].items())
+        if "init_average" in r:
+            detail += f"; init pods {r['init_average']:.0f}/s"
+        if r.get("controller_errors"):
+            detail += f"; {r['controller_errors']} controller error lines"
+        print(f"{w.name:<66} {r['average']:>7.1f} {_fmt(w.target):>6} | {w.upstream:<42} {detail}", flush=True)
+    if args.json:
+        print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,519 @@
+"""Rendering for `cplane log show|history|diff|events` and the replay commands: kubectl-like tables,
+object lists, field-level diffs, object histories, event tables, and progress bars.
+
+Pure: no I/O and no clock reads. Callers pass decoded objects, `storage.log.Event`s and `now` (unix
+seconds); every renderer returns a string. The one exception is `Progress`, which writes to the
+stream it is given (and only when that stream is a terminal).
+
+Names. An object is written `RESOURCE/NAMESPACE/NAME` (namespaced) or `RESOURCE/NAME` (cluster-scoped),
+where RESOURCE is the plural, group-qualified outside the core group: `pods/default/web`,
+`deployments.apps/default/web`, `namespaces/kube-system`, `resourceclaims.resource.k8s.io/ml/gpu`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import IO, Any
+
+import msgspec
+import yaml
+
+from cp import resources as res
+from cp import tables
+from storage import log
+
+_json = msgspec.json.Encoder(order="deterministic")
+
+# Fields every change touches; left out of diffs unless asked for (`--all-fields`).
+NOISY_FIELDS: tuple[tuple[str, ...], ...] = (("metadata", "resourceVersion"), ("metadata", "managedFields"))
+VALUE_WIDTH = 100  # characters of one rendered value before it is cut with "…"
+
+# ---------------------------------------------------------------------------------------------
+# Resources and object names
+
+
+def resolve_resource(text: str) -> res.ResourceKind:
+    """A served kind from how kubectl users name it: plural, singular, short name or kind, optionally
+    group-qualified (`pods`, `po`, `Pod`, `deployments.apps`, `resourceclaim.resource.k8s.io`).
+    Raises ValueError naming the known resources."""
+    word, _, group = text.strip().partition(".")
+    low = word.lower()
+    found = [k for k in res.KINDS
+             if (not group or k.group == group)
+             and low in (k.plural, k.singular, k.kind.lower(), *k.short_names)]
+    if len(found) > 1:  # the same word in several groups: core wins, as kubectl's preference order
+        found = [k for k in found if k.group == ""] or found[:1]
+    if not found:
+        known = ", ".join(sorted(resource_name(k) for k in res.KINDS))
+        raise ValueError(f'unknown resource "{text}" (known: {known})')
+    return found[0]
+
+
+def resource_name(kind: res.ResourceKind) -> str:
+    """`pods`, `deployments.apps`: the plural, group-qualified outside the core group."""
+    return kind.group_resource
+
+
+def _gr(group: str, resource: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def ref(group: str, resource: str, namespace: str, name: str) -> str:
+    """`pods/default/web`, `namespaces/kube-system`."""
+    gr = _gr(group, resource)
+    return f"{gr}/{namespace}/{name}" if namespace else f"{gr}/{name}"
+
+
+def event_ref(ev: log.Event) -> str:
+    return ref(ev.group, ev.resource, ev.namespace, ev.name)
+
+
+def parse_ref(text: str, *, namespace: str | None = None) -> tuple[res.ResourceKind, str, str]:
+    """(kind, namespace, name) of `RESOURCE/NAME` (namespace from `namespace`, default "default") or
+    `RESOURCE/NAMESPACE/NAME`. Raises ValueError."""
+    parts = text.strip().split("/")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise ValueError(f'"{text}" is not RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. pods/default/web)')
+    kind = resolve_resource(parts[0])
+    if len(parts) == 3:
+        if not kind.namespaced:
+            raise ValueError(f"{resource_name(kind)} are cluster-scoped: write {parts[0]}/{parts[2]}")
+        if namespace and namespace != parts[1]:
+            raise ValueError(f'"{text}" names namespace {parts[1]}, but -n says {namespace}')
+        return kind, parts[1], parts[2]
+    return kind, (namespace or "default") if kind.namespaced else "", parts[1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Times and actors
+
+
+def format_time(ts: float) -> str:
+    """RFC 3339 UTC with milliseconds: `2026-01-02T03:04:05.678Z`."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def actor_text(actor: log.Actor) -> str:
+    """`user alice, manager kubectl-edit, agent kubectl/v1.37.1 (linux/amd64)`; "unknown" if empty."""
+    parts = [f"{label} {value}" for label, value in (("user", actor.user), ("manager", actor.field_manager),
+                                                     ("agent", actor.user_agent)) if value]
+    return ", ".join(parts) or "unknown"
+
+
+def actor_matches(actor: log.Actor, needle: str) -> bool:
+    """`--actor A`: A occurs in the user, the field manager or the user agent."""
+    return needle in actor.user or needle in actor.field_manager or needle in actor.user_agent
+
+
+# ---------------------------------------------------------------------------------------------
+# kubectl-like tables (`cplane log show`)
+
+_MIN_WIDTH = 6  # kubectl's tabwriter: minimum cell width 6, padding 3
+_PADDING = 3
+
+
+def _cell(value: Any) -> str:
+    t = type(value)
+    if t is str:
+        return value  # type: ignore[no-any-return]
+    if value is None:
+        return "<none>"
+    if t is bool:
+        return "true" if value else "false"
+    if t is dict or t is list:
+        return _json.encode(value).decode()
+    return str(value)
+
+
+def columns_text(rows: Sequence[Sequence[str]]) -> str:
+    """Align rows as kubectl's tabwriter does (every column but the last padded to max + 3, min 6).
+    Rows all have the same number of cells."""
+    if not rows:
+        return ""
+    widths = [max(_MIN_WIDTH, max(map(len, column)) + _PADDING) for column in zip(*rows, strict=True)][:-1]
+    ljust = str.ljust
+    out = ["".join(map(ljust, r, widths)) + r[-1] for r in rows]
+    return "\n".join(line.rstrip() for line in out) + "\n"
+
+
+def kind_prefix(kind: res.ResourceKind) -> str:
+    """kubectl's `TYPE/` name prefix when several types are printed: `pod`, `deployment.apps`."""
+    return f"{kind.singular}.{kind.group}" if kind.group else kind.singular
+
+
+def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float, wide: bool = False,
+               namespace_column: bool = False, prefix_names: bool = False) -> str:
+    """One kind's objects as `kubectl get` prints them (`-o wide`: priority columns too)."""
+    t = tables.table(objs, group=kind.group, kind=kind.kind, now=now, include_object="None")
+    defs = t["columnDefinitions"]
+    keep = [i for i, c in enumerate(defs) if wide or c.get("priority", 0) == 0]
+    head = [defs[i]["name"].upper() for i in keep]
+    everything = len(keep) == len(defs)
+    rows: list[list[str]] = []
+    for obj, row in zip(objs, t["rows"], strict=True):
+        raw = row["cells"]
+        cells = list(map(_cell, raw if everything else [raw[i] for i in keep]))
+        if prefix_names and cells:
+            cells[0] = f"{kind_prefix(kind)}/{cells[0]}"
+        if namespace_column:
+            cells.insert(0, str((obj.get("metadata") or {}).get("namespace", "")))
+        rows.append(cells)
+    if namespace_column:
+        head.insert(0, "NAMESPACE")
+    return columns_text([head, *rows])
+
+
+def tables_text(groups: Sequence[tuple[res.ResourceKind, list[dict[str, Any]]]], *, now: float,
+                wide: bool = False, all_namespaces: bool = False) -> str:
+    """Several kinds, as `kubectl get all`: one block per kind, names prefixed with the type."""
+    blocks = [table_text(kind, objs, now=now, wide=wide, namespace_column=all_namespaces and kind.namespaced,
+                         prefix_names=len(groups) > 1)
+              for kind, objs in groups if objs]
+    return "\n".join(blocks)
+
+
+def list_object(objs: Iterable[dict[str, Any]], *, revision: int) -> dict[str, Any]:
+    """The `v1 List` kubectl prints for `-o yaml|json`."""
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": str(revision)},
+            "items": list(objs)}
+
+
+def yaml_text(obj: Any) -> str:
+    return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, allow_unicode=True)
+
+
+def json_text(obj: Any) -> str:
+    return msgspec.json.format(_json.encode(obj), indent=4).decode() + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Field-level diffs
+
+
+class Change(msgspec.Struct, frozen=True, kw_only=True):
+    """One difference: `op` "+" (added), "-" (removed) or "~" (changed) at `path` (`spec.replicas`,
+    `spec.containers[name=web].image`, `metadata.labels["app.kubernetes.io/name"]`)."""
+
+    op: str
+    path: str
+    old: Any = None
+    new: Any = None
+
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
+_LIST_KEYS = ("name", "type", "key", "devicePath", "containerPort", "ip")
+
+
+def _join(path: str, key: str) -> str:
+    if _PLAIN_KEY.match(key):
+        return f"{path}.{key}" if path else key
+    return f'{path}["{key}"]'
+
+
+def _list_key(old: list[Any], new: list[Any]) -> str | None:
+    """A field that identifies the items of both lists (`name`, then `type`...), if there is one."""
+    items = old + new
+    if not items or not all(isinstance(i, dict) for i in items):
+        return None
+    for field in _LIST_KEYS:
+        if all(field in i for i in items) and len({_json.encode(i[field]) for i in old}) == len(old) \
+                and len({_json.encode(i[field]) for i in new}) == len(new):
+            return field
+    return None
+
+
+def _item_label(path: str, key: str, item: dict[str, Any]) -> str:
+    v = item[key]
+    return f"{path}[{key}={v if isinstance(v, str) else _json.encode(v).decode()}]"
+
+
+def _leaves(op: str, path: str, value: Any, out: list[Change], skip: set[str]) -> None:
+    """Every leaf of an added ("+") or removed ("-") subtree, one Change each."""
+    if path in skip:
+        return
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            _leaves(op, _join(path, str(k)), v, out, skip)
+        return
+    if isinstance(value, list) and value and all(isinstance(i, dict) for i in value):
+        key = _list_key(value, [])
+        for i, item in enumerate(value):
+            _leaves(op, _item_label(path, key, item) if key else f"{path}[{i}]", item, out, skip)
+        return
+    if op == "+":
+        out.append(Change(op="+", path=path, new=value))
+    else:
+        out.append(Change(op="-", path=path, old=value))
+
+
+def _walk(old: Any, new: Any, path: str, out: list[Change], skip: set[str]) -> None:
+    if path in skip:
+        return
+    if isinstance(old, dict) and isinstance(new, dict):
+        for k in old:
+            p = _join(path, str(k))
+            if p in skip:
+                continue
+            if k in new:
+                _walk(old[k], new[k], p, out, skip)
+            else:
+                _leaves("-", p, old[k], out, skip)
+        for k in new:
+            p = _join(path, str(k))
+            if k not in old and p not in skip:
+                _leaves("+", p, new[k], out, skip)
+        return
+    if isinstance(old, list) and isinstance(new, list) and old != new:
+        key = _list_key(old, new)
+        if key is not None:
+            before = {_json.encode(i[key]): i for i in old}
+            after = {_json.encode(i[key]): i for i in new}
+            for k, item in before.items():
+                if k in after:
+                    _walk(item, after[k], _item_label(path, key, item), out, skip)
+                else:
+                    _leaves("-", _item_label(path, key, item), item, out, skip)
+            for k, item in after.items():
+                if k not in before:
+                    _leaves("+", _item_label(path, key, item), item, out, skip)
+            return
+        if all(isinstance(i, dict) for i in old + new) and len(old) == len(new):
+            for i, (a, b) in enumerate(zip(old, new, strict=True)):
+                _walk(a, b, f"{path}[{i}]", out, skip)
+            return
+    if old != new or type(old) is not type(new):
+        out.append(Change(op="~", path=path, old=old, new=new))
+
+
+def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, all_fields: bool = False) -> list[Change]:
+    """Field-level changes from `old` to `new` (either may be None: everything added / removed).
+    Unless `all_fields`, metadata.resourceVersion and metadata.managedFields are left out."""
+    skip = set() if all_fields else {".".join(p) for p in NOISY_FIELDS}
+    out: list[Change] = []
+    _walk(dict(old or {}), dict(new or {}), "", out, skip)
+    return out
+
+
+def value_text(value: Any, *, width: int = VALUE_WIDTH) -> str:
+    text = _json.encode(value).decode()
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def changes_text(changes: Sequence[Change], *, indent: str = "  ") -> str:
+    lines = []
+    for c in changes:
+        if c.op == "+":
+            lines.append(f"{indent}+ {c.path}: {value_text(c.new)}")
+        elif c.op == "-":
+            lines.append(f"{indent}- {c.path}: {value_text(c.old)}")
+        else:
+            lines.append(f"{indent}~ {c.path}: {value_text(c.old)} → {value_text(c.new)}")
+    return "\n".join(lines) + ("\n" if lines else "")
+
+
+def changes_json(changes: Sequence[Change]) -> list[dict[str, Any]]:
+    return [msgspec.structs.asdict(c) for c in changes]
+
+
+# ---------------------------------------------------------------------------------------------
+# `cplane log history`
+
+
+def history_text(events: Sequence[log.Event], objects: Sequence[dict[str, Any]], *,
+                 all_fields: bool = False) -> str:
+    """Every version of one object: revision, time, type, actor, and the diff from the version before.
+    `objects[i]` is `events[i].object` decoded."""
+    if not events:
+        return ""
+    first, last = events[0], events[-1]
+    uids = list(dict.fromkeys(e.uid for e in events))
+    head = (f"{event_ref(first)}: {len(events)} version{'s' if len(events) != 1 else ''}, "
+            f"revisions {first.revision}..{last.revision}"
+            + (f" ({len(uids)} incarnations: deleted and created again)" if len(uids) > 1 else "") + "\n")
+    out = [head]
+    previous: dict[str, Any] | None = None
+    previous_uid = ""
+    for ev, obj in zip(events, objects, strict=True):
+        out.append(f"\n{ev.revision}  {format_time(ev.time)}  {ev.type}  by {actor_text(ev.actor)}\n")
+        if ev.type == "ADDED":
+            note = " (created again: new uid)" if previous_uid and ev.uid != previous_uid else ""
+            if note:
+                out.append(f"  {note.strip()}\n")
+            out.append(changes_text(diff(None, obj, all_fields=all_fields)))
+        else:
+            changes = diff(previous, obj, all_fields=all_fields)
+            out.append(changes_text(changes) if changes else ("" if ev.type == "DELETED"
+                                                               else "  (no field changes)\n"))
+            if ev.type == "DELETED":
+                out.append("  (deleted)\n")
+        previous = None if ev.type == "DELETED" else obj
+        previous_uid = ev.uid
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# `cplane log diff`
+
+
+class StateDiff(msgspec.Struct, kw_only=True):
+    """Differences between two states (ref -> object): added, removed, changed with their changes."""
+
+    added: list[str]
+    removed: list[str]
+    changed: dict[str, list[Change]]
+
+
+def state_diff(before: Mapping[str, dict[str, Any]], after: Mapping[str, dict[str, Any]], *,
+               all_fields: bool = False) -> StateDiff:
+    added = sorted(k for k in after if k not in before)
+    removed = sorted(k for k in before if k not in after)
+    changed: dict[str, list[Change]] = {}
+    for k in sorted(k for k in before if k in after):
+        if before[k] == after[k]:
+            continue
+        changes = diff(before[k], after[k], all_fields=all_fields)
+        if changes:
+            changed[k] = changes
+    return StateDiff(added=added, removed=removed, changed=changed)
+
+
+def state_diff_text(d: StateDiff, *, title: str, details: bool = True) -> str:
+    """`+ ref`, `- ref`, `~ ref` (with its field changes unless not `details`) under a one-line title."""
+    out = [f"{title}: {len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed\n"]
+    for k in d.added:
+        out.append(f"+ {k}\n")
+    for k in d.removed:
+        out.append(f"- {k}\n")
+    for k, changes in d.changed.items():
+        out.append(f"~ {k}\n")
+        if details:
+            out.append(changes_text(changes, indent="    "))
+    return "".join(out)
+
+
+def state_diff_json(d: StateDiff, **extra: Any) -> dict[str, Any]:
+    return {**extra, "added": d.added, "removed": d.removed,
+            "changed": {k: changes_json(v) for k, v in d.changed.items()}}
+
+
+# ---------------------------------------------------------------------------------------------
+# `cplane log events`
+
+EVENT_COLUMNS = ("REVISION", "TIME", "TYPE", "RESOURCE", "NAMESPACE", "NAME", "USER", "MANAGER", "AGENT")
+
+
+def event_row(ev: log.Event) -> list[str]:
+    agent = ev.actor.user_agent.split(" ", 1)[0]
+    return [str(ev.revision), format_time(ev.time), ev.type, _gr(ev.group, ev.resource), ev.namespace or "-",
+            ev.name, ev.actor.user or "-", ev.actor.field_manager or "-", agent or "-"]
+
+
+def events_text(events: Iterable[log.Event], *, header: bool = True) -> str:
+    rows = [list(EVENT_COLUMNS)] if header else []
+    rows.extend(event_row(ev) for ev in events)
+    return columns_text(rows)
+
+
+class _Line(msgspec.Struct, kw_only=True):
+    revision: int
+    type: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    prev_revision: int
+    time: float
+    actor: log.Actor
+    object: msgspec.Raw
+
+
+_line_encoder = msgspec.json.Encoder()
+
+
+def event_ndjson(ev: log.Event) -> bytes:
+    """One line of the NDJSON export format (docs/event-log.md), newline included."""
+    return _line_encoder.encode(_Line(
+        revision=ev.revision, type=ev.type, group=ev.group, resource=ev.resource, namespace=ev.namespace,
+        name=ev.name, uid=ev.uid, prev_revision=ev.prev_revision, time=ev.time, actor=ev.actor,
+        object=msgspec.Raw(ev.object))) + b"\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# Progress bars (stderr, terminals only)
+
+
+class Progress:
+    """A one-line progress bar redrawn at most 10 times a second, on a terminal only (otherwise every
+    call is a no-op). `total` None: a counter without a bar."""
+
+    def __init__(self, stream: IO[str], *, label: str, total: int | None, unit: str = "events",
+                 enabled: bool | None = None, min_total: int = 10_000) -> None:
+        if enabled is None:
+            enabled = bool(getattr(stream, "isatty", lambda: False)()) and (total is None or total >= min_total)
+        self.enabled = enabled
+        self._stream = stream
+        self._label = label
+        self._total = total
+        self._unit = unit
+        self.done = 0
+        self._started = time.monotonic()
+        self._drawn = 0.0
+
+    def add(self, n: int) -> None:
+        self.done += n
+        if self.enabled:
+            now = time.monotonic()
+            if now - self._drawn >= 0.1:
+                self._drawn = now
+                self._draw(now)
+
+    def _draw(self, now: float) -> None:
+        rate = self.done / max(now - self._started, 1e-6)
+        if self._total:
+            frac = min(self.done / self._total, 1.0)
+            bar = "#" * int(frac * 30)
+            text = (f"\r{self._label} [{bar:<30}] {frac * 100:3.0f}%  {self.done:,}/{self._total:,} "
+                    f"{self._unit}  {rate:,.0f}/s")
+        else:
+            text = f"\r{self._label} {self.done:,} {self._unit}  {rate:,.0f}/s"
+        self._stream.write(text)
+        self._stream.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            self._draw(time.monotonic())
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+class ProgressWriter:
+    """Wraps a binary output: counts the lines written through it (one event per line)."""
+
+    def __init__(self, out: IO[bytes], progress: Progress) -> None:
+        self._out = out
+        self._progress = progress
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        self._progress.add((data.tobytes() if isinstance(data, memoryview) else data).count(b"\n"))
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def progress_lines(lines: Iterable[bytes], progress: Progress) -> Iterator[bytes]:
+    """Yields `lines`, counting their bytes into `progress` (whose total is the input's size)."""
+    n = 0
+    pending = 0
+    for line in lines:
+        pending += len(line)
+        n += 1
+        if n % 1000 == 0:
+            progress.add(pending)
+            pending = 0
+        yield line
+    progress.add(pending)
