@@ -30,7 +30,7 @@ Workloads (upstream `dra/performance-config.yaml`):
 The figure is upstream's: the average of `SchedulingThroughput`, pods bound per 1-second sample
 from the first bind of the measured pods to the last (steady state: over the run's duration).
 `--quick` runs 100-node variants and 5 s steady states. `--profile DIR` runs the controllers under
-pyinstrument and writes one report per workload (text, or HTML with `--profile-html`).
+pyinstrument (or cProfile) and writes one report per workload.
 """
 
 from __future__ import annotations
@@ -201,9 +201,11 @@ async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: fl
 
 def _start_controllers(url: str, profile: Path | None, log: Path) -> subprocess.Popen[bytes]:
     cmd = [str(BIN / "python")]
-    if profile is not None:
+    if profile is not None and profile.suffix == ".prof":
+        cmd += ["-m", "cProfile", "-o", str(profile)]
+    elif profile is not None:
         cmd += ["-m", "pyinstrument", "--renderer", "html" if profile.suffix == ".html" else "text", "-o", str(profile)]
-    cmd += ["-m", "controllers", "--server", url, "--only", "scheduler,resourceclaim", "--log-level", "warning"]
+    cmd += (["/tmp/sched/gcwrap.py"] if os.environ.get("GCWRAP") else ["-m", "controllers"]) + ["--server", url, "--only", "scheduler,resourceclaim", "--log-level", "warning"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=str(ROOT))
 
 
@@ -441,7 +443,8 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
                 profile = None
                 if args.profile:
                     args.profile.mkdir(parents=True, exist_ok=True)
-                    profile = args.profile / (w.name.split(" ")[0].replace("/", "_") + (".html" if args.profile_html else ".txt"))
+                    suffix = {"html": ".html", "text": ".txt", "cprofile": ".prof"}[args.profile_format]
+                    profile = args.profile / (w.name.split(" ")[0].replace("/", "_") + suffix)
                 controllers = _start_controllers(url, profile, log)
                 meter = CpuMeter(server=server.pid, controllers=controllers.pid, driver=os.getpid())
                 warm = await warm_up(c)
@@ -509,7 +512,8 @@ def main() -> None:
     parser.add_argument("--only", default="", help="run workloads whose name contains this text")
     parser.add_argument("--profile", type=Path, default=None, metavar="DIR",
                         help="run the controllers under pyinstrument, one report per workload")
-    parser.add_argument("--profile-html", action="store_true", help="HTML reports instead of text")
+    parser.add_argument("--profile-format", choices=("text", "html", "cprofile"), default="text",
+                        help="pyinstrument text or HTML (wall time), or a cProfile .prof file (CPU)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("-v", "--verbose", action="store_true")

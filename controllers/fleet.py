@@ -284,6 +284,7 @@ class Simulator:
                                   hint=f'annotated {objs.SIMULATED}: "false"; left alone')
                 return node
             node = await self._align_node(node, desired)
+            await self._post_status(node, now)  # the fleet's capacity and nodeInfo, and a heartbeat
         assert node is not None
         await self._renew_lease(node, now, fresh=created)
         self._log.debug("node_registered", node=planned.name, created=created)

@@ -35,6 +35,9 @@ message?}`; entries without devices are dropped. Claims come from `spec.resource
 upstream (direct name, or the generated name of a claim the pod controls), and from
 `status.extendedResourceClaimStatus` (entry `claim:<claim>/<request>`). A container without a
 status entry yet gets a minimal one (`ready: false`, `restartCount: 0`) holding just that field.
+Writes are `PUT pods/status` guarded by resourceVersion (`containerStatuses` is atomic), retried
+inline on conflict; a writer that keeps dropping the field is not fought for ever (the same
+content is written at most `MAX_SAME_WRITES` times in a row, then a warning is logged).
 
 **Claim status.** For an `Unhealthy` device, the claim's `status.devices[]` entry of that device
 gets condition `Ready=False`, reason `DeviceUnhealthy`, with the message; when the device is
@@ -71,7 +74,7 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
-from cp import errors
+from cp import errors, sim
 from cp import resources as res
 
 NAME = "device-health"
@@ -157,29 +160,8 @@ def health_object(driver: str, pool: str, device: str, health: str = HEALTHY, me
 
 
 def validate_device_health(obj: Mapping[str, Any]) -> list[errors.Cause]:
-    """What the server should reject for a DeviceHealth (for `cp.sim.validate`)."""
-    causes: list[errors.Cause] = []
-    spec = _dict(obj.get("spec"))
-    for field in ("driver", "pool", "device"):
-        if not isinstance(spec.get(field), str) or not spec.get(field):
-            causes.append(errors.Cause("Required", f"spec.{field}", ""))
-    health = spec.get("health")
-    if health not in HEALTH_VALUES:
-        causes.append(errors.Cause("NotSupported", "spec.health",
-                                   'supported values: "Healthy", "Unhealthy", "Unknown"', health))
-    when = spec.get("lastUpdated")
-    if when is not None:
-        try:
-            clocks.parse_time(str(when))
-        except ValueError:
-            causes.append(errors.Cause("Invalid", "spec.lastUpdated", "must be an RFC 3339 time", when))
-    timeout = spec.get("timeoutSeconds")
-    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0):
-        causes.append(errors.Cause("Invalid", "spec.timeoutSeconds", "must be a positive integer", timeout))
-    message = spec.get("message")
-    if message is not None and not isinstance(message, str):
-        causes.append(errors.Cause("Invalid", "spec.message", "must be a string", message))
-    return causes
+    """What the server rejects for a DeviceHealth (the rules live in `cp.sim`)."""
+    return sim.device_health_causes(dict(obj))
 
 
 def device_of(dh: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -688,20 +670,6 @@ def parse_device(text: str) -> tuple[str, str, str]:
     return driver, pool, device
 
 
-def _health_arg(text: str) -> str:
-    value = text.strip().lower()
-    for h in HEALTH_VALUES:
-        if value == h.lower():
-            return h
-    raise argparse.ArgumentTypeError("must be healthy, unhealthy or unknown")
-
-
-def _target_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", default=None,
-                   help="kubeconfig to read the server from (default $KUBECONFIG)")
-    p.add_argument("--server", default=None, metavar="URL", help="server URL (overrides the kubeconfig)")
-
-
 def _client(args: argparse.Namespace) -> clients.Client:
     if args.server:
         return clients.Client(args.server)
@@ -748,34 +716,3 @@ def _run(coro_fn: Callable[[argparse.Namespace], Any]) -> Callable[[argparse.Nam
             print(f"cplane device health: {exc}", file=sys.stderr)
             return 1
     return run
-
-
-def add_health_cli(device_subparsers: Any) -> argparse.ArgumentParser:
-    """Add `health {set,list}` under an existing `device` subcommand's subparsers."""
-    h = device_subparsers.add_parser(
-        "health", help="simulated device health (DeviceHealth objects)",
-        description="Report and show the health of simulated DRA devices, as a driver's NodeHealth "
-                    "stream would. Pods using a device see it in "
-                    "status.containerStatuses[].allocatedResourcesStatus.")
-    hsub = h.add_subparsers(dest="health_command", metavar="ACTION", required=True)
-    s = hsub.add_parser("set", help="set a device's health: DRIVER/POOL/DEVICE healthy|unhealthy|unknown")
-    s.add_argument("device", metavar="DRIVER/POOL/DEVICE")
-    s.add_argument("health", type=_health_arg, metavar="HEALTH", help="healthy, unhealthy or unknown")
-    s.add_argument("--message", "-m", default="", help="why (shown in pod and claim status)")
-    s.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
-                   help="seconds without an update before the device counts as Unknown (default 30)")
-    _target_args(s)
-    s.set_defaults(func=_run(_set_async))
-    ls = hsub.add_parser("list", help="list device health reports and their effective health now")
-    _target_args(ls)
-    ls.set_defaults(func=_run(_list_async))
-    return h
-
-
-def add_cli(subparsers: Any) -> argparse.ArgumentParser:
-    """Register `cplane device health set|list` on the top-level `cplane` subparsers."""
-    p = subparsers.add_parser("device", help="simulated DRA devices (health)",
-                              description="Simulated DRA devices.")
-    dsub = p.add_subparsers(dest="device_command", metavar="COMMAND", required=True)
-    add_health_cli(dsub)
-    return p

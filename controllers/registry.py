@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 import structlog
 
@@ -91,14 +91,16 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
                           stop_event: asyncio.Event,
                           leader_election: bool | elections.LeaderElectionConfig = False,
                           workers: int | None = None,
-                          ready: asyncio.Event | None = None) -> None:
+                          ready: asyncio.Event | None = None,
+                          overrides: Mapping[str, ControllerFactory] | None = None) -> None:
     """Run the named controllers (None: all) against the API server at `server_url` (or the one a
     kubeconfig names) until `stop_event` is set, then stop them cleanly and return.
 
     `leader_election=True` (or a config) makes this one candidate for the Lease
     `kube-system/cplane-controller-manager`: controllers run only while it is held. `workers`
     overrides each controller's worker count. `ready` is set once caches have synced and the
-    controllers run (or, with leader election, once caches have synced).
+    controllers run (or, with leader election, once caches have synced). `overrides` replaces the
+    factories of some controllers (e.g. `{"fleet": fleet.factory(loaded_fleet)}`).
     """
     if (server_url is None) == (kubeconfig is None):
         raise ValueError("pass exactly one of server_url or kubeconfig")
@@ -115,7 +117,7 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
         manager = managers.Manager(client=client, clock=the_clock, leader_election=config)
         ctx = manager.context()
         for name in selected:
-            controller = CONTROLLERS[name](ctx)
+            controller = ((overrides or {}).get(name) or CONTROLLERS[name])(ctx)
             if workers is not None:
                 controller.workers = workers
             manager.add(controller)

@@ -198,6 +198,8 @@ def _now_rfc3339(clock: clocks.Clock) -> str:
 
 # ---------------------------------------------------------------------- cycle outcomes
 
+_CANNOT_ALLOCATE = plugins.Status(plugins.UNRESOLVABLE, ["cannot allocate all claims"], DRA_PLUGIN)
+
 
 class _Gated(Exception):
     """PreEnqueue rejected the pod: it waits for an event, without a status update."""
@@ -768,6 +770,11 @@ class Scheduler:
         ext_mapping = self._ext_mapping
         usage_of = self._usage.get
         no_allocs: list[dict[str, Any]] = []
+        # The DynamicResources filter's common case inline: claims to allocate whose answer for
+        # this node is cached and still valid (no device of the node's pools changed since).
+        fast = dra.active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        signature = dra.signature
+        gen = self._allocator_gen
         try:
             for i in range(n):
                 entry = nodes[(start + i) % n]
@@ -776,7 +783,19 @@ class Scheduler:
                 allocs = no_allocs
                 node_ext: ext.ExtendedResourceClaim | None = None
                 if status is None and dra.active:
-                    status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
+                    cached = entry.dra_cache.get(signature) if fast else None
+                    if cached is not None and cached[0] == (gen, entry.dra_version, self._shared_version):
+                        self.stats.dra_cache_hits += 1
+                        result = cached[1]
+                        if result is None:
+                            status = _CANNOT_ALLOCATE
+                        elif isinstance(result, plugins.Status):
+                            status = result
+                        else:
+                            allocs = result
+                    else:
+                        status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
+                        gen = self._allocator_gen
                 if status is not None:
                     statuses[entry.name] = status
                 else:
@@ -940,7 +959,7 @@ class Scheduler:
         if claims:
             result = await self._allocate_cached(entry, claims, signature)
             if result is None:
-                return plugins.Status(plugins.UNRESOLVABLE, ["cannot allocate all claims"], DRA_PLUGIN), [], None
+                return _CANNOT_ALLOCATE, [], None
             if isinstance(result, plugins.Status):
                 return result, [], None
             allocs = result
@@ -989,7 +1008,7 @@ class Scheduler:
         except AllocationTimeout:
             pass
         self.stats.threaded_allocations += 1
-        self._log.info("allocation_slow_moving_to_thread", node=entry.name, limit_seconds=self.filter_timeout)
+        self._log.debug("allocation_slow_moving_to_thread", node=entry.name, limit_seconds=self.filter_timeout)
         self._deferred = []
         try:
             return await asyncio.to_thread(allocator.allocate, node=entry.node, claims=claims, deadline=deadline)
@@ -1034,20 +1053,18 @@ class Scheduler:
         if len(feasible) == 1:
             return feasible[0]
         usage_of = self._usage.get
-        inputs = []
-        for entry, allocs, _node_ext in feasible:
-            dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
-            inputs.append(info.raw_score(entry.info, usage_of(entry.name), dra_score))
-        totals = plugins.total_scores(inputs)
+        if d.prioritized or info.preferred or info.owner or any(e.info.soft_taints for e, _a, _x in feasible):
+            inputs = []
+            for entry, allocs, _node_ext in feasible:
+                dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
+                inputs.append(info.raw_score(entry.info, usage_of(entry.name), dra_score))
+            totals = plugins.total_scores(inputs)
+        else:  # only the resource scores differ between nodes
+            totals = [info.resource_score(entry.info, usage_of(entry.name)) for entry, _a, _x in feasible]
         best = max(totals)
-        # selectHost: reservoir sampling among the top scores.
-        chosen = 0
-        seen = 0
-        for i, score in enumerate(totals):
-            if score == best:
-                seen += 1
-                if self.rng.randrange(seen) == 0:
-                    chosen = i
+        # selectHost: a uniformly random one among the top scores.
+        top = [i for i, score in enumerate(totals) if score == best]
+        chosen = top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
         return feasible[chosen]
 
     def _reserve(self, pod: dict[str, Any], req: plugins.PodRequests, d: _DraCycle, entry: _NodeEntry,

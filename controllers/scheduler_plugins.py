@@ -414,6 +414,23 @@ class PodInfo:
 
     # -- scores ----------------------------------------------------------------------------
 
+    def resource_score(self, ni: NodeInfo, usage: NodeUsage | None) -> float:
+        """LeastAllocated + BalancedAllocation (the only scores that differ between nodes for a
+        pod without tolerations of PreferNoSchedule taints, preferred affinity, siblings or
+        subrequests): the fast path of `raw_score` + `total_scores`."""
+        have = ni.alloc.resources
+        nz = self.req.non_zero
+        cpu, mem = nz.cpu, nz.memory
+        if usage is not None:
+            cpu += usage.non_zero.cpu
+            mem += usage.non_zero.memory
+        hc, hm = have.cpu, have.memory
+        least = ((hc - cpu) * MAX_NODE_SCORE / hc if 0 < hc and cpu <= hc else 0.0) + \
+            ((hm - mem) * MAX_NODE_SCORE / hm if 0 < hm and mem <= hm else 0.0)
+        fc = min(cpu / hc, 1.0) if hc > 0 else 1.0
+        fm = min(mem / hm, 1.0) if hm > 0 else 1.0
+        return least / 2 + (1 - abs(fc - fm) / 2) * MAX_NODE_SCORE
+
     def raw_score(self, ni: NodeInfo, usage: NodeUsage | None, dra_score: int) -> ScoreInput:
         s = ScoreInput()
         have = ni.alloc.resources

@@ -44,6 +44,9 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("--clock", choices=("real", "virtual"), default="real",
                    help="real: wall time; virtual: time moves only with `cplane clock advance|set` "
                         "(stored as the sim.cplane.dev Clock object, so replays reproduce it)")
+    p.add_argument("--taint-unhealthy", choices=("NoSchedule", "NoExecute"), default=None,
+                   help="remediation: taint devices reported unhealthy (DeviceTaintRule), so their pods "
+                        "are evicted (NoExecute) and rescheduled on healthy devices")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=_serve)
@@ -70,8 +73,18 @@ async def _serve_async(args: argparse.Namespace) -> int:
         if not args.no_controllers:
             from controllers import registry
 
+            overrides = {}
+            if args.fleet is not None:
+                from controllers import fleet
+
+                overrides[fleet.NAME] = fleet.factory(args.loaded_fleet)
+            if args.taint_unhealthy:
+                from controllers import health
+
+                overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
             controllers_task = asyncio.create_task(
-                registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop),
+                registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
+                                         overrides=overrides),
                 name="controllers")
         await stop.wait()
         log.info("stopping")
@@ -91,9 +104,17 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"cplane serve: --insecure serves without authentication and only on loopback addresses; "
               f"{args.host!r} is not one", file=sys.stderr)
         return 2
-    if args.fleet is not None and not args.fleet.is_file():
-        print(f"cplane serve: fleet file {args.fleet} not found", file=sys.stderr)
-        return 2
+    if args.fleet is not None:
+        if args.no_controllers:
+            print("cplane serve: --fleet needs the controllers (drop --no-controllers)", file=sys.stderr)
+            return 2
+        from controllers import fleet
+
+        try:
+            args.loaded_fleet = fleet.load_fleet(args.fleet)
+        except (OSError, fleet.FleetError) as exc:
+            print(f"cplane serve: fleet {args.fleet}: {exc}", file=sys.stderr)
+            return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     try:
         return asyncio.run(_serve_async(args))
@@ -132,11 +153,9 @@ def _controllers(args: argparse.Namespace) -> int:
 
 
 def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from controllers import registry
-
     p = sub.add_parser("controllers", help="run controllers as their own process against a server",
-                       description="Run controllers against an API server, over HTTP only. Known: "
-                                   + ", ".join(sorted(registry.CONTROLLERS)))
+                       description="Run controllers against an API server, over HTTP only. Names as in "
+                                   "docs/controllers.md; an unknown name lists the known ones.")
     _target_args(p)
     p.add_argument("--only", default=None, metavar="NAMES",
                    help="comma-separated controller names (default all; -name excludes one)")
@@ -507,6 +526,9 @@ def build_parser() -> argparse.ArgumentParser:
     _replay_parser(sub)
     from controllers import hpa_cli  # `cplane metrics` (issue #7); stdlib-only import
     hpa_cli.add_parser(sub)
+    from controllers import health_cli  # `cplane device health set|list` (issue #6)
+
+    health_cli.add_cli(sub)
     return parser
 
 

@@ -465,6 +465,16 @@ _COORDINATION: dict[str, str] = {  # io.k8s.api.coordination.v1
 _POLICY: dict[str, str] = {  # io.k8s.api.policy.v1
     "Eviction": "1 metadata:ObjectMeta, 2 deleteOptions:DeleteOptions",
 }
+_RBAC: dict[str, str] = {  # io.k8s.api.rbac.v1 (issue #10)
+    "Role": "1 metadata:ObjectMeta, 2 rules:[PolicyRule]!",
+    "ClusterRole": "1 metadata:ObjectMeta, 2 rules:[PolicyRule]!, 3 aggregationRule:AggregationRule",
+    "RoleBinding": "1 metadata:ObjectMeta, 2 subjects:[Subject], 3 roleRef:RoleRef",
+    "ClusterRoleBinding": "1 metadata:ObjectMeta, 2 subjects:[Subject], 3 roleRef:RoleRef",
+    "PolicyRule": "1 verbs:[s]!, 2 apiGroups:[s], 3 resources:[s], 4 resourceNames:[s], 5 nonResourceURLs:[s]",
+    "AggregationRule": "1 clusterRoleSelectors:[LabelSelector]",
+    "Subject": "1 kind!, 2 apiGroup, 3 name!, 4 namespace",
+    "RoleRef": "1 apiGroup!, 2 kind!, 3 name!",
+}
 _RESOURCE: dict[str, str] = {  # io.k8s.api.resource.v1
     "ResourceClaim": "1 metadata:ObjectMeta, 2 spec:ResourceClaimSpec, 3 status:ResourceClaimStatus",
     "DeviceClass": "1 metadata:ObjectMeta, 2 spec:DeviceClassSpec",
@@ -550,6 +560,7 @@ _PACKAGES: dict[str, dict[str, str]] = {
     "io.k8s.api.coordination.v1": _COORDINATION,
     "io.k8s.api.policy.v1": _POLICY,
     "io.k8s.api.resource.v1": _RESOURCE,
+    "io.k8s.api.rbac.v1": _RBAC,
 }
 _META_PKG = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _CORE_PKG = "io.k8s.api.core.v1"
@@ -574,6 +585,10 @@ _KINDS: dict[tuple[str, str], str] = {
     ("resource.k8s.io/v1", "ResourceClaimTemplate"): "io.k8s.api.resource.v1.ResourceClaimTemplate",
     ("resource.k8s.io/v1", "ResourceSlice"): "io.k8s.api.resource.v1.ResourceSlice",
     ("resource.k8s.io/v1", "DeviceTaintRule"): "io.k8s.api.resource.v1.DeviceTaintRule",
+    ("rbac.authorization.k8s.io/v1", "Role"): "io.k8s.api.rbac.v1.Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "io.k8s.api.rbac.v1.ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "io.k8s.api.rbac.v1.RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "io.k8s.api.rbac.v1.ClusterRoleBinding",
 }
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 

@@ -72,6 +72,7 @@ def _scale() -> Subresource:
 
 
 SIM_GROUP = "sim.cplane.dev"
+RBAC_GROUP = "rbac.authorization.k8s.io"
 SIM_VERSION = "v1alpha1"
 
 KINDS: tuple[ResourceKind, ...] = (
@@ -115,6 +116,15 @@ KINDS: tuple[ResourceKind, ...] = (
                  singular="resourceslice", namespaced=False),
     ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules",
                  singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),
+    # rbac.authorization.k8s.io/v1 (issue #10: authorization; evaluated by cp/rbac.py, enforced by api/auth.py)
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRole", plural="clusterroles",
+                 singular="clusterrole", namespaced=False, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings",
+                 singular="clusterrolebinding", namespaced=False, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="Role", plural="roles", singular="role",
+                 namespaced=True, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="RoleBinding", plural="rolebindings",
+                 singular="rolebinding", namespaced=True, has_spec=False),
     # sim.cplane.dev/v1alpha1: the sandbox's own kinds (no upstream schema)
     ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="Clock", plural="clocks", singular="clock",
                  namespaced=False, has_spec=True),

@@ -18,9 +18,43 @@ def _invalid(kind: str, name: str, causes: list[errors.Cause]) -> errors.Invalid
     return errors.Invalid(kind=kind, group=res.SIM_GROUP, name=name, causes=causes)
 
 
+HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
+
+
 def validate(new: dict[str, Any], old: dict[str, Any] | None, *, kind: str) -> None:
     if kind == "Clock":
         _validate_clock(new, old)
+    elif kind == "DeviceHealth":
+        causes = device_health_causes(new)
+        if causes:
+            raise _invalid("DeviceHealth", str((new.get("metadata") or {}).get("name", "")), causes)
+
+
+def device_health_causes(obj: dict[str, Any]) -> list[errors.Cause]:
+    """DeviceHealth (what a DRA driver's health stream reports): spec.driver/pool/device required,
+    spec.health one of Healthy|Unhealthy|Unknown, optional message, lastUpdated, timeoutSeconds."""
+    causes: list[errors.Cause] = []
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    for field in ("driver", "pool", "device"):
+        if not isinstance(spec.get(field), str) or not spec.get(field):
+            causes.append(errors.Cause("Required", f"spec.{field}", ""))
+    health = spec.get("health")
+    if health not in HEALTH_VALUES:
+        causes.append(errors.Cause("NotSupported", "spec.health",
+                                   'supported values: "Healthy", "Unhealthy", "Unknown"', health))
+    when = spec.get("lastUpdated")
+    if when is not None:
+        try:
+            clock.parse_time(str(when))
+        except ValueError:
+            causes.append(errors.Cause("Invalid", "spec.lastUpdated", "must be an RFC 3339 time", when))
+    timeout = spec.get("timeoutSeconds")
+    if timeout is not None and (not isinstance(timeout, int) or isinstance(timeout, bool) or timeout <= 0):
+        causes.append(errors.Cause("Invalid", "spec.timeoutSeconds", "must be a positive integer", timeout))
+    message = spec.get("message")
+    if message is not None and not isinstance(message, str):
+        causes.append(errors.Cause("Invalid", "spec.message", "must be a string", message))
+    return causes
 
 
 def _validate_clock(new: dict[str, Any], old: dict[str, Any] | None) -> None:

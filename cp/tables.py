@@ -226,6 +226,17 @@ _COLUMNS: dict[str, list[dict[str, Any]]] = {
         _AGE_COL,
     ],
     "DeviceTaintRule": [_NAME_COL, _AGE_COL],
+    # The sandbox's own kinds (sim.cplane.dev).
+    "Clock": [_NAME_COL, _col("Time", "string", "The virtual time."), _AGE_COL],
+    "DeviceHealth": [
+        _NAME_COL,
+        _col("Driver", "string", "DRA driver of the device."),
+        _col("Pool", "string", "Pool of the device."),
+        _col("Device", "string", "Device name within the pool."),
+        _col("Health", "string", "Healthy, Unhealthy or Unknown, as last reported."),
+        _col("Message", "string", "Why, as reported.", priority=1),
+        _AGE_COL,
+    ],
 }
 _DEFAULT_COLUMNS = [_NAME_COL, _AGE_COL]
 
@@ -238,6 +249,7 @@ _GROUP_OF = {
     "DeviceClass": "resource.k8s.io", "ResourceClaim": "resource.k8s.io",
     "ResourceClaimTemplate": "resource.k8s.io", "ResourceSlice": "resource.k8s.io",
     "DeviceTaintRule": "resource.k8s.io",
+    "Clock": "sim.cplane.dev", "DeviceHealth": "sim.cplane.dev",
 }
 
 
@@ -696,6 +708,12 @@ _ROWS: dict[str, RowFn] = {
     "ResourceClaimTemplate": _name_age,
     "ResourceSlice": _slice_row,
     "DeviceTaintRule": _name_age,
+    "Clock": lambda o, now: [(o.get("metadata") or _E).get("name", ""), (o.get("spec") or _E).get("time", ""),
+                             _since((o.get("metadata") or _E).get("creationTimestamp"), now)],
+    "DeviceHealth": lambda o, now: [
+        (o.get("metadata") or _E).get("name", ""),
+        *((o.get("spec") or _E).get(k) or "" for k in ("driver", "pool", "device", "health", "message")),
+        _since((o.get("metadata") or _E).get("creationTimestamp"), now)],
 }
 
 

@@ -5,6 +5,7 @@ Encoders and decoders are module-level and reused (msgspec keeps per-instance st
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -14,7 +15,8 @@ from storage import log
 _encoder = msgspec.json.Encoder()
 _EMPTY_ACTOR = log.Actor()
 
-# A row as every read returns it: schema.EVENT_COLUMNS order.
+# An event row (schema.EVENT_COLUMNS order): a tuple to insert; any sequence (sqlite3 tuple, asyncpg
+# Record) when read.
 Row = tuple[Any, ...]
 Key = tuple[str, str, str, str]  # (group, resource, namespace, name)
 
@@ -56,7 +58,7 @@ def row_from_event(event: log.Event) -> Row:
     )
 
 
-def event_from_row(row: Row, offset: int = 0) -> log.Event:
+def event_from_row(row: Sequence[Any], offset: int = 0) -> log.Event:
     """`row[offset:]` holds schema.EVENT_COLUMNS."""
     o = offset
     user, manager, agent, request_id = row[o + 9], row[o + 10], row[o + 11], row[o + 12]

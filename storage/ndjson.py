@@ -50,7 +50,7 @@ class _Metadata(msgspec.Struct, frozen=True):
     name: str = ""
     namespace: str = ""
     uid: str = ""
-    resourceVersion: str = ""  # noqa: N815 (the wire name)
+    resourceVersion: str = ""  # the wire name
 
 
 class _ObjectHead(msgspec.Struct, frozen=True):

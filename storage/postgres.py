@@ -162,10 +162,10 @@ class PostgresEventLog(sql.SqlEventLog):
     async def _read(self, sql_text: str, args: Sequence[Any]) -> list[sql.Row]:
         connection = await self._readers.get()
         try:
-            return await connection.fetch(_numbered(sql_text), *args)
+            connection = await self._replace_if_broken(connection)  # e.g. after a server restart
+            rows: list[sql.Row] = await connection.fetch(_numbered(sql_text), *args)
+            return rows
         finally:
-            if connection.is_closed():
-                connection = await self._replace_if_broken(connection)
             self._readers.put_nowait(connection)
 
     async def _begin_write(self) -> None:
@@ -183,7 +183,8 @@ class PostgresEventLog(sql.SqlEventLog):
             await self._writer.execute("ROLLBACK")
 
     async def _write_fetch(self, sql_text: str, args: Sequence[Any]) -> list[sql.Row]:
-        return await self._writer.fetch(_numbered(sql_text), *args)
+        rows: list[sql.Row] = await self._writer.fetch(_numbered(sql_text), *args)
+        return rows
 
     async def _write_execute(self, sql_text: str, args: Sequence[Any]) -> None:
         await self._writer.execute(_numbered(sql_text), *args)

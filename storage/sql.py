@@ -22,6 +22,7 @@ revision) computed in the same statement, hence the same snapshot, as the data r
 from __future__ import annotations
 
 import asyncio
+import builtins
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -241,8 +242,13 @@ class SqlEventLog:
         if self._state != "new":
             raise log.StorageError(f"event log is {self._state}")
         started = time.perf_counter()
-        await self._open()
-        current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+        try:
+            await self._open()
+            current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+        except BaseException:
+            await self._close_backend()
+            self._state = "closed"
+            raise
         self._broadcaster.revision = max(current, compacted)
         self._compacted = compacted
         self._state = "started"
@@ -474,7 +480,7 @@ class SqlEventLog:
         """Publish every committed event newer than `revision` (written by any process)."""
         while not self._importing:
             after = self._broadcaster.revision
-            current, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (after, POLL_PAGE)))
+            _, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (after, POLL_PAGE)))
             self._compacted = max(self._compacted, compacted)
             if not rows:
                 if compacted > after:  # the newest revisions were compacted away
@@ -517,7 +523,7 @@ class SqlEventLog:
         self._check_started()
         fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
         after_ns, after_name = start_after if start_after is not None else ("", "")
-        args: list[Any] = [] if revision is None else [revision, revision]
+        args: builtins.list[Any] = [] if revision is None else [revision, revision]
         if namespace is None:
             args += [resource, group, after_ns, after_name, fetch]
         else:
@@ -537,21 +543,21 @@ class SqlEventLog:
         from_row = codec.event_from_row
         return log.ListResult(events=[from_row(row, 2) for row in rows], revision=revision, more=more)
 
-    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
+    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> builtins.list[log.Event]:
         self._check_started()
         rows = await self._read(SQL_HISTORY, (resource, group, namespace, name))
         return [codec.event_from_row(row) for row in rows]
 
-    async def after(self, revision: int, *, limit: int = 1000) -> list[log.Event]:
+    async def after(self, revision: int, *, limit: int = 1000) -> builtins.list[log.Event]:
         self._check_started()
-        current, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (revision, limit)))
+        _, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (revision, limit)))
         self._compacted = max(self._compacted, compacted)
         if revision < compacted:
             raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {compacted})",
                                    requested=revision, compacted=compacted)
         return [codec.event_from_row(row, 2) for row in rows]
 
-    async def scan(self, *, start: int, end: int, limit: int) -> list[log.Event]:
+    async def scan(self, *, start: int, end: int, limit: int) -> builtins.list[log.Event]:
         """Retained events with start <= revision <= end, oldest first (no compaction check)."""
         self._check_started()
         return [codec.event_from_row(row) for row in await self._read(SQL_SCAN, (start, end, limit))]
@@ -576,8 +582,8 @@ class SqlEventLog:
         return subscriber
 
     async def _replay_page(self, group: str, resource: str, namespace: str | None, after: int, upto: int,
-                           limit: int) -> tuple[list[log.Event], int]:
-        args: list[Any] = [after, upto, resource, group]
+                           limit: int) -> tuple[builtins.list[log.Event], int]:
+        args: builtins.list[Any] = [after, upto, resource, group]
         if namespace is not None:
             args.append(namespace)
         args.append(limit)

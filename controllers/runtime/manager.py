@@ -179,9 +179,12 @@ class Manager:
     def __init__(self, *, client: clients.Client, clock: clocks.Clock, name: str = "cplane-controller-manager",
                  informer_factory: informers.InformerFactory | None = None,
                  leader_election: elections.LeaderElectionConfig | None = None,
-                 grace_seconds: float = GRACE_SECONDS, log: Any = None) -> None:
+                 grace_seconds: float = GRACE_SECONDS, log: Any = None,
+                 retry_clock: clocks.Clock | None = None) -> None:
         self.client = client
         self.clock = clock
+        # Error-retry backoff runs on wall time under a virtual clock (see WorkQueue.retry_clock).
+        self.retry_clock = retry_clock or (clocks.RealClock() if getattr(clock, "virtual", False) else clock)
         self.name = name
         self.informers = informer_factory or informers.InformerFactory(client, clock=clock)
         self.leader_election = leader_election
@@ -247,8 +250,9 @@ class Manager:
         self.terms += 1
         loop = asyncio.get_running_loop()
         for controller in self.controllers:
-            limiter = controller.rate_limiter(self.clock) if controller.rate_limiter else None
-            controller.queue = workqueue.WorkQueue(clock=self.clock, rate_limiter=limiter, name=controller.name)
+            limiter = controller.rate_limiter(self.retry_clock) if controller.rate_limiter else None
+            controller.queue = workqueue.WorkQueue(clock=self.clock, rate_limiter=limiter, name=controller.name,
+                                                   retry_clock=self.retry_clock)
             for watch in controller.watches:
                 inf = self.informers.informer(watch.kind)
                 handler = _Handler(controller, watch)

@@ -112,15 +112,20 @@ def default_rate_limiter(clock: clocks.Clock) -> MaxOfRateLimiter[T]:
 
 class WorkQueue(Generic[T]):
     def __init__(self, *, clock: clocks.Clock, rate_limiter: RateLimiter[T] | None = None,
-                 name: str = "") -> None:
+                 name: str = "", retry_clock: clocks.Clock | None = None) -> None:
         self.clock = clock
+        # Error retries (the rate limiter's backoff and token bucket) run on wall time even when the
+        # injected clock is virtual: a virtual clock that nobody advances must not stall a retry of a
+        # 409. Semantic delays (`add_after`: requeue_after, grace periods, windows) use `clock`.
+        self.retry_clock: clocks.Clock = retry_clock or (
+            clocks.RealClock() if getattr(clock, "virtual", False) else clock)
         self.name = name
-        self.rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(clock)
+        self.rate_limiter: RateLimiter[T] = rate_limiter or default_rate_limiter(self.retry_clock)
         self._queue: collections.deque[T] = collections.deque()
         self._dirty: set[T] = set()
         self._processing: set[T] = set()
         self._getters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._waiting: dict[T, tuple[float, asyncio.Task[None]]] = {}
+        self._waiting: dict[T, tuple[float, asyncio.Task[None], clocks.Clock]] = {}
         self._seq = itertools.count()
         self._timers: set[asyncio.Task[None]] = set()
         self._shutting_down = False
@@ -136,33 +141,34 @@ class WorkQueue(Generic[T]):
         self._queue.append(item)
         self._wake_one()
 
-    def add_after(self, item: T, delay: float) -> None:
+    def add_after(self, item: T, delay: float, *, clock: clocks.Clock | None = None) -> None:
         if self._shutting_down:
             return
         if delay <= 0:
             self.add(item)
             return
-        ready_at = self.clock.now() + delay
+        the_clock = clock or self.clock
+        ready_at = the_clock.now() + delay
         existing = self._waiting.get(item)
-        if existing is not None:
+        if existing is not None and existing[2] is the_clock:
             if existing[0] <= ready_at:
                 return  # the earlier time wins
             existing[1].cancel()
         task = asyncio.get_running_loop().create_task(
-            self._add_later(item, ready_at), name=f"workqueue:{self.name}:after:{next(self._seq)}")
+            self._add_later(item, ready_at, the_clock), name=f"workqueue:{self.name}:after:{next(self._seq)}")
         self._timers.add(task)
         task.add_done_callback(self._timers.discard)
-        self._waiting[item] = (ready_at, task)
+        self._waiting[item] = (ready_at, task, the_clock)
 
-    async def _add_later(self, item: T, ready_at: float) -> None:
-        await self.clock.sleep(ready_at - self.clock.now())
+    async def _add_later(self, item: T, ready_at: float, clock: clocks.Clock) -> None:
+        await clock.sleep(ready_at - clock.now())
         entry = self._waiting.get(item)
         if entry is not None and entry[1] is asyncio.current_task():
             del self._waiting[item]
         self.add(item)
 
     def add_rate_limited(self, item: T) -> None:
-        self.add_after(item, self.rate_limiter.when(item))
+        self.add_after(item, self.rate_limiter.when(item), clock=self.retry_clock)
 
     def forget(self, item: T) -> None:
         self.rate_limiter.forget(item)
@@ -211,7 +217,7 @@ class WorkQueue(Generic[T]):
     def shutdown(self) -> None:
         """Stop handing out keys (pending ones are dropped), cancel delayed adds, wake all getters."""
         self._shutting_down = True
-        for _, task in self._waiting.values():
+        for _, task, _clock in self._waiting.values():
             task.cancel()
         self._waiting.clear()
         self._queue.clear()

@@ -101,6 +101,22 @@ def _samples() -> dict[tuple[str, str], dict[str, Any]]:
         ("resource.k8s.io", "resourceclaimtemplates"): support.resource_claim_template("tpl"),
         ("resource.k8s.io", "resourceslices"): support.resource_slice("slice"),
         ("resource.k8s.io", "devicetaintrules"): support.device_taint_rule("rule"),
+        # rbac.authorization.k8s.io/v1 (issue #10)
+        ("rbac.authorization.k8s.io", "clusterroles"): {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]},
+        ("rbac.authorization.k8s.io", "clusterrolebindings"): {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
+            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]},
+        ("rbac.authorization.k8s.io", "roles"): {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader"},
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
+        ("rbac.authorization.k8s.io", "rolebindings"): {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "reader"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": NS}]},
     }
 
 

@@ -57,7 +57,9 @@ def _manager(script: Script, clock: clocks.VirtualClock, *, workers: int = 1,
              grace: float = 2.0) -> tuple[managers.Manager, managers.Controller]:
     fake = FakeClient(clock=clock)
     log = structlog.wrap_logger(structlog.PrintLogger(), processors=[cap]) if cap is not None else None
-    mgr = managers.Manager(client=fake, clock=clock, log=log, grace_seconds=grace)  # type: ignore[arg-type]
+    # retry_clock=clock: drive the error backoff with the virtual clock too, to check it exactly.
+    mgr = managers.Manager(client=fake, clock=clock, log=log, grace_seconds=grace,  # type: ignore[arg-type]
+                           retry_clock=clock)
     ctl = managers.Controller(name="scripted", reconciler=script, watches=[], workers=workers)
     mgr.add(ctl)
     return mgr, ctl

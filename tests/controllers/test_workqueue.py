@@ -17,7 +17,17 @@ from tests.controllers.support import settle
 
 
 def _queue(clock: clocks.Clock | None = None) -> workqueue.WorkQueue[str]:
-    return workqueue.WorkQueue(clock=clock or clocks.VirtualClock(start=1000.0), name="test")
+    the_clock = clock or clocks.VirtualClock(start=1000.0)
+    return workqueue.WorkQueue(clock=the_clock, name="test", retry_clock=the_clock)
+
+
+async def test_error_retries_run_on_wall_time_under_a_virtual_clock() -> None:
+    """A virtual clock nobody advances must not stall the retry of a failed reconcile."""
+    q: workqueue.WorkQueue[str] = workqueue.WorkQueue(clock=clocks.VirtualClock(start=1000.0), name="t")
+    q.add_rate_limited("a")  # 5 ms of wall time
+    assert await asyncio.wait_for(q.get(), 2) == "a"
+    q.done("a")
+    q.shutdown()
 
 
 async def test_add_deduplicates_queued_keys() -> None:

@@ -12,7 +12,9 @@ import os
 import sys
 from pathlib import Path
 
-from storage import sql
+import pytest
+
+from storage import factory, sql, sqlite
 from tests.storage import writes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,3 +57,19 @@ async def test_acknowledged_writes_survive_kill_9(open_log, log_url: str) -> Non
         assert writes.body(event)["metadata"]["resourceVersion"] == str(revision)
     # The restarted log goes on from there.
     assert (await restarted.append(writes.added("after-restart"))).revision == top + 1
+
+
+async def test_durability_setting_selects_the_sqlite_sync_mode(tmp_path: Path) -> None:
+    for durability, expected in (("normal", 1), ("full", 2)):
+        event_log = factory.open_event_log(url=f"sqlite+aiosqlite:///{tmp_path / durability}.db",
+                                           durability=durability)
+        await event_log.start()
+        try:
+            assert isinstance(event_log, sqlite.SqliteEventLog)
+            assert (await event_log._write_fetch("PRAGMA synchronous", ()))[0][0] == expected
+            assert (await event_log._read("PRAGMA journal_mode", ()))[0][0] == "wal"
+            assert (await event_log.append(writes.added("a"))).revision == 1
+        finally:
+            await event_log.close()
+    with pytest.raises(ValueError, match="durability"):
+        factory.open_event_log(url=f"sqlite+aiosqlite:///{tmp_path / 'x.db'}", durability="fsync")

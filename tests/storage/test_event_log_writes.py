@@ -11,8 +11,9 @@ import collections
 
 import msgspec
 import pytest
+import sqlalchemy.exc
 
-from storage import log, sql
+from storage import factory, log, sql
 from tests.storage import writes
 
 
@@ -166,3 +167,16 @@ async def test_reopening_continues_the_revisions(open_log, log_url: str) -> None
     assert reopened.revision == 3
     assert (await reopened.append(writes.added("p3"))).revision == 4
 
+
+
+async def test_a_failed_start_leaves_nothing_open(tmp_path) -> None:
+    for url in ("postgresql+asyncpg://postgres@127.0.0.1:1/none",
+                f"sqlite+aiosqlite:///{tmp_path / 'file'}/sub/cplane.db"):
+        if "sqlite" in url:
+            (tmp_path / "file").write_text("not a directory")
+        event_log = factory.open_event_log(url=url)
+        with pytest.raises((OSError, log.StorageError, sqlalchemy.exc.SQLAlchemyError)):
+            await event_log.start()
+        await event_log.close()
+        with pytest.raises(log.StorageError):
+            await event_log.append(writes.added("a"))

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from storage import postgres, sql
 from tests.storage import writes
 
@@ -24,14 +22,7 @@ async def plan(event_log: sql.SqlEventLog, sql_text: str, args: list[object]) ->
     return "\n".join(row[0] for row in rows)
 
 
-@pytest.mark.parametrize("analyzed", [False, True])
-async def test_list_plans_loop_over_heads_without_sorting(event_log: sql.SqlEventLog, analyzed: bool) -> None:
-    await asyncio.gather(*(event_log.append(writes.added(f"p{i:04d}", namespace=f"ns{i % 4}")) for i in range(400)))
-    if analyzed:
-        if event_log.backend == "sqlite":
-            pytest.skip("the SQLite log never runs ANALYZE")
-        for table in ("events", "heads"):
-            await event_log._write_execute(f"ANALYZE {table}", ())
+async def assert_loops_without_sorting(event_log: sql.SqlEventLog) -> None:
     for (at_revision, namespaced), sql_text in event_log.list_sql.items():
         args: list[object] = [10, 10] if at_revision else []
         args += ["pods", "", "ns1", ""] if namespaced else ["pods", "", "", ""]
@@ -39,3 +30,12 @@ async def test_list_plans_loop_over_heads_without_sorting(event_log: sql.SqlEven
         text = await plan(event_log, sql_text, args)
         assert "TEMP B-TREE" not in text and "Sort" not in text, text
         assert "Hash" not in text and "SCAN events" not in text and "Seq Scan on events" not in text, text
+
+
+async def test_list_plans_loop_over_heads_without_sorting(event_log: sql.SqlEventLog) -> None:
+    await asyncio.gather(*(event_log.append(writes.added(f"p{i:04d}", namespace=f"ns{i % 4}")) for i in range(400)))
+    await assert_loops_without_sorting(event_log)
+    if event_log.backend == "postgresql":  # autovacuum will analyze the tables sooner or later
+        for table in ("events", "heads"):
+            await event_log._write_execute(f"ANALYZE {table}", ())
+        await assert_loops_without_sorting(event_log)
