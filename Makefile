@@ -29,6 +29,7 @@ bench: $(VENV)/.installed
 	$(PY) -m bench.storage $(BENCH_ARGS)
 	$(PY) -m bench.api $(BENCH_ARGS)
 	$(PY) -m bench.allocator
+	$(PY) -m bench.controllers
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

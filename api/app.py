@@ -11,6 +11,7 @@ import gc
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -94,11 +95,14 @@ def _observe(request: web.Request, code: int, seconds: float) -> None:
             m.duration.labels(verb.upper(), group, resource).observe(seconds)
     if request.path in ("/healthz", "/livez", "/readyz", "/metrics"):
         return
-    logger.info(
+    # Node heartbeats (Lease renewals) are the bulk of a fleet's traffic: log them at debug.
+    emit = logger.debug if resource == "leases" and code < 400 else logger.info
+    emit(
         "request", verb=verb, group=group, resource=resource, subresource=sub,
         namespace=target.namespace if target else "", name=target.name if target else "",
         code=code, duration_ms=round(seconds * 1000, 3), user_agent=request.headers.get("User-Agent", ""),
         kubectl_command=request.headers.get("Kubectl-Command", ""), request_id=request[st.REQUEST_ID],
+        user=request.get(st.USER, ""),
     )
 
 
@@ -205,18 +209,29 @@ async def _shutdown_watches(app: web.Application) -> None:
 
 
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
-             middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = ()) -> web.Application:
+             middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
+             auth: Any = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
     - `middlewares`: run inside the standard one, so a `cp.errors.StatusError` they raise becomes a
       Status response, logged and counted like any other;
-    - `routes`: matched before every other route (e.g. `/apis/sim.cplane.dev/v1alpha1/replay/...`).
+    - `routes`: matched before every other route (e.g. `/apis/sim.cplane.dev/v1alpha1/replay/...`);
+    - `auth`: an `api.auth.AuthConfig` (issue #10): authentication, RBAC, limits and the self-subject
+      reviews; None serves everyone as the admin, as before. Admission checks that do not depend
+      on the user (DRA adminAccess, RBAC object validation) apply either way.
     """
+    from api import auth as auths
+
+    if auth is not None:
+        middlewares = [auths.middleware(auth), *middlewares]
+        routes = [*auths.routes(), *routes]
     app = web.Application(middlewares=[_middleware, *middlewares], client_max_size=codec.MAX_BODY + 1)
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
-    app[st.STORE] = stores.Store(event_log=event_log, clock=the_clock)
+    app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
+    if auth is not None:
+        app[auths.AUTH] = auth
     app[st.WATCHES] = set()
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
@@ -224,11 +239,15 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     async def _on_startup(app: web.Application) -> None:
         if bootstrap_objects:
             await bootstrap(app[st.STORE])
+        if auth is not None:
+            await auths.start(app, write_defaults=bootstrap_objects)
         _tune_gc()
         app[st.READY].set()
 
     app.on_startup.append(_on_startup)
     app.on_shutdown.append(_shutdown_watches)
+    if auth is not None:
+        app.on_cleanup.append(auths.stop)
     r = app.router
     r.add_routes(routes)
     r.add_routes(metrics_apis.routes())  # metrics.k8s.io, custom/external metrics, /apis discovery (issue #7)

@@ -513,10 +513,7 @@ def _object_metric_matches(om: Obj, *, resource: str, name: str | None, metric: 
         return False
     if name is not None and str(ref.get("name") or "") != name:
         return False
-    api_version = str(ref.get("apiVersion") or "")
-    kind = str(ref.get("kind") or "")
-    full = resource_for(api_version, kind)
-    return resource in (full, full.split(".", 1)[0] if "/" not in api_version else full)
+    return resource == resource_for(str(ref.get("apiVersion") or ""), str(ref.get("kind") or ""))
 
 
 async def handle_custom(request: web.Request) -> web.StreamResponse:

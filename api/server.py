@@ -23,6 +23,7 @@ class Running(msgspec.Struct, kw_only=True):
     kubeconfig: Path
     app: web.Application
     event_log: log.EventLog
+    auth: Any = None  # api.auth.AuthConfig when serving TLS with authentication (issue #10)
 
 
 def install_cel_checker() -> None:
@@ -49,33 +50,44 @@ def default_db_url(data_dir: Path) -> str:
     return f"sqlite+aiosqlite:///{data_dir.resolve() / 'cplane.db'}"
 
 
-def kubeconfig_text(*, server: str, token: str = "") -> str:
-    user = f"    token: {token}\n" if token else "    {}\n"
+def kubeconfig_text(*, server: str, token: str = "", ca_data: str = "", client_cert_data: str = "",
+                    client_key_data: str = "", user_name: str = "cplane-admin") -> str:
+    """A kubeconfig for `server`; with TLS, `ca_data` (base64 PEM) and a token or a client certificate."""
+    lines = [f"    token: {token}\n"] if token else []
+    if client_cert_data:
+        lines.append(f"    client-certificate-data: {client_cert_data}\n")
+        lines.append(f"    client-key-data: {client_key_data}\n")
+    user = "".join(lines) or "    {}\n"
+    ca = f"    certificate-authority-data: {ca_data}\n" if ca_data else ""
     return (
         "apiVersion: v1\n"
         "kind: Config\n"
         "clusters:\n"
         "- name: cplane\n"
         "  cluster:\n"
+        + ca +
         f"    server: {server}\n"
         "contexts:\n"
         "- name: cplane\n"
         "  context:\n"
         "    cluster: cplane\n"
         "    namespace: default\n"
-        "    user: cplane-admin\n"
+        f"    user: {user_name}\n"
         "current-context: cplane\n"
         "preferences: {}\n"
         "users:\n"
-        "- name: cplane-admin\n"
+        f"- name: {user_name}\n"
         "  user:\n" + user
     )
 
 
-def write_kubeconfig(path: Path, *, server: str) -> None:
+def write_kubeconfig(path: Path, *, server: str, **credentials: str) -> None:
+    """Write (mode 0600, atomically) a kubeconfig; `credentials` go to `kubeconfig_text`."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(kubeconfig_text(server=server))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(kubeconfig_text(server=server, **credentials))
     os.chmod(tmp, 0o600)
     tmp.replace(path)
 
@@ -84,30 +96,59 @@ def write_kubeconfig(path: Path, *, server: str) -> None:
 async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_url: str | None = None,
                   clock: clocks.Clock | None = None,
                   event_log: log.EventLog | None = None,
-                  app_options: dict[str, Any] | None = None) -> AsyncIterator[Running]:
+                  app_options: dict[str, Any] | None = None, secure: bool = False,
+                  token_auth_file: str | None = None, limits: Any = None,
+                  insecure_limits: bool = False) -> AsyncIterator[Running]:
     """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
-    `api.app.make_app` (its extension points)."""
+    `api.app.make_app` (its extension points).
+
+    Default: plain HTTP, no authentication (everyone is the admin). `secure=True` (issue #10):
+    TLS with the CA and serving certificate of DATA_DIR/pki (created on first start), bearer-token,
+    client-certificate and ServiceAccount-token authentication (`token_auth_file`: kube-apiserver's
+    CSV), RBAC, and `limits` (an `api.auth.Limits`); the kubeconfig carries the CA and the admin
+    token. `insecure_limits=True`: plain HTTP without authentication but with the limits."""
+    from api import auth as auths
+
     data_dir.mkdir(parents=True, exist_ok=True)
     install_cel_checker()
+    options = dict(app_options or {})
+    config = None
+    ssl_context = None
+    if secure:
+        creds = auths.ensure_credentials(data_dir, hosts=[host])
+        config = auths.AuthConfig.from_credentials(creds, token_file=token_auth_file, limits=limits)
+        ssl_context = auths.server_ssl_context(creds)
+        options["auth"] = config
+    elif insecure_limits:
+        config = auths.AuthConfig.insecure(limits)
+        options["auth"] = config
     own_log = event_log is None
     the_log = event_log or open_log(db_url or default_db_url(data_dir))
     if own_log:
         await the_log.start()
-    app = apps.make_app(event_log=the_log, clock=clock, **(app_options or {}))
+    app = apps.make_app(event_log=the_log, clock=clock, **options)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0, handle_signals=False)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_address=True)
+        site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=ssl_context)
         await site.start()
         server = site._server
         assert server is not None
         actual = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         shown_host = f"[{host}]" if ":" in host else host
-        url = f"http://{shown_host}:{actual}"
+        if host in ("0.0.0.0", "::"):
+            shown_host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
+        url = f"{'https' if secure else 'http'}://{shown_host}:{actual}"
         kubeconfig = data_dir / "kubeconfig"
-        write_kubeconfig(kubeconfig, server=url)
+        if secure:
+            assert config is not None and config.credentials is not None
+            write_kubeconfig(kubeconfig, server=url, token=config.credentials.admin_token,
+                             ca_data=config.credentials.ca_data())
+        else:
+            write_kubeconfig(kubeconfig, server=url)
         await app[st.READY].wait()
-        yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log)
+        yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log,
+                      auth=config if secure else None)
     finally:
         await runner.cleanup()
         if own_log:

@@ -307,6 +307,8 @@ class Store:
             new["status"] = copy.deepcopy(old["status"])
         elif kind.subresource("status") is not None:
             new.pop("status", None)
+        if kind.group == "resource.k8s.io" and kind.plural == "resourceclaims":
+            _drop_deallocated_status_devices(new)
         meta = objects.meta(new)
         for keep in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                      "namespace", "name"):
@@ -584,6 +586,23 @@ def _prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: flo
         obj["status"] = {}
     if kind.group == "resource.k8s.io":
         defaulting.default_device_taints(obj, now_rfc3339=clocks.rfc3339(now))
+
+
+def _drop_deallocated_status_devices(claim: dict[str, Any]) -> None:
+    """`status.devices` entries of devices that are not (or no longer) allocated are dropped, as the
+    upstream claim strategy does when a claim is deallocated."""
+    status = claim.get("status")
+    if not isinstance(status, dict) or not status.get("devices"):
+        return
+    allocation = status.get("allocation") or {}
+    allocated = {(r.get("driver"), r.get("pool"), r.get("device"))
+                 for r in (allocation.get("devices") or {}).get("results") or [] if isinstance(r, dict)}
+    kept = [d for d in status["devices"]
+            if isinstance(d, dict) and (d.get("driver"), d.get("pool"), d.get("device")) in allocated]
+    if kept:
+        status["devices"] = kept
+    else:
+        status.pop("devices")
 
 
 def _refresh_taint_times(new: dict[str, Any], old: dict[str, Any], *, now: float) -> None:

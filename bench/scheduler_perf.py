@@ -173,7 +173,8 @@ def pod_with_claim(ns: str, index: int) -> dict[str, Any]:
 
 
 def _start_server(data_dir: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([str(BIN / "cplane"), "serve", "--data-dir", str(data_dir), "--port", "0",
+    prefix = [str(BIN / "python"), "/tmp/sched/gcwrap_server.py"] if os.environ.get("GCWRAP_SERVER") else [str(BIN / "cplane")]
+    return subprocess.Popen([*prefix, "serve", "--data-dir", str(data_dir), "--port", "0",
                              "--insecure", "--no-controllers", "--log-level", "warning"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 

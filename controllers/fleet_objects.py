@@ -617,6 +617,9 @@ def container_status(pod: Mapping[str, Any], container: Mapping[str, Any], state
     name = str(container.get("name") or "")
     out: dict[str, Any] = {"name": name, "image": shown, "imageID": "", "ready": False, "started": False,
                            "restartCount": 0, "lastState": {}}
+    if old and old.get("allocatedResourcesStatus"):
+        # Written by the device-health reporter (kubelet's DRA health); the kubelet keeps it.
+        out["allocatedResourcesStatus"] = old["allocatedResourcesStatus"]
     old_state = (old or {}).get("state") or {}
     started_at = (old_state.get("running") or {}).get("startedAt") or \
         (old_state.get("terminated") or {}).get("startedAt") or clocks.rfc3339(now)

@@ -92,7 +92,8 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
                           leader_election: bool | elections.LeaderElectionConfig = False,
                           workers: int | None = None,
                           ready: asyncio.Event | None = None,
-                          overrides: Mapping[str, ControllerFactory] | None = None) -> None:
+                          overrides: Mapping[str, ControllerFactory] | None = None,
+                          identities: Callable[[str], clients.Client] | None = None) -> None:
     """Run the named controllers (None: all) against the API server at `server_url` (or the one a
     kubeconfig names) until `stop_event` is set, then stop them cleanly and return.
 
@@ -101,13 +102,21 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
     overrides each controller's worker count. `ready` is set once caches have synced and the
     controllers run (or, with leader election, once caches have synced). `overrides` replaces the
     factories of some controllers (e.g. `{"fleet": fleet.factory(loaded_fleet)}`).
+    `identities` (a secure server, issue #10): `identities(name)` returns the client a component
+    runs with — `"kube-controller-manager"` for the shared informers and leader election, then each
+    controller's own (its ServiceAccount; the scheduler as `system:kube-scheduler`), so that each
+    acts with its own least-privilege RBAC role.
     """
     if (server_url is None) == (kubeconfig is None):
         raise ValueError("pass exactly one of server_url or kubeconfig")
     selected = resolve_names(names)
     the_clock = clock or clocks.RealClock()
-    client = (clients.Client(server_url) if server_url is not None
-              else clients.Client.from_kubeconfig(kubeconfig))
+    if identities is not None:
+        client = identities("kube-controller-manager")
+    else:
+        client = (clients.Client(server_url) if server_url is not None
+                  else clients.Client.from_kubeconfig(kubeconfig))
+    own_clients: list[clients.Client] = []
     config: elections.LeaderElectionConfig | None
     if isinstance(leader_election, elections.LeaderElectionConfig):
         config = leader_election
@@ -117,7 +126,12 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
         manager = managers.Manager(client=client, clock=the_clock, leader_election=config)
         ctx = manager.context()
         for name in selected:
-            controller = ((overrides or {}).get(name) or CONTROLLERS[name])(ctx)
+            cctx = ctx
+            if identities is not None:
+                own_clients.append(identities("kube-scheduler" if name == scheduler.NAME else name))
+                cctx = managers.ControllerContext(client=own_clients[-1], informers=ctx.informers,
+                                                  clock=ctx.clock, identity=ctx.identity)
+            controller = ((overrides or {}).get(name) or CONTROLLERS[name])(cctx)
             if workers is not None:
                 controller.workers = workers
             manager.add(controller)
@@ -133,6 +147,8 @@ async def run_controllers(*, server_url: str | None = None, kubeconfig: str | os
                 notifier.cancel()
                 await asyncio.gather(notifier, return_exceptions=True)
     finally:
+        for own in own_clients:
+            await own.close()
         await client.close()
 
 

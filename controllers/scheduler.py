@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -592,7 +593,7 @@ class Scheduler:
 
     def move_all(self, event: str) -> None:
         if self._unschedulable:
-            self._log.debug("moving_unschedulable_pods", event=event, pods=len(self._unschedulable))
+            self._log.debug("moving_unschedulable_pods", trigger=event, pods=len(self._unschedulable))
             for key in list(self._unschedulable):
                 self._requeue(key)
 
@@ -1299,12 +1300,34 @@ def _truncate(message: str, limit: int = 1024) -> str:
 # ---------------------------------------------------------------------- the controller
 
 
+GC_THRESHOLDS = (50_000, 20, 100)
+_gc_tuned = False
+
+
+def tune_gc() -> None:
+    """Once per process: freeze the objects that exist when the scheduler starts (the informer
+    caches have just synced) and run the young-generation collection less often.
+
+    The caches hold hundreds of thousands of long-lived dicts that CPython's cyclic collector
+    otherwise re-traverses on every full collection — about 0.5 s each at 5,000 pods and 5,000
+    claims, a dozen times while 2,500 pods are scheduled, i.e. 3 ms per pod, more than the
+    scheduling cycle itself. Reference counting still frees everything that is not a cycle."""
+    global _gc_tuned
+    if _gc_tuned:
+        return
+    _gc_tuned = True
+    gc.freeze()
+    current = gc.get_threshold()
+    gc.set_threshold(*(max(c, t) for c, t in zip(current, GC_THRESHOLDS, strict=True)))
+
+
 class SchedulerController(managers.Controller):
     """The scheduler's Controller: its queue is the scheduler's active queue; each start of a term
     resets the unschedulable pool and backoff."""
 
-    def __init__(self, scheduler: Scheduler, *, workers: int) -> None:
+    def __init__(self, scheduler: Scheduler, *, workers: int, gc_tuning: bool = True) -> None:
         self.scheduler = scheduler
+        self.gc_tuning = gc_tuning
         self._queue: workqueue.WorkQueue[reconcile.Request] | None = None
         super().__init__(name=NAME, reconciler=scheduler, watches=scheduler.watches(), workers=workers,
                          rate_limiter=_rate_limiter)
@@ -1319,6 +1342,8 @@ class SchedulerController(managers.Controller):
         self._queue = value
         if value is not None:
             self.scheduler.on_start()
+            if self.gc_tuning:
+                tune_gc()
 
 
 def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Request]:
@@ -1327,11 +1352,13 @@ def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Reques
 
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
-        percentage_of_nodes_to_score: int = 0, seed: int | None = None) -> managers.Controller:
+        percentage_of_nodes_to_score: int = 0, seed: int | None = None, gc_tuning: bool = True) -> managers.Controller:
+    """The scheduler controller. `gc_tuning=False` leaves the process's garbage collector alone
+    (see `tune_gc`)."""
     sched = Scheduler(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
                       percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed)
-    return SchedulerController(sched, workers=workers)
+    return SchedulerController(sched, workers=workers, gc_tuning=gc_tuning)
 
 
 def scheduler_of(controller: managers.Controller) -> Scheduler:

@@ -37,7 +37,10 @@ def _serve_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
                    help="event-log database URL: sqlite+aiosqlite:///PATH (default DIR/cplane.db) or "
                         "postgresql+asyncpg://USER@HOST:PORT/DB")
     p.add_argument("--insecure", action="store_true",
-                   help="serve plain HTTP without authentication (loopback addresses only)")
+                   help="serve plain HTTP without authentication (loopback addresses only); by default the "
+                        "server speaks TLS (CA and certificate in DIR/pki) and requires credentials")
+    p.add_argument("--token-auth-file", default=None, metavar="FILE",
+                   help="more users: kube-apiserver's CSV token file, `token,user,uid[,\"group1,group2\"]`")
     p.add_argument("--no-controllers", action="store_true", help="serve the API only")
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers")
@@ -66,7 +69,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
 
     the_clock: clocks.Clock = clocks.VirtualClock() if args.clock == "virtual" else clocks.RealClock()
     async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
-                              db_url=args.db, clock=the_clock) as srv:
+                              db_url=args.db, clock=the_clock, secure=not args.insecure,
+                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure) as srv:
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
         controllers_task: asyncio.Task[None] | None = None
@@ -82,9 +86,10 @@ async def _serve_async(args: argparse.Namespace) -> int:
                 from controllers import health
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
+            identities = _controller_identities(srv) if srv.auth is not None else None
             controllers_task = asyncio.create_task(
                 registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
-                                         overrides=overrides),
+                                         overrides=overrides, identities=identities),
                 name="controllers")
         await stop.wait()
         log.info("stopping")
@@ -93,14 +98,35 @@ async def _serve_async(args: argparse.Namespace) -> int:
     return 0
 
 
+def _controller_identities(srv: Any) -> Any:
+    """Clients for in-process components of a secure server, each with its own identity (issue #10)."""
+    from api import auth
+    from controllers.runtime import client as clients
+
+    ca = srv.auth.credentials.ca_cert
+
+    def identity(name: str) -> clients.Client:
+        return clients.Client(srv.url, token=auth.controller_token(srv.auth, name),
+                              ssl_context=auth.client_ssl_context(ca))
+
+    return identity
+
+
 def _serve(args: argparse.Namespace) -> int:
     from cp import logs
 
-    if not args.insecure:
-        print("cplane serve: TLS and authentication are not available yet; run with --insecure "
-              "(plain HTTP on a loopback address)", file=sys.stderr)
+    if args.token_auth_file and args.insecure:
+        print("cplane serve: --token-auth-file needs authentication (drop --insecure)", file=sys.stderr)
         return 2
-    if not _is_loopback(args.host):
+    if args.token_auth_file:
+        from api import auth
+
+        try:
+            auth.parse_token_file(Path(args.token_auth_file).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"cplane serve: --token-auth-file: {exc}", file=sys.stderr)
+            return 2
+    if args.insecure and not _is_loopback(args.host):
         print(f"cplane serve: --insecure serves without authentication and only on loopback addresses; "
               f"{args.host!r} is not one", file=sys.stderr)
         return 2
@@ -132,14 +158,35 @@ async def _controllers_async(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     names = [n for n in (args.only or "").split(",") if n] or None
     kwargs: dict[str, object] = {"server_url": args.server} if args.server else {"kubeconfig": args.kubeconfig}
+    overrides = {}
+    if args.fleet is not None:
+        from controllers import fleet
+
+        overrides[fleet.NAME] = fleet.factory(args.loaded_fleet)
     await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
-                                   leader_election=args.leader_elect)
+                                   leader_election=args.leader_elect, overrides=overrides)
     return 0
 
 
 def _controllers(args: argparse.Namespace) -> int:
     from cp import logs
 
+    if args.fleet is not None:
+        from controllers import fleet, registry
+
+        try:
+            selected = registry.resolve_names([n for n in (args.only or "").split(",") if n] or None)
+        except ValueError as exc:
+            print(f"cplane controllers: {exc}", file=sys.stderr)
+            return 2
+        if fleet.NAME not in selected:
+            print("cplane controllers: --fleet needs the fleet controller (add it to --only)", file=sys.stderr)
+            return 2
+        try:
+            args.loaded_fleet = fleet.load_fleet(args.fleet)
+        except (OSError, fleet.FleetError) as exc:
+            print(f"cplane controllers: fleet {args.fleet}: {exc}", file=sys.stderr)
+            return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     if not args.server and not args.kubeconfig:
         import os
@@ -161,6 +208,9 @@ def _controllers_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]
                    help="comma-separated controller names (default all; -name excludes one)")
     p.add_argument("--leader-elect", action="store_true",
                    help="take part in leader election through the Lease kube-system/cplane-controller-manager")
+    p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
+                   help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
+                        "controller, as with `cplane serve --fleet`)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=_controllers)
@@ -512,6 +562,67 @@ def _replay_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     p.set_defaults(func=_replay)
 
 
+def _kubeconfig_create(args: argparse.Namespace) -> int:
+    """`cplane kubeconfig create USER --group G`: a client certificate signed by the server's CA."""
+    import base64
+    import time
+
+    from api import server
+    from cp import certs
+    from cp import kubeconfig as kubeconfigs
+
+    pki = Path(args.data_dir) / "pki"
+    try:
+        ca_cert, ca_key = (pki / "ca.crt").read_bytes(), (pki / "ca.key").read_bytes()
+    except OSError:
+        print(f"cplane kubeconfig create: no CA in {pki}; start `cplane serve --data-dir {args.data_dir}` "
+              "(without --insecure) once first", file=sys.stderr)
+        return 1
+    url = args.server
+    if not url:
+        try:
+            url = kubeconfigs.load(Path(args.data_dir) / "kubeconfig").server
+        except (OSError, ValueError):
+            url = ""
+    if not url or not url.startswith("https://"):
+        print("cplane kubeconfig create: no https server URL; pass --server https://HOST:PORT", file=sys.stderr)
+        return 1
+    cert, key = certs.new_client_cert(ca_cert, ca_key, user=args.user, groups=args.group or [], now=time.time(),
+                                      days=args.days)
+    text = server.kubeconfig_text(server=url, ca_data=base64.b64encode(ca_cert).decode(),
+                                  client_cert_data=base64.b64encode(cert).decode(),
+                                  client_key_data=base64.b64encode(key).decode(), user_name=args.user)
+    if args.output in (None, "-"):
+        sys.stdout.write(text)
+    else:
+        import os
+
+        out = Path(args.output)
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(out, 0o600)
+        print(f"wrote {out} for user {args.user!r}" + (f" in groups {', '.join(args.group)}" if args.group else ""),
+              file=sys.stderr)
+    return 0
+
+
+def _kubeconfig_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("kubeconfig", help="write kubeconfigs for new identities (client certificates)",
+                       description="Credentials for a secure `cplane serve` (docs/security.md).")
+    ksub = p.add_subparsers(dest="kubeconfig_command", metavar="ACTION", required=True)
+    c = ksub.add_parser("create", help="a kubeconfig with a client certificate for USER, signed by the CA",
+                        description="Write a kubeconfig whose client certificate names USER (CN) and its "
+                                    "groups (O). What USER may do is up to RBAC: bind roles to it.")
+    c.add_argument("user", metavar="USER")
+    c.add_argument("--group", action="append", default=[], metavar="G", help="a group (repeatable)")
+    c.add_argument("--data-dir", type=Path, required=True, help="the server's data directory (its pki/)")
+    c.add_argument("--server", default=None, metavar="URL", help="server URL (default: DIR/kubeconfig's)")
+    c.add_argument("--days", type=float, default=365, help="validity in days (default 365)")
+    c.add_argument("-o", "--output", default=None, metavar="FILE", help="file to write (mode 0600; default stdout)")
+    c.set_defaults(func=_kubeconfig_create)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cplane",
@@ -524,6 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     _log_parser(sub)
     _controllers_parser(sub)
     _replay_parser(sub)
+    _kubeconfig_parser(sub)
     from controllers import hpa_cli  # `cplane metrics` (issue #7); stdlib-only import
     hpa_cli.add_parser(sub)
     from controllers import health_cli  # `cplane device health set|list` (issue #6)

@@ -87,6 +87,7 @@ _META: dict[str, str] = {  # io.k8s.apimachinery.pkg.apis.meta.v1
     "Condition": (
         "1 type!, 2 status!, 3 observedGeneration:i64, 4 lastTransitionTime:Time, 5 reason!, 6 message!"),
     "LabelSelectorRequirement": "1 key!, 2 operator!, 3 values:[s]",
+    "FieldSelectorRequirement": "1 key!, 2 operator!, 3 values:[s]",  # issue #10 (SelfSubjectAccessReview)
 }
 _CORE: dict[str, str] = {  # io.k8s.api.core.v1
     "Namespace": "1 metadata:ObjectMeta, 2 spec:NamespaceSpec, 3 status:NamespaceStatus",
@@ -475,6 +476,30 @@ _RBAC: dict[str, str] = {  # io.k8s.api.rbac.v1 (issue #10)
     "Subject": "1 kind!, 2 apiGroup, 3 name!, 4 namespace",
     "RoleRef": "1 apiGroup!, 2 kind!, 3 name!",
 }
+_AUTHORIZATION: dict[str, str] = {  # io.k8s.api.authorization.v1 (issue #10: kubectl auth can-i)
+    "SelfSubjectAccessReview": (
+        "1 metadata:ObjectMeta, 2 spec:SelfSubjectAccessReviewSpec, 3 status:SubjectAccessReviewStatus"),
+    "SelfSubjectAccessReviewSpec": "1 resourceAttributes:ResourceAttributes, 2 nonResourceAttributes:NonResourceAttributes",
+    "ResourceAttributes": (
+        "1 namespace, 2 verb, 3 group, 4 version, 5 resource, 6 subresource, 7 name, "
+        "8 fieldSelector:FieldSelectorAttributes, 9 labelSelector:LabelSelectorAttributes"),
+    "FieldSelectorAttributes": "1 rawSelector, 2 requirements:[FieldSelectorRequirement]",
+    "LabelSelectorAttributes": "1 rawSelector, 2 requirements:[LabelSelectorRequirement]",
+    "NonResourceAttributes": "1 path, 2 verb",
+    "SubjectAccessReviewStatus": "1 allowed:bool!, 4 denied:bool, 2 reason, 3 evaluationError",
+    "SelfSubjectRulesReview": "1 metadata:ObjectMeta, 2 spec:SelfSubjectRulesReviewSpec, 3 status:SubjectRulesReviewStatus",
+    "SelfSubjectRulesReviewSpec": "1 namespace",
+    "SubjectRulesReviewStatus": (
+        "1 resourceRules:[ResourceRule]!, 2 nonResourceRules:[NonResourceRule]!, 3 incomplete:bool!, "
+        "4 evaluationError"),
+    "ResourceRule": "1 verbs:[s]!, 2 apiGroups:[s], 3 resources:[s], 4 resourceNames:[s]",
+    "NonResourceRule": "1 verbs:[s]!, 2 nonResourceURLs:[s]",
+}
+_AUTHENTICATION: dict[str, str] = {  # io.k8s.api.authentication.v1 (issue #10: kubectl auth whoami)
+    "SelfSubjectReview": "1 metadata:ObjectMeta, 2 status:SelfSubjectReviewStatus",
+    "SelfSubjectReviewStatus": "1 userInfo:UserInfo",
+    "UserInfo": "1 username, 2 uid, 3 groups:[s]",  # 4 extra (map of ExtraValue lists): not decoded
+}
 _RESOURCE: dict[str, str] = {  # io.k8s.api.resource.v1
     "ResourceClaim": "1 metadata:ObjectMeta, 2 spec:ResourceClaimSpec, 3 status:ResourceClaimStatus",
     "DeviceClass": "1 metadata:ObjectMeta, 2 spec:DeviceClassSpec",
@@ -561,6 +586,8 @@ _PACKAGES: dict[str, dict[str, str]] = {
     "io.k8s.api.policy.v1": _POLICY,
     "io.k8s.api.resource.v1": _RESOURCE,
     "io.k8s.api.rbac.v1": _RBAC,
+    "io.k8s.api.authorization.v1": _AUTHORIZATION,
+    "io.k8s.api.authentication.v1": _AUTHENTICATION,
 }
 _META_PKG = "io.k8s.apimachinery.pkg.apis.meta.v1"
 _CORE_PKG = "io.k8s.api.core.v1"
@@ -589,6 +616,9 @@ _KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "io.k8s.api.rbac.v1.ClusterRole",
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "io.k8s.api.rbac.v1.RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "io.k8s.api.rbac.v1.ClusterRoleBinding",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "io.k8s.api.authorization.v1.SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "io.k8s.api.authentication.v1.SelfSubjectReview",
 }
 _DELETE_OPTIONS = "io.k8s.apimachinery.pkg.apis.meta.v1.DeleteOptions"
 

@@ -153,7 +153,8 @@ class Subscriber:
         return max(self._cursor, self._broadcaster.revision)
 
     async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:  # noqa: ASYNC109 (the contract)
-        waited = False
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
         while True:
             if self._prefetched is not None:
                 (page, cursor), self._prefetched = self._prefetched, None
@@ -193,18 +194,16 @@ class Subscriber:
                 continue
             if self._ended:
                 return None
-            if waited or (timeout is not None and timeout <= 0):
+            if deadline is not None and loop.time() >= deadline:
                 return []
-            loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout, _release, waiter) if timeout is not None else None
+            timer = loop.call_at(deadline, _release, waiter) if deadline is not None else None
             try:
                 await waiter
             finally:
                 self._waiter = None
                 if timer is not None:
                     timer.cancel()
-            waited = True
 
     def close(self) -> None:
         if not self._ended:

@@ -131,9 +131,9 @@ Row = Sequence[Any]
 
 def split_sentinel(rows: Sequence[Row]) -> tuple[int, int, list[Row]]:
     """(newest revision, compacted revision, data rows) of a checked read."""
-    for i, row in enumerate(rows):
+    for i, row in enumerate(rows):  # first, unless the database reordered the UNION ALL
         if row[0] is not None:
-            return int(row[0]), int(row[1]), [r for j, r in enumerate(rows) if j != i] if i else list(rows[1:])
+            return int(row[0]), int(row[1]), [*rows[:i], *rows[i + 1:]]
     raise log.StorageError("read returned no sentinel row")
 
 
@@ -144,6 +144,57 @@ class _Conflict:
         self.reason = reason  # "exists" | "absent" | "stale"
         self.current_revision = current_revision
         self.current = current
+
+
+def keys_of(writes: list[log.Write]) -> list[codec.Key]:
+    """The distinct keys of a batch, in order."""
+    return list(dict.fromkeys(codec.key_of(write) for write in writes))
+
+
+class Batch:
+    """The outcome of checking a batch of writes against the heads (pure; no I/O)."""
+
+    __slots__ = ("changed", "results", "revision", "rows")
+
+    def __init__(self) -> None:
+        self.results: list[log.Event | _Conflict] = []  # one per write
+        self.rows: list[codec.Row] = []  # events to insert
+        self.changed: dict[codec.Key, tuple[int, bool]] = {}  # new heads
+        self.revision = 0  # the newest revision assigned
+
+    def head_rows(self) -> list[tuple[str, str, str, str, int, bool]]:
+        return [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in self.changed.items()]
+
+
+def plan_batch(writes: list[log.Write], *, heads: dict[codec.Key, tuple[int, bool]], revision: int) -> Batch:
+    """Check each write's precondition in order (a write sees the earlier ones of the batch) and
+    assign revisions after `revision`. `heads`: key -> (revision, deleted) before the batch."""
+    batch = Batch()
+    results, rows, changed = batch.results, batch.rows, batch.changed
+    in_batch: dict[codec.Key, log.Event] = {}
+    for write in writes:
+        key = codec.key_of(write)
+        head = heads.get(key)
+        if write.type == "ADDED":
+            if head is not None and not head[1]:
+                results.append(_Conflict("exists", current_revision=head[0], current=in_batch.get(key)))
+                continue
+        elif head is None or head[1]:
+            results.append(_Conflict("absent", current_revision=None, current=None))
+            continue
+        elif head[0] != write.expected_revision:
+            results.append(_Conflict("stale", current_revision=head[0], current=in_batch.get(key)))
+            continue
+        revision += 1
+        obj, uid = codec.stamp(write, revision=revision)
+        event = codec.event_from_write(write, revision=revision, prev_revision=head[0] if head else 0,
+                                       obj=obj, uid=uid)
+        rows.append(codec.row_from_event(event))
+        heads[key] = changed[key] = (revision, write.type == "DELETED")
+        in_batch[key] = event
+        results.append(event)
+    batch.revision = revision
+    return batch
 
 
 class BulkImport:
@@ -372,49 +423,23 @@ class SqlEventLog:
                 future.set_exception(await self._conflict_error(write, result))
 
     async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | _Conflict]:
+        """One group commit (under `_write_lock`). SQLite overrides it to run in one thread hop."""
         await self._begin_write()
         try:
-            keys = list(dict.fromkeys(codec.key_of(write) for write in writes))
+            keys = keys_of(writes)
             heads, current, compacted = await self._lookup_heads(keys)
-            revision = max(current, compacted)
-            in_batch: dict[codec.Key, log.Event] = {}
-            changed: dict[codec.Key, tuple[int, bool]] = {}
-            results: list[log.Event | _Conflict] = []
-            rows: list[codec.Row] = []
-            for write in writes:
-                key = codec.key_of(write)
-                head = heads.get(key)
-                if write.type == "ADDED":
-                    if head is not None and not head[1]:
-                        results.append(_Conflict("exists", current_revision=head[0], current=in_batch.get(key)))
-                        continue
-                elif head is None or head[1]:
-                    results.append(_Conflict("absent", current_revision=None, current=None))
-                    continue
-                elif head[0] != write.expected_revision:
-                    results.append(_Conflict("stale", current_revision=head[0], current=in_batch.get(key)))
-                    continue
-                revision += 1
-                obj, uid = codec.stamp(write, revision=revision)
-                event = codec.event_from_write(write, revision=revision, prev_revision=head[0] if head else 0,
-                                               obj=obj, uid=uid)
-                rows.append(codec.row_from_event(event))
-                heads[key] = changed[key] = (revision, write.type == "DELETED")
-                in_batch[key] = event
-                results.append(event)
-            if rows:
-                await self._insert_events(rows)
-                await self._write_executemany(
-                    SQL_UPSERT_HEAD,
-                    [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in changed.items()])
-                await self._commit_write(revision=revision)
+            batch = plan_batch(writes, heads=heads, revision=max(current, compacted))
+            if batch.rows:
+                await self._insert_events(batch.rows)
+                await self._write_executemany(SQL_UPSERT_HEAD, batch.head_rows())
+                await self._commit_write(revision=batch.revision)
             else:
                 await self._rollback_write()
         except BaseException:
             with contextlib.suppress(Exception):
                 await self._rollback_write()
             raise
-        return results
+        return batch.results
 
     async def _conflict_error(self, write: log.Write, conflict: _Conflict) -> log.ConflictError:
         current = conflict.current

@@ -358,6 +358,8 @@ KNOWN_GAPS = {
     "io.k8s.api.resource.v1.DeviceCounterConsumption": {"compatibilityGroups"},
     "io.k8s.api.resource.v1.ExactDeviceRequest": {"derivedAttributes"},
     "io.k8s.api.resource.v1.DeviceSubRequest": {"derivedAttributes"},
+    # Only read from SelfSubjectReview requests (which carry no user); a map of string lists.
+    "io.k8s.api.authentication.v1.UserInfo": {"extra"},
 }
 SPECIAL_REFS = {
     protobuf._TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
