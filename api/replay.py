@@ -18,10 +18,11 @@ The replay server (`serving`):
   applied event, and the `sim.cplane.dev` Clock object where the recording has one.
 - `Replayer` moves the cursor: `step(n)`, `until(revision | object | time)`, `play(speed)` at the
   recorded pace (gaps between event times divided by the speed; `inf` = as fast as possible) and
-  `pause()`. Until it forks, writes are refused with 405. `fork()` (allowed with `fork_allowed`; also
-  triggered by the first write, or on reaching `fork_at`) turns the server into a live, writable
-  cluster branching from the recording at the cursor: later recorded events are dropped from this
-  server's view and new writes get revisions cursor+1, cursor+2...
+  `pause()`. Until it forks, writes are refused with 405. `fork()` turns the server into a live,
+  writable cluster branching from the recording at the cursor: later recorded events are dropped from
+  this server's view and new writes get revisions cursor+1, cursor+2... It happens on reaching
+  `fork_at`, on `POST {CONTROL}/fork` (with `fork_on_write` or `fork_at`), or with `fork_on_write` on
+  the first write.
 - Control endpoints under the sandbox group: `GET {CONTROL}` (status), `POST {CONTROL}/step?count=N`,
   `POST {CONTROL}/until?revision=R|object=pods/default/web|time=T`, `POST {CONTROL}/play?speed=X`,
   `POST {CONTROL}/pause`, `POST {CONTROL}/fork`, and `GET {CONTROL}/events?since=R` (the visible log
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 from bisect import bisect_left, bisect_right
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
@@ -918,7 +919,7 @@ class Replayer:
     """Moves a ReplayLog's cursor: steps, untils, paced play; forks (see module doc)."""
 
     def __init__(self, replay_log: ReplayLog, *, speed: float | None = 1.0, pacer: clocks.Clock | None = None,
-                 fork_allowed: bool = False, fork_at: int | None = None, max_gap: float | None = None) -> None:
+                 fork_on_write: bool = False, fork_at: int | None = None, max_gap: float | None = None) -> None:
         if speed is not None and not speed > 0:
             raise ValueError("speed must be > 0")
         if fork_at is not None and not replay_log.revision <= fork_at <= replay_log.end:
@@ -928,7 +929,8 @@ class Replayer:
         self.speed = speed if speed is not None else 1.0
         self._autoplay = speed is not None
         self.pacer = pacer or clocks.RealClock()
-        self.fork_allowed = fork_allowed or fork_at is not None
+        self.fork_on_write = fork_on_write  # the first write forks (--fork)
+        self.fork_allowed = fork_on_write or fork_at is not None  # POST .../fork may fork
         self.fork_at = fork_at
         self.max_gap = max_gap
         self.on_fork: list[ForkHook] = []
@@ -939,7 +941,7 @@ class Replayer:
 
     def start(self) -> None:
         if self.fork_at is not None and self.log.revision >= self.fork_at:
-            self.fork()
+            self._fork()
         elif self._autoplay:
             self.play(self.speed)
 
@@ -987,7 +989,7 @@ class Replayer:
             "first": rec.first, "last": rec.last, "from": rlog.start_revision,
             "until": None if rlog.forked else rlog.end,
             "remaining": rlog.remaining(),
-            "forkAllowed": self.fork_allowed, "forkAt": self.fork_at, "forkedAt": rlog.forked_at,
+            "forkOnWrite": self.fork_on_write, "forkAt": self.fork_at, "forkedAt": rlog.forked_at,
             "next": _summary(nxt) if nxt is not None else None,
         }
         if applied:
@@ -1010,7 +1012,7 @@ class Replayer:
         self.log.advance_to(target)
         applied = self.log.visible(before)
         if self.fork_at is not None and self.log.revision >= self.fork_at:
-            self.fork()
+            self._fork()
         return applied
 
     def step(self, count: int = 1) -> list[log.Event]:
@@ -1088,6 +1090,9 @@ class Replayer:
             return self.log.forked_at  # type: ignore[return-value]
         if not self.fork_allowed:
             raise errors.MethodNotAllowed(WRITES_REFUSED)
+        return self._fork()
+
+    def _fork(self) -> int:
         self.pause()
         revision = self.log.fork()
         _logger.info("replay_forked", revision=revision)
@@ -1202,14 +1207,18 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def write_guard(replayer: Replayer) -> Any:
-    """Middleware: refuse writes (405) until the replay forks; with fork allowed, a write forks it."""
+    """Middleware: refuse writes (405) until the replay forks; with `fork_on_write`, a write forks it."""
     from aiohttp import web
 
     @web.middleware
     async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
         if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL):
             return await handler(request)
-        if not replayer.fork_allowed:
+        if not replayer.fork_on_write:
+            if replayer.fork_at is not None:
+                raise errors.MethodNotAllowed(f"this server replays a recording; writes are refused until it forks "
+                                              f"at revision {replayer.fork_at} (--fork-at); it is at "
+                                              f"{replayer.log.revision}")
             raise errors.MethodNotAllowed(WRITES_REFUSED)
         replayer.fork()
         return await handler(request)
@@ -1255,7 +1264,7 @@ async def serving(recording: Recording, *, data_dir: Path, host: str = "127.0.0.
 
     clock = clocks.VirtualClock(start=0.0)
     rlog = ReplayLog(recording, start=start, until=until, clock=clock)
-    replayer = Replayer(rlog, speed=speed, pacer=pacer, fork_allowed=fork, fork_at=fork_at, max_gap=max_gap)
+    replayer = Replayer(rlog, speed=speed, pacer=pacer, fork_on_write=fork, fork_at=fork_at, max_gap=max_gap)
     options = {"bootstrap_objects": False, "middlewares": [write_guard(replayer)],
                "routes": control_routes(replayer)}
     try:
@@ -1289,6 +1298,20 @@ def _out(text: str) -> None:
 
 def _note(text: str) -> None:
     print(text, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic collection while a command builds a big, short-lived heap (it holds no cycles)."""
+    import gc
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _kinds(resource: str | None) -> list[res.ResourceKind]:
@@ -1327,7 +1350,8 @@ async def log_show(args: argparse.Namespace) -> int:
         _note(f"# {source.description} at revision {revision} ({logview.format_time(now)})")
         _out("".join(f"{logview.kind_prefix(kind)}/{ev.name}\n" for kind, evs in groups for ev in evs))
         return 0
-    decoded = [(kind, [_decode(ev.object) for ev in evs]) for kind, evs in groups]
+    with _gc_paused():  # decoding thousands of objects at once: the cyclic GC would double the cost
+        decoded = [(kind, [_decode(ev.object) for ev in evs]) for kind, evs in groups]
     total = sum(len(objs) for _, objs in decoded)
     if fmt in ("yaml", "json"):
         body = logview.list_object((o for _, objs in decoded for o in objs), revision=revision)
@@ -1338,7 +1362,9 @@ async def log_show(args: argparse.Namespace) -> int:
         where = f" in {namespace} namespace" if namespace else ""
         _note(f"No resources found{where} at revision {revision}.")
         return 0
-    _out(logview.tables_text(decoded, now=now, wide=fmt == "wide", all_namespaces=namespace is None))
+    with _gc_paused():
+        text = logview.tables_text(decoded, now=now, wide=fmt == "wide", all_namespaces=namespace is None)
+    _out(text)
     return 0
 
 
@@ -1560,8 +1586,14 @@ def run_log_command(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
+    except BrokenPipeError:  # e.g. `| head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except (OSError, sqlite3.Error, log.StorageError) as exc:
+        _note(f"cplane log {name}: {exc}")
+        return 1
 
 
 # -- cplane replay ----------------------------------------------------------------------------------
@@ -1574,6 +1606,11 @@ async def _serve_replay(args: argparse.Namespace) -> int:
 
     speed = None if args.step else parse_speed(args.speed) if args.speed else 1.0
     max_gap = clocks.parse_duration(args.max_gap) if args.max_gap else None
+    names = [n for n in (args.controllers or "").split(",") if n]
+    if names:
+        from controllers import registry
+
+        registry.resolve_names(names)  # an unknown name fails now, not at the fork
     source = await open_source(args.source, in_memory=True)
     assert isinstance(source, Recording)
     if not len(source):
@@ -1593,12 +1630,7 @@ async def _serve_replay(args: argparse.Namespace) -> int:
                 kubeconfig = Path(args.kubeconfig)
                 servers.write_kubeconfig(kubeconfig, server=srv.url)
             controllers: list[asyncio.Task[None]] = []
-            if args.controllers:
-                from controllers import registry
-
-                names = [n for n in args.controllers.split(",") if n]
-                registry.resolve_names(names)  # unknown names fail now, not at the fork
-
+            if names:
                 def start_controllers(revision: int) -> None:
                     _note(f"cplane replay: forked at revision {revision}; starting controllers")
                     controllers.append(asyncio.ensure_future(registry.run_controllers(
@@ -1697,10 +1729,14 @@ def status_text(status: dict[str, Any]) -> str:
     applied = status.get("applied")
     if applied is not None and applied > len(status.get("events") or []):
         lines.insert(0, f"  ... {applied - len(status['events']):,} earlier events")
-    head = (f"revision {status['revision']} ({status['time']}), {status['mode']}"
-            + (f" at speed {status['speed']}" if status["mode"] == "playing" else "")
-            + (f", forked at {status['forkedAt']}" if status.get("forkedAt") is not None else "")
-            + (f"; {status['remaining']:,} events left" if status.get("until") is not None else ""))
+    if status.get("forkedAt") is not None:
+        mode = f"forked at {status['forkedAt']}: a live cluster"
+    else:
+        mode = status["mode"] + (f" at speed {status['speed']}" if status["mode"] == "playing" else "")
+        mode += f"; {status['remaining']:,} events left"
+        if status.get("forkAt") is not None:
+            mode += f"; forks at {status['forkAt']}"
+    head = f"revision {status['revision']} ({status['time']}), {mode}"
     nxt = status.get("next")
     tail = (f"next: {nxt['revision']}  {nxt['type']}  {nxt['object']}  by {nxt['actor']}" if nxt
             else ("next: (end of the recording)" if status["mode"] != "forked" else ""))

@@ -19,10 +19,8 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 import msgspec
-import yaml
 
 from cp import resources as res
-from cp import tables
 from storage import log
 
 _json = msgspec.json.Encoder(order="deterministic")
@@ -147,6 +145,8 @@ def kind_prefix(kind: res.ResourceKind) -> str:
 def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float, wide: bool = False,
                namespace_column: bool = False, prefix_names: bool = False) -> str:
     """One kind's objects as `kubectl get` prints them (`-o wide`: priority columns too)."""
+    from cp import tables  # imported when needed: `log history|events` start faster
+
     t = tables.table(objs, group=kind.group, kind=kind.kind, now=now, include_object="None")
     defs = t["columnDefinitions"]
     keep = [i for i, c in enumerate(defs) if wide or c.get("priority", 0) == 0]
@@ -182,6 +182,8 @@ def list_object(objs: Iterable[dict[str, Any]], *, revision: int) -> dict[str, A
 
 
 def yaml_text(obj: Any) -> str:
+    import yaml
+
     return yaml.safe_dump(obj, sort_keys=True, default_flow_style=False, allow_unicode=True)
 
 
@@ -471,15 +473,19 @@ class Progress:
                 self._drawn = now
                 self._draw(now)
 
+    def _amount(self, n: float) -> str:
+        return f"{n / 1e6:,.1f}" if self._unit == "bytes" else f"{n:,.0f}"
+
     def _draw(self, now: float) -> None:
         rate = self.done / max(now - self._started, 1e-6)
+        unit = "MB" if self._unit == "bytes" else self._unit
         if self._total:
             frac = min(self.done / self._total, 1.0)
             bar = "#" * int(frac * 30)
-            text = (f"\r{self._label} [{bar:<30}] {frac * 100:3.0f}%  {self.done:,}/{self._total:,} "
-                    f"{self._unit}  {rate:,.0f}/s")
+            text = (f"\r{self._label} [{bar:<30}] {frac * 100:3.0f}%  {self._amount(self.done)}/"
+                    f"{self._amount(self._total)} {unit}  {self._amount(rate)} {unit}/s")
         else:
-            text = f"\r{self._label} {self.done:,} {self._unit}  {rate:,.0f}/s"
+            text = f"\r{self._label} {self._amount(self.done)} {unit}  {self._amount(rate)} {unit}/s"
         self._stream.write(text)
         self._stream.flush()
 
