@@ -272,8 +272,8 @@ class ResourceClaimController:
         return out
 
     def pod_needs_work(self, pod: Mapping[str, Any]) -> bool:
-        if rsc.is_deleting(pod):
-            return False
+        if rsc.is_deleting(pod) or _pod_done(pod):
+            return False  # upstream podNeedsClaims: deleted or terminated pods get no (new) claims
         for pod_claim in pod_claims(pod):
             try:
                 name, check_owner = claim_name(pod, pod_claim)
@@ -324,7 +324,7 @@ class ResourceClaimController:
 
     async def sync_pod(self, namespace: str, name: str) -> None:
         cached = self.pod_cache.get(namespace, name)
-        if cached is None or rsc.is_deleting(cached):
+        if cached is None or rsc.is_deleting(cached) or _pod_done(cached):
             return
         pod = cached
         new_claims: dict[str, str] = {}
@@ -511,3 +511,8 @@ def new(ctx: managers.ControllerContext, *, workers: int = 10) -> managers.Contr
     controller = ResourceClaimController(client=ctx.client, informer_factory=ctx.informers,
                                          recorder=ctx.recorder(COMPONENT), clock=ctx.clock)
     return managers.Controller(name=NAME, reconciler=controller, watches=controller.watches(), workers=workers)
+
+
+def _pod_done(pod: Mapping[str, Any]) -> bool:
+    """Succeeded or Failed: such a pod never needs (re-created) claims."""
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")

@@ -359,3 +359,16 @@ def test_claim_and_template_events_enqueue_their_pods() -> None:
     template = fake.put(TEMPLATES, _template("late"))
     assert ctl.map_template(managers.Change(type="add", kind=rcc.TEMPLATES, obj=template)) == [
         _pod_req(waiting["metadata"]["name"])]
+
+
+def test_finished_pod_needs_no_claims() -> None:
+    """A Succeeded pod whose generated claim was deleted does not get it re-created (no create/delete
+    loop): upstream's podNeedsClaims is false for terminated pods."""
+    import controllers.resourceclaim as rc
+
+    pod = {"metadata": {"name": "p", "namespace": "default", "uid": "u1"},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "t"}]},
+           "status": {"phase": "Succeeded", "resourceClaimStatuses": [{"name": "gpu", "resourceClaimName": "p-gpu-x"}]}}
+    assert rc._pod_done(pod)
+    pod["status"]["phase"] = "Running"
+    assert not rc._pod_done(pod)
