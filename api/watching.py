@@ -130,6 +130,8 @@ async def watch(request: web.Request, target: Any) -> web.StreamResponse:
     task = asyncio.current_task()
     if task is not None:
         watches.add(task)
+    gauge = request.app[st.METRICS].watches.labels(kind.group, kind.plural)
+    gauge.inc()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     last_bookmark = start
@@ -162,6 +164,7 @@ async def watch(request: web.Request, target: Any) -> web.StreamResponse:
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
+        gauge.dec()
         sub.close()
         if task is not None:
             watches.discard(task)

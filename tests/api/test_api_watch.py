@@ -151,3 +151,12 @@ async def test_watch_all_namespaces_and_cluster_scoped(http: aiohttp.ClientSessi
         await http.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "t"}})
         ev = await _line(resp)
     assert ev["object"]["metadata"]["namespace"] == "team"
+
+
+async def test_open_watches_are_counted_in_metrics(http: aiohttp.ClientSession) -> None:
+    async with http.get("/api/v1/namespaces/default/configmaps", params={"watch": "1"}) as resp:
+        await _create_cm(http, "a")
+        await _line(resp)
+        async with http.get("/metrics") as m:
+            text = await m.text()
+        assert 'apiserver_registered_watchers{group="",resource="configmaps"} 1.0' in text
