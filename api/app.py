@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from api import codec, discovery, handlers, metrics, metrics_apis
+from api import codec, discovery, handlers, metrics, metrics_apis, why
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
@@ -251,6 +251,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     r = app.router
     r.add_routes(routes)
     r.add_routes(metrics_apis.routes())  # metrics.k8s.io, custom/external metrics, /apis discovery (issue #7)
+    r.add_routes(why.routes())  # GET .../pods/{name}/why in sim.cplane.dev (issue #12)
     for path in ("/version", "/version/"):
         r.add_get(path, _version)
     for path in ("/api", "/api/"):

@@ -231,6 +231,16 @@ def _endpoint(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
     return ep.server, headers
 
 
+def _tls(args: argparse.Namespace) -> Any:
+    """The TLS settings of the kubeconfig's cluster (CA data, client certificate), None for http."""
+    if args.server:
+        return None
+    from controllers.runtime import client as clients
+    from cp import kubeconfig
+
+    return clients._ssl_context(kubeconfig.load(args.kubeconfig))
+
+
 CLOCK_PATH = "/apis/sim.cplane.dev/v1alpha1/clocks/cluster"
 
 
@@ -242,7 +252,9 @@ async def _clock_async(args: argparse.Namespace) -> int:
     from cp import clock as clocks
 
     url, headers = _endpoint(args)
-    async with aiohttp.ClientSession(base_url=url, headers=headers) as http:
+    tls = _tls(args)
+    connector = aiohttp.TCPConnector(ssl=tls) if tls is not None else None
+    async with aiohttp.ClientSession(base_url=url, headers=headers, connector=connector) as http:
         for _attempt in range(10):
             async with http.get(CLOCK_PATH) as r:
                 if r.status == 404:
@@ -641,6 +653,8 @@ def build_parser() -> argparse.ArgumentParser:
     from controllers import health_cli  # `cplane device health set|list` (issue #6)
 
     health_cli.add_cli(sub)
+    from controllers import why  # `cplane why pod/NAME` (issue #12); stdlib-only import
+    why.add_parser(sub)
     return parser
 
 

@@ -39,7 +39,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
@@ -68,6 +68,7 @@ __all__ = [
     "DRAAllocationError",
     "Features",
     "NodeAllocationError",
+    "Recorder",
     "Stats",
     "allocation_uses_admin_access",
     "claim_requests_admin_access",
@@ -125,6 +126,27 @@ _ORIGIN = (0, 0)
 
 class _MaxSizeExceeded(Exception):
     """`errAllocationResultMaxSizeExceeded`: a signal inside the search, never leaves it."""
+
+
+class Recorder(Protocol):
+    """Notified of every candidate rejection of one `allocate()` call (diagnostics, `explain.py`).
+
+    Optional: with no recorder (the default) the search pays one `is not None` test per rejection
+    outside the hot "device in use" skip, which is reported in ranges instead (`scanned`). The
+    arguments are the allocator's own internal objects (`_Run`, `_Request`, `DeviceInfo`)."""
+
+    def begin(self, run: Any) -> None:
+        """Pools are gathered; the claims are about to be prepared."""
+
+    def reject(self, run: Any, rd: Any, dev: DeviceInfo, reason: str, detail: Any = None) -> None:
+        """`dev` cannot serve request `rd` (see `explain.REASONS`)."""
+
+    def scanned(self, run: Any, rd: Any, begin: tuple[int, int], end: tuple[int, int] | None) -> None:
+        """The scan for one slot of `rd` looked at the devices from `begin` up to (not including)
+        `end` (None: to the end) without using them: those in use were skipped silently."""
+
+    def request_failed(self, run: Any, rd: Any, reason: str, detail: Any = None) -> None:
+        """A request-level stop: "max-size" (32 results per claim), "pruned", "no-devices"."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,6 +325,7 @@ class Allocator:
         cel_cache: CelCache | None = None,
         deadline: float | None = None,
         prune: bool = True,
+        recorder: Recorder | None = None,
     ) -> None:
         self.features = features
         self.classes = classes
@@ -310,6 +333,7 @@ class Allocator:
         self.cel_cache = cel_cache if cel_cache is not None else CelCache()
         self.deadline = deadline
         self.prune = prune
+        self.recorder = recorder
         self.stats = Stats()
         self._slices_on_node: dict[str, list[Mapping[str, Any]]] = {}
         self._slices_shared: list[Mapping[str, Any]] = []
@@ -325,10 +349,12 @@ class Allocator:
             self._slices_by_pool.setdefault(pid, []).append(s)
         self._infos: dict[int, SliceInfo] = {}
         self._taint_rules: list[tuple[str | None, str | None, str | None, Mapping[str, Any]]] = []
+        self.taint_rule_names: dict[int, str] = {}  # id(taint dict) -> DeviceTaintRule name (diagnostics)
         for rule in taint_rules:
             spec = rule.get("spec") or {}
             sel = spec.get("deviceSelector")
             taint = spec.get("taint") or {}
+            self.taint_rule_names[id(taint)] = str((rule.get("metadata") or {}).get("name") or "")
             if sel is None:
                 self._taint_rules.append((None, None, None, taint))
             else:
@@ -375,12 +401,14 @@ class Allocator:
     # -- entry point ------------------------------------------------------------------------
 
     def allocate(self, *, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
-                 deadline: float | None = None) -> list[dict[str, Any]] | None:
-        """Allocate all claims on this node; see the class docstring for the outcomes."""
+                 deadline: float | None = None, recorder: Recorder | None = None) -> list[dict[str, Any]] | None:
+        """Allocate all claims on this node; see the class docstring for the outcomes. `recorder`
+        (default: the allocator's own, normally None) is told about every rejected candidate."""
         if self.allocated.version != self._counters_version:
             self._available_counters.clear()
             self._counters_version = self.allocated.version
-        run = _Run(self, node, claims, deadline if deadline is not None else self.deadline)
+        run = _Run(self, node, claims, deadline if deadline is not None else self.deadline,
+                   recorder if recorder is not None else self.recorder)
         return run.execute()
 
     def gather_pools(self, node: Mapping[str, Any]) -> list[Pool]:
@@ -396,8 +424,9 @@ class _Run:
     """The state of one `Allocator.allocate` call (upstream's unexported `allocator`)."""
 
     def __init__(self, a: Allocator, node: Mapping[str, Any], claims: Sequence[Mapping[str, Any]],
-                 deadline: float | None) -> None:
+                 deadline: float | None, recorder: Recorder | None = None) -> None:
         self.a = a
+        self.rec = recorder
         self.f = a.features
         self.node = node
         self.claims = claims
@@ -440,6 +469,8 @@ class _Run:
                 if s.devices:
                     self.segments.append(s.devices)
 
+        if self.rec is not None:
+            self.rec.begin(self)
         self._prepare()
         # One recursion level per device slot plus a few per request and claim; the default
         # limit (1000) is too low for pods with many claims of many devices.
@@ -600,10 +631,14 @@ class _Run:
 
         all_mode = rd.mode == "All"
         if all_mode and not rd.all_devices:
+            if self.rec is not None:
+                self.rec.request_failed(self, rd, "no-devices")
             return False
         if di >= rd.num_devices:
             return self._allocate_one(ci, ri + 1, 0, 0, False, _ORIGIN)
         if len(self.results[ci]) + rd.num_devices - di > ALLOCATION_RESULTS_MAX_SIZE:
+            if self.rec is not None:
+                self.rec.request_failed(self, rd, "max-size", len(self.results[ci]) + rd.num_devices - di)
             raise _MaxSizeExceeded
 
         if all_mode:
@@ -621,6 +656,8 @@ class _Run:
 
         if rd.failures and self.a.prune and self._prune(rd, di, start):
             stats.pruned += 1
+            if self.rec is not None:
+                self.rec.request_failed(self, rd, "pruned", rd.num_devices - di)
             return False
 
         admin = rd.admin
@@ -629,6 +666,8 @@ class _Run:
         consumable = self.f.consumable_capacity
         segments = self.segments
         seg_start, dev_start = start
+        rec = self.rec
+        scan_from = start  # with a recorder: the first device not yet reported
         for seg in range(seg_start, len(segments)):
             devices = segments[seg]
             for idx in range(dev_start if seg == seg_start else 0, len(devices)):
@@ -647,6 +686,9 @@ class _Run:
                 undo = self._allocate_device(rd, dev, must=False)
                 if undo is None:
                     continue
+                if rec is not None:
+                    rec.scanned(self, rd, scan_from, (seg, idx))
+                    scan_from = (seg, idx + 1)
                 try:
                     done = self._allocate_one(ci, ri, si, di + 1, allocate_sub, (seg, idx + 1))
                 except _MaxSizeExceeded:
@@ -655,8 +697,17 @@ class _Run:
                 if done:
                     return True
                 undo()
+        if rec is not None:
+            rec.scanned(self, rd, scan_from, None)
         rd.failures += 1
         return False
+
+    def in_use(self, rd: _Request, did: DeviceID) -> bool:
+        """The "in use" skip of the scan loop in `_allocate_one` (kept inline there for speed)."""
+        if rd.admin:
+            s = self.allocating.get(did)
+            return bool(s and rd.claim_index in s)
+        return did in self.state.allocated_devices or bool(self.allocating.get(did))
 
     def _positions(self) -> tuple[list[int], dict[DeviceID, int]]:
         if self._offsets is None or self._position is None:
@@ -714,6 +765,8 @@ class _Run:
     def _selectable(self, rd: _Request, dev: DeviceInfo) -> bool:
         """`isSelectable`: class and request selectors, per-device node selection."""
         if not self.f.device_binding_and_status and dev.binding_conditions:
+            if self.rec is not None:
+                self.rec.reject(self, rd, dev, "binding-conditions")
             return False
         cached = rd.match.get(dev.id)
         if cached is not None:
@@ -732,16 +785,22 @@ class _Run:
             if cel_dev is None:
                 cel_dev = dev.cel_device()
             if not self._match(compiled, cel_dev, dev, f"class {rd.class_name}", i):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "class-selector", i)
                 return False
         for i, compiled in enumerate(rd.selectors):
             assert compiled is not None
             if cel_dev is None:
                 cel_dev = dev.cel_device()
             if not self._match(compiled, cel_dev, dev, f"claim {_kobj(self.claims[rd.claim_index])}", i):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "request-selector", i)
                 return False
         if dev.slice.per_device:
             try:
                 if not node_matches(self.node, dev.node_name, dev.all_nodes, dev.node_selector):
+                    if self.rec is not None:
+                        self.rec.reject(self, rd, dev, "device-node-selection")
                     return False
             except NodeSelectorError as e:
                 raise AllocationError(f"failed to parse node selector: {e}") from None
@@ -766,6 +825,8 @@ class _Run:
         if requests:
             for name in requests:
                 if name not in caps:
+                    if self.rec is not None:
+                        self.rec.reject(self, rd, dev, "capacity-missing", name)
                     return False
         if not caps:
             return True
@@ -775,6 +836,8 @@ class _Run:
         for name, cap in caps.items():
             consumed = _consumed_for(requests.get(name) if requests else None, cap)
             if _violates_policy(consumed, cap):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "capacity-policy", (name, consumed))
                 return False
             total = consumed.nanos
             if current is not None:
@@ -782,6 +845,8 @@ class _Run:
             if allocating is not None:
                 total += allocating.get(name, 0)
             if total > cap.value.nanos:
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "capacity-exhausted", (name, consumed, total - consumed.nanos))
                 return False
         return True
 
@@ -799,18 +864,28 @@ class _Run:
         allow_multi = f.consumable_capacity and dev.allow_multi
         claims_using = self.allocating.get(did)
         if not allow_multi and rd.admin and claims_using and ci in claims_using:
+            if self.rec is not None:
+                self.rec.reject(self, rd, dev, "in-use")
             return None
         if not rd.admin:
             if did in self.state.allocated_devices or claims_using:
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "in-use")
                 return None
             if not allow_multi and self._capacity_in_use(did):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "shared")
                 return None
         if not f.partitionable_devices and dev.consumes:
+            if self.rec is not None:
+                self.rec.reject(self, rd, dev, "partitionable-disabled")
             return None
 
         counters_reserved = False
         if dev.consumes and not (allow_multi and self._capacity_in_use(did)):
             if not self._reserve_counters(dev):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "counters")
                 return None
             counters_reserved = True
 
@@ -820,6 +895,8 @@ class _Run:
         if f.device_taints and self._taint_prevents(dev, rd):
             if counters_reserved:
                 self._release_counters(dev)
+            if self.rec is not None:
+                self.rec.reject(self, rd, dev, "taint")
             return None
 
         constraints = self.constraints[ci]
@@ -829,6 +906,8 @@ class _Run:
                     constraints[j].remove(base, sub, dev)
                 if counters_reserved:
                     self._release_counters(dev)
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "constraint", i)
                 if must:
                     raise AllocationError(f"claim {_kobj(self.claims[ci])}, request {rd.name}: cannot add device "
                                           f"{device_id_str(did)} because a claim constraint would not be satisfied")

@@ -1,0 +1,300 @@
+"""`cplane why pod/NAME`: why a pod does (not) schedule — rendering and the command (issue #12).
+
+    cplane why pod/web-0 [-n NS] [--node NODE] [--at REV] [-o text|json]
+                         [--server URL | --kubeconfig FILE]          # ask a running server
+                         [--data-dir DIR | --db URL | -f FILE]      # or read an event log directly
+
+The diagnosis itself is `controllers.dra.explain.explain_pod`; a server serves it at
+`GET /apis/sim.cplane.dev/v1alpha1/namespaces/NS/pods/NAME/why` (`api/why.py`, docs/why.md).
+This module turns its JSON into text. Only the standard library is imported at module level, so
+`cplane --help` stays fast; the command imports the rest when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+WHY_PATH = "/apis/sim.cplane.dev/v1alpha1/namespaces/{namespace}/pods/{name}/why"
+MAX_NODE_BLOCKS = 8  # distinct per-node explanations printed in full (the rest in one line each)
+
+__all__ = ["WHY_PATH", "add_parser", "render", "run"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+
+
+def _listing(items: Sequence[str], limit: int = 6) -> str:
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", … ({len(items) - limit} more)"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _dra_lines(dra: Mapping[str, Any], indent: str) -> list[str]:
+    lines: list[str] = []
+    if dra.get("message"):
+        lines.append(f"{indent}{dra['outcome']}: {dra['message']}")
+    for p in dra.get("pools") or []:
+        if p.get("state") == "ok":
+            lines.append(f"{indent}pool {p['pool']}: {_plural(int(p.get('devices') or 0), 'device')}")
+        else:
+            lines.append(f"{indent}pool {p['pool']}: {p.get('reason')}")
+    if not dra.get("pools"):
+        lines.append(f"{indent}no ResourceSlice offers devices to this node")
+    for cv in dra.get("claims") or []:
+        for rv in cv.get("requests") or []:
+            head = f"{indent}claim {cv['claim']}, request {rv['request']} (class {rv.get('class')}"
+            if rv.get("mode") == "All":
+                head += ", all matching devices"
+            else:
+                head += f", {rv.get('count')} needed"
+            if rv.get("adminAccess"):
+                head += ", admin access"
+            head += ")"
+            if not rv.get("reached"):
+                lines.append(f"{head}: not reached (the search failed before it)")
+                continue
+            lines.append(f"{head}: {rv.get('considered', 0)} considered, {rv.get('usable', 0)} usable")
+            for rej in rv.get("rejections") or []:
+                lines.append(f"{indent}  - {rej['message']}")
+            for stop in rv.get("stops") or []:
+                lines.append(f"{indent}  - {stop['message']}")
+    for a in dra.get("allocation") or []:
+        devs = ", ".join(f"{d['request']} → {d['device']}" for d in a.get("devices") or []) or "(no devices)"
+        lines.append(f"{indent}claim {a['claim']}: {devs}")
+        for d in a.get("devices") or []:
+            if d.get("bindingConditions"):
+                lines.append(f"{indent}  {d['device']} has binding conditions {', '.join(d['bindingConditions'])}: the "
+                             "pod waits until the driver reports them")
+    return lines
+
+
+def _shape(v: Mapping[str, Any]) -> Any:
+    """What makes two nodes' DRA failures "the same" for the text output."""
+    dra = v.get("dra") or {}
+    pools = tuple((p.get("state"), p.get("devices")) for p in dra.get("pools") or [])
+    reqs = tuple((c.get("claim"), r.get("request"), r.get("considered"), r.get("usable"), r.get("reached"),
+                  tuple((x.get("reason"), x.get("count"), json.dumps(x.get("detail"), sort_keys=True))
+                        for x in r.get("rejections") or []),
+                  tuple(x.get("reason") for x in r.get("stops") or []))
+                 for c in dra.get("claims") or [] for r in c.get("requests") or [])
+    return (dra.get("outcome"), dra.get("message"), pools, reqs)
+
+
+def _node_block(v: Mapping[str, Any], indent: str) -> list[str]:
+    fv = v.get("filter")
+    if fv is not None:
+        return [f"{indent}{c['plugin']}: {c['message']}" for c in fv.get("checks") or []] or [
+            f"{indent}{fv.get('plugin')}: {', '.join(fv.get('reasons') or [])}"]
+    dra = v.get("dra")
+    if dra is not None:
+        return _dra_lines(dra, indent)
+    return [f"{indent}fits (no claims to allocate)"]
+
+
+def render(doc: Mapping[str, Any], *, verbose: bool = False) -> str:
+    """The text form of a PodSchedulingExplanation."""
+    meta = doc.get("metadata") or {}
+    lines = [f"Pod {meta.get('namespace')}/{meta.get('name')} at revision {meta.get('resourceVersion')}: "
+             f"{doc.get('verdict')}",
+             f"  {doc.get('summary')}"]
+    pod = doc.get("pod") or {}
+    if doc.get("upstreamMessage"):
+        lines.append(f"  upstream message: {doc['upstreamMessage']}")
+    elif pod.get("schedulerMessage"):
+        lines.append(f"  scheduler said: {pod['schedulerMessage']}")
+    for err in doc.get("errors") or []:
+        lines.append(f"  error (the scheduler reports SchedulerError and retries): {err}")
+    claims = doc.get("claims") or []
+    if claims:
+        lines.append("")
+        lines.append("Claims:")
+        for c in claims:
+            target = c.get("claim") or (f"template {c['template']}" if c.get("template") else "?")
+            extra = f" ({c.get('state')})" if c.get("state") else ""
+            devs = f": {', '.join(c['devices'])}" if c.get("devices") else ""
+            lines.append(f"  {c.get('name')} → {target}{extra}{devs}")
+    bound = doc.get("bound")
+    if bound:
+        lines.append("")
+        lines.append(f"Bound to {bound['node']}" + (" with:" if any(c.get("devices") for c in bound["claims"]) else ""))
+        for c in bound.get("claims") or []:
+            if c.get("devices"):
+                lines.append(f"  claim {c['claim']}: {', '.join(c['devices'])}")
+    nodes = doc.get("nodes") or []
+    if not nodes:
+        return "\n".join(lines) + "\n"
+    chosen = doc.get("chosen")
+    if chosen:
+        lines.append("")
+        tied = f" (tied with {_listing(chosen['tiedWith'], 4)}; the scheduler picks at random)" if chosen.get("tiedWith") else ""
+        lines.append(f"{'Would choose' if not bound else 'Scheduled again now, would choose'} {chosen['node']}, "
+                     f"score {chosen['score']}{tied}:")
+        for a in chosen.get("allocation") or []:
+            devs = ", ".join(f"{d['request']} → {d['device']}" for d in a.get("devices") or []) or "(no devices)"
+            lines.append(f"  claim {a['claim']}: {devs}")
+        others = sorted((v for v in nodes if v.get("fits") and v["node"] != chosen["node"]),
+                        key=lambda v: -float(v.get("score") or 0))
+        if others:
+            lines.append(f"Other feasible nodes lost on score ({len(others)}):")
+            for v in others[:MAX_NODE_BLOCKS]:
+                detail = v.get("scoreDetail") or {}
+                parts = ", ".join(f"{k} {x}" for k, x in detail.items())
+                lines.append(f"  {v['node']}: score {v.get('score')}" + (f" ({parts})" if parts else ""))
+            if len(others) > MAX_NODE_BLOCKS:
+                lines.append(f"  … {len(others) - MAX_NODE_BLOCKS} more")
+    filtered = [v for v in nodes if v.get("filter") is not None]
+    dra_failed = [v for v in nodes if v.get("filter") is None and not v.get("fits")]
+    if filtered:
+        lines.append("")
+        lines.append(f"Filtered before DRA ({_plural(len(filtered), 'node')}):")
+        by_plugin: dict[str, list[Mapping[str, Any]]] = {}
+        for v in filtered:
+            by_plugin.setdefault(str(v["filter"].get("plugin")), []).append(v)
+        for plugin, vs in by_plugin.items():
+            groups: dict[str, list[str]] = {}
+            for v in vs:
+                groups.setdefault("; ".join(c["message"] for c in v["filter"].get("checks") or []), []).append(v["node"])
+            for text, names in groups.items():
+                lines.append(f"  {plugin}: {_listing(names, 4)}: {text}")
+    if dra_failed:
+        lines.append("")
+        lines.append(f"Cannot allocate the claims ({_plural(len(dra_failed), 'node')}):")
+        # Nodes that failed the same way (same reasons and counts; the devices and the claims
+        # holding them may differ) are shown once, with the first node's details.
+        shapes: dict[Any, list[Mapping[str, Any]]] = {}
+        for v in dra_failed:
+            shapes.setdefault(v["node"] if verbose else _shape(v), []).append(v)
+        shown = 0
+        rest: dict[str, list[str]] = {}
+        for group in shapes.values():
+            names = [v["node"] for v in group]
+            if shown < MAX_NODE_BLOCKS:
+                like = f" (and {_plural(len(names) - 1, 'more node')} like it: {_listing(names[1:], 5)})" \
+                    if len(names) > 1 else ""
+                lines.append(f"  {names[0]}{like}:")
+                lines.extend(_node_block(group[0], "    "))
+                shown += 1
+            else:
+                rest.setdefault(str(group[0]["dra"].get("blocker") or ""), []).extend(names)
+        for blocker, names in rest.items():
+            lines.append(f"  {_listing(names, 4)}: {blocker}")
+    if not chosen:
+        lines.append("")
+        suggestions = doc.get("suggestions")
+        if suggestions:
+            lines.append("Smallest change:")
+            lines.append(f"  {suggestions[0]['message']}")
+            for s in suggestions[1:]:
+                lines.append(f"  or: {s['message']}")
+        elif suggestions is not None:
+            lines.append("Smallest change: none found by relaxing one thing at a time")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# The command
+
+
+def parse_target(text: str) -> str:
+    kind, sep, name = text.partition("/")
+    if not sep:
+        return text
+    if kind.lower() not in ("pod", "pods", "po"):
+        raise ValueError(f"only pods can be explained, not {kind!r}")
+    if not name:
+        raise ValueError("missing the pod name")
+    return name
+
+
+def add_parser(sub: Any) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "why", help="why a pod does not schedule: per node, per claim, per request, per device",
+        description="Explain the scheduling verdict for a pod as it is now or as it was at revision REV: "
+                    "nodes filtered before DRA (node selector, taints, cpu/memory/pods), and for DRA, per claim "
+                    "and request, the devices considered and why each group was rejected, ending with the "
+                    "smallest change that would make the pod fit. Asks a server (kubeconfig / --server), or reads "
+                    "an event log directly with --data-dir / --db / -f. See docs/why.md.")
+    p.add_argument("target", metavar="pod/NAME", help="the pod (pod/NAME or NAME)")
+    p.add_argument("-n", "--namespace", default=None, help="the pod's namespace (default: the kubeconfig's, else default)")
+    p.add_argument("--node", default=None, help="explain this node only, in full")
+    p.add_argument("--at", type=int, default=None, metavar="REV", help="as the cluster was at revision REV")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.add_argument("-v", "--verbose", action="store_true", help="every node in full, not only the first groups")
+    p.add_argument("--kubeconfig", default=None, help="kubeconfig to read the server from (default $KUBECONFIG)")
+    p.add_argument("--server", default=None, metavar="URL", help="server URL (overrides the kubeconfig)")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--data-dir", default=None, help="read this cplane data directory's event log instead of a server")
+    g.add_argument("--db", default=None, metavar="URL", help="read this event-log database instead of a server")
+    g.add_argument("-f", "--file", default=None, metavar="PATH", help="read an NDJSON export or SQLite event log")
+    p.set_defaults(func=run)
+    return p
+
+
+async def _fetch(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    from controllers.runtime import client as clients
+    from cp import kubeconfig
+
+    namespace = args.namespace
+    if args.server:
+        client = clients.Client(args.server)
+    else:
+        client = clients.Client.from_kubeconfig(args.kubeconfig)
+        if namespace is None:
+            try:
+                namespace = kubeconfig.load(args.kubeconfig).namespace
+            except (OSError, ValueError):
+                namespace = None
+    namespace = namespace or "default"
+    params = {}
+    if args.node:
+        params["node"] = args.node
+    if args.at is not None:
+        params["at"] = str(args.at)
+    async with client:
+        raw = await client.request("GET", WHY_PATH.format(namespace=namespace, name=name), params=params)
+    return dict(json.loads(raw))
+
+
+async def _offline(args: argparse.Namespace, name: str) -> dict[str, Any]:
+    from api import why as api_why
+
+    spec = args.data_dir or args.db or args.file
+    return await api_why.explain_from_source(spec, namespace=args.namespace or "default", name=name,
+                                             node=args.node, at=args.at)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of `cplane why`."""
+    from cp import errors
+
+    try:
+        name = parse_target(args.target)
+    except ValueError as exc:
+        print(f"cplane why: {exc}", file=sys.stderr)
+        return 2
+    offline = bool(args.data_dir or args.db or args.file)
+    try:
+        doc = asyncio.run(_offline(args, name) if offline else _fetch(args, name))
+    except errors.StatusError as exc:
+        print(f"cplane why: {exc.message}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"cplane why: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    if args.output == "json":
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        sys.stdout.write(render(doc, verbose=args.verbose))
+    return 0
