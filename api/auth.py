@@ -106,7 +106,7 @@ class RequestInfo(msgspec.Struct, kw_only=True):
 
     @property
     def mutating(self) -> bool:
-        return self.verb in ("create", "update", "patch", "delete", "deletecollection", "post", "put", "delete")
+        return self.verb in ("create", "update", "patch", "delete", "deletecollection", "post", "put")
 
 
 _METHOD_VERBS = {"POST": "create", "GET": "get", "HEAD": "get", "PUT": "update", "PATCH": "patch",
@@ -586,7 +586,11 @@ def middleware(config: AuthConfig) -> Any:
         info = request_info(request.method, request.path, request.query)
         request[REQUEST_INFO] = info
         if config.authenticator is not None:
-            user = config.authenticator.authenticate(request)
+            try:
+                user = config.authenticator.authenticate(request)
+            except Exception:  # noqa: BLE001 - never let a credential reach a traceback in the logs
+                logger.warning("authentication_error", path=request.path)
+                user = None
             if user is None:
                 raise _unauthorized()
             if user.name == rbac.ANONYMOUS and info.path not in ANONYMOUS_PATHS:
@@ -660,6 +664,11 @@ def _depth_exceeds(obj: Any, limit: int) -> bool:
                 return True
             stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
     return False
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("name") or "") if isinstance(meta, dict) else ""
 
 
 def _invalid(kind: res.ResourceKind, name: str, causes: list[errors.Cause]) -> errors.Invalid:
@@ -737,10 +746,23 @@ class AdmittingStore(stores.Store):
         out = super()._prepare_update(kind, new, old, ctx, **kw)
         self._bounds(out)
         if kind.group == rbac.GROUP:
-            self._admit_rbac(kind, str((old.get("metadata") or {}).get("namespace") or ""), out, old)
+            old_meta = old.get("metadata") if isinstance(old.get("metadata"), dict) else {}
+            self._admit_rbac(kind, str(old_meta.get("namespace") or ""), out, old)
         if kind.group == "resource.k8s.io" and kind.plural == "resourceclaims" and kw.get("subresource") == "status":
             self._admit_claim_status(kind, out, old)
         return out
+
+    async def update_scale(self, kind: res.ResourceKind, namespace: str, name: str,
+                           scale_mutate: Callable[[dict[str, Any]], dict[str, Any]],
+                           ctx: stores.WriteContext) -> dict[str, Any]:
+        """A patched Scale must still be shaped like one (a hostile patch can make metadata a list)."""
+        def checked(scale: dict[str, Any]) -> dict[str, Any]:
+            out = scale_mutate(scale)
+            if not isinstance(out, dict) or not all(isinstance(out.get(k) or {}, dict) for k in ("metadata", "spec")):
+                raise errors.BadRequest("the body of the request was not a valid autoscaling/v1 Scale")
+            return out
+
+        return await super().update_scale(kind, namespace, name, checked, ctx)
 
     # -- bounds
 
@@ -762,8 +784,7 @@ class AdmittingStore(stores.Store):
         ns = await self.log.get(group="", resource="namespaces", namespace="", name=namespace)
         labels = ((_decode(ns.object).get("metadata") or {}).get("labels") or {}) if ns is not None else {}
         if labels.get(ADMIN_ACCESS_LABEL) != "true":
-            name = str((obj.get("metadata") or {}).get("name") or "")
-            raise _invalid(kind, name, [errors.Cause(
+            raise _invalid(kind, _name(obj), [errors.Cause(
                 "Forbidden", path, f"admin access to devices requires the `{ADMIN_ACCESS_LABEL}: true` label "
                 "on the containing namespace")])
 
@@ -809,7 +830,7 @@ class AdmittingStore(stores.Store):
     def _admit_rbac(self, kind: res.ResourceKind, namespace: str, obj: dict[str, Any],
                     old: dict[str, Any] | None) -> None:
         obj.setdefault("kind", kind.kind)
-        name = str((obj.get("metadata") or {}).get("name") or "")
+        name = _name(obj)
         current = CURRENT.get()
         if self.config is None or not self.config.secure or current is None:
             return
@@ -823,9 +844,10 @@ class AdmittingStore(stores.Store):
             if self.config.allowed(user, "escalate", group=rbac.GROUP, resource=kind.plural, namespace=namespace,
                                    name=name):
                 return
-            rules = [r for r in obj.get("rules") or [] if isinstance(r, dict)]
+            listed = obj.get("rules")
+            rules = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
         else:
-            ref = obj.get("roleRef") or {}
+            ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
             ref_resource = "roles" if ref.get("kind") == "Role" else "clusterroles"
             if self.config.allowed(user, "bind", group=rbac.GROUP, resource=ref_resource,
                                    namespace=namespace if ref_resource == "roles" else namespace,

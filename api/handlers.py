@@ -97,6 +97,7 @@ def write_context(request: web.Request) -> stores.WriteContext:
 
 def _with_warnings(resp: web.Response, ctx: stores.WriteContext) -> web.Response:
     for w in dict.fromkeys(ctx.warnings):
+        w = "".join(" " if c < " " or c == "\x7f" else c for c in w)  # no header injection (issue #10)
         resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
     return resp
 
@@ -406,9 +407,13 @@ async def update_object(request: web.Request, target: Target) -> web.StreamRespo
 
 async def _finalize_namespace(store: stores.Store, target: Target, obj: dict[str, Any],
                               ctx: stores.WriteContext) -> stores.Result:
-    finalizers = (obj.get("spec") or {}).get("finalizers") or []
+    spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
+    if not isinstance(spec, dict) or not isinstance(meta, dict) or \
+            not isinstance(spec.get("finalizers") or [], list):  # malformed bodies: 400, not 500 (issue #10)
+        raise errors.BadRequest("the body of the request was not a valid Namespace")
+    finalizers = spec.get("finalizers") or []
 
-    wanted_rv = (obj.get("metadata") or {}).get("resourceVersion")
+    wanted_rv = meta.get("resourceVersion")
 
     def mutate(current: dict[str, Any]) -> dict[str, Any]:
         if wanted_rv:

@@ -1,0 +1,190 @@
+"""End to end: `cplane serve` (TLS and authentication by default) with its controllers and the demo
+fleet, driven by the real kubectl over TLS with a fresh HOME per run; `cplane kubeconfig create`
+for a restricted user; controllers acting with their own identities; no secret in the logs or in
+the event-log export."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.kubectl.conftest import KUBECTL
+
+ROOT = Path(__file__).resolve().parents[2]
+CPLANE = [sys.executable, "-c", "from cp.cli import main; raise SystemExit(main())"]
+pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")]
+
+CLAIM = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: gpu}
+spec:
+  devices:
+    requests:
+    - name: gpu
+      exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer}
+spec:
+  containers: [{name: c, image: busybox}]
+  resourceClaims: [{name: gpu, resourceClaimName: gpu}]
+"""
+
+
+async def run(*args: str, kubeconfig: Path | None = None, home: Path, stdin: str | None = None,
+              timeout: float = 30) -> tuple[int, str, str]:  # noqa: ASYNC109
+    env = {**os.environ, "HOME": str(home)}
+    if kubeconfig is not None:
+        env["KUBECONFIG"] = str(kubeconfig)
+    proc = await asyncio.create_subprocess_exec(*args, env=env, stdin=asyncio.subprocess.PIPE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(stdin.encode() if stdin else None), timeout)
+    return proc.returncode or 0, out.decode(), err.decode()
+
+
+async def until(check, what: str, timeout: float = 30) -> None:  # noqa: ANN001, ASYNC109
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.3)
+
+
+async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('alice-secret-token-123,alice,uid-1,"devs"\n')
+    log_path = tmp_path / "server.log"
+    with log_path.open("wb") as log_file:
+        server = await asyncio.create_subprocess_exec(
+            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
+            str(ROOT / "examples/fleets/demo.yaml"), "--token-auth-file", str(tokens), "--log-format", "json",
+            stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
+    kubectl = str(KUBECTL)
+    try:
+        admin = data / "kubeconfig"
+        await until(lambda: _ready(admin), "the kubeconfig", timeout=30)
+        assert stat.S_IMODE(admin.stat().st_mode) == 0o600
+        text = admin.read_text()
+        assert "server: https://127.0.0.1:" in text and "certificate-authority-data:" in text
+        home = tmp_path / "home"
+        home.mkdir()
+
+        async def k(*args: str, kubeconfig: Path = admin, stdin: str | None = None) -> tuple[int, str, str]:
+            return await run(kubectl, *args, kubeconfig=kubeconfig, home=home, stdin=stdin)
+
+        await until(lambda: _ok(k("get", "--raw", "/readyz")), "readyz")
+        code, out, err = await k("get", "pods")
+        assert code == 0 and "No resources found in default namespace." in out + err
+        code, out, _ = await k("auth", "whoami", "-o", "json")
+        assert code == 0
+        assert json.loads(out)["status"]["userInfo"] == {"username": "cplane-admin",
+                                                         "groups": ["system:masters", "system:authenticated"]}
+        assert (await k("auth", "can-i", "create", "pods"))[1].strip() == "yes"
+
+        # A restricted user from `cplane kubeconfig create`.
+        bob = tmp_path / "bob.kubeconfig"
+        code, _, err = await run(*CPLANE, "kubeconfig", "create", "bob", "--group", "devs", "--group", "qa",
+                                 "--data-dir", str(data), "-o", str(bob), home=home)
+        assert code == 0, err
+        assert stat.S_IMODE(bob.stat().st_mode) == 0o600 and "client-certificate-data" in bob.read_text()
+        code, out, err = await k("get", "pods", kubeconfig=bob)
+        assert code == 1
+        assert ('Error from server (Forbidden): pods is forbidden: User "bob" cannot list resource "pods" in API '
+                'group "" in the namespace "default"') in err
+        code, out, _ = await k("auth", "whoami", kubeconfig=bob)
+        assert code == 0 and re.search(r"Username\s+bob", out) and "[devs qa system:authenticated]" in out
+        code, out, _ = await k("auth", "can-i", "list", "pods", kubeconfig=bob)
+        assert (code, out.strip()) == (1, "no")
+        assert (await k("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob"))[0] == 0
+        await until(lambda: _ok(k("get", "pods", kubeconfig=bob)), "bob's grant")
+        assert (await k("auth", "can-i", "list", "pods", kubeconfig=bob))[1].strip() == "yes"
+        assert (await k("auth", "can-i", "delete", "pods", kubeconfig=bob))[1].strip() == "no"
+        assert (await k("auth", "can-i", "list", "pods", "--as", "bob"))[1].strip() == "yes"
+        code, _, err = await k("delete", "rolebinding", "bob-view", kubeconfig=bob)
+        assert code == 1 and "Forbidden" in err
+        # A token-file user.
+        code, out, _ = await k("--token", "alice-secret-token-123", "auth", "whoami", "-o", "json")
+        assert json.loads(out)["status"]["userInfo"]["username"] == "alice"
+        code, _, err = await k("--token", "wrong", "get", "pods")
+        assert code == 1 and "Unauthorized" in err
+
+        # The cplane CLI reads the CA and token from the kubeconfig too.
+        code, out, err = await run(*CPLANE, "clock", "show", "--kubeconfig", str(admin), home=home)
+        assert code == 0 and out.startswith("mode: Real"), err
+
+        # Controllers with their own identities: a Deployment and a DRA workload come up.
+        assert (await k("create", "deployment", "web", "--image=nginx", "--replicas=2"))[0] == 0
+        assert (await k("apply", "-f", "-", stdin=CLAIM))[0] == 0
+
+        async def running() -> bool:
+            code, out, _ = await k("get", "pods", "-o", "json")
+            pods = json.loads(out)["items"] if code == 0 else []
+            return len(pods) == 3 and all(p["status"].get("phase") == "Running" for p in pods)
+
+        await until(running, "pods Running", timeout=45)
+        code, out, _ = await k("get", "resourceclaim", "gpu", "-o", "json")
+        status = json.loads(out)["status"]
+        assert status["allocation"]["devices"]["results"][0]["driver"] == "gpu.example.com"
+        assert status["devices"][0]["driver"] == "gpu.example.com"  # written by the simulated driver
+        assert status["reservedFor"][0]["name"] == "trainer"
+        secrets = [admin_token(admin), "alice-secret-token-123"]
+        secrets += [p.read_text().strip().splitlines()[1] for p in (data / "pki").glob("*.key")]
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), 20)
+    logs = log_path.read_text()
+    actors = set()
+    for line in logs.splitlines():
+        if line.startswith("{") and '"event": "request"' in line:
+            entry = json.loads(line)
+            actors.add(entry["user"])
+            if entry["code"] in (401, 403) and entry["user"].startswith(("system:serviceaccount:kube-system:",
+                                                                          "system:kube-")):
+                # The only refusal a controller may see is a namespace being terminated.
+                raise AssertionError(f"controller refused: {line}")
+    assert {"system:kube-controller-manager", "system:kube-scheduler",
+            "system:serviceaccount:kube-system:replicaset-controller",
+            "system:serviceaccount:kube-system:deployment-controller",
+            "system:serviceaccount:kube-system:fleet-simulator", "cplane-admin", "bob", "alice"} <= actors, actors
+    code, export, err = await run(*CPLANE, "log", "export", "--data-dir", str(data), home=tmp_path)
+    assert code == 0, err
+    assert '"user":"system:kube-scheduler"' in export.replace(" ", "") or "system:kube-scheduler" in export
+    for secret in secrets:
+        assert secret not in logs, "a secret in the server log"
+        assert secret not in export, "a secret in the event log export"
+
+
+async def test_insecure_refuses_other_hosts_and_token_files(tmp_path: Path) -> None:
+    code, _, err = await run(*CPLANE, "serve", "--data-dir", str(tmp_path), "--insecure", "--host", "0.0.0.0",
+                             home=tmp_path)
+    assert code == 2 and "loopback" in err
+    code, _, err = await run(*CPLANE, "serve", "--data-dir", str(tmp_path), "--insecure", "--token-auth-file",
+                             "x.csv", home=tmp_path)
+    assert code == 2
+    code, _, err = await run(*CPLANE, "kubeconfig", "create", "x", "--data-dir", str(tmp_path), home=tmp_path)
+    assert code == 1 and "no CA" in err
+
+
+def admin_token(kubeconfig: Path) -> str:
+    return next(line.split(":", 1)[1].strip() for line in kubeconfig.read_text().splitlines()
+                if line.strip().startswith("token:"))
+
+
+async def _ready(path: Path) -> bool:
+    return path.exists() and "https://" in path.read_text()
+
+
+async def _ok(result) -> bool:  # noqa: ANN001
+    code, _, _ = await result
+    return code == 0
+

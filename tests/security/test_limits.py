@@ -1,0 +1,114 @@
+"""Limits: in-flight requests and watches per user (429 + Retry-After), request timeouts (504),
+body size (413), nesting depth (400) and object size (413) — each a Status, each leaving the store
+as it was."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import aiohttp
+
+from api import auth
+from tests.security.conftest import Secure, call, secure_server
+
+CM = "/api/v1/namespaces/default/configmaps"
+FUTURE = "/api/v1/namespaces/default/configmaps/x?resourceVersion=999999"  # waits ~3 s, then 504
+
+
+def nested(depth: int) -> bytes:
+    return b'{"metadata":{"name":"deep"},"data":' + b'{"a":' * depth + b"1" + b"}" * depth + b"}"
+
+
+async def test_inflight_limit_is_429_with_retry_after(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, max_mutating_inflight=1)) as s:
+        admin = s.session("admin")
+        slow = asyncio.create_task(call(admin, "GET", FUTURE))
+        await asyncio.sleep(0.3)
+        async with admin.get(CM) as r:
+            assert r.status == 429
+            assert r.headers["Retry-After"] == "1"
+            body = await r.json()
+        assert body == {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                        "message": "Too many requests, please try again later.", "reason": "TooManyRequests",
+                        "code": 429, "details": {"retryAfterSeconds": 1}}
+        assert (await call(admin, "GET", "/healthz"))[0] == 200  # probes are not counted
+        code, _ = await slow
+        assert code == 504
+        assert (await call(admin, "GET", CM))[0] == 200
+
+
+async def test_watches_per_user_are_bounded(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(max_watches_per_user=2)) as s:
+        admin, other = s.session("admin"), s.session("admin")
+        opened = [await admin.get(f"{CM}?watch=true&timeoutSeconds=1") for _ in range(2)]
+        assert [r.status for r in opened] == [200, 200]
+        code, body = await call(other, "GET", f"{CM}?watch=1")
+        assert code == 429 and body["reason"] == "TooManyRequests"
+        assert (await call(admin, "GET", CM))[0] == 200  # lists are not watches
+        assert (await call(s.session("alice"), "GET", f"{CM}?watch=true"))[0] == 403  # per user: not 429
+        for r in opened:
+            await asyncio.wait_for(r.read(), 5)  # the server ends them after timeoutSeconds
+            r.close()
+        for _ in range(50):
+            if s.config.watches.get("cplane-admin", 0) < 2:
+                break
+            await asyncio.sleep(0.05)
+        async with other.get(f"{CM}?watch=true&timeoutSeconds=1") as r:
+            assert r.status == 200
+
+
+async def test_requests_time_out_with_504(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(request_timeout=0.3)) as s:
+        code, body = await call(s.session("admin"), "GET", FUTURE)
+        assert code == 504
+        assert body["reason"] == "Timeout" and body["message"] == (
+            "Timeout: request did not complete within requested timeout - context deadline exceeded")
+        async with s.session("admin").get(f"{CM}?watch=true&timeoutSeconds=1") as r:  # watches are exempt
+            assert r.status == 200
+            await asyncio.wait_for(r.read(), 5)
+
+
+async def test_body_depth_and_object_size(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(max_object_bytes=20_000)) as s:
+        admin = s.session("admin")
+        revision = s.srv.event_log.revision
+        code, body = await call(admin, "POST", CM, io.BytesIO(b"x" * (3 * 1024 * 1024 + 10)))
+        assert code == 413 and body["reason"] == "RequestEntityTooLarge"
+        for depth in (150, 2_000, 200_000):
+            code, body = await call(admin, "POST", CM, nested(depth))
+            assert code == 400, (depth, body)
+            assert body["kind"] == "Status" and "nested too deeply" in body["message"]
+        code, body = await call(admin, "POST", CM, {"metadata": {"name": "big"}, "data": {"k": "v" * 30_000}})
+        assert code == 413 and "limit is 20000" in body["message"]
+        assert (await call(admin, "POST", CM, {"metadata": {"name": "ok"}, "data": {"k": "v"}}))[0] == 201
+        code, body = await call(admin, "PATCH", f"{CM}/ok", {"data": {"k": "v" * 30_000}},
+                                "application/merge-patch+json")
+        assert code == 413
+        deep_patch = b'{"metadata":{"annotations":' + b'{"a":' * 3000 + b'"x"' + b"}" * 3000 + b"}}"
+        code, body = await call(admin, "PATCH", f"{CM}/ok", deep_patch, "application/merge-patch+json")
+        assert code == 400, body
+        assert s.srv.event_log.revision == revision + 1  # only "ok" was written
+
+
+async def test_insecure_mode_has_the_limits_but_no_authentication(tmp_path: Path) -> None:
+    from api import server as servers
+    from storage import memory
+
+    log = memory.MemoryEventLog()
+    await log.start()
+    try:
+        async with servers.running(data_dir=tmp_path, event_log=log, insecure_limits=True) as srv:
+            assert srv.url.startswith("http://") and srv.auth is None
+            async with aiohttp.ClientSession(base_url=srv.url) as http:
+                code, body = await call(http, "POST", CM, nested(5000))
+                assert code == 400 and body["reason"] == "BadRequest"
+                code, body = await call(http, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {})
+                assert code == 201 and body["status"]["userInfo"]["username"] == "system:admin"
+    finally:
+        await log.close()
+
+
+async def test_secure_fixture_sanity(secure: Secure) -> None:
+    assert secure.url.startswith("https://127.0.0.1:")
