@@ -440,6 +440,18 @@ async def patch_object(request: web.Request, target: Target) -> web.StreamRespon
     kind = target.kind
     if target.subresource == "scale":
         def mutate_scale(scale: dict[str, Any]) -> dict[str, Any]:
+            if content_type == patching.APPLY_PATCH:
+                # Apply on /scale: the applied Scale's spec.replicas (the only field a Scale owns).
+                if not ctx.field_manager:
+                    raise errors.BadRequest("fieldManager: Required value: is required for apply patch")
+                applied = patching.apply_yaml_body(body)
+                _check_type(applied, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
+                replicas = (applied.get("spec") or {}).get("replicas")
+                if replicas is not None:
+                    scale.setdefault("spec", {})["replicas"] = replicas
+                rv = (applied.get("metadata") or {}).get("resourceVersion")
+                scale.setdefault("metadata", {})["resourceVersion"] = rv or ""
+                return scale
             return patching.apply_patch(scale, body, content_type=content_type, group="autoscaling",
                                         version="v1", kind="Scale")
 

@@ -14,14 +14,14 @@ from typing import Any
 import msgspec
 
 from cp import clock as clocks
-from cp import defaulting, errors, objects, patching, sim, validation
+from cp import defaulting, errors, fieldmanager, objects, patching, sim, validation
 from cp import resources as res
 from storage import log
 
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
-MAX_RETRIES = 16
+MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
 
 
 class WriteContext(msgspec.Struct, kw_only=True):
@@ -85,7 +85,10 @@ class Store:
     # ---------------------------------------------------------------- create
 
     async def create(self, kind: res.ResourceKind, namespace: str, obj: dict[str, Any],
-                     ctx: WriteContext, *, operation: str = "Update") -> Result:
+                     ctx: WriteContext, *, operation: str = "Update",
+                     managed_fields: list[dict[str, Any]] | None = None) -> Result:
+        """Create `obj`. `operation="Apply"` (server-side apply creating the object) stores the
+        `managed_fields` computed by the apply; otherwise the creator owns what it set."""
         now = self.clock.now()
         meta = objects.meta(obj)
         obj["apiVersion"] = kind.api_version
@@ -105,10 +108,17 @@ class Store:
         else:
             meta.pop("generation", None)
         defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+        # As the field manager upstream: on the defaulted object, before PrepareForCreate.
+        if operation == "Apply":
+            managed = managed_fields
+        else:
+            managed = fieldmanager.on_create(kind, obj, manager=ctx.manager(), now=clocks.rfc3339(now),
+                                             requested=meta.get("managedFields"))
+        if managed:
+            meta["managedFields"] = managed
+        else:
+            meta.pop("managedFields", None)
         _prepare_for_create(kind, obj, now=now)
-        objects.record_manager(obj, objects.managed_entry(
-            manager=ctx.manager(), operation=operation, api_version=kind.api_version, now=now,
-            fields=objects.fields_v1(_managed_view(obj))))
         validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
                                    namespaced=kind.namespaced)
         if kind.group == res.SIM_GROUP:
@@ -183,8 +193,7 @@ class Store:
         def mutate(_current: dict[str, Any]) -> dict[str, Any]:
             return copy.deepcopy(body)
 
-        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
-                                            fields=objects.fields_v1(_managed_view(obj)))
+        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource)
 
     async def patch(self, kind: res.ResourceKind, namespace: str, name: str, patch_body: bytes,
                     content_type: str, ctx: WriteContext, *, subresource: str = "",
@@ -197,33 +206,48 @@ class Store:
             return patching.apply_patch(current, patch_body, content_type=content_type,
                                         group=kind.group, version=kind.version, kind=kind.kind)
 
-        fields = _patch_fields(patch_body, content_type)
-        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
-                                            fields=fields)
+        return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource)
 
     async def apply(self, kind: res.ResourceKind, namespace: str, name: str, patch_body: bytes,
                     ctx: WriteContext, *, subresource: str = "", force: bool = False) -> Result:
-        """Server-side apply as create-or-merge (full field ownership is issue #9)."""
+        """Server-side apply (`application/apply-patch+yaml`): field ownership, conflicts and removal of
+        fields a manager stops applying, as structured-merge-diff (`cp.fieldmanager`)."""
         if not ctx.field_manager:
             raise errors.BadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
                                     "is required for apply patch")
         applied = patching.apply_yaml_body(patch_body)
+        fieldmanager.check_apply_config(kind, applied)
         ameta = objects.meta(applied)
         if ameta.get("name") and ameta["name"] != name:
             raise errors.BadRequest(
                 f"the name of the object ({ameta['name']}) does not match the name on the URL ({name})")
         existing = await self.log.get(**_key(kind, namespace, name))
         if existing is None and not subresource:
-            ameta["name"] = name
-            result = await self.create(kind, namespace, applied, ctx, operation="Apply")
-            return result
+            obj, managed = fieldmanager.on_apply(
+                kind, None, applied, manager=ctx.field_manager, subresource="", force=force,
+                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+            obj = copy.deepcopy(obj)
+            objects.meta(obj)["name"] = name
+            return await self.create(kind, namespace, obj, ctx, operation="Apply", managed_fields=managed)
 
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
-            merged = patching.json_merge_patch(current, _strip_nulls(applied))
-            return dict(merged)
+            new, managed = fieldmanager.on_apply(
+                kind, current, applied, manager=ctx.field_manager, subresource=subresource, force=force,
+                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+            if new is current:
+                new = dict(current)
+            new["metadata"] = dict(new.get("metadata") or {})
+            if not ameta.get("resourceVersion"):
+                # Only a resourceVersion in the configuration is a precondition: otherwise a concurrent
+                # write makes guaranteed_update apply again to the newer object, as upstream retries.
+                new["metadata"].pop("resourceVersion", None)
+            if managed:
+                new["metadata"]["managedFields"] = managed
+            else:
+                new["metadata"].pop("managedFields", None)
+            return new
 
         return await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource=subresource,
-                                            fields=objects.fields_v1(_managed_view(applied)),
                                             operation="Apply")
 
     async def guaranteed_update(
@@ -231,6 +255,13 @@ class Store:
         mutate: Callable[[dict[str, Any]], dict[str, Any]], ctx: WriteContext, *,
         subresource: str = "", fields: dict[str, Any] | None = None, operation: str = "Update",
     ) -> Result:
+        """Read, `mutate`, write; on a storage conflict, read and mutate again (upstream's GuaranteedUpdate):
+        a resourceVersion the client sent that is now stale fails the precondition check (409), while a
+        patch that did not name one is simply re-applied to the newer object.
+
+        managedFields follow the operation: an "Update" takes ownership of what changed between the
+        stored and the new object (`fields` is accepted for compatibility and ignored); "Apply" expects
+        `mutate` to have set them (`Store.apply`)."""
         for _attempt in range(MAX_RETRIES):
             ev = await self.get(kind, namespace, name)
             current = _decode(ev.object)
@@ -256,10 +287,7 @@ class Store:
                         type="DELETED", **_key(kind, namespace, name), object=new,
                         expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
                 except log.ConflictError:
-                    if precondition:
-                        raise errors.Conflict.modified(group=kind.group, plural=kind.plural,
-                                                       name=name) from None
-                    continue
+                    continue  # re-read and re-apply: a stale client resourceVersion fails the check above
                 return Result(body=out.object)
             if ctx.dry_run:
                 new["metadata"]["resourceVersion"] = str(ev.revision)
@@ -271,9 +299,7 @@ class Store:
             except log.ConflictError as exc:
                 if exc.current is None:
                     raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name) from None
-                if precondition:
-                    raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name) from None
-                continue
+                continue  # as upstream GuaranteedUpdate: re-read, re-mutate; stale client RVs then get 409
             return Result(body=out.object)
         raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
 
@@ -281,6 +307,8 @@ class Store:
                         ctx: WriteContext, *, subresource: str, fields: dict[str, Any] | None,
                         operation: str) -> dict[str, Any]:
         now = self.clock.now()
+        requested_managed = (new.get("metadata") or {}).get("managedFields") \
+            if isinstance(new.get("metadata"), dict) else None
         new["apiVersion"] = kind.api_version
         new["kind"] = kind.kind
         new = self._structure(kind, new, ctx)
@@ -316,18 +344,14 @@ class Store:
                 meta[keep] = old_meta[keep]
             else:
                 meta.pop(keep, None)
-        if subresource != "status":
-            meta.pop("managedFields", None)
-            if old_meta.get("managedFields"):
-                meta["managedFields"] = copy.deepcopy(old_meta["managedFields"])
-            if old_meta.get("deletionTimestamp"):
-                added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
-                if added:
-                    raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(meta.get("name")),
-                                         causes=[errors.Cause("Forbidden", "metadata.finalizers",
-                                                              "no new finalizers can be added if the "
-                                                              "object is being deleted, found new "
-                                                              f"finalizers {sorted(added)!r}")])
+        if subresource != "status" and old_meta.get("deletionTimestamp"):
+            added = set(meta.get("finalizers") or []) - set(old_meta.get("finalizers") or [])
+            if added:
+                raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(meta.get("name")),
+                                     causes=[errors.Cause("Forbidden", "metadata.finalizers",
+                                                          "no new finalizers can be added if the "
+                                                          "object is being deleted, found new "
+                                                          f"finalizers {sorted(added)!r}")])
         meta["resourceVersion"] = old_meta.get("resourceVersion", "")
         defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
         if kind.group == "resource.k8s.io":
@@ -349,10 +373,16 @@ class Store:
                                    subresource=subresource)
         if kind.group == res.SIM_GROUP:
             sim.validate(new, old, kind=kind.kind)
-        if not _same(new, old) and fields is not None:
-            objects.record_manager(new, objects.managed_entry(
-                manager=ctx.manager(), operation=operation, api_version=kind.api_version, now=now,
-                fields=fields, subresource=subresource))
+        if operation == "Apply":
+            managed = requested_managed  # computed by Store.apply's mutate
+        else:
+            meta.pop("managedFields", None)
+            managed = fieldmanager.on_update(kind, old, new, manager=ctx.manager(), subresource=subresource,
+                                             now=clocks.rfc3339(now), requested=requested_managed)
+        if managed:
+            meta["managedFields"] = managed
+        else:
+            meta.pop("managedFields", None)
         return new
 
     # ---------------------------------------------------------------- delete
@@ -649,47 +679,10 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
             mb = dict(b[k] or {})
             for m in (ma, mb):
                 m.pop("resourceVersion", None)
-                m.pop("managedFields", None)
+            if not fieldmanager.same_entries(ma.pop("managedFields", None), mb.pop("managedFields", None)):
+                return False
             if ma != mb:
                 return False
         elif a[k] != b[k]:
             return False
     return True
-
-
-def _managed_view(obj: dict[str, Any]) -> dict[str, Any]:
-    view = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "status")}
-    meta = {k: v for k, v in (obj.get("metadata") or {}).items()
-            if k in ("labels", "annotations", "finalizers", "ownerReferences")}
-    if meta:
-        view["metadata"] = meta
-    else:
-        view.pop("metadata", None)
-    return view
-
-
-def _patch_fields(body: bytes, content_type: str) -> dict[str, Any]:
-    if content_type in (patching.MERGE_PATCH, patching.STRATEGIC_MERGE_PATCH):
-        try:
-            doc = _decode(body)
-        except msgspec.DecodeError:
-            return {}
-        if isinstance(doc, dict):
-            return objects.fields_v1(_managed_view(_strip_directives(doc)))
-    return {}
-
-
-def _strip_directives(doc: Any) -> Any:
-    if isinstance(doc, dict):
-        return {k: _strip_directives(v) for k, v in doc.items() if not k.startswith("$") and v is not None}
-    if isinstance(doc, list):
-        return [_strip_directives(v) for v in doc if not (isinstance(v, dict) and "$patch" in v)]
-    return doc
-
-
-def _strip_nulls(doc: Any) -> Any:
-    if isinstance(doc, dict):
-        return {k: _strip_nulls(v) for k, v in doc.items() if v is not None}
-    if isinstance(doc, list):
-        return [_strip_nulls(v) for v in doc]
-    return doc

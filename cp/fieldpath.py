@@ -76,17 +76,13 @@ def _floats_to_go(v: Any) -> Any:
 
 def go_json(v: Any, *, sort_keys: bool = False) -> str:
     """JSON as Go's encoding/json writes it: HTML characters escaped, floats in Go's shortest form."""
-    if isinstance(v, (dict, list)) or isinstance(v, float):
+    if isinstance(v, (dict, list, float)):
         v = _floats_to_go(v)
     return _escape_html(_encode_sorted(v) if sort_keys else _encode(v))
 
 
 # ---------------------------------------------------------------------------------------------------------
 # Path elements
-
-
-def field(name: str) -> str:
-    return "f:" + name
 
 
 def key_element(item: dict[str, Any], keys: tuple[str, ...],
@@ -116,10 +112,6 @@ def value_element(v: Any) -> str:
     if isinstance(v, str) and v.isalnum():
         return 'v:"' + v + '"'
     return "v:" + go_json(v)
-
-
-def index_element(i: int) -> str:
-    return f"i:{i}"
 
 
 def parse_element(pe: str) -> tuple[str, Any]:
@@ -183,22 +175,28 @@ def _sort_key(pe: str) -> tuple[Any, ...]:
     return (4, v)
 
 
-def canonical(s: Set) -> Set:
-    """The set with its keys in upstream's serialization order ("." first, then path elements in
-    `PathElement.Compare` order: fields by name, keys, values, indexes), at every level."""
-    if not s:
-        return s
-    if len(s) == 1:
-        (k, n), = s.items()
-        return {k: canonical(n)} if n else s
-    keys = list(s)
-    plain = True
+def sorted_level(d: Set) -> Set:
+    """One level of a set with its keys in upstream's order ("." first, then `PathElement.Compare`):
+    plain string order for fields, parsed order for list items."""
+    if len(d) < 2:
+        return d
+    keys = list(d)
     for k in keys:
         if k[0] != "f" and k != SELF:
-            plain = False
+            keys.sort(key=_sort_key)
             break
-    keys.sort(key=None if plain else _sort_key)
-    return {k: (canonical(s[k]) if s[k] else s[k]) for k in keys}
+    else:
+        keys.sort()
+    return {k: d[k] for k in keys}
+
+
+def canonical(s: Set) -> Set:
+    """The set with its keys in upstream's serialization order at every level. The operations of this
+    module keep sets in that order, so only sets read from requests need this."""
+    if not s:
+        return s
+    out = sorted_level(s)
+    return {k: (canonical(n) if n else n) for k, n in out.items()}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -220,39 +218,70 @@ def union(a: Set, b: Set) -> Set:
         return a
     if not a:
         return b
-    out = dict(a)
+    if len(b) > len(a):
+        a, b = b, a  # walk the smaller one
+    out: Set | None = None
+    added = False
     for k, bn in b.items():
-        an = out.get(k)
+        an = a.get(k)
         if an is None:
+            if out is None:
+                out = dict(a)
             out[k] = bn
-        elif an is not bn and k != SELF:
-            if not an:
-                out[k] = bn if SELF in bn or not bn else {**bn, SELF: {}}
-            elif not bn:
-                out[k] = an if SELF in an else {**an, SELF: {}}
-            else:
-                out[k] = union(an, bn)
-    return out
+            added = True
+            continue
+        if an is bn or k == SELF:
+            continue
+        if not an:
+            nn = bn if SELF in bn or not bn else {SELF: {}, **bn}
+        elif not bn:
+            nn = an if SELF in an else {SELF: {}, **an}
+        else:
+            nn = union(an, bn)
+        if nn is not an:
+            if out is None:
+                out = dict(a)
+            out[k] = nn
+    if out is None:
+        return a
+    return sorted_level(out) if added else out
 
 
 def difference(a: Set, b: Set) -> Set:
-    """Paths of `a` that are not paths of `b` (exact paths: children of a path of `b` stay)."""
+    """Paths of `a` that are not paths of `b` (exact paths: children of a path of `b` stay).
+    Returns `a` itself when nothing is taken away."""
     if not a or not b:
         return a
-    out: Set = {}
-    for k, an in a.items():
+    out = a
+    for k, bn in b.items():
         if k == SELF:
             continue
-        bn = b.get(k)
-        if bn is None:
-            out[k] = an
+        an = a.get(k)
+        if an is None:
             continue
-        member = (not an or SELF in an) and not (not bn or SELF in bn)
-        sub = difference(an, bn) if an and bn else _children(an)
-        node = _make(member, sub)
-        if node is not None:
-            out[k] = node
+        nn = _diff_node(an, bn)
+        if nn is an:
+            continue
+        if out is a:
+            out = dict(a)
+        if nn is None:
+            del out[k]
+        else:
+            out[k] = nn
     return out
+
+
+def _diff_node(an: Set, bn: Set) -> Set | None:
+    b_member = not bn or SELF in bn
+    if not an:  # a leaf member
+        return None if b_member else an
+    sub = difference(an, bn) if bn else an
+    if b_member and SELF in sub:
+        sub = {k: v for k, v in sub.items() if k != SELF}
+        return sub or None
+    if len(sub) == 1 and SELF in sub:
+        return {}
+    return sub or None
 
 
 def recursive_difference(a: Set, b: Set) -> Set:
@@ -382,7 +411,7 @@ def validate(s: Any) -> Set:
     return out
 
 
-def _go_quote(s: str) -> str:
+def go_quote(s: str) -> str:
     out = ['"']
     for ch in s:
         o = ord(ch)
@@ -413,7 +442,7 @@ def value_string(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
-        return _go_quote(v)
+        return go_quote(v)
     if isinstance(v, float):
         return _go_float(v)
     if isinstance(v, (int, float)):

@@ -466,3 +466,34 @@ async def test_device_class_with_bad_cel_is_invalid(http: aiohttp.ClientSession)
     bad["spec"]["selectors"][0]["cel"]["expression"] = 'device.driver == "gpu.example.com"'
     async with http.post("/apis/resource.k8s.io/v1/deviceclasses", json=bad) as r:
         assert r.status == 201
+
+
+async def test_concurrent_patches_retry_instead_of_conflicting(http: aiohttp.ClientSession) -> None:
+    """Patches that do not name a resourceVersion are re-applied on a storage conflict (upstream's
+    GuaranteedUpdate), so concurrent writers never see a 409 and no change is lost."""
+    import asyncio
+
+    await http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "busy"}})
+
+    async def label(i: int) -> int:
+        async with http.patch("/api/v1/namespaces/default/configmaps/busy",
+                              json={"metadata": {"labels": {f"k{i}": "v"}}},
+                              headers={"Content-Type": "application/merge-patch+json"}) as r:
+            return r.status
+
+    assert set(await asyncio.gather(*(label(i) for i in range(20)))) == {200}
+    async with http.get("/api/v1/namespaces/default/configmaps/busy") as r:
+        assert len((await _json(r))["metadata"]["labels"]) == 20
+
+
+async def test_apply_on_scale(http: aiohttp.ClientSession) -> None:
+    await http.post("/apis/apps/v1/namespaces/default/deployments", json=deployment("web", 1))
+    body = json.dumps({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"},
+                       "spec": {"replicas": 4}})
+    async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/scale?fieldManager=me",
+                          data=body, headers={"Content-Type": "application/apply-patch+yaml"}) as r:
+        assert r.status == 200, await r.text()
+        assert (await _json(r))["spec"]["replicas"] == 4
+    async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/scale",
+                          data=body, headers={"Content-Type": "application/apply-patch+yaml"}) as r:
+        assert r.status == 400

@@ -143,10 +143,6 @@ async def test_lightkube_client(cluster: support.Cluster, tmp_path: Path) -> Non
     await scenario(cluster, tmp_path)
 
 
-@pytest.mark.xfail(reason="api/store.py Store.apply is create-or-merge (its docstring: full field ownership "
-                   "is issue #9): it keeps no per-manager field sets, so a second manager's conflicting "
-                   "apply without force gets 200 instead of 409 Conflict/FieldManagerConflict, and fields "
-                   "a manager stops applying are never removed", strict=True)
 async def test_lightkube_apply_field_ownership(cluster: support.Cluster) -> None:
     """Server-side apply semantics that lightkube users rely on: conflicts between managers need
     `force=True`, and a manager dropping a field it owns removes it."""
