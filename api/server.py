@@ -28,12 +28,21 @@ class Running(msgspec.Struct, kw_only=True):
 
 def install_cel_checker() -> None:
     """Reject device selectors that do not compile (422 at create time, as kube-apiserver does),
-    with the allocator's own CEL environment so that both agree on what compiles."""
-    from controllers.dra import celenv
+    with the allocator's own CEL environment so that both agree on what compiles. The environment
+    (a Rust extension) loads on the first selector to check, not at start-up."""
     from cp import validation
 
-    cache = celenv.CelCache()
-    validation.set_cel_checker(lambda expression: cache.compile(expression).error)
+    cache: list[Any] = []
+
+    def check(expression: str) -> str | None:
+        if not cache:
+            from controllers.dra import celenv
+
+            cache.append(celenv.CelCache())
+        error: str | None = cache[0].compile(expression).error
+        return error
+
+    validation.set_cel_checker(check)
 
 
 def open_log(url: str) -> log.EventLog:

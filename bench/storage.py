@@ -360,13 +360,15 @@ def main() -> None:
     directory = args.dir or Path(tempfile.mkdtemp(prefix="cplane-bench-"))
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
+    load_before = os.getloadavg()[0]
     try:
         rows = asyncio.run(run(quick=args.quick, pg_url=pg_url, directory=directory))
     finally:
         if args.dir is None:
             shutil.rmtree(directory, ignore_errors=True)
     print(f"bench.storage {'--quick ' if args.quick else ''}({os.cpu_count()} CPUs, Python "
-          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {time.perf_counter() - started:.0f} s)")
+          f"{sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}; {time.perf_counter() - started:.0f} s; "
+          f"load average {load_before:.1f} before, {os.getloadavg()[0]:.1f} after)")
     print_table(rows)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from storage import compaction, postgres, sql, sqlite
+from storage import compaction, sql
 
 Retention = compaction.Retention
 
@@ -17,8 +17,12 @@ Retention = compaction.Retention
 def open_event_log(*, url: str, retention: Retention | None = None, durability: str = "normal") -> sql.SqlEventLog:
     parsed = sa.make_url(url)
     if parsed.drivername == "sqlite+aiosqlite":
+        from storage import sqlite
+
         return sqlite.SqliteEventLog(url=parsed, retention=retention, durability=durability)
     if parsed.drivername == "postgresql+asyncpg":
+        from storage import postgres  # asyncpg and its dialect load only when used
+
         return postgres.PostgresEventLog(url=parsed, retention=retention, durability=durability)
     raise ValueError(f"unsupported event log URL {parsed.drivername!r}: "
                      "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://...")

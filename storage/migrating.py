@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import pathlib
+import re
 import time
+from typing import TYPE_CHECKING
 
-import alembic.command
-import alembic.config
 import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext import asyncio as sa_asyncio
 
 import migrations
+
+if TYPE_CHECKING:
+    import alembic.config
 
 _logger = structlog.get_logger(__name__)
 
@@ -19,13 +23,40 @@ MIGRATIONS_DIR = pathlib.Path(migrations.__file__).parent
 
 
 def alembic_config(*, connection: sa.Connection | None = None) -> alembic.config.Config:
+    import alembic.config
+
     config = alembic.config.Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     config.attributes["connection"] = connection
     return config
 
 
+@functools.cache
+def head_revision() -> str:
+    """The newest migration, read from the files (no alembic import: start-up stays fast)."""
+    revisions: dict[str, str | None] = {}
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        text = path.read_text()
+        rev = re.search(r'^revision\s*=\s*"([^"]+)"', text, re.M)
+        down = re.search(r'^down_revision\s*=\s*(?:"([^"]+)"|None)', text, re.M)
+        if rev:
+            revisions[rev.group(1)] = down.group(1) if down else None
+    heads = set(revisions) - {d for d in revisions.values() if d}
+    if len(heads) != 1:
+        raise RuntimeError(f"migrations must have exactly one head, found {sorted(heads)}")
+    return heads.pop()
+
+
+def _current(connection: sa.Connection) -> str | None:
+    if not sa.inspect(connection).has_table("alembic_version"):
+        return None
+    row = connection.exec_driver_sql("SELECT version_num FROM alembic_version").first()
+    return str(row[0]) if row else None
+
+
 def _upgrade(connection: sa.Connection) -> None:
+    import alembic.command
+
     if connection.dialect.name == "postgresql":
         # Several servers may start at once on one database: one migrates, the others wait.
         connection.exec_driver_sql(
@@ -35,6 +66,11 @@ def _upgrade(connection: sa.Connection) -> None:
 
 async def upgrade(engine: sa_asyncio.AsyncEngine) -> None:
     started = time.perf_counter()
+    async with engine.connect() as connection:
+        current = await connection.run_sync(_current)
+    if current == head_revision():
+        _logger.debug("migrations_current", revision=current, outcome="skipped")
+        return
     async with engine.begin() as connection:
         await connection.run_sync(_upgrade)
     _logger.debug("migrations_applied", duration_ms=round((time.perf_counter() - started) * 1000, 1),

@@ -222,3 +222,9 @@ class PostgresEventLog(sql.SqlEventLog):
             "AND i.tablename = 'events' AND i.indexname NOT IN ("
             "  SELECT conname FROM pg_constraint WHERE conrelid = 'events'::regclass AND contype = 'p')")
         return [(row[0], row[1]) for row in rows]
+
+    async def _after_bulk_load(self) -> None:
+        # Fresh statistics, as after any bulk load: without them the planner guesses a tiny table and
+        # sorts whole revision ranges for every page of a scan.
+        for table in ("events", "heads"):
+            await self._writer.execute(f"ANALYZE {table}")

@@ -157,7 +157,7 @@ class Batch:
     __slots__ = ("changed", "results", "revision", "rows")
 
     def __init__(self) -> None:
-        self.results: list[log.Event | _Conflict] = []  # one per write
+        self.results: list[log.Event | _Conflict | ValueError] = []  # one per write
         self.rows: list[codec.Row] = []  # events to insert
         self.changed: dict[codec.Key, tuple[int, bool]] = {}  # new heads
         self.revision = 0  # the newest revision assigned
@@ -185,8 +185,12 @@ def plan_batch(writes: list[log.Write], *, heads: dict[codec.Key, tuple[int, boo
         elif head[0] != write.expected_revision:
             results.append(_Conflict("stale", current_revision=head[0], current=in_batch.get(key)))
             continue
+        try:
+            obj, uid = codec.stamp(write, revision=revision + 1)
+        except Exception as error:  # this write's object only; the rest of the batch goes on
+            results.append(ValueError(f"the object cannot be stored as JSON: {error}"))
+            continue
         revision += 1
-        obj, uid = codec.stamp(write, revision=revision)
         event = codec.event_from_write(write, revision=revision, prev_revision=head[0] if head else 0,
                                        obj=obj, uid=uid)
         rows.append(codec.row_from_event(event))
@@ -214,6 +218,7 @@ class BulkImport:
             SQL_INSERT_HEAD, [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in heads.items()])
         if compacted:
             await self._owner._write_execute(SQL_SET_COMPACTED, (compacted,))
+        await self._owner._after_bulk_load()
 
 
 class SqlEventLog:
@@ -286,6 +291,9 @@ class SqlEventLog:
     async def _secondary_indexes(self) -> list[tuple[str, str]]:
         """(name, CREATE statement) of the events table's indexes other than the primary key."""
         raise NotImplementedError
+
+    async def _after_bulk_load(self) -> None:
+        """Inside the import transaction, after the last row."""
 
     # -- lifecycle ----------------------------------------------------------------------------------
 
@@ -419,10 +427,12 @@ class SqlEventLog:
                 continue
             if isinstance(result, log.Event):
                 future.set_result(result)
-            else:
+            elif isinstance(result, _Conflict):
                 future.set_exception(await self._conflict_error(write, result))
+            else:
+                future.set_exception(result)
 
-    async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | _Conflict]:
+    async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | _Conflict | ValueError]:
         """One group commit (under `_write_lock`). SQLite overrides it to run in one thread hop."""
         await self._begin_write()
         try:
@@ -506,6 +516,8 @@ class SqlEventLog:
         while not self._importing:
             after = self._broadcaster.revision
             _, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (after, POLL_PAGE)))
+            if self._importing:  # the import publishes nothing: it ends the subscriptions instead
+                return
             self._compacted = max(self._compacted, compacted)
             if not rows:
                 if compacted > after:  # the newest revisions were compacted away

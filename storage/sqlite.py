@@ -142,7 +142,7 @@ class SqliteEventLog(sql.SqlEventLog):
 
     # -- writes: the group commit in two hops ---------------------------------------------------------
 
-    async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | sql._Conflict]:
+    async def _commit_writes(self, writes: list[log.Write]) -> list[log.Event | sql._Conflict | ValueError]:
         # SQL on the writer thread, Python (checks, encoding, events) here: two threads both running
         # Python would fight over the GIL (5 ms switch interval), which costs far more than a hop.
         keys = sql.keys_of(writes)

@@ -180,3 +180,11 @@ async def test_a_failed_start_leaves_nothing_open(tmp_path) -> None:
         await event_log.close()
         with pytest.raises(log.StorageError):
             await event_log.append(writes.added("a"))
+
+
+async def test_an_unencodable_object_fails_only_its_own_write(event_log: sql.SqlEventLog) -> None:
+    bad = msgspec.structs.replace(writes.added("bad"), object={"metadata": {"name": "bad"}, "x": object()})
+    results = await asyncio.gather(event_log.append(writes.added("a")), event_log.append(bad),
+                                   event_log.append(writes.added("b")), return_exceptions=True)
+    assert isinstance(results[1], ValueError)
+    assert [r.revision for r in (results[0], results[2])] == [1, 2]  # type: ignore[union-attr]

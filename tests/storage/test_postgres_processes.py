@@ -22,7 +22,7 @@ pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = 3
 TASKS = 4
-PER_TASK = 60  # appends per writer task (multiple of 3)
+PER_TASK = 30  # appends per writer task (multiple of 3)
 
 
 async def start_child(*args: str) -> asyncio.subprocess.Process:
@@ -66,11 +66,16 @@ async def run_writers(pg_url: str, *, processes: int, tasks: int, per_task: int,
     await watcher.start()
     children: list[asyncio.subprocess.Process] = []
     try:
+        starting = [start_child("--url", pg_url, "--prefix", f"w{n}-", "--count", str(per_task),
+                                "--tasks", str(tasks), "--wait-for-go") for n in range(processes)]
         if reader:
-            children.append(await start_child("--url", pg_url, "--read-until", str(total)))
-        writers = [await start_child("--url", pg_url, "--prefix", f"w{n}-", "--count", str(per_task),
-                                     "--tasks", str(tasks), "--wait-for-go") for n in range(processes)]
-        children += writers
+            starting.insert(0, start_child("--url", pg_url, "--read-until", str(total)))
+        started = await asyncio.gather(*starting, return_exceptions=True)
+        children = [child for child in started if isinstance(child, asyncio.subprocess.Process)]
+        for failure in started:
+            if isinstance(failure, BaseException):
+                raise failure
+        writers = children[1:] if reader else children
         subscription = await watcher.subscribe(group="", resource="pods", namespace=None, after=0)
         watching = asyncio.ensure_future(watch(subscription, total=total))
         for child in writers:
@@ -107,7 +112,7 @@ async def test_racing_processes_become_visible_in_revision_order(pg_url: str) ->
 
 
 async def test_every_write_reaches_another_process_within_100_ms(pg_url: str) -> None:
-    acks, received, _ = await run_writers(pg_url, processes=2, tasks=2, per_task=60, reader=False)
+    acks, received, _ = await run_writers(pg_url, processes=2, tasks=2, per_task=45, reader=False)
     assert list(received) == sorted(acks)
     lag = sorted(received[revision] - acked for revision, acked in acks.items())
     p50, p99, worst = (lag[len(lag) // 2] * 1000, lag[int(len(lag) * 0.99)] * 1000, lag[-1] * 1000)
