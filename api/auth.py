@@ -78,7 +78,7 @@ class Limits(msgspec.Struct, kw_only=True):
 
     max_inflight: int = 400  # --max-requests-inflight
     max_mutating_inflight: int = 200  # --max-mutating-requests-inflight
-    max_watches_per_user: int = 200
+    max_watches_per_user: int = 10_000  # bounded; upstream has no per-user cap (APF), controllers hold many
     request_timeout: float = 60.0  # --request-timeout (not for watches)
     max_depth: int = 100  # nesting of objects (maps and lists) in a request body or stored object
     max_object_bytes: int = 1536 * 1024  # etcd's default --max-request-bytes
