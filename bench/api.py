@@ -21,6 +21,8 @@ from typing import Any
 
 import aiohttp
 
+from bench import harness
+
 ROOT = Path(__file__).resolve().parent.parent
 CPLANE = Path(sys.executable).parent / "cplane"
 
@@ -30,26 +32,7 @@ def _pct(values: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
 
 
-async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], deadline: float) -> str:
-    kubeconfig = data_dir / "kubeconfig"
-    url = ""
-    async with aiohttp.ClientSession() as s:
-        while time.perf_counter() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}")
-            if not url and kubeconfig.exists():
-                for line in kubeconfig.read_text().splitlines():
-                    if line.strip().startswith("server:"):
-                        url = line.split("server:", 1)[1].strip()
-            if url:
-                try:
-                    async with s.get(url + "/readyz") as r:
-                        if r.status == 200:
-                            return url
-                except aiohttp.ClientError:
-                    pass
-            await asyncio.sleep(0.002)
-    raise TimeoutError("server not ready")
+_wait_ready = harness.wait_ready
 
 
 def _start(data_dir: Path) -> subprocess.Popen[bytes]:

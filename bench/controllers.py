@@ -34,6 +34,8 @@ from typing import Any
 
 import aiohttp
 
+from bench import harness
+
 from controllers import fleet as fleets
 from controllers import fleet_objects as objs
 from controllers.runtime import client as clients
@@ -44,26 +46,7 @@ LARGE = ROOT / "examples" / "fleets" / "large.yaml"
 NAMESPACE = "bench"
 
 
-async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], deadline: float) -> str:
-    kubeconfig = data_dir / "kubeconfig"
-    url = ""
-    async with aiohttp.ClientSession() as s:
-        while time.perf_counter() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}")
-            if not url and kubeconfig.exists():
-                for line in kubeconfig.read_text().splitlines():
-                    if line.strip().startswith("server:"):
-                        url = line.split("server:", 1)[1].strip()
-            if url:
-                try:
-                    async with s.get(url + "/readyz") as r:
-                        if r.status == 200:
-                            return url
-                except aiohttp.ClientError:
-                    pass
-            await asyncio.sleep(0.002)
-    raise TimeoutError("server not ready")
+_wait_ready = harness.wait_ready
 
 
 def _cpu(*procs: subprocess.Popen[bytes] | None) -> float:

@@ -1,0 +1,33 @@
+"""What the benchmarks share: waiting for a `cplane serve` process to be ready."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import time
+from pathlib import Path
+
+import aiohttp
+
+
+async def wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], deadline: float) -> str:
+    """Poll DATA_DIR/kubeconfig for the server URL, then `/readyz` until 200; return the URL."""
+    kubeconfig = data_dir / "kubeconfig"
+    url = ""
+    async with aiohttp.ClientSession() as s:
+        while time.perf_counter() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            if not url and kubeconfig.exists():
+                for line in kubeconfig.read_text().splitlines():
+                    if line.strip().startswith("server:"):
+                        url = line.split("server:", 1)[1].strip()
+            if url:
+                try:
+                    async with s.get(url + "/readyz") as r:
+                        if r.status == 200:
+                            return url
+                except aiohttp.ClientError:
+                    pass
+            await asyncio.sleep(0.002)
+    raise TimeoutError("server not ready")
