@@ -21,6 +21,7 @@ from storage import log
 _decode = msgspec.json.Decoder().decode
 _encode = msgspec.json.Encoder().encode
 
+GENERATE_NAME_ATTEMPTS = 8
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
 
 
@@ -94,7 +95,8 @@ class Store:
         obj["apiVersion"] = kind.api_version
         obj["kind"] = kind.kind
         self._check_namespace_field(kind, namespace, meta)
-        if not meta.get("name") and meta.get("generateName"):
+        generated = not meta.get("name") and bool(meta.get("generateName"))
+        if generated:
             meta["name"] = objects.generate_name(str(meta["generateName"]))
         name = str(meta.get("name") or "")
         obj = self._structure(kind, obj, ctx)
@@ -130,13 +132,20 @@ class Store:
             if existing is not None:
                 raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name)
             return Result(body=_encode(obj), code=201)
-        try:
-            ev = await self._append(log.Write(
-                type="ADDED", **_key(kind, namespace, name), object=obj, expected_revision=0,
-                time=now, actor=ctx.actor()))
-        except log.ConflictError as exc:
-            raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name) from exc
-        return Result(body=ev.object, code=201)
+        for attempt in range(GENERATE_NAME_ATTEMPTS):
+            try:
+                ev = await self._append(log.Write(
+                    type="ADDED", **_key(kind, namespace, name), object=obj, expected_revision=0,
+                    time=now, actor=ctx.actor()))
+            except log.ConflictError as exc:
+                if generated and attempt + 1 < GENERATE_NAME_ATTEMPTS:
+                    # A generated name taken already: draw another (kube-apiserver retries since 1.32).
+                    name = objects.generate_name(str(obj["metadata"]["generateName"]))
+                    obj["metadata"]["name"] = name
+                    continue
+                raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name) from exc
+            return Result(body=ev.object, code=201)
+        raise AssertionError("unreachable")
 
     def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:
         if kind.namespaced:

@@ -172,10 +172,10 @@ def pod_with_claim(ns: str, index: int) -> dict[str, Any]:
 # ---------------------------------------------------------------------- processes
 
 
-def _start_server(data_dir: Path) -> subprocess.Popen[bytes]:
-    prefix = [str(BIN / "python"), "/tmp/sched/gcwrap_server.py"] if os.environ.get("GCWRAP_SERVER") else [str(BIN / "cplane")]
-    return subprocess.Popen([*prefix, "serve", "--data-dir", str(data_dir), "--port", "0",
-                             "--insecure", "--no-controllers", "--log-level", "warning"],
+def _start_server(data_dir: Path, db: str | None = None) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([str(BIN / "cplane"), "serve", "--data-dir", str(data_dir), "--port", "0",
+                             "--insecure", "--no-controllers", "--log-level", "warning",
+                             *(["--db", db] if db else [])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -200,13 +200,14 @@ async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: fl
     raise TimeoutError("server not ready")
 
 
-def _start_controllers(url: str, profile: Path | None, log: Path) -> subprocess.Popen[bytes]:
+def _start_controllers(url: str, profile: Path | None, log: Path, level: str = "warning") -> subprocess.Popen[bytes]:
     cmd = [str(BIN / "python")]
     if profile is not None and profile.suffix == ".prof":
         cmd += ["-m", "cProfile", "-o", str(profile)]
     elif profile is not None:
         cmd += ["-m", "pyinstrument", "--renderer", "html" if profile.suffix == ".html" else "text", "-o", str(profile)]
-    cmd += (["/tmp/sched/gcwrap.py"] if os.environ.get("GCWRAP") else ["-m", "controllers"]) + ["--server", url, "--only", "scheduler,resourceclaim", "--log-level", "warning"]
+    cmd += ["-m", "controllers", "--server", url, "--only", "scheduler,resourceclaim", "--log-level", level,
+            "--log-format", "json"]
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=str(ROOT))
 
 
@@ -431,7 +432,7 @@ async def steady_state(c: clients.Client, w: Workload, meter: CpuMeter | None = 
 async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="cplane-schedperf-") as tmp:
         data = Path(tmp)
-        server = _start_server(data)
+        server = _start_server(data, args.db)
         controllers: subprocess.Popen[bytes] | None = None
         log = data / "controllers.log"
         try:
@@ -446,7 +447,7 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
                     args.profile.mkdir(parents=True, exist_ok=True)
                     suffix = {"html": ".html", "text": ".txt", "cprofile": ".prof"}[args.profile_format]
                     profile = args.profile / (w.name.split(" ")[0].replace("/", "_") + suffix)
-                controllers = _start_controllers(url, profile, log)
+                controllers = _start_controllers(url, profile, log, args.controllers_log_level)
                 meter = CpuMeter(server=server.pid, controllers=controllers.pid, driver=os.getpid())
                 warm = await warm_up(c)
                 result: dict[str, Any] = {"setup_s": setup, "prealloc_s": prealloc, "warmup_s": warm}
@@ -469,6 +470,9 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
             if controllers is not None:
                 _stop(controllers)
             _stop(server)
+        if args.keep_logs and log.exists():
+            args.keep_logs.mkdir(parents=True, exist_ok=True)
+            (args.keep_logs / (w.name.split(" ")[0].replace("/", "_") + ".log")).write_bytes(log.read_bytes())
         errors = [line for line in log.read_text(errors="replace").splitlines()
                   if "error" in line.lower() or "traceback" in line.lower()] if log.exists() else []
         result["controller_errors"] = len(errors)
@@ -515,25 +519,36 @@ def main() -> None:
                         help="run the controllers under pyinstrument, one report per workload")
     parser.add_argument("--profile-format", choices=("text", "html", "cprofile"), default="text",
                         help="pyinstrument text or HTML (wall time), or a cProfile .prof file (CPU)")
+    parser.add_argument("--keep-logs", type=Path, default=None, metavar="DIR", help="copy the controllers' logs here")
+    parser.add_argument("--controllers-log-level", default="warning", metavar="LEVEL")
+    parser.add_argument("--db", default=None, metavar="URL",
+                        help="the server's event log (default: SQLite in a temporary directory; `memory:` "
+                             "keeps it in memory)")
+    parser.add_argument("--repeat", type=int, default=1, metavar="N",
+                        help="run each workload N times and show the median (a shared machine is noisy)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
     logs.configure(fmt="console", level="warning")
     selected = [w for w in workloads(args.quick) if args.only in w.name]
-    print(f"scheduler_perf DRA workloads, end to end through the API ({os.cpu_count()} cores); "
-          "claims from templates by the resourceclaim controller")
+    load = os.getloadavg()[0]
+    print(f"scheduler_perf DRA workloads, end to end through the API ({os.cpu_count()} cores, load average "
+          f"{load:.1f} at start; event log {args.db or 'SQLite'}); claims from templates by the resourceclaim controller")
     print(f"{'workload':<66} {'pods/s':>7} {'target':>6} | {'upstream threshold':<42} detail")
     results = {}
     for w in selected:
-        r = asyncio.run(run_workload(w, args))
-        results[w.name] = r
+        runs = [asyncio.run(run_workload(w, args)) for _ in range(max(args.repeat, 1))]
+        r = sorted(runs, key=lambda x: x["average"])[len(runs) // 2]  # the median run
+        results[w.name] = r if len(runs) == 1 else {**r, "runs": [x["average"] for x in runs]}
         detail = (f"{r['pods']:.0f} pods in {r['seconds']:.1f} s (overall {r['overall']:.0f}/s); "
                   f"setup {r['setup_s']:.1f} s, pre-allocation {r['prealloc_s']:.1f} s")
         pods = max(r["pods"], 1)
         detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / pods:.1f}" for k, v in r["cpu"].items())
         if "init_average" in r:
             detail += f"; init pods {r['init_average']:.0f}/s"
+        if len(runs) > 1:
+            detail += "; runs " + " ".join(f"{x['average']:.0f}" for x in runs) + " (median shown)"
         if r.get("controller_errors"):
             detail += f"; {r['controller_errors']} controller error lines"
         print(f"{w.name:<66} {r['average']:>7.1f} {_fmt(w.target):>6} | {w.upstream:<42} {detail}", flush=True)

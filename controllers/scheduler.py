@@ -20,7 +20,8 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    DynamicResources: allocated claims must be usable on the node (their allocation's node
    selector), the others are allocated with one `Allocator` (kept while slices, classes and
    DeviceTaintRules are unchanged) against an `AllocatedState` maintained from the claim informer
-   plus in-flight assumptions, with a per-node time limit (`filter_timeout`, 10 s).
+   plus in-flight assumptions, with a time limit per node (`filter_timeout`, 10 s) and for all
+   the nodes of one cycle together (`pod_filter_timeout`, also 10 s).
 3. Score the feasible nodes (least allocated, balanced, spreading a controller's pods, taints,
    preferred affinity, prioritized-list choice) and pick the best; ties are broken at random.
 4. Reserve: the allocation results are assumed at once (so the next cycle never hands out the same
@@ -59,6 +60,7 @@ import asyncio
 import contextlib
 import gc
 import random
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -101,6 +103,7 @@ INITIAL_BACKOFF = 1.0  # podInitialBackoffSeconds
 MAX_BACKOFF = 10.0  # podMaxBackoffSeconds
 UNSCHEDULABLE_MAX = 300.0  # podMaxInUnschedulablePodsDuration
 DEFAULT_WORKERS = 16
+EVENT_REPEAT_INTERVAL = 60.0  # seconds: an identical FailedScheduling Event is written at most this often
 CONFLICT_RETRIES = 5  # retry.DefaultRetry steps
 FEATURES = Features(list_type_attributes=False)  # a default 1.37 cluster: ListTypeAttributes is alpha/off
 TERMINAL = ("Succeeded", "Failed")
@@ -216,6 +219,10 @@ class _SchedError(Exception):
     """An error status: the pod goes to the backoff queue with reason SchedulerError."""
 
 
+class _BindingError(Exception):
+    """PreBind or Bind failed; the message is what upstream reports."""
+
+
 class _Unschedulable(msgspec.Struct, kw_only=True):
     message: str
 
@@ -249,12 +256,14 @@ class _NodeEntry:
     """A node as the scheduler sees it: its pre-digested info, a per-node cache of DRA results and
     a version bumped whenever a device in one of its pools is allocated or freed."""
 
-    __slots__ = ("dra_cache", "dra_version", "info", "name")
+    __slots__ = ("dra_cache", "dra_version", "info", "name", "usage")
 
-    def __init__(self, node: dict[str, Any]) -> None:
+    def __init__(self, node: dict[str, Any], usage: plugins.NodeUsage) -> None:
         self.info = plugins.NodeInfo(node)
         self.name = self.info.name
-        self.dra_cache: dict[bytes, tuple[tuple[int, int, int], Any]] = {}
+        self.usage = usage  # what the pods on the node request (shared with Scheduler._usage)
+        # claim-spec signature -> (allocator generation, dra_version, shared version, answer)
+        self.dra_cache: dict[bytes, tuple[int, int, int, Any]] = {}
         self.dra_version = 0
 
     @property
@@ -304,12 +313,14 @@ class _DraCycle:
 class Scheduler:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
-                 percentage_of_nodes_to_score: int = 0, seed: int | None = None,
-                 features: Features = FEATURES) -> None:
+                 pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
+                 seed: int | None = None, features: Features = FEATURES) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
         self.filter_timeout = filter_timeout
+        self.pod_filter_timeout = pod_filter_timeout
+        self._cycle_deadline = 0.0  # time.monotonic() by which the current cycle's searches end
         self.percentage = percentage_of_nodes_to_score
         self.features = features
         self.rng = random.Random(seed)
@@ -343,6 +354,7 @@ class Scheduler:
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self._nodes: dict[str, _NodeEntry] = {}
+        self._soft_tainted = 0  # nodes with PreferNoSchedule taints
         self._usage: dict[str, plugins.NodeUsage] = {}
         self._pod_usage: dict[str, tuple[str, plugins.PodRequests, str]] = {}  # pod uid -> (node, req, owner)
         self._assumed_pods: dict[str, str] = {}  # pod uid -> node, until the informer shows it bound
@@ -350,9 +362,16 @@ class Scheduler:
 
         # The scheduling queue beyond the work queue: the unschedulable pool and backoff.
         self._unschedulable: dict[tuple[str, str], float] = {}  # pod key -> when it entered the pool
+        self._gated: set[tuple[str, str]] = set()  # pods of the pool waiting for PreEnqueue (no attempt made)
+        self._backing_off: dict[tuple[str, str], float] = {}  # moved out of the pool, waiting for backoff
         self._attempts: dict[tuple[str, str], int] = {}
         self._last_attempt: dict[tuple[str, str], float] = {}
+        # The pod in its scheduling cycle -> whether an event that could help it arrived meanwhile
+        # (then a failed attempt is retried instead of waiting for the next event).
+        self._in_cycle: dict[tuple[str, str], bool] = {}
         self._cycle_lock = asyncio.Lock()
+        # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
+        self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
 
         self.pods.add_handler(informers.Handlers(on_add=self._pod_added, on_update=self._pod_updated_h,
                                                  on_delete=self._pod_deleted))
@@ -382,6 +401,8 @@ class Scheduler:
     def on_start(self) -> None:
         """A new term: forget the pool and backoff (every pending pod is enqueued again)."""
         self._unschedulable.clear()
+        self._gated.clear()
+        self._backing_off.clear()
         self._attempts.clear()
         self._last_attempt.clear()
 
@@ -518,19 +539,30 @@ class Scheduler:
         name = str(_meta(node).get("name") or "")
         entry = self._nodes.get(name)
         if entry is None:
-            self._nodes[name] = _NodeEntry(node)
+            usage = self._usage.get(name)
+            if usage is None:
+                usage = self._usage[name] = plugins.NodeUsage()
+            entry = self._nodes[name] = _NodeEntry(node, usage)
+            self._soft_tainted += bool(entry.info.soft_taints)
             return
         old = entry.info.node
         if _meta(old).get("labels") != _meta(node).get("labels"):
             entry.dra_cache.clear()
         if _meta(old).get("labels") != _meta(node).get("labels") or _spec(old) != _spec(node) or \
                 _status(old).get("allocatable") != _status(node).get("allocatable"):
+            self._soft_tainted -= bool(entry.info.soft_taints)
             entry.info.update(node)
+            self._soft_tainted += bool(entry.info.soft_taints)
         else:
             entry.info.node = node
 
     def _node_deleted(self, node: dict[str, Any]) -> None:
-        self._nodes.pop(str(_meta(node).get("name") or ""), None)
+        name = str(_meta(node).get("name") or "")
+        entry = self._nodes.pop(name, None)
+        if entry is not None:
+            self._soft_tainted -= bool(entry.info.soft_taints)
+            if entry.usage.pods <= 0:
+                self._usage.pop(name, None)
 
     def _set_usage(self, uid: str, value: tuple[str, plugins.PodRequests, str] | None) -> None:
         old = self._pod_usage.pop(uid, None)
@@ -538,11 +570,14 @@ class Scheduler:
             usage = self._usage.get(old[0])
             if usage is not None:
                 usage.remove(old[1], old[2])
-                if usage.pods <= 0:
+                if usage.pods <= 0 and old[0] not in self._nodes:
                     del self._usage[old[0]]
         if value is not None:
             self._pod_usage[uid] = value
-            self._usage.setdefault(value[0], plugins.NodeUsage()).add(value[1], value[2])
+            usage = self._usage.get(value[0])
+            if usage is None:
+                usage = self._usage[value[0]] = plugins.NodeUsage()
+            usage.add(value[1], value[2])
 
     def _account_pod(self, pod: dict[str, Any]) -> None:
         uid = _uid(pod)
@@ -577,21 +612,52 @@ class Scheduler:
             return 0.0
         return min(INITIAL_BACKOFF * (2 ** (attempts - 1)), MAX_BACKOFF)
 
+    def gate(self, pod: Mapping[str, Any]) -> str | None:
+        """PreEnqueue: why the pod cannot be attempted yet (scheduling gates, claims not ready)."""
+        if _spec(pod).get("schedulingGates"):
+            return "scheduling gates"
+        try:
+            self._pod_claims(pod)
+        except _Gated as exc:
+            return str(exc)
+        return None
+
     def _requeue(self, key: tuple[str, str]) -> None:
         """Move a pod out of the unschedulable pool: to the queue now if its backoff is over or
-        nothing else is queued (`SchedulerPopFromBackoffQ`), else when the backoff ends."""
+        nothing else is queued (`SchedulerPopFromBackoffQ`), else when the backoff ends. A pod
+        gated by PreEnqueue stays until the gate opens (checked here, without an attempt)."""
+        if key in self._gated:
+            pod = self.pods.cache.get(*key)
+            if pod is not None and is_pending(pod) and self.gate(pod) is not None:
+                return
+            self._gated.discard(key)
         self._unschedulable.pop(key, None)
         queue = self.queue
         if queue is None:
             return
         ready = self._last_attempt.get(key, 0.0) + self._backoff(key)
         delay = ready - self.clock.now()
-        if delay <= 0 or len(queue) == 0:
+        if delay <= 0:
+            self._backing_off.pop(key, None)
             queue.add(self._request(key))
         else:
+            self._backing_off[key] = ready
             queue.add_after(self._request(key), delay)
+            self._pump()
+
+    def _pump(self) -> None:
+        """`SchedulerPopFromBackoffQ`: while nothing is queued, the pod whose backoff ends first
+        goes now (its timer, firing later, finds it handled)."""
+        queue = self.queue
+        if queue is None or len(queue) or not self._backing_off:
+            return
+        key = min(self._backing_off, key=self._backing_off.__getitem__)
+        del self._backing_off[key]
+        queue.add(self._request(key))
 
     def move_all(self, event: str) -> None:
+        for key in self._in_cycle:
+            self._in_cycle[key] = True
         if self._unschedulable:
             self._log.debug("moving_unschedulable_pods", trigger=event, pods=len(self._unschedulable))
             for key in list(self._unschedulable):
@@ -599,6 +665,9 @@ class Scheduler:
 
     def _forget_pod(self, key: tuple[str, str]) -> None:
         self._unschedulable.pop(key, None)
+        self._gated.discard(key)
+        self._backing_off.pop(key, None)
+        self._last_event.pop(key, None)
         self._attempts.pop(key, None)
         self._last_attempt.pop(key, None)
 
@@ -621,8 +690,11 @@ class Scheduler:
             return []
         if change.type == "add" or old is None:
             return [self._request(key)]
-        if key in self._unschedulable and _pod_updated(old, pod):
-            self._requeue(key)
+        if (key in self._unschedulable or key in self._in_cycle) and _pod_updated(old, pod):
+            if key in self._in_cycle:
+                self._in_cycle[key] = True
+            else:
+                self._requeue(key)
         return []
 
     def _pods_using_claim(self, claim: Mapping[str, Any]) -> set[tuple[str, str]]:
@@ -644,11 +716,13 @@ class Scheduler:
         if old is not None and _allocation(old) is not None and _allocation(claim) is None:
             self.move_all("ClaimDeallocated")
             return []
-        if not self._unschedulable:
+        if not self._unschedulable and not self._in_cycle:
             return []
         if change.type == "add" or old is None or _status(old) != _status(claim):
             for key in self._pods_using_claim(claim):
-                if key in self._unschedulable:
+                if key in self._in_cycle:
+                    self._in_cycle[key] = True
+                elif key in self._unschedulable:
                     self._requeue(key)
         return []
 
@@ -683,25 +757,51 @@ class Scheduler:
     # ------------------------------------------------------------------ reconcile
 
     async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+        try:
+            return await self._reconcile(request)
+        finally:
+            self._pump()
+
+    async def _reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
         key = (request.namespace, request.name)
+        entered = self._unschedulable.get(key)
+        if entered is not None and key not in self._gated:
+            wait = entered + UNSCHEDULABLE_MAX - self.clock.now()
+            if wait > 0:  # still in the pool: a stale timer; an event or the (re-armed) flush brings it back
+                if self.queue is not None:
+                    self.queue.add_after(request, wait)
+                return None
+        self._backing_off.pop(key, None)
         pod = self.pods.cache.get(*key)
         if pod is None or not is_pending(pod) or _uid(pod) in self._assumed_pods:
             if pod is None or _spec(pod).get("nodeName"):
                 self._forget_pod(key)
+            return None
+        reason = self.gate(pod)
+        if reason is not None:  # PreEnqueue: no attempt, no status; an event brings it back
+            self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=reason)
+            self._unschedulable[key] = self.clock.now()
+            self._gated.add(key)
             return None
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
             if pod is None or not is_pending(pod) or _uid(pod) in self._assumed_pods:
                 return None
             self._unschedulable.pop(key, None)
+            self._gated.discard(key)
+            self._in_cycle[key] = False
             started = time.perf_counter()
             try:
                 outcome = await self._scheduling_cycle(pod)
             finally:
                 self.stats.cycle_seconds += time.perf_counter() - started
+                moved = self._in_cycle.pop(key, False)
         if isinstance(outcome, _Gate):
-            self._unschedulable[key] = self.clock.now()
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=outcome.reason)
+            self._unschedulable[key] = self.clock.now()
+            self._gated.add(key)
+            if moved:
+                self._requeue(key)
             return None
         self.stats.attempts += 1
         self._attempts[key] = self._attempts.get(key, 0) + 1
@@ -709,9 +809,11 @@ class Scheduler:
         if isinstance(outcome, _Unschedulable):
             self.stats.unschedulable += 1
             self._unschedulable[key] = self.clock.now()
-            await self._report_failure(pod, "Unschedulable", outcome.message)
-            if key in self._unschedulable and self.queue is not None:
+            if moved:
+                self._requeue(key)  # something changed while we were at it: try again (after backoff)
+            elif self.queue is not None:
                 self.queue.add_after(request, UNSCHEDULABLE_MAX)  # the periodic flush
+            await self._report_failure(pod, "Unschedulable", outcome.message)
             return None
         if isinstance(outcome, _Error):
             self.stats.errors += 1
@@ -725,7 +827,7 @@ class Scheduler:
             raise
         except Exception as exc:  # PreBind / Bind failed: undo, report, back off
             self.stats.binding_failures += 1
-            message = exc.message if isinstance(exc, errors.StatusError) else str(exc)
+            message = str(exc) if isinstance(exc, _BindingError) else repr(exc)
             self._log.info("binding_failed", namespace=key[0], name=key[1], node=outcome.node, error=message)
             await self._unreserve(pod, outcome)
             if self.pods.cache.get(*key) is not None:
@@ -750,6 +852,7 @@ class Scheduler:
             return _Unschedulable(message=plugins.NO_NODES_AVAILABLE)
         req = plugins.pod_requests(pod)
         self._get_allocator()  # (re)builds the class mapping too
+        self._cycle_deadline = time.monotonic() + self.pod_filter_timeout
         try:
             dra = self._dra_prefilter(pod, req, user_claims)
         except _PreFilterReject as exc:
@@ -769,34 +872,42 @@ class Scheduler:
         processed = 0
         last_yield = time.perf_counter()
         ext_mapping = self._ext_mapping
-        usage_of = self._usage.get
         no_allocs: list[dict[str, Any]] = []
         # The DynamicResources filter's common case inline: claims to allocate whose answer for
         # this node is cached and still valid (no device of the node's pools changed since).
-        fast = dra.active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        dra_active = dra.active
+        fast = dra_active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        simple = info.simple
         signature = dra.signature
-        gen = self._allocator_gen
+        gen, shared = self._allocator_gen, self._shared_version
+        hits = 0
         try:
             for i in range(n):
                 entry = nodes[(start + i) % n]
                 processed += 1
-                status = info.filter(entry.info, usage_of(entry.name), ext_mapping)
+                ni = entry.info
+                usage = entry.usage
+                if simple and ni.plain and usage.pods < ni.alloc.pods:
+                    status = None
+                else:
+                    status = info.filter(ni, usage, ext_mapping)
                 allocs = no_allocs
                 node_ext: ext.ExtendedResourceClaim | None = None
-                if status is None and dra.active:
+                if status is None and dra_active:
                     cached = entry.dra_cache.get(signature) if fast else None
-                    if cached is not None and cached[0] == (gen, entry.dra_version, self._shared_version):
-                        self.stats.dra_cache_hits += 1
-                        result = cached[1]
-                        if result is None:
-                            status = _CANNOT_ALLOCATE
-                        elif isinstance(result, plugins.Status):
-                            status = result
-                        else:
+                    if cached is not None and cached[1] == entry.dra_version and cached[0] == gen \
+                            and cached[2] == shared:
+                        hits += 1
+                        result = cached[3]
+                        if type(result) is list:
                             allocs = result
+                        elif result is None:
+                            status = _CANNOT_ALLOCATE
+                        else:
+                            status = result
                     else:
                         status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
-                        gen = self._allocator_gen
+                        gen, shared = self._allocator_gen, self._shared_version
                 if status is not None:
                     statuses[entry.name] = status
                 else:
@@ -806,11 +917,13 @@ class Scheduler:
                 if not processed % 16 and time.perf_counter() - last_yield > YIELD_EVERY:
                     await asyncio.sleep(0)
                     last_yield = time.perf_counter()
+                    gen, shared = self._allocator_gen, self._shared_version
         except _SchedError as exc:
             return _Error(message=f'running "{DRA_PLUGIN}" filter plugin: {exc}')
         finally:
             self._next_start = (start + processed) % n
             self.stats.nodes_filtered += processed
+            self.stats.dra_cache_hits += hits
 
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
@@ -975,9 +1088,9 @@ class Scheduler:
         allocator = self._allocator or self._get_allocator()
         version = (self._allocator_gen, entry.dra_version, self._shared_version)
         cached = entry.dra_cache.get(signature)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached[:3] == version:
             self.stats.dra_cache_hits += 1
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[3]  # type: ignore[no-any-return]
         self.stats.allocate_calls += 1
         try:
             result = await self._allocate(allocator, entry, claims)
@@ -993,7 +1106,7 @@ class Scheduler:
                 and not _has_shares(out):
             if len(entry.dra_cache) > 64:
                 entry.dra_cache.clear()
-            entry.dra_cache[signature] = (version, out)
+            entry.dra_cache[signature] = (*version, out)
         return out
 
     async def _allocate(self, allocator: Allocator, entry: _NodeEntry, claims: list[dict[str, Any]]
@@ -1001,8 +1114,8 @@ class Scheduler:
         """On the event loop for up to ON_LOOP_SLICE, then (starting over) in a thread with the
         rest of the per-node time limit while claim-state changes wait."""
         begin = time.monotonic()
-        deadline = begin + self.filter_timeout
-        if self.filter_timeout <= ON_LOOP_SLICE:
+        deadline = min(begin + self.filter_timeout, self._cycle_deadline)
+        if deadline - begin <= ON_LOOP_SLICE:
             return allocator.allocate(node=entry.node, claims=claims, deadline=deadline)
         try:
             return allocator.allocate(node=entry.node, claims=claims, deadline=begin + ON_LOOP_SLICE)
@@ -1053,15 +1166,16 @@ class Scheduler:
                      ) -> tuple[_NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        usage_of = self._usage.get
-        if d.prioritized or info.preferred or info.owner or any(e.info.soft_taints for e, _a, _x in feasible):
+        if d.prioritized or info.preferred or info.owner or (self._soft_tainted and any(
+                e.info.soft_taints for e, _a, _x in feasible)):
             inputs = []
             for entry, allocs, _node_ext in feasible:
                 dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
-                inputs.append(info.raw_score(entry.info, usage_of(entry.name), dra_score))
+                inputs.append(info.raw_score(entry.info, entry.usage, dra_score))
             totals = plugins.total_scores(inputs)
         else:  # only the resource scores differ between nodes
-            totals = [info.resource_score(entry.info, usage_of(entry.name)) for entry, _a, _x in feasible]
+            score = info.resource_score
+            totals = [score(entry.info, entry.usage) for entry, _a, _x in feasible]
         best = max(totals)
         # selectHost: a uniformly random one among the top scores.
         top = [i for i, score in enumerate(totals) if score == best]
@@ -1096,37 +1210,48 @@ class Scheduler:
     # ------------------------------------------------------------------ the binding cycle
 
     async def _binding_cycle(self, pod: dict[str, Any], plan: _Plan) -> None:
+        """PreBind (the claims) and Bind; failures raise _BindingError with upstream's wording."""
         ns, name = caches.key_of(pod)
         pod_uid = _uid(pod)
         ref = {"resource": "pods", "name": name, "uid": pod_uid}
         try:
-            for cp in plan.claims:
-                if not cp.reserve:
-                    continue
-                if cp.claim is None:  # the extended-resource claim: create it first
-                    body = caches.deep_copy(plan.extended_claim or {})
-                    meta = body.setdefault("metadata", {})
-                    meta["finalizers"] = [FINALIZER]
-                    for owner in meta.get("ownerReferences") or []:
-                        owner["blockOwnerDeletion"] = True
-                    created = await self.client.create(CLAIMS, body, field_manager=COMPONENT)
-                    cp.claim = created
-                    new_key = _uid(created)
-                    self._rekey_claim(cp.key, new_key)
-                    cp.key = new_key
-                    self._in_flight[new_key] = (ns, name)
-                cp.claim = await self._bind_claim(cp, ref)
-                self._in_flight.pop(cp.key, None)
-            if plan.extended_claim is not None:
-                created_claim = next(cp.claim for cp in plan.claims if cp.extended and cp.claim is not None)
-                patch = {"status": {"extendedResourceClaimStatus": ext.pod_extended_resource_claim_status(
-                    str(_meta(created_claim).get("name")), plan.mappings)}}
-                await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
-            await self.client.bind(namespace=ns, name=name, node=plan.node, uid=pod_uid)
+            try:
+                await self._pre_bind(plan, ns, name, ref)
+            except (errors.StatusError, RuntimeError) as exc:
+                message = exc.message if isinstance(exc, errors.StatusError) else str(exc)
+                raise _BindingError(f'running PreBind plugin "{DRA_PLUGIN}": {message}') from None
+            try:
+                await self.client.bind(namespace=ns, name=name, node=plan.node, uid=pod_uid)
+            except errors.StatusError as exc:
+                raise _BindingError(f'running Bind plugin "DefaultBinder": {exc.message}') from None
         finally:
             for cp in plan.claims:
                 if self._in_flight.get(cp.key) == (ns, name):
                     del self._in_flight[cp.key]
+
+    async def _pre_bind(self, plan: _Plan, ns: str, name: str, ref: dict[str, str]) -> None:
+        for cp in plan.claims:
+            if not cp.reserve:
+                continue
+            if cp.claim is None:  # the extended-resource claim: create it first
+                body = caches.deep_copy(plan.extended_claim or {})
+                meta = body.setdefault("metadata", {})
+                meta["finalizers"] = [FINALIZER]
+                for owner in meta.get("ownerReferences") or []:
+                    owner["blockOwnerDeletion"] = True
+                created = await self.client.create(CLAIMS, body, field_manager=COMPONENT)
+                cp.claim = created
+                new_key = _uid(created)
+                self._rekey_claim(cp.key, new_key)
+                cp.key = new_key
+                self._in_flight[new_key] = (ns, name)
+            cp.claim = await self._bind_claim(cp, ref)
+            self._in_flight.pop(cp.key, None)
+        if plan.extended_claim is not None:
+            created_claim = next(cp.claim for cp in plan.claims if cp.extended and cp.claim is not None)
+            patch = {"status": {"extendedResourceClaimStatus": ext.pod_extended_resource_claim_status(
+                str(_meta(created_claim).get("name")), plan.mappings)}}
+            await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
 
     async def _bind_claim(self, cp: _ClaimPlan, ref: dict[str, str]) -> dict[str, Any]:
         """`bindClaim`: finalizer (plain update) and allocation + reservation (status update), with
@@ -1253,7 +1378,13 @@ class Scheduler:
         condition (written only when it changes)."""
         ns, name = caches.key_of(pod)
         self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
-        await self.recorder.warning(pod, "FailedScheduling", _truncate(message))
+        now = self.clock.now()
+        last = self._last_event.get((ns, name))
+        if last is None or last[0] != _uid(pod) or last[1] != message or now - last[2] >= EVENT_REPEAT_INTERVAL:
+            # Identical repeats within the interval are folded (upstream's recorder counts them in
+            # an event series instead of writing each).
+            self._last_event[(ns, name)] = (_uid(pod), message, now)
+            await self.recorder.warning(pod, "FailedScheduling", _truncate(message))
         current = self.pods.cache.get(ns, name) or pod
         if _uid(current) != _uid(pod):
             return
@@ -1313,8 +1444,8 @@ def tune_gc() -> None:
     claims, a dozen times while 2,500 pods are scheduled, i.e. 3 ms per pod, more than the
     scheduling cycle itself. Reference counting still frees everything that is not a cycle."""
     global _gc_tuned
-    if _gc_tuned:
-        return
+    if _gc_tuned or "pytest" in sys.modules:
+        return  # once; and never inside a test run, whose heap must outlive no single test
     _gc_tuned = True
     gc.freeze()
     current = gc.get_threshold()
@@ -1352,11 +1483,13 @@ def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Reques
 
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
-        percentage_of_nodes_to_score: int = 0, seed: int | None = None, gc_tuning: bool = True) -> managers.Controller:
+        pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
+        gc_tuning: bool = True) -> managers.Controller:
     """The scheduler controller. `gc_tuning=False` leaves the process's garbage collector alone
     (see `tune_gc`)."""
     sched = Scheduler(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
+                      pod_filter_timeout=pod_filter_timeout,
                       percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed)
     return SchedulerController(sched, workers=workers, gc_tuning=gc_tuning)
 

@@ -32,7 +32,6 @@ PostFilter part the DynamicResources plugin and DefaultPreemption add.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_CEILING
 from typing import Any
@@ -334,7 +333,7 @@ def untolerated_taint(taints: Iterable[Mapping[str, Any]], tolerations: Sequence
 class NodeInfo:
     """What the filters and scores need from a Node, parsed once per node version."""
 
-    __slots__ = ("alloc", "hard_taints", "labels", "name", "node", "soft_taints", "unschedulable")
+    __slots__ = ("alloc", "hard_taints", "labels", "name", "node", "plain", "soft_taints", "unschedulable")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.update(node)
@@ -350,13 +349,14 @@ class NodeInfo:
         self.hard_taints = [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")]
         self.soft_taints = [t for t in taints if t.get("effect") == "PreferNoSchedule"]
         self.alloc = Allocatable(node)
+        self.plain = not self.unschedulable and not self.hard_taints  # nothing for a pod to tolerate
 
 
 class PodInfo:
     """What the filters and scores need from the pod being scheduled, computed once per cycle."""
 
     __slots__ = ("affinity", "node_name", "node_selector", "owner", "pod", "preferred", "req", "req_zero",
-                 "soft_tolerations", "tolerates_unschedulable", "tolerations")
+                 "simple", "soft_tolerations", "tolerates_unschedulable", "tolerations")
 
     def __init__(self, pod: Mapping[str, Any], req: PodRequests | None = None, owner: str = "") -> None:
         self.pod = pod
@@ -375,6 +375,8 @@ class PodInfo:
         self.preferred = [t for t in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
                           if int(t.get("weight") or 0) and ((t.get("preference") or {}).get("matchExpressions")
                                                             or (t.get("preference") or {}).get("matchFields"))]
+        # On a node without taints only the pod count can reject such a pod.
+        self.simple = self.req_zero and not self.node_name and not self.node_selector and self.affinity is None
 
     # -- filters ---------------------------------------------------------------------------
 

@@ -150,9 +150,9 @@ class WorkQueue(Generic[T]):
         the_clock = clock or self.clock
         ready_at = the_clock.now() + delay
         existing = self._waiting.get(item)
-        if existing is not None and existing[2] is the_clock:
-            if existing[0] <= ready_at:
-                return  # the earlier time wins
+        if existing is not None:
+            if existing[2] is the_clock and existing[0] <= ready_at:
+                return  # the earlier time wins (times on different clocks don't compare: the newer wins)
             existing[1].cancel()
         task = asyncio.get_running_loop().create_task(
             self._add_later(item, ready_at, the_clock), name=f"workqueue:{self.name}:after:{next(self._seq)}")

@@ -497,3 +497,18 @@ async def test_apply_on_scale(http: aiohttp.ClientSession) -> None:
     async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/scale",
                           data=body, headers={"Content-Type": "application/apply-patch+yaml"}) as r:
         assert r.status == 400
+
+
+async def test_generate_name_collision_draws_another(http: aiohttp.ClientSession,
+                                                     monkeypatch: Any) -> None:
+    """kube-apiserver (1.32+) retries a generated name that is taken instead of answering 409."""
+    from cp import objects
+
+    names = iter(["web-aaaaa", "web-aaaaa", "web-bbbbb"])
+    monkeypatch.setattr(objects, "generate_name", lambda prefix: next(names))
+    body = {"metadata": {"generateName": "web-"}, "data": {}}
+    async with http.post("/api/v1/namespaces/default/configmaps", json=body) as r:
+        assert (await _json(r))["metadata"]["name"] == "web-aaaaa"
+    async with http.post("/api/v1/namespaces/default/configmaps", json=body) as r:
+        assert r.status == 201
+        assert (await _json(r))["metadata"]["name"] == "web-bbbbb"

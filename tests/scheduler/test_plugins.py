@@ -1,0 +1,182 @@
+"""The scheduler's pure node filters, scores and texts (`controllers/scheduler_plugins.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controllers import scheduler_plugins as p
+
+
+def node(name: str = "n1", *, labels: dict[str, str] | None = None, taints: list[dict[str, Any]] | None = None,
+         unschedulable: bool = False, allocatable: dict[str, str] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if taints:
+        spec["taints"] = taints
+    if unschedulable:
+        spec["unschedulable"] = True
+    return {"metadata": {"name": name, "labels": labels or {"kubernetes.io/hostname": name}}, "spec": spec,
+            "status": {"allocatable": allocatable or {"cpu": "4", "memory": "8Gi", "pods": "110"}}}
+
+
+def pod(*, containers: list[dict[str, Any]] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": containers or [{"name": "c"}], **spec}}
+
+
+def c(name: str = "c", restart: str | None = None, **requests: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "resources": {"requests": dict(requests)}}
+    if restart:
+        out["restartPolicy"] = restart
+    return out
+
+
+def status_of(pod_obj: dict[str, Any], node_obj: dict[str, Any], usage: p.NodeUsage | None = None,
+              dra_backed: dict[str, str] | None = None) -> p.Status | None:
+    info = p.PodInfo(pod_obj)
+    return info.filter(p.NodeInfo(node_obj), usage, dra_backed or {})
+
+
+# ---------------------------------------------------------------------- requests
+
+
+def test_pod_requests_sum_containers_and_take_the_largest_init_container() -> None:
+    req = p.pod_requests(pod(containers=[c(cpu="500m", memory="1Gi"), c("d", cpu="250m")],
+                             initContainers=[c("init", cpu="2", memory="100Mi")]))
+    assert (req.requests.cpu, req.requests.memory) == (2000, 1024 ** 3)
+    # Scoring counts 100m / 200Mi for what a container does not request.
+    assert (req.non_zero.cpu, req.non_zero.memory) == (2000, 1024 ** 3 + 200 * 1024 ** 2)
+
+
+def test_sidecars_add_up_and_raise_later_init_containers() -> None:
+    spec = pod(containers=[c(cpu="1")], initContainers=[c("side", restart="Always", cpu="500m"),
+                                                          c("init", cpu="1200m")])
+    req = p.pod_requests(spec)
+    # regular 1 + sidecar 0.5 = 1.5; the init container runs next to the sidecar: 1.2 + 0.5 = 1.7
+    assert req.requests.cpu == 1700
+
+
+def test_pod_level_requests_and_overhead() -> None:
+    req = p.pod_requests(pod(containers=[c(cpu="1", memory="1Gi")], resources={"requests": {"cpu": "3"}},
+                             overhead={"cpu": "100m", "memory": "10Mi"}))
+    assert req.requests.cpu == 3100 and req.requests.memory == 1024 ** 3 + 10 * 1024 ** 2
+
+
+# ---------------------------------------------------------------------- filters
+
+
+def test_filters_in_upstream_order_with_upstream_reasons() -> None:
+    tainted = node(taints=[{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])
+    assert status_of(pod(), tainted).reasons == [p.ERR_REASON_TAINT]
+    assert status_of(pod(tolerations=[{"key": "dedicated", "operator": "Exists"}]), tainted) is None
+    # PreferNoSchedule only affects the score.
+    assert status_of(pod(), node(taints=[{"key": "k", "effect": "PreferNoSchedule"}])) is None
+    cordoned = node(unschedulable=True)
+    assert status_of(pod(), cordoned).reasons == [p.ERR_REASON_UNSCHEDULABLE]
+    assert status_of(pod(tolerations=[{"key": "node.kubernetes.io/unschedulable", "operator": "Exists",
+                                        "effect": "NoSchedule"}]), cordoned) is None
+    assert status_of(pod(nodeSelector={"disk": "ssd"}), node()).reasons == [p.ERR_REASON_AFFINITY]
+    assert status_of(pod(nodeSelector={"disk": "ssd"}), node(labels={"disk": "ssd"})) is None
+    st = status_of(pod(nodeSelector={"disk": "ssd"}), cordoned)
+    assert st is not None and st.plugin == "NodeUnschedulable" and not st.resolvable
+
+
+def test_required_node_affinity() -> None:
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a", "b"]}]},
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["special"]}]}]}}}
+    assert status_of(pod(affinity=affinity), node(labels={"zone": "b"})) is None
+    assert status_of(pod(affinity=affinity), node("special")) is None
+    assert status_of(pod(affinity=affinity), node(labels={"zone": "c"})).reasons == [p.ERR_REASON_AFFINITY]
+
+
+def test_resources_fit_against_pods_already_on_the_node() -> None:
+    big = pod(containers=[c(cpu="3", memory="6Gi")])
+    usage = p.NodeUsage()
+    usage.add(p.pod_requests(pod(containers=[c(cpu="2", memory="4Gi")])), "")
+    st = status_of(big, node(), usage)
+    assert st is not None and st.reasons == ["Insufficient cpu", "Insufficient memory"] and st.resolvable
+    assert status_of(big, node()) is None
+    full = node(allocatable={"cpu": "4", "memory": "8Gi", "pods": "1"})
+    assert status_of(pod(), full, usage).reasons == ["Too many pods"]
+    assert status_of(pod(), full) is None
+
+
+def test_extended_resources_fit_or_go_to_dra() -> None:
+    gpu_pod = pod(containers=[c(**{"example.com/gpu": "2"})])
+    plain = node()
+    assert status_of(gpu_pod, plain).reasons == ["Insufficient example.com/gpu"]
+    # Backed by a DeviceClass and not advertised by the node: DRA decides.
+    assert status_of(gpu_pod, plain, dra_backed={"example.com/gpu": "gpu-class"}) is None
+    # Advertised by a device plugin: counted as usual.
+    plugin = node(allocatable={"cpu": "4", "memory": "8Gi", "pods": "110", "example.com/gpu": "1"})
+    assert status_of(gpu_pod, plugin, dra_backed={"example.com/gpu": "gpu-class"}).reasons == [
+        "Insufficient example.com/gpu"]
+
+
+# ---------------------------------------------------------------------- scores
+
+
+def test_least_allocated_prefers_the_emptier_node() -> None:
+    info = p.PodInfo(pod(containers=[c(cpu="1", memory="1Gi")]))
+    busy = p.NodeUsage()
+    busy.add(p.pod_requests(pod(containers=[c(cpu="2", memory="4Gi")])), "")
+    empty_score = info.resource_score(p.NodeInfo(node()), None)
+    busy_score = info.resource_score(p.NodeInfo(node()), busy)
+    assert empty_score > busy_score
+    raw = [info.raw_score(p.NodeInfo(node()), None, 0), info.raw_score(p.NodeInfo(node()), busy, 0)]
+    totals = p.total_scores(raw)
+    assert totals[0] > totals[1]
+    assert totals[0] - totals[1] == pytest.approx(empty_score - busy_score)
+
+
+def test_spread_taints_and_preferred_affinity_scores() -> None:
+    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "preference": {"matchExpressions": [{"key": "fast", "operator": "Exists"}]}}]}}
+    info = p.PodInfo(pod(affinity=affinity), owner="rs-uid")
+    siblings = p.NodeUsage()
+    siblings.add(p.pod_requests(pod()), "rs-uid")
+    plain = info.raw_score(p.NodeInfo(node()), None, 0)
+    preferred = info.raw_score(p.NodeInfo(node(labels={"fast": ""})), None, 0)
+    crowded = info.raw_score(p.NodeInfo(node()), siblings, 0)
+    soft = info.raw_score(p.NodeInfo(node(taints=[{"key": "k", "effect": "PreferNoSchedule"}])), None, 0)
+    totals = p.total_scores([plain, preferred, crowded, soft])
+    assert totals[1] > totals[0] > totals[2] and totals[0] > totals[3]
+
+
+def test_prioritized_list_score_favours_earlier_subrequests() -> None:
+    claim = {"spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
+        {"name": "big", "deviceClassName": "x"}, {"name": "small", "deviceClassName": "x"}]}]}}}
+    first = {"devices": {"results": [{"request": "gpu/big"}]}}
+    second = {"devices": {"results": [{"request": "gpu/small"}]}}
+    assert p.prioritized_list_score([claim], [first]) == 8
+    assert p.prioritized_list_score([claim], [second]) == 7
+
+
+# ---------------------------------------------------------------------- texts
+
+
+def test_fit_error_texts() -> None:
+    statuses = {
+        "a": p.Status(p.UNRESOLVABLE, [p.ERR_REASON_TAINT]),
+        "b": p.Status(p.UNSCHEDULABLE, ["Insufficient cpu", "Insufficient memory"]),
+        "c": p.Status(p.UNSCHEDULABLE, ["Insufficient cpu"]),
+    }
+    post = "no new claims to deallocate, " + p.preemption_message(pod(), 3, statuses, None)
+    assert p.fit_error(3, statuses, post_filter=post) == (
+        "0/3 nodes are available: 1 Insufficient memory, 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, preemption: 0/3 nodes are available: 1 Preemption is not helpful for "
+        "scheduling, 2 No preemption victims found for incoming pod.")
+    pre = p.Status(p.UNRESOLVABLE, ["resourceclaim in use"])
+    assert p.fit_error(2, {}, prefilter=pre, post_filter=p.preemption_message(pod(), 2, {}, pre)) == (
+        "0/2 nodes are available: resourceclaim in use. preemption: 0/2 nodes are available: "
+        "2 Preemption is not helpful for scheduling.")
+    assert p.preemption_message(pod(preemptionPolicy="Never"), 2, statuses, None) == (
+        "preemption: not eligible due to preemptionPolicy=Never.")
+
+
+@pytest.mark.parametrize(("nodes", "want"), [(3, 3), (99, 99), (100, 100), (500, 230), (1000, 420),
+                                             (5000, 500)])
+def test_num_feasible_nodes_to_find(nodes: int, want: int) -> None:
+    assert p.num_feasible_nodes_to_find(nodes) == want
