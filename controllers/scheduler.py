@@ -507,6 +507,27 @@ class Scheduler:
             return written
         return claim
 
+    def _why_short(self, pod: Mapping[str, Any], dra: Any, statuses: Mapping[str, Any]) -> str:
+        """Issue #12: after upstream's sentence, say why the DRA filter rejected the nodes (at most
+        50 ms of search, on this failure path only; deterministic text, so an unchanged verdict does
+        not rewrite the pod's condition). Scripts matching the upstream wording keep working."""
+        if not dra.alloc_claims:
+            return ""
+        from controllers.dra import explain
+
+        rejected = [self._nodes[name].node for name, st in statuses.items()
+                    if getattr(st, "plugin", "") == DRA_PLUGIN and name in self._nodes]
+        if not rejected:
+            return ""
+        held = [{**c, "status": {**_status(c), "allocation": self._assumed[_uid(c)]}}
+                if _uid(c) in self._assumed else c for c in self.claims.cache.list()]
+        try:
+            return explain.short_reason(self._get_allocator(), pod=pod, claims=dra.alloc_claims,
+                                        nodes=rejected, all_claims=held)
+        except Exception:  # the explanation must never break scheduling
+            logger.exception("why_short_failed", pod=_meta(pod).get("name"))
+            return ""
+
     def _invalidate_allocator(self) -> None:
         self._allocator = None
 
@@ -928,7 +949,9 @@ class Scheduler:
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
             post = f"{dra_msg}, {plugins.preemption_message(pod, n, statuses, None)}"
-            return _Unschedulable(message=plugins.fit_error(n, statuses, post_filter=post))
+            message = plugins.fit_error(n, statuses, post_filter=post)
+            why = self._why_short(pod, dra, statuses)
+            return _Unschedulable(message=f"{message} {why}" if why else message)
 
         entry, allocs, node_ext = self._select_host(info, dra, feasible)
         return self._reserve(pod, req, dra, entry, allocs, node_ext)

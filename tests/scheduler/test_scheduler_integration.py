@@ -48,8 +48,9 @@ async def test_pods_land_only_where_an_allocation_exists(client: clients.Client,
             {"key": "metadata.name", "operator": "In", "values": [nodes[name]]}]}]}
     # 8 GPUs: 3 x 2 + 1 used, 1 left; the fourth two-GPU pod does not fit anywhere.
     cond = await s.wait_unschedulable(client, "two-3")
-    assert cond["message"] == ("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
+    assert cond["message"].startswith("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
                                + NOT_HELPFUL.format(n=3))
+    assert "cplane why: " in cond["message"] and "already allocated" in cond["message"]  # issue #12
 
 
 async def test_allocation_reservation_finalizer_and_binding_as_upstream(
@@ -100,7 +101,7 @@ async def test_unschedulable_pod_reports_and_does_not_spin(client: clients.Clien
     await s.template(client, "five-gpus", s.claim_spec(s.request(count=5)))
     await client.create("pods", s.pod("big", template="five-gpus"))
     cond = await s.wait_unschedulable(client, "big")
-    assert cond["message"] == ("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
+    assert cond["message"].startswith("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
                                + NOT_HELPFUL.format(n=3))
     assert cond.get("lastProbeTime") is None and cond["lastTransitionTime"] == clocks.rfc3339(clock.now())
     [event] = await s.events_for(client, "big", reason="FailedScheduling")
