@@ -51,6 +51,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+from bench import harness
 import msgspec
 
 from controllers.dra import AllocatedState, Allocator, CelCache, Features
@@ -180,24 +182,7 @@ def _start_server(data_dir: Path, db: str | None = None) -> subprocess.Popen[byt
 
 
 async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
-    kubeconfig = data_dir / "kubeconfig"
-    deadline = time.perf_counter() + timeout
-    url = ""
-    async with aiohttp.ClientSession() as s:
-        while time.perf_counter() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}")
-            if not url and kubeconfig.exists():
-                for line in kubeconfig.read_text().splitlines():
-                    if line.strip().startswith("server:"):
-                        url = line.split("server:", 1)[1].strip()
-            if url:
-                with contextlib.suppress(aiohttp.ClientError):
-                    async with s.get(url + "/readyz") as r:
-                        if r.status == 200:
-                            return url
-            await asyncio.sleep(0.01)
-    raise TimeoutError("server not ready")
+    return await harness.wait_ready(data_dir, proc, time.perf_counter() + timeout)
 
 
 def _start_controllers(url: str, profile: Path | None, log: Path, level: str = "warning") -> subprocess.Popen[bytes]:
