@@ -553,56 +553,44 @@ def _policies(rules: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [p for p in rules.get("policies") or () if isinstance(p, Mapping)]
 
 
-def scale_up_limit(current: int, up_events: Sequence[ScaleEvent], down_events: Sequence[ScaleEvent],
-                   rules: Mapping[str, Any], now: float) -> int:
-    """The most replicas the scale-up policies allow now (periodStart = current - added + removed)."""
+def _policy_limit(current: int, up_events: Sequence[ScaleEvent], down_events: Sequence[ScaleEvent],
+                  rules: Mapping[str, Any], now: float, *, up: bool) -> int:
+    """The limit the policies of one direction allow now: each policy proposes a bound from the
+    replicas at the start of its period (current - added + removed within it); `selectPolicy` Max
+    takes the most permissive (largest change), Min the least, Disabled allows no change."""
     select = rules.get("selectPolicy") or "Max"
     if select == "Disabled":
         return current
-    pick: Callable[[int, int], int]
-    if select == "Min":
-        result, pick = MAX_INT32, min
-    else:
-        result, pick = MIN_INT32, max
+    most_change = select != "Min"
+    # Scaling up the most permissive bound is the largest; scaling down it is the smallest.
+    pick: Callable[[int, int], int] = max if most_change == up else min
+    result = MIN_INT32 if pick is max else MAX_INT32
     for policy in _policies(rules):
         period = float(policy.get("periodSeconds") or 0)
         start = current - replicas_change_in_period(period, up_events, now) \
             + replicas_change_in_period(period, down_events, now)
         value = int(policy.get("value") or 0)
         if policy.get("type") == "Pods":
-            proposed = start + value
+            proposed = start + value if up else start - value
         elif policy.get("type") == "Percent":
-            proposed = _int32(start * (1 + value / 100))
+            # Go: int32(math.Ceil(start * (1 + v/100))) up; int32(start * (1 - v/100)) (truncation) down.
+            proposed = _int32(start * (1 + value / 100)) if up else int(start * (1 - value / 100))
         else:
             continue
         result = pick(result, proposed)
     return result
+
+
+def scale_up_limit(current: int, up_events: Sequence[ScaleEvent], down_events: Sequence[ScaleEvent],
+                   rules: Mapping[str, Any], now: float) -> int:
+    """The most replicas the scale-up policies allow now."""
+    return _policy_limit(current, up_events, down_events, rules, now, up=True)
 
 
 def scale_down_limit(current: int, up_events: Sequence[ScaleEvent], down_events: Sequence[ScaleEvent],
                      rules: Mapping[str, Any], now: float) -> int:
     """The fewest replicas the scale-down policies allow now."""
-    select = rules.get("selectPolicy") or "Max"
-    if select == "Disabled":
-        return current
-    pick: Callable[[int, int], int]
-    if select == "Min":
-        result, pick = MIN_INT32, max
-    else:
-        result, pick = MAX_INT32, min
-    for policy in _policies(rules):
-        period = float(policy.get("periodSeconds") or 0)
-        start = current - replicas_change_in_period(period, up_events, now) \
-            + replicas_change_in_period(period, down_events, now)
-        value = int(policy.get("value") or 0)
-        if policy.get("type") == "Pods":
-            proposed = start - value
-        elif policy.get("type") == "Percent":
-            proposed = int(start * (1 - value / 100))  # truncates toward zero, as Go's int32()
-        else:
-            continue
-        result = pick(result, proposed)
-    return result
+    return _policy_limit(current, up_events, down_events, rules, now, up=False)
 
 
 def convert_with_behavior_rate(*, current: int, desired: int, min_replicas: int, max_replicas: int,
