@@ -77,11 +77,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
         if not args.no_controllers:
             from controllers import registry
 
-            overrides = {}
-            if args.fleet is not None:
-                from controllers import fleet
-
-                overrides[fleet.NAME] = fleet.factory(args.loaded_fleet)
+            overrides = _fleet_overrides(args)
             if args.taint_unhealthy:
                 from controllers import health
 
@@ -134,12 +130,7 @@ def _serve(args: argparse.Namespace) -> int:
         if args.no_controllers:
             print("cplane serve: --fleet needs the controllers (drop --no-controllers)", file=sys.stderr)
             return 2
-        from controllers import fleet
-
-        try:
-            args.loaded_fleet = fleet.load_fleet(args.fleet)
-        except (OSError, fleet.FleetError) as exc:
-            print(f"cplane serve: fleet {args.fleet}: {exc}", file=sys.stderr)
+        if not _load_fleet(args, command="serve"):
             return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     try:
@@ -147,6 +138,27 @@ def _serve(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"cplane serve: {exc}", file=sys.stderr)
         return 1
+
+
+def _load_fleet(args: argparse.Namespace, *, command: str) -> bool:
+    """Load `--fleet` into `args.loaded_fleet`; on a bad file print one error line and return False."""
+    from controllers import fleet
+
+    try:
+        args.loaded_fleet = fleet.load_fleet(args.fleet)
+    except (OSError, fleet.FleetError) as exc:
+        print(f"cplane {command}: fleet {args.fleet}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def _fleet_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The fleet controller bound to the loaded `--fleet`, as a `run_controllers` override."""
+    if getattr(args, "fleet", None) is None:
+        return {}
+    from controllers import fleet
+
+    return {fleet.NAME: fleet.factory(args.loaded_fleet)}
 
 
 async def _controllers_async(args: argparse.Namespace) -> int:
@@ -158,13 +170,8 @@ async def _controllers_async(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     names = [n for n in (args.only or "").split(",") if n] or None
     kwargs: dict[str, object] = {"server_url": args.server} if args.server else {"kubeconfig": args.kubeconfig}
-    overrides = {}
-    if args.fleet is not None:
-        from controllers import fleet
-
-        overrides[fleet.NAME] = fleet.factory(args.loaded_fleet)
     await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
-                                   leader_election=args.leader_elect, overrides=overrides)
+                                   leader_election=args.leader_elect, overrides=_fleet_overrides(args))
     return 0
 
 
@@ -182,10 +189,7 @@ def _controllers(args: argparse.Namespace) -> int:
         if fleet.NAME not in selected:
             print("cplane controllers: --fleet needs the fleet controller (add it to --only)", file=sys.stderr)
             return 2
-        try:
-            args.loaded_fleet = fleet.load_fleet(args.fleet)
-        except (OSError, fleet.FleetError) as exc:
-            print(f"cplane controllers: fleet {args.fleet}: {exc}", file=sys.stderr)
+        if not _load_fleet(args, command="controllers"):
             return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     if not args.server and not args.kubeconfig:
