@@ -3,6 +3,8 @@ records writes (sample-controller's fixture, in Python)."""
 
 from __future__ import annotations
 
+import functools
+
 import asyncio
 import copy
 import itertools
@@ -18,31 +20,13 @@ from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors, patching
 from cp import resources as res
+from tests import waiting
 
 
-async def eventually(predicate: Callable[[], object], *, within: float = 5.0, what: str = "") -> None:
-    """Poll `predicate` every 10 ms until it is true; fail after `within` real seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while not predicate():
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.01)
+eventually = functools.partial(waiting.eventually, within=5.0)
 
 
-async def eventually_async(predicate: Callable[[], object], *, within: float = 5.0, what: str = "") -> None:
-    """Like `eventually`, for a coroutine function (API state)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.01)
+eventually_async = functools.partial(waiting.eventually, within=5.0)
 
 
 async def settle(rounds: int = 10) -> None:

@@ -4,6 +4,8 @@ step is deterministic), and bounded polling."""
 
 from __future__ import annotations
 
+import functools
+
 import asyncio
 import contextlib
 import json
@@ -19,25 +21,13 @@ from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
 from cp import errors
+from tests import waiting
 
 DEPLOYMENTS = "deployments.apps"
 CLOCK_PATH = "/apis/sim.cplane.dev/v1alpha1/clocks/cluster"
 
 
-async def eventually(predicate: Callable[[], Awaitable[object] | object], *, within: float = 5.0,
-                     what: str = "") -> Any:
-    """Poll `predicate` (sync or async) every 10 ms until it returns something truthy."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.01)
+eventually = functools.partial(waiting.eventually, within=5.0)
 
 
 @dataclass

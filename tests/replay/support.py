@@ -4,6 +4,8 @@ bounded poll on an observable condition."""
 
 from __future__ import annotations
 
+import functools
+
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
@@ -19,6 +21,7 @@ from cp import clock as clocks
 from cp import errors
 from cp import resources as res
 from storage import ndjson
+from tests import waiting
 
 _decode = msgspec.json.Decoder().decode
 
@@ -26,18 +29,7 @@ _decode = msgspec.json.Decoder().decode
 LIST_PATHS = [(k, k.path_prefix() + "/" + k.plural) for k in res.KINDS]
 
 
-async def eventually(predicate: Callable[[], Any], *, within: float = 10.0, what: str = "") -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = predicate()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or predicate}")
-        await asyncio.sleep(0.02)
+eventually = functools.partial(waiting.eventually, within=10.0)
 
 
 async def _gone(client: clients.Client, resource: str, name: str, namespace: str = "") -> bool:

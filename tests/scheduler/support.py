@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from controllers.runtime import client as clients
 from cp import errors
+from tests import waiting
 
 CLAIMS = "resourceclaims.resource.k8s.io"
 TEMPLATES = "resourceclaimtemplates.resource.k8s.io"
@@ -17,19 +19,7 @@ RULES = "devicetaintrules.resource.k8s.io"
 GPU_CLASS = "gpu.example.com"
 
 
-async def eventually(check: Callable[[], Any], *, within: float = 10.0, what: str = "") -> Any:
-    """Poll `check` (sync or async) every 10 ms until it returns something truthy; return it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        await asyncio.sleep(0.01)
+eventually = functools.partial(waiting.eventually, within=10.0)
 
 
 def request(name: str = "gpu", *, count: int = 1, device_class: str = GPU_CLASS,

@@ -3,30 +3,20 @@ whose allocation and reservedFor are written through the status subresource, and
 
 from __future__ import annotations
 
-import asyncio
+import functools
+
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from controllers.runtime import client as clients
 from cp import errors
+from tests import waiting
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
 
 
-async def eventually(check: Callable[[], Any], *, within: float = 5.0, what: str = "") -> Any:
-    """Poll `check` (sync or async) every 10 ms until it returns something truthy; return it."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return result
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what or check}")
-        await asyncio.sleep(0.01)
+eventually = functools.partial(waiting.eventually, within=5.0)
 
 
 async def namespace(client: clients.Client, name: str) -> None:
