@@ -349,12 +349,9 @@ def _exact_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored
 
 
 def _sub_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool) -> None:
+    """A firstAvailable subrequest: a named exact request."""
     _label(_str(body.get("name")), f"{path}.name", errs)
-    _device_class_ref(body.get("deviceClassName"), f"{path}.deviceClassName", errs)
-    _selectors(body.get("selectors"), f"{path}.selectors", errs, stored=stored)
-    _allocation_mode(body, path, errs)
-    _tolerations(body.get("tolerations"), f"{path}.tolerations", errs)
-    _capacity_requests(body, path, errs)
+    _exact_request(body, path, errs, stored=stored)
 
 
 def _device_request(req: dict[str, Any], path: str, errs: list[Cause], *, stored: bool) -> None:
