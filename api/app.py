@@ -197,8 +197,8 @@ async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> Non
 def _tune_gc() -> None:
     """Keep the collector off the long-lived start-up heap (schemas, registries: tens of thousands of
     objects) and let young generations grow: a LIST decodes thousands of dicts at once, and with the
-    default thresholds every decode burst triggers full traversals of that heap (measured 5x slower)."""
-    gc.collect()
+    default thresholds every decode burst triggers full traversals of that heap (measured 5x slower).
+    No `gc.collect()` first: it costs 40-70 ms of start-up to reclaim a few start-up cycles."""
     gc.freeze()
     gc.set_threshold(20_000, 20, 20)
 

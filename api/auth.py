@@ -48,7 +48,7 @@ from aiohttp import web
 from api import codec
 from api import state as st
 from api import store as stores
-from cp import certs, errors, rbac
+from cp import errors, rbac
 from cp import resources as res
 from storage import log
 
@@ -215,6 +215,8 @@ def _write_secret(path: Path, data: bytes) -> None:
 def _san_set(cert_pem: bytes) -> set[str]:
     from cryptography import x509
 
+    from cp import certs
+
     try:
         cert = certs.load_cert(cert_pem)
         san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
@@ -228,6 +230,8 @@ def _san_set(cert_pem: bytes) -> set[str]:
 def ensure_credentials(data_dir: Path, *, hosts: Iterable[str] = (), now: float | None = None) -> Credentials:
     """Create (first start) or load the CA, the serving certificate (re-issued when a new host is
     served or it is about to expire), the ServiceAccount signing key and the admin token."""
+    from cp import certs  # cryptography loads only when serving TLS (~0.1 s of imports)
+
     now = time.time() if now is None else now
     pki = data_dir / "pki"
     ca_crt, ca_key = pki / "ca.crt", pki / "ca.key"
@@ -310,7 +314,11 @@ class Authenticator:
                  issuer: str = ISSUER, clock: Callable[[], float] = time.time) -> None:
         self._tokens = dict(tokens or {})
         self._sa_key = sa_key
-        self._public = certs.load_key(sa_key).public_key() if sa_key else None
+        self._public = None
+        if sa_key:
+            from cp import certs
+
+            self._public = certs.load_key(sa_key).public_key()
         self.issuer = issuer
         self._clock = clock
 
@@ -320,6 +328,8 @@ class Authenticator:
     def mint(self, namespace: str, name: str, *, node: str = "", ttl: float | None = None,
              uid: str = "") -> str:
         """A ServiceAccount token for `system:serviceaccount:NAMESPACE:NAME`."""
+        from cp import certs
+
         if not self._sa_key:
             raise ValueError("this server has no ServiceAccount signing key")
         now = int(self._clock())
@@ -340,6 +350,8 @@ class Authenticator:
                 return _with_group(user, rbac.AUTHENTICATED)
         if self._public is None or token.count(".") != 2:
             return None
+        from cp import certs
+
         claims = certs.verify_token(self._public, token, now=self._clock(), issuer=self.issuer)
         if claims is None:
             return None
@@ -378,6 +390,8 @@ class Authenticator:
         transport = request.transport
         ssl_obj = transport.get_extra_info("ssl_object") if transport is not None else None
         if ssl_obj is not None:
+            from cp import certs
+
             found = certs.identity_from_peercert(ssl_obj.getpeercert())
             if found is not None:
                 user, groups = found
@@ -1022,6 +1036,8 @@ def controller_token(config: AuthConfig, identity: str) -> str:
     controller name of controllers/registry.py (its ServiceAccount in kube-system)."""
     assert config.authenticator is not None
     if identity in ("kube-controller-manager", "kube-scheduler"):
+        from cp import certs
+
         token = certs.random_token()
         config.authenticator.add_token(token, rbac.UserInfo(name=f"system:{identity}"))
         return token

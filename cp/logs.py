@@ -5,6 +5,16 @@ from __future__ import annotations
 import logging
 import sys
 
+if "structlog" not in sys.modules and "rich" not in sys.modules:
+    # structlog imports `rich` whenever it is installed (the CEL package depends on it), only for
+    # pretty tracebacks, which we do not use (plain tracebacks below, one format everywhere).
+    # Hiding it while structlog loads keeps ~60 ms off the start-up of every `cplane` command.
+    sys.modules["rich"] = None  # type: ignore[assignment]  # "not importable", for this import only
+    try:
+        import structlog
+    finally:
+        del sys.modules["rich"]
+
 import structlog
 
 
@@ -12,7 +22,7 @@ def configure(*, fmt: str = "console", level: str = "info") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
     renderer: structlog.types.Processor = (
         structlog.processors.JSONRenderer() if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False))
+        else structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback))
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

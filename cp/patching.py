@@ -52,12 +52,12 @@ in-place edits of the result must copy first.
 from __future__ import annotations
 
 import base64
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jsonpatch
 import msgspec
-import yaml
 
 from cp import errors, schemas
 
@@ -159,8 +159,10 @@ def apply_yaml_body(body: bytes) -> dict[str, Any]:
     Timestamps stay strings and non-string keys become strings, as `sigs.k8s.io/yaml` does.
     Raises `errors.BadRequest` ("error decoding YAML: ...") on a parse error or when the body is not an object.
     """
+    import yaml  # only server-side apply bodies need it (keeps ~15 ms off start-up)
+
     try:
-        data = yaml.load(body, Loader=_YamlLoader)  # a SafeLoader subclass
+        data = yaml.load(body, Loader=_yaml_loader())  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         raise errors.BadRequest(f"error decoding YAML: {exc}") from None
     except (UnicodeDecodeError, ValueError, TypeError) as exc:
@@ -587,13 +589,17 @@ def _go_type_error(value: Any, go_type: str) -> str:
     return f"json: cannot unmarshal {what} into Go value of type {go_type}"
 
 
-class _YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """Safe loading, but timestamps stay strings (JSON has no dates)."""
+@functools.cache
+def _yaml_loader() -> type:
+    import yaml
 
+    class YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+        """Safe loading, but timestamps stay strings (JSON has no dates)."""
 
-_YamlLoader.add_constructor(
-    "tag:yaml.org,2002:timestamp",
-    lambda loader, node: loader.construct_scalar(node))
+    YamlLoader.add_constructor(
+        "tag:yaml.org,2002:timestamp",
+        lambda loader, node: loader.construct_scalar(node))
+    return YamlLoader
 
 
 def _jsonify(value: Any) -> Any:

@@ -7,19 +7,26 @@
 
 from __future__ import annotations
 
-import sqlalchemy as sa
-
 from storage import compaction, sql
 
 Retention = compaction.Retention
 
+SQLITE_PREFIX = "sqlite+aiosqlite:///"
+
 
 def open_event_log(*, url: str, retention: Retention | None = None, durability: str = "normal") -> sql.SqlEventLog:
-    parsed = sa.make_url(url)
-    if parsed.drivername == "sqlite+aiosqlite":
+    if url.startswith(SQLITE_PREFIX):  # parsed by hand: SQLAlchemy stays off the SQLite start-up path
         from storage import sqlite
 
-        return sqlite.SqliteEventLog(url=parsed, retention=retention, durability=durability)
+        path, _, query = url[len(SQLITE_PREFIX):].partition("?")
+        if query:
+            raise ValueError(f"the SQLite event log takes no URL options, got {query!r}")
+        return sqlite.SqliteEventLog(path=path, retention=retention, durability=durability)
+    import sqlalchemy as sa
+
+    parsed = sa.make_url(url)
+    if parsed.drivername == "sqlite+aiosqlite":
+        raise ValueError("the SQLite event log needs a file: sqlite+aiosqlite:///ABS/PATH/cplane.db")
     if parsed.drivername == "postgresql+asyncpg":
         from storage import postgres  # asyncpg and its dialect load only when used
 

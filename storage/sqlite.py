@@ -7,9 +7,11 @@
   [insert, upsert the heads, COMMIT] there. `BEGIN IMMEDIATE` takes SQLite's write lock before the heads
   are read, so revisions are allocated and committed in order even if another process writes the
   same file.
-- Readers: SQLAlchemy's aiosqlite engine (which also runs the migrations); a few pooled connections,
-  each on its own thread, used through the aiosqlite driver connection (no SQL compilation, rows as
-  plain tuples).
+- Readers: a few aiosqlite connections, each on its own thread (rows as plain tuples).
+- Schema: a fresh file gets the head schema from `HEAD_SCHEMA` (a snapshot of what the migrations
+  produce, checked by tests/storage/test_schema.py) in one transaction; an existing file at head needs
+  nothing; anything else is upgraded by alembic. SQLAlchemy and alembic are imported only then, which
+  keeps them off the start-up path (~0.3 s of imports).
 - Durability: "normal" = `synchronous=NORMAL`: a commit is in the WAL file before `append()` returns,
   so no acknowledged write is lost when the process dies (kill -9); after a power loss or OS crash
   the last transactions since the previous WAL sync can be lost. "full" = `synchronous=FULL`: the WAL
@@ -26,10 +28,8 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+import aiosqlite
 import msgspec
-import sqlalchemy as sa
-from sqlalchemy import event as sa_event
-from sqlalchemy.ext import asyncio as sa_asyncio
 
 from storage import codec, compaction, log, migrating, sql
 
@@ -47,6 +47,29 @@ _SQL_LOOKUP = (
 )
 
 
+# The head schema as the migrations leave it on SQLite (statements as SQLite stores them), with the
+# rows they insert. Regenerate it when a migration is added (the schema test fails until then, and
+# start-up falls back to alembic while HEAD_SCHEMA_REVISION is not the head).
+HEAD_SCHEMA_REVISION = "0001"
+HEAD_SCHEMA = (
+    "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+    "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))",
+    "CREATE TABLE events (revision INTEGER NOT NULL, type TEXT NOT NULL, api_group TEXT NOT NULL, "
+    "resource TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, uid TEXT NOT NULL, "
+    "prev_revision BIGINT NOT NULL, time FLOAT NOT NULL, actor_user TEXT NOT NULL, "
+    "actor_field_manager TEXT NOT NULL, actor_user_agent TEXT NOT NULL, actor_request_id TEXT NOT NULL, "
+    "object BLOB NOT NULL, PRIMARY KEY (revision))",
+    "CREATE UNIQUE INDEX events_key_prev_revision ON events "
+    "(resource, api_group, namespace, name, prev_revision)",
+    "CREATE TABLE heads (resource TEXT NOT NULL, api_group TEXT NOT NULL, namespace TEXT NOT NULL, "
+    "name TEXT NOT NULL, revision BIGINT NOT NULL, deleted BOOLEAN NOT NULL, "
+    "PRIMARY KEY (resource, api_group, namespace, name)) WITHOUT ROWID",
+    "CREATE TABLE meta (id INTEGER NOT NULL, compacted_revision BIGINT NOT NULL, PRIMARY KEY (id))",
+    "INSERT INTO meta (id, compacted_revision) VALUES (1, 0)",
+    f"INSERT INTO alembic_version (version_num) VALUES ('{HEAD_SCHEMA_REVISION}')",
+)
+
+
 def _pragmas(durability: str) -> list[str]:
     synchronous = "FULL" if durability == "full" else "NORMAL"
     return ["journal_mode=WAL", f"synchronous={synchronous}", "busy_timeout=30000", "cache_size=-65536",
@@ -56,16 +79,14 @@ def _pragmas(durability: str) -> list[str]:
 class SqliteEventLog(sql.SqlEventLog):
     backend = "sqlite"
 
-    def __init__(self, *, url: sa.URL, retention: compaction.Retention | None = None,
+    def __init__(self, *, path: str | pathlib.Path, retention: compaction.Retention | None = None,
                  durability: str = "normal", subscriber_buffer: int = 1000) -> None:
         super().__init__(retention=retention, durability=durability, subscriber_buffer=subscriber_buffer)
-        if not url.database or url.database == ":memory:":
+        if not str(path) or str(path) == ":memory:":
             raise ValueError("the SQLite event log needs a file: sqlite+aiosqlite:///ABS/PATH/cplane.db")
-        self.path = pathlib.Path(url.database)
-        self._url = url
-        self._engine: sa_asyncio.AsyncEngine | None = None
-        self._connections: list[sa_asyncio.AsyncConnection] = []
-        self._readers: asyncio.Queue[Any] = asyncio.Queue()  # aiosqlite.Connection
+        self.path = pathlib.Path(path)
+        self._readers: asyncio.Queue[aiosqlite.Connection] = asyncio.Queue()
+        self._connections: list[aiosqlite.Connection] = []
         self._writer_thread: concurrent.futures.ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None  # the writer; only used on `_writer_thread`
 
@@ -73,31 +94,41 @@ class SqliteEventLog(sql.SqlEventLog):
 
     async def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        engine = self._engine = sa_asyncio.create_async_engine(self._url, pool_size=READERS + 1, max_overflow=2)
-        pragmas = _pragmas(self.durability)
-
-        @sa_event.listens_for(engine.sync_engine, "connect")
-        def _configure(dbapi_connection: Any, _record: Any) -> None:
-            # Autocommit at the driver: transactions are explicit.
-            dbapi_connection.isolation_level = None
-            cursor = dbapi_connection.cursor()
-            for pragma in pragmas:
-                cursor.execute(f"PRAGMA {pragma}")
-            cursor.close()
-
-        @sa_event.listens_for(engine.sync_engine, "begin")
-        def _begin(connection: sa.Connection) -> None:
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-
-        await migrating.upgrade(engine)
         self._writer_thread = concurrent.futures.ThreadPoolExecutor(
             max_workers=1, thread_name_prefix=f"sqlite-writer:{self.path.name}")
         self._db = await self._on_writer(self._connect_writer)
+        if not await self._on_writer(self._ensure_schema_now):
+            await self._on_writer(migrating.upgrade_sqlite, self.path)
         for _ in range(READERS):
-            connection = await engine.connect()
+            connection = await aiosqlite.connect(self.path, isolation_level=None)
             self._connections.append(connection)
-            raw = await connection.get_raw_connection()
-            self._readers.put_nowait(raw.driver_connection)
+            for pragma in _pragmas(self.durability):
+                await connection.execute(f"PRAGMA {pragma}")
+            self._readers.put_nowait(connection)
+
+    def _ensure_schema_now(self) -> bool:
+        """True when the file is at head: it was already, or it was empty and got `HEAD_SCHEMA`.
+        False: alembic must upgrade it."""
+        db = self._writer_db()
+        db.execute("BEGIN IMMEDIATE")  # two processes on one fresh file: the second sees the schema
+        try:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            head = migrating.head_revision()
+            if "alembic_version" in tables:
+                row = db.execute("SELECT version_num FROM alembic_version").fetchone()
+                at_head = row is not None and row[0] == head
+            elif not tables and HEAD_SCHEMA_REVISION == head:
+                for statement in HEAD_SCHEMA:
+                    db.execute(statement)
+                at_head = True
+            else:
+                at_head = False
+            db.execute("COMMIT")
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        return at_head
 
     def _connect_writer(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -126,9 +157,7 @@ class SqliteEventLog(sql.SqlEventLog):
         for connection in self._connections:
             await connection.close()
         self._connections.clear()
-        if self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
+        self._readers = asyncio.Queue()
 
     # -- reads --------------------------------------------------------------------------------------
 

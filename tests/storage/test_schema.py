@@ -1,16 +1,21 @@
-"""The migrations produce exactly the model in storage/schema.py (alembic's autogenerate finds nothing).
+"""The migrations produce exactly the model in storage/schema.py (alembic's autogenerate finds nothing),
+and the SQLite head-schema snapshot (used for fresh files) is exactly what the migrations produce.
 
 In scope: migrations applied by `start()` on both backends. Out of scope: data migrations (none yet).
 """
 
 from __future__ import annotations
 
+import pathlib
+import sqlite3
+
 import alembic.autogenerate
 import alembic.migration
+import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext import asyncio as sa_asyncio
 
-from storage import schema, sql
+from storage import migrating, schema, sql, sqlite
 
 
 def _diff(connection: sa.Connection) -> list[object]:
@@ -33,3 +38,53 @@ async def test_migrated_database_matches_the_model(event_log: sql.SqlEventLog, l
         await engine.dispose()
     assert differences == []
     assert version == "0001"
+
+
+def _sqlite_schema(path: pathlib.Path) -> dict[str, object]:
+    db = sqlite3.connect(path)
+    try:
+        objects = sorted((kind, name, "".join((text or "").split()))
+                         for kind, name, text in db.execute("SELECT type, name, sql FROM sqlite_master"))
+        return {"objects": objects, "meta": db.execute("SELECT * FROM meta").fetchall(),
+                "version": db.execute("SELECT version_num FROM alembic_version").fetchall()}
+    finally:
+        db.close()
+
+
+async def _start_and_close(path: pathlib.Path) -> None:
+    event_log = sqlite.SqliteEventLog(path=path)
+    await event_log.start()
+    await event_log.close()
+
+
+async def test_fresh_sqlite_snapshot_is_what_the_migrations_produce(tmp_path: pathlib.Path) -> None:
+    """A fresh SQLite file is created from `sqlite.HEAD_SCHEMA`, not by alembic: it must be exactly
+    what alembic makes (tables, indexes, WITHOUT ROWID, the meta row and the stamped revision)."""
+    assert sqlite.HEAD_SCHEMA_REVISION == migrating.head_revision(), \
+        "a migration was added: regenerate storage/sqlite.py HEAD_SCHEMA from a migrated database"
+    migrated = tmp_path / "migrated.db"
+    migrating.upgrade_sqlite(migrated)
+    fresh = tmp_path / "fresh.db"
+    await _start_and_close(fresh)
+    assert _sqlite_schema(fresh) == _sqlite_schema(migrated)
+
+
+async def test_sqlite_falls_back_to_alembic_when_the_snapshot_is_stale(
+        tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite, "HEAD_SCHEMA_REVISION", "stale")
+    stale = tmp_path / "stale.db"
+    await _start_and_close(stale)
+    migrated = tmp_path / "migrated.db"
+    migrating.upgrade_sqlite(migrated)
+    assert _sqlite_schema(stale) == _sqlite_schema(migrated)
+
+
+async def test_sqlite_at_head_is_left_alone_and_keeps_its_data(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "c.db"
+    await _start_and_close(path)
+    db = sqlite3.connect(path)
+    db.execute("UPDATE meta SET compacted_revision = 7")
+    db.commit()
+    db.close()
+    await _start_and_close(path)
+    assert _sqlite_schema(path)["meta"] == [(1, 7)]
