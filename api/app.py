@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -20,7 +20,7 @@ from api import codec, discovery, handlers, metrics, metrics_apis, why
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
-from cp import errors, sim
+from cp import errors, objects, sim, tables
 from cp import resources as res
 from storage import log
 
@@ -48,7 +48,7 @@ def _verb(request: web.Request) -> str:
 @web.middleware
 async def _middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     start = time.perf_counter()
-    request[st.REQUEST_ID] = request.headers.get("X-Request-Id") or uuid.uuid4().hex
+    request[st.REQUEST_ID] = request.headers.get("X-Request-Id") or objects.new_request_id()
     request[st.USER] = "system:admin"
     code = 500
     try:
@@ -88,15 +88,15 @@ def _observe(request: web.Request, code: int, seconds: float) -> None:
     group = target.kind.group if target else ""
     resource = target.kind.plural if target else request.path
     sub = target.subresource if target else ""
-    m = request.app[st.METRICS]
     if target is not None:
-        m.requests.labels(verb.upper(), group, resource, sub, str(code)).inc()
-        if verb != "watch":
-            m.duration.labels(verb.upper(), group, resource).observe(seconds)
+        request.app[st.METRICS].observe_request(verb.upper(), group, resource, sub, code, seconds)
     if request.path in ("/healthz", "/livez", "/readyz", "/metrics"):
         return
     # Node heartbeats (Lease renewals) are the bulk of a fleet's traffic: log them at debug.
-    emit = logger.debug if resource == "leases" and code < 400 else logger.info
+    quiet = resource == "leases" and code < 400
+    if not logger.is_enabled_for(logging.DEBUG if quiet else logging.INFO):
+        return  # skip building the line's fields
+    emit = logger.debug if quiet else logger.info
     emit(
         "request", verb=verb, group=group, resource=resource, subresource=sub,
         namespace=target.namespace if target else "", name=target.name if target else "",
@@ -235,6 +235,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.WATCHES] = set()
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
+    app[st.TABLE_ROWS] = tables.RowCache()
 
     async def _on_startup(app: web.Application) -> None:
         if bootstrap_objects:

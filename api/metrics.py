@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import prometheus_client as prom
 
@@ -25,6 +26,19 @@ class Metrics:
         self.revision = prom.Gauge("cplane_event_log_revision", "Newest committed event-log revision.",
                                    registry=self.registry)
         self.revision.set_function(revision)
+        self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
+
+    def observe_request(self, verb: str, group: str, resource: str, subresource: str, code: int,
+                        seconds: float) -> None:
+        """Count a request and record its latency (not for watches: they last)."""
+        key = (verb, group, resource, subresource, str(code))
+        children = self._children.get(key)
+        if children is None:  # `labels()` costs more than the increment: look each series up once
+            duration = None if verb == "WATCH" else self.duration.labels(verb, group, resource)
+            children = self._children[key] = (self.requests.labels(*key), duration)
+        children[0].inc()
+        if children[1] is not None:
+            children[1].observe(seconds)
 
     def render(self) -> bytes:
         return prom.generate_latest(self.registry)

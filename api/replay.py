@@ -738,6 +738,9 @@ class ReplayLog:
     def compacted_revision(self) -> int:
         return self._compacted
 
+    def last_change(self, *, group: str, resource: str) -> int:
+        return self._cursor  # the cursor moves both ways (seek): treat everything as just changed
+
     @property
     def forked(self) -> bool:
         return self.forked_at is not None

@@ -9,12 +9,14 @@ from aiohttp import web
 from api import store as stores
 from api import metrics as metrics_
 from cp import clock as clocks
+from cp import tables
 
 STORE = web.AppKey("store", stores.Store)
 CLOCK = web.AppKey("clock", clocks.Clock)
 WATCHES = web.AppKey("watches", set[asyncio.Task[object]])
 METRICS = web.AppKey("metrics", metrics_.Metrics)
 READY = web.AppKey("ready", asyncio.Event)
+TABLE_ROWS = web.AppKey("table_rows", tables.RowCache)
 
 # Per-request keys.
 USER = web.RequestKey("user", str)

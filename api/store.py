@@ -62,6 +62,9 @@ class Store:
     def __init__(self, *, event_log: log.EventLog, clock: clocks.Clock) -> None:
         self.log = event_log
         self.clock = clock
+        # Namespace -> (revision it was read at, terminating): admission reads it on every create
+        # of a namespaced object; valid while no namespace changed since (`log.last_change`).
+        self._namespaces: dict[str, tuple[int, bool]] = {}
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
@@ -159,11 +162,18 @@ class Store:
 
     async def _check_namespace_open(self, namespace: str, *, kind: res.ResourceKind | None = None,
                                     name: str = "") -> None:
-        ns = await self.log.get(group="", resource="namespaces", namespace="", name=namespace)
-        if ns is None:
-            raise errors.NotFound.of(group="", plural="namespaces", name=namespace)
-        obj = _decode(ns.object)
-        if (obj.get("metadata") or {}).get("deletionTimestamp"):
+        cached = self._namespaces.get(namespace)
+        if cached is not None and cached[0] >= self.log.last_change(group="", resource="namespaces"):
+            terminating = cached[1]
+        else:
+            as_of = self.log.revision
+            ns = await self.log.get(group="", resource="namespaces", namespace="", name=namespace)
+            if ns is None:
+                self._namespaces.pop(namespace, None)
+                raise errors.NotFound.of(group="", plural="namespaces", name=namespace)
+            terminating = bool((_decode(ns.object).get("metadata") or {}).get("deletionTimestamp"))
+            self._namespaces[namespace] = (as_of, terminating)
+        if terminating:
             # As admission.NewForbidden(attributes, err): about the object being created.
             gr = (kind.group_resource if kind else "namespaces")
             prefix = f'{gr} "{name}" is forbidden: ' if name else "forbidden: "

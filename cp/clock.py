@@ -63,9 +63,19 @@ class VirtualClock:
         self.set(self._now + seconds)
 
 
+_last_rfc3339: tuple[int, str] = (-1, "")
+
+
 def rfc3339(ts: float) -> str:
-    """Kubernetes metav1.Time: second precision, UTC, `Z`."""
-    return datetime.fromtimestamp(int(ts), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Kubernetes metav1.Time: second precision, UTC, `Z` (the last second's text is reused: a
+    write stamps two or three times, and a busy server writes many times per second)."""
+    global _last_rfc3339
+    second = int(ts)
+    if _last_rfc3339[0] == second:
+        return _last_rfc3339[1]
+    text = datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    _last_rfc3339 = (second, text)
+    return text
 
 
 def rfc3339_micro(ts: float) -> str:

@@ -43,6 +43,13 @@ class Broadcaster:
         self.revision = revision
         self.buffer_limit = buffer_limit
         self._subscribers: dict[tuple[str, str, str | None], dict[Subscriber, None]] = {}
+        self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest published revision
+        self._reset = revision  # anything may have changed up to here (start, skipped revisions)
+
+    def last_change(self, group: str, resource: str) -> int:
+        """`log.EventLog.last_change`: the newest published change of the resource."""
+        changed = self._changed.get((group, resource), 0)
+        return changed if changed > self._reset else self._reset
 
     def __len__(self) -> int:
         return sum(len(subs) for subs in self._subscribers.values())
@@ -61,6 +68,9 @@ class Broadcaster:
 
     def publish(self, events: list[log.Event]) -> None:
         """`events` are committed, in revision order, directly after `self.revision`."""
+        changed = self._changed
+        for event in events:
+            changed[(event.group, event.resource)] = event.revision
         subscribers = self._subscribers
         if subscribers:
             for event in events:
@@ -79,6 +89,8 @@ class Broadcaster:
         """End every subscription (the log closed, or history they need was compacted away)."""
         subscribers = [sub for subs in self._subscribers.values() for sub in subs]
         self._subscribers.clear()
+        self._changed.clear()
+        self._reset = self.revision
         for subscriber in subscribers:
             subscriber.end(keep_queue=False)
 

@@ -142,6 +142,13 @@ class EventLog(Protocol):
         """Revisions at or below this are gone (0 = nothing compacted)."""
         ...
 
+    def last_change(self, *, group: str, resource: str) -> int:
+        """A revision at or after the newest visible change to any object of this resource: what was
+        read from it at revision R (R <= `revision` before the read) is still current while
+        `last_change(...) <= R`. Lets callers keep small caches (namespaces for admission) without
+        a watch, consistent with this process's view of the log (other replicas' writes included)."""
+        ...
+
     async def append(self, write: Write) -> Event:
         """Append one change atomically (concurrent appends are group-committed).
         Raises ConflictError when `expected_revision` does not match."""

@@ -83,6 +83,7 @@ class MemoryEventLog:
         self._keys: dict[tuple[str, str, str, str], list[int]] = {}  # key -> revisions
         self._subs: dict[tuple[str, str], set[_Sub]] = defaultdict(set)
         self._compacted = 0
+        self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest revision
         self._buffer = subscriber_buffer
         self._lock = asyncio.Lock()
 
@@ -101,6 +102,9 @@ class MemoryEventLog:
     @property
     def compacted_revision(self) -> int:
         return self._compacted
+
+    def last_change(self, *, group: str, resource: str) -> int:
+        return self._changed.get((group, resource), 0)
 
     def _event_at(self, revision: int) -> log.Event:
         return self._events[revision - 1 - self._offset()]
@@ -152,6 +156,7 @@ class MemoryEventLog:
         )
         self._events.append(event)
         self._keys.setdefault(key, []).append(revision)
+        self._changed[(write.group, write.resource)] = revision
         for sub in list(self._subs.get((write.group, write.resource), ())):
             sub.offer(event)
         return event

@@ -357,6 +357,9 @@ class SqlEventLog:
     def compacted_revision(self) -> int:
         return self._compacted
 
+    def last_change(self, *, group: str, resource: str) -> int:
+        return self._broadcaster.last_change(group, resource)
+
     def _check_readable(self, revision: int, *, current: int, compacted: int) -> None:
         self._compacted = max(self._compacted, compacted)
         if revision > max(current, self.revision):
@@ -537,8 +540,8 @@ class SqlEventLog:
         log_event = _logger.info if reason == "imported" else _logger.warning
         log_event("revisions_skipped", revision=self._broadcaster.revision, skipped_to=revision,
                   compacted_revision=self._compacted, reason=reason, outcome="subscribers_ended")
-        self._broadcaster.end_all()
         self._broadcaster.revision = max(self._broadcaster.revision, revision)
+        self._broadcaster.end_all()
         self._release_waiters()
 
     # -- reads --------------------------------------------------------------------------------------

@@ -427,7 +427,11 @@ async def test_deletecollection(http: aiohttp.ClientSession) -> None:
 
 
 async def test_namespace_delete_terminates(http: aiohttp.ClientSession) -> None:
+    async with http.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "a"}}) as r:
+        assert r.status == 404  # no such namespace yet
     await http.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})
+    async with http.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "b"}}) as r:
+        assert r.status == 201  # admission has now seen the namespace open (and may keep that)
     async with http.delete("/api/v1/namespaces/team") as r:
         ns = await _json(r)
     assert ns["status"]["phase"] == "Terminating"
@@ -439,6 +443,11 @@ async def test_namespace_delete_terminates(http: aiohttp.ClientSession) -> None:
         assert r.status == 200
     async with http.get("/api/v1/namespaces/team") as r:
         assert r.status == 404
+    async with http.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "d"}}) as r:
+        assert r.status == 404
+    await http.post("/api/v1/namespaces", json={"metadata": {"name": "team"}})
+    async with http.post("/api/v1/namespaces/team/configmaps", json={"metadata": {"name": "e"}}) as r:
+        assert r.status == 201  # created again: open again
 
 
 async def test_resource_claim_defaults_and_metrics(http: aiohttp.ClientSession) -> None:

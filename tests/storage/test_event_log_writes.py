@@ -15,6 +15,7 @@ import sqlalchemy.exc
 
 from storage import factory, log, sql
 from tests.storage import writes
+from tests.storage.conftest import OpenLog
 
 
 async def test_create_update_delete_assigns_gapless_revisions(event_log: sql.SqlEventLog) -> None:
@@ -188,3 +189,22 @@ async def test_an_unencodable_object_fails_only_its_own_write(event_log: sql.Sql
                                    event_log.append(writes.added("b")), return_exceptions=True)
     assert isinstance(results[1], ValueError)
     assert [r.revision for r in (results[0], results[2])] == [1, 2]  # type: ignore[union-attr]
+
+
+async def test_last_change_follows_the_resources_writes_and_other_writers(open_log: OpenLog) -> None:
+    """`last_change` lets the API keep small caches: it must move past what a reader saw as soon as
+    the resource changes, by this log or by another one on the same database (another replica)."""
+    first, second = await open_log(), await open_log()
+    assert first.last_change(group="", resource="pods") <= first.revision
+    pod = await first.append(writes.added("web-0"))
+    assert first.last_change(group="", resource="pods") == pod.revision
+    config = await first.append(writes.added("settings", resource="configmaps"))
+    assert first.last_change(group="", resource="pods") == pod.revision  # another resource
+    assert first.last_change(group="", resource="configmaps") == config.revision
+
+    watch = await first.subscribe(group="", resource="pods", namespace=None, after=first.revision)
+    remote = await second.append(writes.modified(pod, spec={"replicas": 3}))
+    batch = await watch.next_batch(timeout=10)
+    watch.close()
+    assert batch is not None and batch[-1].revision == remote.revision
+    assert first.last_change(group="", resource="pods") >= remote.revision
