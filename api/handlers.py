@@ -373,8 +373,13 @@ async def list_objects(request: web.Request, target: Target) -> web.StreamRespon
     meta += b"}"
     head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
             + b'","metadata":' + meta + b',"items":[')
-    body = head + b",".join(ev.object for ev in events) + b"]}"
-    return codec.json_response(body)
+    # One copy of the stored bytes: the head and tail ride on the first and last item.
+    parts = [ev.object for ev in events]
+    if parts:
+        parts[0] = head + parts[0]
+        parts[-1] += b"]}"
+        return codec.json_response(b",".join(parts))
+    return codec.json_response(head + b"]}")
 
 
 # -------------------------------------------------------------------------------- writes

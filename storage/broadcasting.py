@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable
 
 import structlog
 
-from storage import log
+from storage import heads, log
 
 _logger = structlog.get_logger(__name__)
 
@@ -45,6 +45,7 @@ class Broadcaster:
         self._subscribers: dict[tuple[str, str, str | None], dict[Subscriber, None]] = {}
         self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest published revision
         self._reset = revision  # anything may have changed up to here (start, skipped revisions)
+        self.heads = heads.HeadCache()  # live objects of listed resources, following the same events
 
     def last_change(self, group: str, resource: str) -> int:
         """`log.EventLog.last_change`: the newest published change of the resource."""
@@ -71,6 +72,7 @@ class Broadcaster:
         changed = self._changed
         for event in events:
             changed[(event.group, event.resource)] = event.revision
+        self.heads.observe(events)
         subscribers = self._subscribers
         if subscribers:
             for event in events:
@@ -91,6 +93,7 @@ class Broadcaster:
         self._subscribers.clear()
         self._changed.clear()
         self._reset = self.revision
+        self.heads.reset()
         for subscriber in subscribers:
             subscriber.end(keep_queue=False)
 

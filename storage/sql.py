@@ -37,6 +37,7 @@ _logger = structlog.get_logger(__name__)
 NO_LIMIT = 1 << 62
 _AFTER_EVERY_NAME = "\U0010ffff"  # sorts (UTF-8 bytes) after every name
 POLL_PAGE = 1000
+LIST_CATCH_UP_WAIT = 2.0  # seconds a LIST served from memory waits for this process to catch up
 
 _COLS = ("revision, type, api_group, resource, namespace, name, uid, prev_revision, time, actor_user, "
          "actor_field_manager, actor_user_agent, actor_request_id, object")
@@ -227,6 +228,7 @@ class SqlEventLog:
     backend = "sql"
     poll_interval = 1.0  # seconds between polls when nothing wakes the poller
     max_batch = 1000  # writes per group commit
+    list_from_memory = True  # serve LISTs from `storage.heads` where it answers as the database would
     list_sql = SQL_LIST
 
     def __init__(self, *, retention: compaction.Retention | None = None, durability: str = "normal",
@@ -561,6 +563,53 @@ class SqlEventLog:
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check_started()
+        if self.list_from_memory:
+            kept = await self._list_kept(group, resource, namespace, revision, start_after, limit)
+            if kept is not None:
+                return kept
+        return await self._list_stored(group, resource, namespace, revision, start_after, limit)
+
+    async def _list_kept(self, group: str, resource: str, namespace: str | None, revision: int | None,
+                         start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult | None:
+        """The LIST from `storage.heads` when it can answer exactly as the database would; None when not.
+        At the latest revision: load the resource on its first LIST, then wait until this process has
+        published the database's current revision (writes by other processes included). At a pinned
+        revision R (a continued LIST): when the resource has not changed since R."""
+        cache = self._broadcaster.heads
+        if revision is not None:
+            loaded = cache.loaded_at(group, resource)
+            if (loaded is None or not (loaded <= revision <= self.revision) or revision <= self._compacted
+                    or self.last_change(group=group, resource=resource) > revision):
+                return None
+            events, more = cache.list(group, resource, namespace, start_after=start_after, limit=limit)
+            return log.ListResult(events=events, revision=revision, more=more)
+        if cache.loaded_at(group, resource) is None:
+            ticket = cache.begin_load(group, resource)
+            if ticket is None:
+                return None  # being loaded by another LIST, or too large to keep
+            try:
+                loaded_list = await self._list_stored(group, resource, None, None, None, None)
+            except BaseException:
+                cache.abandon_load(ticket, group, resource)
+                raise
+            cache.finish_load(ticket, group, resource, loaded_list.events, loaded_list.revision)
+        current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+        self._compacted = max(self._compacted, compacted)
+        target = max(current, compacted)
+        if self._broadcaster.revision < target:
+            self._wake_poller.set()
+            try:
+                async with asyncio.timeout(LIST_CATCH_UP_WAIT):
+                    await self._wait_for_revision(target)
+            except TimeoutError:
+                return None  # this process lags behind the database: read the database itself
+        if cache.loaded_at(group, resource) is None:
+            return None  # dropped meanwhile (revisions skipped, or it grew too large)
+        events, more = cache.list(group, resource, namespace, start_after=start_after, limit=limit)
+        return log.ListResult(events=events, revision=self.revision, more=more)
+
+    async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,
+                           start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:
         fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
         after_ns, after_name = start_after if start_after is not None else ("", "")
         args: builtins.list[Any] = [] if revision is None else [revision, revision]

@@ -30,12 +30,20 @@ IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile tim
 from __future__ import annotations
 
 import re
+import sys
 import threading
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import cel
-from cel import stdlib as _celstd
+if "cel" not in sys.modules:
+    # The package's __init__ also imports its command-line tool (`cel.cli`: typer, rich and
+    # prompt_toolkit, ~0.3 s) that we never use. An empty stand-in for that one submodule keeps the
+    # first device selector (admission and the allocator) from paying for it.
+    sys.modules.setdefault("cel.cli", types.ModuleType("cel.cli", "not loaded by cplane"))
+
+import cel  # noqa: E402
+from cel import stdlib as _celstd  # noqa: E402
 
 from controllers.dra import semver as _semver
 from controllers.dra.quantity import Quantity, QuantityError

@@ -416,6 +416,30 @@ async def test_table_output(http: aiohttp.ClientSession) -> None:
         assert len((await _json(r))["rows"]) == 1
 
 
+async def test_table_list_follows_every_change(http: aiohttp.ClientSession) -> None:
+    """Rows are kept between LISTs per object revision: a change must show at once."""
+    await http.post("/api/v1/namespaces/default/pods", json=pod("web"))
+    await http.post("/api/v1/namespaces/default/pods", json=pod("db"))
+
+    async def rows() -> dict[str, list[Any]]:
+        async with http.get("/api/v1/namespaces/default/pods", headers={"Accept": TABLE}) as r:
+            return {row["cells"][0]: [row["cells"][2], row["object"]["metadata"].get("labels") or None]
+                    for row in (await _json(r))["rows"]}
+
+    assert await rows() == await rows() == {"web": ["Pending", None], "db": ["Pending", None]}
+    status = {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+    async with http.patch("/api/v1/namespaces/default/pods/web/status", json=status,
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    async with http.patch("/api/v1/namespaces/default/pods/db", json={"metadata": {"labels": {"tier": "db"}}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    assert await rows() == {"web": ["Running", None], "db": ["Pending", {"tier": "db"}]}
+    async with http.delete("/api/v1/namespaces/default/pods/db", params={"gracePeriodSeconds": "0"}) as r:
+        assert r.status == 200
+    assert await rows() == {"web": ["Running", None]}
+
+
 async def test_deletecollection(http: aiohttp.ClientSession) -> None:
     for i in range(3):
         await http.post("/api/v1/namespaces/default/configmaps",

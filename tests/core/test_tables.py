@@ -7,13 +7,15 @@ watch framing (the API layer decides when to ask for tables and whether to send 
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import pytest
 
 from cp.errors import BadRequest
-from cp.tables import columns, human_duration, row, table
+from cp.tables import RowCache, columns, human_duration, row, table
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -656,3 +658,71 @@ def test_rows_match_column_count_for_every_kind() -> None:
         assert len(t["rows"][0]["cells"]) == len(t["columnDefinitions"]), kind
         for cell in t["rows"][0]["cells"]:
             assert isinstance(cell, str | int), (kind, cell)
+
+
+# ---------------------------------------------------------------------------------------------
+# RowCache: rows of stored objects kept per key and revision
+
+
+def _stored(obj: dict[str, Any], revision: int) -> bytes:
+    obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(revision)}}
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+def _pod_obj(name: str, *, restarts: int = 0, phase: str = "Running") -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase, "containerStatuses": [{
+        "name": "app", "ready": True, "restartCount": restarts, "state": {"running": {}},
+        **({"lastState": {"terminated": {"finishedAt": ago(90)}}} if restarts else {})}]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta(name, managedFields=[{"manager": "m"}]),
+            "spec": {"containers": [{"name": "app"}]}, "status": status}
+
+
+def _via_cache(cache: RowCache, items: list[tuple[str, int, dict[str, Any]]], *, now: float,
+               include_object: str = "Metadata") -> dict[str, Any]:
+    rendered = cache.table([(("", "pods", "default", name), rev, _stored(obj, rev)) for name, rev, obj in items],
+                           group="", kind="Pod", now=now, include_object=include_object, resource_version="9")
+    return json.loads(msgspec.json.encode(rendered))
+
+
+@pytest.mark.parametrize("include_object", ["Metadata", "", "Object", "None"])
+def test_cached_rows_are_the_rows_table_renders(include_object: str) -> None:
+    pods = [("a", 3, _pod_obj("a", restarts=2)), ("b", 4, _pod_obj("b", phase="Succeeded"))]
+    expected = table([json.loads(_stored(obj, rev)) for _, rev, obj in pods], group="", kind="Pod", now=NOW,
+                     include_object=include_object, resource_version="9")
+    cache = RowCache()
+    cold = _via_cache(cache, pods, now=NOW, include_object=include_object)
+    warm = _via_cache(cache, pods, now=NOW, include_object=include_object)
+    assert cold == warm == json.loads(json.dumps(expected))
+    assert (cache.misses, cache.hits) == (2, 2)
+
+
+def test_cached_rows_age_with_the_tables_time() -> None:
+    cache = RowCache()
+    pods = [("a", 3, _pod_obj("a", restarts=2))]
+    first = _via_cache(cache, pods, now=NOW)["rows"][0]["cells"]
+    later = _via_cache(cache, pods, now=NOW + 3600)["rows"][0]["cells"]
+    assert (first[3], first[4]) == ("2 (90s ago)", "5m")  # RESTARTS, AGE
+    assert (later[3], later[4]) == ("2 (61m ago)", "65m")
+    assert cache.hits == 1
+
+
+def test_a_new_revision_replaces_the_kept_row() -> None:
+    cache = RowCache()
+    _via_cache(cache, [("a", 3, _pod_obj("a"))], now=NOW)
+    rows = _via_cache(cache, [("a", 5, _pod_obj("a", restarts=1))], now=NOW)["rows"]
+    assert rows[0]["cells"][3] == "1 (90s ago)"
+    assert rows[0]["object"]["metadata"]["resourceVersion"] == "5"
+    assert (len(cache), cache.misses, cache.hits) == (1, 2, 0)
+
+
+def test_the_cache_is_bounded() -> None:
+    cache = RowCache(max_entries=3)
+    _via_cache(cache, [(f"p{i}", i + 1, _pod_obj(f"p{i}")) for i in range(5)], now=NOW)
+    assert len(cache) == 3
+    _via_cache(cache, [("p4", 5, _pod_obj("p4"))], now=NOW)
+    assert cache.hits == 1  # the newest entries are the ones kept
+
+
+def test_bad_include_object_is_rejected_by_the_cache_too() -> None:
+    with pytest.raises(BadRequest, match="unrecognized includeObject"):
+        RowCache().table([], group="", kind="Pod", now=NOW, include_object="Everything")
