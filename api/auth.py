@@ -666,18 +666,18 @@ def middleware(config: AuthConfig) -> Any:
 
 
 def _depth_exceeds(obj: Any, limit: int) -> bool:
-    stack: list[tuple[Any, int]] = [(obj, 1)]
-    while stack:
-        value, depth = stack.pop()
-        if isinstance(value, dict):
-            if depth > limit:
+    """Whether objects/arrays nest deeper than `limit` (recursion is bounded by `limit` itself)."""
+    def deeper(value: Any, depth: int) -> bool:
+        if depth > limit:
+            return True
+        for child in (value.values() if type(value) is dict else value):
+            kind = type(child)
+            if (kind is dict or kind is list) and deeper(child, depth + 1):
                 return True
-            stack.extend((v, depth + 1) for v in value.values() if isinstance(v, dict | list))
-        elif isinstance(value, list):
-            if depth > limit:
-                return True
-            stack.extend((v, depth + 1) for v in value if isinstance(v, dict | list))
-    return False
+        return False
+
+    kind = type(obj)
+    return (kind is dict or kind is list) and deeper(obj, 1)
 
 
 def _name(obj: Mapping[str, Any]) -> str:
