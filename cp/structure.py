@@ -51,7 +51,7 @@ def _canonical_time(value: str, *, micro: bool) -> str:
 
 
 class _Node:
-    __slots__ = ("go", "item", "kind", "open", "props", "struct")
+    __slots__ = ("go", "item", "keep_empty", "kind", "open", "props", "struct")
 
     def __init__(self, kind: int, go: str = "") -> None:
         self.kind = kind
@@ -60,6 +60,20 @@ class _Node:
         self.item: _Node | None = None  # array items / map values
         self.struct = ""  # Go struct name (objects)
         self.open = False  # x-kubernetes-preserve-unknown-fields
+        self.keep_empty: frozenset[str] = frozenset()  # list/map fields an empty value is kept at
+
+
+# Optional list fields whose Go struct tag has no `omitempty` (kubernetes/api, the groups served):
+# Go writes them even when empty. Every other optional list or map field is dropped when empty, as
+# decoding into the typed object and encoding it again does upstream (`env: []` after a strategic
+# merge patch deleted the last variable, `labels: {}`, ...). Required ones are always kept.
+_NOT_OMITEMPTY = {
+    "io.k8s.api.resource.v1.DeviceClaim": ("requests",),
+    "io.k8s.api.resource.v1.AllocatedDeviceStatus": ("conditions",),
+    "io.k8s.api.core.v1.ProjectedVolumeSource": ("sources",),
+    "io.k8s.api.core.v1.ContainerImage": ("names",),
+    "io.k8s.api.autoscaling.v2.HorizontalPodAutoscalerStatus": ("currentMetrics",),
+}
 
 
 class StructureError(Exception):
@@ -106,7 +120,7 @@ def _compile(schema: dict[str, Any] | None) -> _Node:
     _by_def[name] = node  # before recursing: definitions may be recursive
     filled = _compile_inline(definition, name)
     node.kind, node.go, node.props, node.item = filled.kind, filled.go or node.go, filled.props, filled.item
-    node.struct, node.open = filled.struct, filled.open
+    node.struct, node.open, node.keep_empty = filled.struct, filled.open, filled.keep_empty
     return node
 
 
@@ -124,6 +138,9 @@ def _compile_inline(schema: dict[str, Any], defname: str) -> _Node:
             node.struct = defname.rsplit(".", 1)[-1] if defname else ""
             node.open = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
             node.props = {k: _compile(v) for k, v in props.items() if isinstance(v, dict)}
+            required = schema.get("required")
+            node.keep_empty = frozenset((required if isinstance(required, list) else [])
+                                        + list(_NOT_OMITEMPTY.get(defname, ())))
             return node
         if isinstance(extra, dict):
             node = _Node(MAP)
@@ -215,12 +232,13 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
                         drops = []
                     drops.append(key)
                 continue
-            if sub is None:
+            ck = child.kind
+            if sub is None or (not sub and (ck == ARR and type(sub) is list or ck == MAP and type(sub) is dict)
+                               and key not in node.keep_empty):
                 if drops is None:
                     drops = []
                 drops.append(key)
                 continue
-            ck = child.kind
             if ck == STR:
                 if not isinstance(sub, str):
                     raise _type_error(sub, child, sname, f"{gopath}.{key}" if gopath else key)

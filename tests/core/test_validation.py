@@ -679,6 +679,39 @@ def _structure(obj: dict[str, Any], mode: str = "Strict", kind: str = "Pod", gro
     return validation.check_structure(obj, group=group, version=version, kind=kind, field_validation=mode)
 
 
+def test_empty_optional_lists_and_maps_are_dropped_as_go_omitempty_does() -> None:
+    """Upstream decodes into the typed object and encodes it again: an empty list or map at an
+    `omitempty` field disappears; required fields, fields Go writes without `omitempty`, empty
+    structs and free-form values stay."""
+    obj = pod()
+    obj["metadata"].update(labels={}, finalizers=[], annotations={"a": "b"})
+    container = obj["spec"]["containers"][0]
+    container.update(env=[], ports=[], resources={"requests": {}, "limits": {"cpu": "1"}})
+    obj["spec"]["nodeSelector"] = {}
+    cleaned, _ = _structure(copy.deepcopy(obj))
+    assert "labels" not in cleaned["metadata"] and "finalizers" not in cleaned["metadata"]
+    assert cleaned["metadata"]["annotations"] == {"a": "b"}
+    assert "env" not in cleaned["spec"]["containers"][0] and "ports" not in cleaned["spec"]["containers"][0]
+    assert cleaned["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"}}
+    assert "nodeSelector" not in cleaned["spec"]
+    bare = pod()
+    bare["spec"]["containers"][0]["resources"] = {}
+    assert _structure(bare)[0]["spec"]["containers"][0]["resources"] == {}  # a struct: Go writes it
+
+    hpa = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h"},
+           "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d"}, "maxReplicas": 2, "metrics": []},
+           "status": {"currentMetrics": [], "desiredReplicas": 0, "conditions": []}}
+    cleaned, _ = _structure(hpa, kind="HorizontalPodAutoscaler", group="autoscaling", version="v2")
+    assert "metrics" not in cleaned["spec"]
+    assert cleaned["status"]["currentMetrics"] == []  # `json:"currentMetrics"`: no omitempty
+    assert "conditions" not in cleaned["status"]
+
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+             "spec": {"devices": {"requests": [], "constraints": [], "config": []}}}
+    cleaned, _ = _structure(claim, kind="ResourceClaim", group="resource.k8s.io")
+    assert cleaned["spec"]["devices"] == {"requests": []}
+
+
 def test_unknown_fields_strict_warn_ignore() -> None:
     obj = pod()
     obj["spec"]["foo"] = 1
