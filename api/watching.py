@@ -42,7 +42,7 @@ class _Encoder:
 
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
         if not self.table:
-            return b'{"type":"' + type_.encode() + b'","object":' + raw + b"}\n"
+            return _json_line(type_, raw)
         if obj is None:
             obj = _decode(raw)
         table = tables.table([obj], group=self.kind.group, kind=self.kind.kind, now=self.clock.now(),
@@ -58,6 +58,21 @@ class _Encoder:
             meta["annotations"] = {INITIAL_END: "true"}
         obj = {"kind": self.kind.kind, "apiVersion": self.kind.api_version, "metadata": meta}
         return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+
+
+_last_line: tuple[str, bytes, bytes] = ("", b"", b"")
+
+
+def _json_line(type_: str, raw: bytes) -> bytes:
+    """`{"type":…,"object":…}` plus newline; every watcher of an event sends the same line, so the
+    last one is reused (the memo holds `raw`, so its identity cannot be taken by another object)."""
+    global _last_line
+    last_type, last_raw, line = _last_line
+    if raw is last_raw and type_ == last_type:
+        return line
+    line = b'{"type":"' + type_.encode() + b'","object":' + raw + b"}\n"
+    _last_line = (type_, raw, line)
+    return line
 
 
 def _expired_line(requested: int, compacted: int) -> bytes:

@@ -26,6 +26,7 @@ from storage import heads, log
 _logger = structlog.get_logger(__name__)
 
 REPLAY_PAGE = 1000
+TIMER_SLACK = 1.0  # seconds a `next_batch` wake-up may come before its deadline (it then waits again)
 
 # (group, resource, namespace, after, upto, limit) -> (events, compacted revision)
 ReplaySource = Callable[[str, str, str | None, int, int, int], Awaitable[tuple[list[log.Event], int]]]
@@ -102,7 +103,7 @@ class Subscriber:
     """`log.Subscription` for one resource (optionally one namespace), from revision `after`."""
 
     __slots__ = ("_broadcaster", "_cursor", "_ended", "_prefetched", "_queue", "_replay", "_replay_to",
-                 "_suspended", "_waiter", "group", "namespace", "resource")
+                 "_suspended", "_timer", "_timer_at", "_waiter", "group", "namespace", "resource")
 
     def __init__(self, *, broadcaster: Broadcaster, replay: ReplaySource, group: str, resource: str,
                  namespace: str | None, after: int) -> None:
@@ -113,6 +114,11 @@ class Subscriber:
         self.namespace = namespace
         self._queue: collections.deque[log.Event] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
+        # The wake-up for `next_batch(timeout=...)`, kept across calls while the next deadline is
+        # within TIMER_SLACK after it: a watch waits again after every event, and re-arming a timer
+        # for each of a thousand watchers per event is a measurable part of the fan-out.
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at = 0.0
         self._ended = False
         self._suspended = False  # overflowed while replaying: queued nothing since
         self._prefetched: tuple[list[log.Event], int] | None = None
@@ -146,6 +152,9 @@ class Subscriber:
         self._ended = True
         if not keep_queue:
             self._queue.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         waiter = self._waiter
         if waiter is not None:
             self._waiter = None
@@ -212,13 +221,24 @@ class Subscriber:
             if deadline is not None and loop.time() >= deadline:
                 return []
             waiter = self._waiter = loop.create_future()
-            timer = loop.call_at(deadline, _release, waiter) if deadline is not None else None
+            if deadline is not None:
+                timer = self._timer
+                if timer is None or not deadline - TIMER_SLACK <= self._timer_at <= deadline:
+                    if timer is not None:
+                        timer.cancel()
+                    self._timer = loop.call_at(deadline, self._on_timer)
+                    self._timer_at = deadline
             try:
                 await waiter
             finally:
                 self._waiter = None
-                if timer is not None:
-                    timer.cancel()
+
+    def _on_timer(self) -> None:
+        """A timer that fires before the current call's deadline only wakes it to wait again."""
+        self._timer = None
+        waiter = self._waiter
+        if waiter is not None:
+            _release(waiter)
 
     def close(self) -> None:
         if not self._ended:

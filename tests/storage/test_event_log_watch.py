@@ -165,3 +165,18 @@ async def test_streams_end_on_close(open_log) -> None:
     pending = asyncio.ensure_future(waiting.next_batch(timeout=None))
     await event_log.close()
     assert await pending is None
+
+
+async def test_a_kept_wake_up_never_ends_a_wait_before_its_deadline(event_log: sql.SqlEventLog) -> None:
+    """`next_batch` keeps its timer across calls while the next deadline is close after it; a timer
+    that fires before the current deadline must only make the call wait again."""
+    sub = await event_log.subscribe(group="", resource="pods", namespace=None, after=0)
+    loop = asyncio.get_running_loop()
+    waiting = asyncio.ensure_future(sub.next_batch(timeout=0.3))  # arms a wake-up at +0.3 s
+    await asyncio.sleep(0)
+    created = await event_log.append(writes.added("a"))
+    assert await waiting == [created]  # woken by the event; the wake-up stays armed
+    started = loop.time()
+    assert await sub.next_batch(timeout=0.4) == []  # deadline after the armed wake-up: reused
+    assert loop.time() - started >= 0.4
+    sub.close()
