@@ -96,6 +96,27 @@ async def test_writes_through_one_replica_reach_watches_on_the_other_in_order_wi
         assert worst < 500, f"slowest delivery {worst:.1f} ms: a notification was missed?"
 
 
+async def test_a_list_on_one_replica_reflects_every_write_acknowledged_by_the_other(
+        pg_url: str, tmp_path: Path) -> None:
+    """Read-your-writes across replicas, with B answering LISTs from memory: each write acknowledged
+    by A is in the very next LIST on B (B first reads the database's revision and catches up)."""
+    async with clusters.cluster(db_url=pg_url, workdir=tmp_path) as c, aiohttp.ClientSession() as http:
+        a, b = await c.replicas(2)
+        path = "/api/v1/namespaces/default/configmaps"
+        await clusters.get_json(http, f"{b.url}{path}")  # B now keeps configmaps in memory
+        for i in range(30):
+            created = await post(http, f"{a.url}{path}", configmap(f"cm-{i}", "default", str(i)))
+            listed = await clusters.get_json(http, f"{b.url}{path}")
+            names = [item["metadata"]["name"] for item in listed["items"]]  # type: ignore[index]
+            assert f"cm-{i}" in names and len(names) == i + 1
+            assert int(listed["metadata"]["resourceVersion"]) >= int(
+                created["metadata"]["resourceVersion"])  # type: ignore[index]
+        async with http.delete(f"{a.url}{path}/cm-0") as response:
+            assert response.status == 200
+        listed = await clusters.get_json(http, f"{b.url}{path}")
+        assert "cm-0" not in [item["metadata"]["name"] for item in listed["items"]]  # type: ignore[index]
+
+
 async def test_a_killed_replica_s_watchers_resume_on_the_other_without_gaps_or_duplicates(
         pg_url: str, tmp_path: Path) -> None:
     async with clusters.cluster(db_url=pg_url, workdir=tmp_path) as c, aiohttp.ClientSession() as http:
