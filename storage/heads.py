@@ -123,6 +123,8 @@ class HeadCache:
         self._objects += len(heads.objects)
         pending, heads.pending = heads.pending, None
         for event in pending:
+            if self._resources.get((group, resource)) is not heads:
+                return  # refused on the way (grew past the bound)
             self._apply(heads, event)
 
     def abandon_load(self, ticket: int, group: str, resource: str) -> None:

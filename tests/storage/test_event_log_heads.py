@@ -12,7 +12,7 @@ import random
 
 import pytest
 
-from storage import log, sql
+from storage import heads, log, sql
 from tests.storage import writes
 from tests.storage.conftest import OpenLog
 
@@ -131,3 +131,21 @@ async def test_namespace_and_start_after_combinations(event_log: sql.SqlEventLog
         for start_after in (None, ("a", "x"), ("b", "y"), ("b", ""), ("c", "z")):
             served, stored = await _both(event_log, namespace=namespace, start_after=start_after, limit=limit)
             assert served == stored, (namespace, start_after, limit)
+
+
+def test_the_count_stays_exact_when_a_load_is_refused_half_way() -> None:
+    cache = heads.HeadCache(max_objects=3)
+    ticket = cache.begin_load("", "pods")
+    assert ticket is not None
+
+    def event(revision: int, name: str, type_: str = "ADDED") -> log.Event:
+        return log.Event(revision=revision, type=type_, group="", resource="pods", namespace="d", name=name,  # type: ignore[arg-type]
+                         uid="", object=b"{}", prev_revision=0, time=0.0, actor=log.Actor())
+
+    cache.observe([event(3, "b"), event(4, "c"), event(5, "a", "DELETED")])  # held back
+    cache.finish_load(ticket, "", "pods", [event(1, "a"), event(2, "z")], 2)  # a, z; + b, c: over 3
+    assert cache.loaded_at("", "pods") is None and len(cache) == 0
+    ticket = cache.begin_load("", "configmaps")
+    assert ticket is not None
+    cache.finish_load(ticket, "", "configmaps", [], 6)
+    assert cache.loaded_at("", "configmaps") == 6 and len(cache) == 0
