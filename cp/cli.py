@@ -668,6 +668,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from cp import logs  # noqa: F401  (first: structlog then loads without `rich`, whoever imports it)
+
     return int(args.func(args))
 
 
