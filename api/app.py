@@ -89,7 +89,8 @@ def _observe(request: web.Request, code: int, seconds: float) -> None:
     resource = target.kind.plural if target else request.path
     sub = target.subresource if target else ""
     if target is not None:
-        request.app[st.METRICS].observe_request(verb.upper(), group, resource, sub, code, seconds)
+        request.app[st.METRICS].observe_request(verb=verb.upper(), group=group, resource=resource,
+                                                subresource=sub, code=code, seconds=seconds)
     if request.path in ("/healthz", "/livez", "/readyz", "/metrics"):
         return
     # Node heartbeats (Lease renewals) are the bulk of a fleet's traffic: log them at debug.

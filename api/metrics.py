@@ -28,7 +28,7 @@ class Metrics:
         self.revision.set_function(revision)
         self._children: dict[tuple[str, ...], tuple[Any, Any]] = {}
 
-    def observe_request(self, verb: str, group: str, resource: str, subresource: str, code: int,
+    def observe_request(self, *, verb: str, group: str, resource: str, subresource: str, code: int,
                         seconds: float) -> None:
         """Count a request and record its latency (not for watches: they last)."""
         key = (verb, group, resource, subresource, str(code))

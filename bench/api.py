@@ -155,13 +155,17 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log
 """
 
 
+def _start_reference(port: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", _REFERENCE_SERVER, str(port)])
+
+
 async def bench_reference(n_creates: int, sizes: dict[str, int], *, reps: int = 9) -> dict[str, float]:
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-c", _REFERENCE_SERVER, str(port)])
+    proc = _start_reference(port)
     url = f"http://127.0.0.1:{port}"
     out: dict[str, float] = {}
     try:

@@ -233,7 +233,7 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
                     drops.append(key)
                 continue
             ck = child.kind
-            if sub is None or (not sub and (ck == ARR and type(sub) is list or ck == MAP and type(sub) is dict)
+            if sub is None or (not sub and ((ck == ARR and type(sub) is list) or (ck == MAP and type(sub) is dict))
                                and key not in node.keep_empty):
                 if drops is None:
                     drops = []

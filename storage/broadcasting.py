@@ -48,7 +48,7 @@ class Broadcaster:
         self._reset = revision  # anything may have changed up to here (start, skipped revisions)
         self.heads = heads.HeadCache()  # live objects of listed resources, following the same events
 
-    def last_change(self, group: str, resource: str) -> int:
+    def last_change(self, *, group: str, resource: str) -> int:
         """`log.EventLog.last_change`: the newest published change of the resource."""
         changed = self._changed.get((group, resource), 0)
         return changed if changed > self._reset else self._reset

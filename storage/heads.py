@@ -83,7 +83,7 @@ class HeadCache:
             self._objects += 1
         objects[key] = event
         if self._objects > self.max_objects:
-            self._refuse(event.group, event.resource)
+            self._refuse(group=event.group, resource=event.resource)
 
     def reset(self) -> None:
         """Forget everything (the log skipped revisions: events were not and will not be seen)."""
@@ -92,7 +92,7 @@ class HeadCache:
         self._objects = 0
         self._generation += 1
 
-    def _refuse(self, group: str, resource: str) -> None:
+    def _refuse(self, *, group: str, resource: str) -> None:
         heads = self._resources.pop((group, resource), None)
         if heads is not None:
             self._objects -= len(heads.objects)
@@ -100,7 +100,7 @@ class HeadCache:
 
     # -- loading ----------------------------------------------------------------------------------
 
-    def begin_load(self, group: str, resource: str) -> int | None:
+    def begin_load(self, *, group: str, resource: str) -> int | None:
         """Start holding back this resource's events; the load's ticket, or None when it is kept,
         being loaded, or refused."""
         key = (group, resource)
@@ -109,14 +109,14 @@ class HeadCache:
         self._resources[key] = _Heads()
         return self._generation
 
-    def finish_load(self, ticket: int, group: str, resource: str, events: list[log.Event],
+    def finish_load(self, ticket: int, *, group: str, resource: str, events: list[log.Event],
                     revision: int) -> None:
         """The resource's live objects as read at `revision`; then the held-back events after it."""
         heads = self._resources.get((group, resource))
         if ticket != self._generation or heads is None or heads.pending is None:
             return  # reset meanwhile
         if self._objects + len(events) > self.max_objects:
-            self._refuse(group, resource)
+            self._refuse(group=group, resource=resource)
             return
         heads.objects = {(event.namespace, event.name): event for event in events}
         heads.loaded_at = revision
@@ -127,22 +127,22 @@ class HeadCache:
                 return  # refused on the way (grew past the bound)
             self._apply(heads, event)
 
-    def abandon_load(self, ticket: int, group: str, resource: str) -> None:
+    def abandon_load(self, ticket: int, *, group: str, resource: str) -> None:
         heads = self._resources.get((group, resource))
         if ticket == self._generation and heads is not None and heads.pending is not None:
             del self._resources[(group, resource)]
 
     # -- reading ----------------------------------------------------------------------------------
 
-    def loaded_at(self, group: str, resource: str) -> int | None:
+    def loaded_at(self, *, group: str, resource: str) -> int | None:
         """The revision the resource was loaded at; None when it is not kept (or still loading)."""
         heads = self._resources.get((group, resource))
         if heads is None or heads.pending is not None:
             return None
         return heads.loaded_at
 
-    def list(self, group: str, resource: str, namespace: str | None, *,
-             start_after: Key | None = None, limit: int | None = None) -> tuple[list[log.Event], bool]:
+    def list(self, *, group: str, resource: str, namespace: str | None, start_after: Key | None = None,
+             limit: int | None = None) -> tuple[list[log.Event], bool]:
         """As `EventLog.list` at the state kept: live objects ordered by (namespace, name), strictly
         after `start_after`; and whether `limit` cut the list. The resource must be loaded."""
         heads = self._resources[(group, resource)]

@@ -360,7 +360,7 @@ class SqlEventLog:
         return self._compacted
 
     def last_change(self, *, group: str, resource: str) -> int:
-        return self._broadcaster.last_change(group, resource)
+        return self._broadcaster.last_change(group=group, resource=resource)
 
     def _check_readable(self, revision: int, *, current: int, compacted: int) -> None:
         self._compacted = max(self._compacted, compacted)
@@ -577,22 +577,24 @@ class SqlEventLog:
         revision R (a continued LIST): when the resource has not changed since R."""
         cache = self._broadcaster.heads
         if revision is not None:
-            loaded = cache.loaded_at(group, resource)
+            loaded = cache.loaded_at(group=group, resource=resource)
             if (loaded is None or not (loaded <= revision <= self.revision) or revision <= self._compacted
                     or self.last_change(group=group, resource=resource) > revision):
                 return None
-            events, more = cache.list(group, resource, namespace, start_after=start_after, limit=limit)
+            events, more = cache.list(group=group, resource=resource, namespace=namespace, start_after=start_after,
+                                      limit=limit)
             return log.ListResult(events=events, revision=revision, more=more)
-        if cache.loaded_at(group, resource) is None:
-            ticket = cache.begin_load(group, resource)
+        if cache.loaded_at(group=group, resource=resource) is None:
+            ticket = cache.begin_load(group=group, resource=resource)
             if ticket is None:
                 return None  # being loaded by another LIST, or too large to keep
             try:
                 loaded_list = await self._list_stored(group, resource, None, None, None, None)
             except BaseException:
-                cache.abandon_load(ticket, group, resource)
+                cache.abandon_load(ticket, group=group, resource=resource)
                 raise
-            cache.finish_load(ticket, group, resource, loaded_list.events, loaded_list.revision)
+            cache.finish_load(ticket, group=group, resource=resource, events=loaded_list.events,
+                              revision=loaded_list.revision)
         current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
         self._compacted = max(self._compacted, compacted)
         target = max(current, compacted)
@@ -603,9 +605,10 @@ class SqlEventLog:
                     await self._wait_for_revision(target)
             except TimeoutError:
                 return None  # this process lags behind the database: read the database itself
-        if cache.loaded_at(group, resource) is None:
+        if cache.loaded_at(group=group, resource=resource) is None:
             return None  # dropped meanwhile (revisions skipped, or it grew too large)
-        events, more = cache.list(group, resource, namespace, start_after=start_after, limit=limit)
+        events, more = cache.list(group=group, resource=resource, namespace=namespace, start_after=start_after,
+                                      limit=limit)
         return log.ListResult(events=events, revision=self.revision, more=more)
 
     async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,

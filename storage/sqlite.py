@@ -117,7 +117,7 @@ class SqliteEventLog(sql.SqlEventLog):
             if "alembic_version" in tables:
                 row = db.execute("SELECT version_num FROM alembic_version").fetchone()
                 at_head = row is not None and row[0] == head
-            elif not tables and HEAD_SCHEMA_REVISION == head:
+            elif not tables and head == HEAD_SCHEMA_REVISION:
                 for statement in HEAD_SCHEMA:
                     db.execute(statement)
                 at_head = True

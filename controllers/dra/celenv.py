@@ -42,8 +42,8 @@ if "cel" not in sys.modules:
     # first device selector (admission and the allocator) from paying for it.
     sys.modules.setdefault("cel.cli", types.ModuleType("cel.cli", "not loaded by cplane"))
 
-import cel  # noqa: E402
-from cel import stdlib as _celstd  # noqa: E402
+import cel
+from cel import stdlib as _celstd
 
 from controllers.dra import semver as _semver
 from controllers.dra.quantity import Quantity, QuantityError

@@ -34,7 +34,7 @@ async def test_lists_follow_every_write_exactly(event_log: sql.SqlEventLog) -> N
     live: dict[tuple[str, str], log.Event] = {}
     first = await event_log.list(**PODS, namespace=None)
     assert first.events == []
-    assert event_log._broadcaster.heads.loaded_at("", "pods") is not None  # loaded by that LIST
+    assert event_log._broadcaster.heads.loaded_at(group="", resource="pods") is not None  # loaded by that LIST
     for step in range(120):
         key = (rng.choice(["a", "b", "c"]), f"p{rng.randrange(12)}")
         current = live.get(key)
@@ -99,7 +99,7 @@ async def test_skipped_revisions_drop_what_is_kept(event_log: sql.SqlEventLog) -
     heads = event_log._broadcaster.heads
     assert len(heads) == 1
     event_log._skip_to(event_log.revision + 5, reason="imported")
-    assert heads.loaded_at("", "pods") is None and len(heads) == 0
+    assert heads.loaded_at(group="", resource="pods") is None and len(heads) == 0
     served, stored = await _both(event_log)
     assert served == stored
 
@@ -111,13 +111,13 @@ async def test_a_resource_too_large_to_keep_is_read_from_the_database(event_log:
         await event_log.append(writes.added(f"p{i}"))
     served, stored = await _both(event_log)
     assert served == stored and len(served.events) == 4
-    assert heads.loaded_at("", "pods") is None  # refused
+    assert heads.loaded_at(group="", resource="pods") is None  # refused
     await event_log.append(writes.added("c0", resource="configmaps"))
     await event_log.list(group="", resource="configmaps", namespace=None)
-    assert heads.loaded_at("", "configmaps") is not None
+    assert heads.loaded_at(group="", resource="configmaps") is not None
     for i in range(1, 4):
         await event_log.append(writes.added(f"c{i}", resource="configmaps"))
-    assert heads.loaded_at("", "configmaps") is None  # grew past the bound: dropped
+    assert heads.loaded_at(group="", resource="configmaps") is None  # grew past the bound: dropped
     assert len((await event_log.list(group="", resource="configmaps", namespace=None)).events) == 4
 
 
@@ -135,7 +135,7 @@ async def test_namespace_and_start_after_combinations(event_log: sql.SqlEventLog
 
 def test_the_count_stays_exact_when_a_load_is_refused_half_way() -> None:
     cache = heads.HeadCache(max_objects=3)
-    ticket = cache.begin_load("", "pods")
+    ticket = cache.begin_load(group="", resource="pods")
     assert ticket is not None
 
     def event(revision: int, name: str, type_: str = "ADDED") -> log.Event:
@@ -143,9 +143,9 @@ def test_the_count_stays_exact_when_a_load_is_refused_half_way() -> None:
                          uid="", object=b"{}", prev_revision=0, time=0.0, actor=log.Actor())
 
     cache.observe([event(3, "b"), event(4, "c"), event(5, "a", "DELETED")])  # held back
-    cache.finish_load(ticket, "", "pods", [event(1, "a"), event(2, "z")], 2)  # a, z; + b, c: over 3
-    assert cache.loaded_at("", "pods") is None and len(cache) == 0
-    ticket = cache.begin_load("", "configmaps")
+    cache.finish_load(ticket, group="", resource="pods", events=[event(1, "a"), event(2, "z")], revision=2)  # a, z; + b, c: over 3
+    assert cache.loaded_at(group="", resource="pods") is None and len(cache) == 0
+    ticket = cache.begin_load(group="", resource="configmaps")
     assert ticket is not None
-    cache.finish_load(ticket, "", "configmaps", [], 6)
-    assert cache.loaded_at("", "configmaps") == 6 and len(cache) == 0
+    cache.finish_load(ticket, group="", resource="configmaps", events=[], revision=6)
+    assert cache.loaded_at(group="", resource="configmaps") == 6 and len(cache) == 0

@@ -60,7 +60,7 @@ async def _start_and_close(path: pathlib.Path) -> None:
 async def test_fresh_sqlite_snapshot_is_what_the_migrations_produce(tmp_path: pathlib.Path) -> None:
     """A fresh SQLite file is created from `sqlite.HEAD_SCHEMA`, not by alembic: it must be exactly
     what alembic makes (tables, indexes, WITHOUT ROWID, the meta row and the stamped revision)."""
-    assert sqlite.HEAD_SCHEMA_REVISION == migrating.head_revision(), \
+    assert migrating.head_revision() == sqlite.HEAD_SCHEMA_REVISION, \
         "a migration was added: regenerate storage/sqlite.py HEAD_SCHEMA from a migrated database"
     migrated = tmp_path / "migrated.db"
     migrating.upgrade_sqlite(migrated)
