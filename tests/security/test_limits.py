@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from api import auth
 from tests.security.conftest import Secure, call, secure_server
@@ -112,3 +113,36 @@ async def test_insecure_mode_has_the_limits_but_no_authentication(tmp_path: Path
 
 async def test_secure_fixture_sanity(secure: Secure) -> None:
     assert secure.url.startswith("https://127.0.0.1:")
+
+
+async def test_deadline_sweep_cancels_only_what_is_late_and_leaves_no_cancel_behind() -> None:
+    """The request timeout is a periodic sweep, not a timer per request: a late request is
+    cancelled once; one that swallows the cancellation leaves its task as it found it; others
+    are untouched."""
+    deadlines = auth._Deadlines(0.05)
+    release = asyncio.Event()
+
+    async def request(*, swallow: bool) -> str:
+        task = asyncio.current_task()
+        assert task is not None
+        deadlines.enter(task)
+        try:
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                if not swallow:
+                    raise
+                return f"swallowed, cancelling={task.cancelling()}"
+            return "done"
+        finally:
+            deadlines.leave(task)
+
+    late = asyncio.ensure_future(request(swallow=False))
+    swallowing = asyncio.ensure_future(request(swallow=True))
+    with pytest.raises(asyncio.CancelledError):
+        await late
+    assert await swallowing == "swallowed, cancelling=1"  # leave() then undoes the sweep's cancel
+    assert swallowing.cancelling() == 0 and not deadlines.expired
+    on_time = asyncio.ensure_future(request(swallow=False))
+    release.set()
+    assert await on_time == "done"
