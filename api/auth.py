@@ -504,11 +504,14 @@ class _Deadlines:
         if self._sweep_handle is None:
             self._sweep_handle = loop.call_later(self.interval, self._sweep, loop)
 
-    def leave(self, task: asyncio.Task[Any]) -> None:
-        del self._deadlines[task]
-        if task in self.expired:  # cancelled by the sweep, but the request ended some other way
-            self.expired.discard(task)
-            task.uncancel()
+    def leave(self, task: asyncio.Task[Any]) -> bool:
+        """Unregister (idempotent); True when the sweep had cancelled it (that cancel is withdrawn)."""
+        self._deadlines.pop(task, None)
+        if task not in self.expired:
+            return False
+        self.expired.discard(task)
+        task.uncancel()
+        return True
 
     def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         self._sweep_handle = None
@@ -685,10 +688,8 @@ def middleware(config: AuthConfig) -> Any:
             try:
                 return await handler(request)
             except asyncio.CancelledError:
-                if task in deadlines.expired:
-                    deadlines.expired.discard(task)
-                    if task.uncancel() == 0:  # cancelled by the deadline sweep only
-                        raise _timed_out() from None
+                if deadlines.leave(task) and not task.cancelling():  # by the deadline sweep only
+                    raise _timed_out() from None
                 raise
             except TimeoutError:
                 raise _timed_out() from None
