@@ -845,12 +845,8 @@ def table(objs: list[dict[str, Any]], *, group: str, kind: str, now: float,
 # Rows of stored objects, kept between requests
 
 
-class _Metadata(msgspec.Struct):
-    metadata: msgspec.Raw = msgspec.Raw(b"{}")
-
-
 _decode_object = msgspec.json.Decoder().decode
-_decode_metadata = msgspec.json.Decoder(_Metadata).decode
+_encode_json = msgspec.json.Encoder().encode
 _PARTIAL_HEAD = b'{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":'
 
 
@@ -925,5 +921,5 @@ class RowCache:
         o = _decode_object(raw)
         cells = fn(o)
         timed = tuple(i for i, cell in enumerate(cells) if type(cell) is Since)
-        partial = msgspec.Raw(_PARTIAL_HEAD + bytes(_decode_metadata(raw).metadata) + b"}")
+        partial = msgspec.Raw(_PARTIAL_HEAD + _encode_json(o.get("metadata") or {}) + b"}")
         return _Kept(revision, len(raw), cells, timed, _pod_conditions(o) if pods else None, partial)
