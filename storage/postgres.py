@@ -92,7 +92,12 @@ class PostgresEventLog(sql.SqlEventLog):
         engine = self._engine = sa_asyncio.create_async_engine(
             self._url, pool_size=READERS + 2, max_overflow=4, connect_args={"server_settings": server_settings})
         if self.schema:
+            # Replicas of a new deployment start together, and CREATE SCHEMA IF NOT EXISTS is not safe
+            # against a concurrent creator (one of them fails on the catalog's unique index): the
+            # creators take turns under a transaction-scoped advisory lock named after the schema.
             async with engine.begin() as connection:
+                await connection.exec_driver_sql(
+                    f"SELECT pg_advisory_xact_lock(hashtext({_literal('cplane-schema:' + self.schema)}))")
                 await connection.exec_driver_sql(
                     f'CREATE SCHEMA IF NOT EXISTS "{self.schema.replace(chr(34), chr(34) * 2)}"')
         await migrating.upgrade(engine)

@@ -6,6 +6,7 @@ In scope: migrations applied by `start()` on both backends. Out of scope: data m
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
 import sqlite3
 
@@ -88,3 +89,22 @@ async def test_sqlite_at_head_is_left_alone_and_keeps_its_data(tmp_path: pathlib
     db.close()
     await _start_and_close(path)
     assert _sqlite_schema(path)["meta"] == [(1, 7)]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("round_", range(5))
+async def test_servers_starting_at_once_on_a_new_schema_all_start(round_: int) -> None:
+    """Replicas of a fresh deployment start together: one creates the schema and migrates, the others
+    wait for it (CREATE SCHEMA IF NOT EXISTS alone is not safe against a concurrent creator)."""
+    from storage import factory
+    from tests.storage.conftest import fresh_pg_url
+
+    async with fresh_pg_url() as url:
+        logs = [factory.open_event_log(url=url) for _ in range(6)]
+        try:
+            await asyncio.gather(*(event_log.start() for event_log in logs))
+            revisions = {event_log.revision for event_log in logs}
+        finally:
+            for event_log in logs:
+                await event_log.close()
+    assert len(revisions) == 1
