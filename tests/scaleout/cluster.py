@@ -251,6 +251,7 @@ class Watcher:
         self.connected: list[tuple[str, int]] = []  # (server, events received before) per connection
         self.failures: list[str] = []
         self.target: int | None = None  # stop once an event at or past this revision arrived
+        self.streaming = asyncio.Event()  # set once the first stream's headers arrived
         self._done = asyncio.Event()
         self._server = 0
 
@@ -274,6 +275,7 @@ class Watcher:
                             raise AssertionError(f"watch {url}{self.path}: HTTP {response.status}: "
                                                  f"{await response.text()}")
                         self.connected.append((url, len(self.events)))
+                        self.streaming.set()
                         async for line in response.content:
                             self._line(line)
                             if self._done.is_set():

@@ -64,7 +64,7 @@ async def test_writes_through_one_replica_reach_watches_on_the_other_in_order_wi
         watcher = clusters.Watcher([b.url], "/api/v1/namespaces/default/configmaps", resource_version=start)
         watching = asyncio.ensure_future(watcher.run())
         try:
-            await asyncio.sleep(0.5)  # the watch is registered on B
+            await asyncio.wait_for(watcher.streaming.wait(), 10)  # B streams before the first write
             acked: dict[int, float] = {}  # revision -> when A's answer arrived
 
             async def writer(first: int, count: int) -> None:
@@ -147,7 +147,7 @@ async def test_a_killed_replica_s_watchers_resume_on_the_other_without_gaps_or_d
                 synced_at = int(informer.resource_version)
                 seen.clear()  # what the initial sync delivered (nothing: no ConfigMap exists yet)
                 assert lb.connections == {0: 1}, "the informer streams from A"
-                await asyncio.sleep(0.3)
+                await asyncio.wait_for(asyncio.gather(every.streaming.wait(), one_ns.streaming.wait()), 10)
                 assert every.connected == one_ns.connected == [(a.url, 0)]
 
                 # The load: creates, updates and deletes through the balancer (A, then B once A is

@@ -13,6 +13,7 @@ import pytest
 
 from api import auth
 from tests.security.conftest import Secure, call, secure_server
+from tests.waiting import eventually
 
 CM = "/api/v1/namespaces/default/configmaps"
 FUTURE = "/api/v1/namespaces/default/configmaps/x?resourceVersion=999999"  # waits ~3 s, then 504
@@ -26,7 +27,7 @@ async def test_inflight_limit_is_429_with_retry_after(tmp_path: Path) -> None:
     async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, max_mutating_inflight=1)) as s:
         admin = s.session("admin")
         slow = asyncio.create_task(call(admin, "GET", FUTURE))
-        await asyncio.sleep(0.3)
+        await eventually(lambda: s.config.inflight == 1, what="the slow request in flight")
         async with admin.get(CM) as r:
             assert r.status == 429
             assert r.headers["Retry-After"] == "1"
@@ -52,10 +53,7 @@ async def test_watches_per_user_are_bounded(tmp_path: Path) -> None:
         for r in opened:
             await asyncio.wait_for(r.read(), 5)  # the server ends them after timeoutSeconds
             r.close()
-        for _ in range(50):
-            if s.config.watches.get("cplane-admin", 0) < 2:
-                break
-            await asyncio.sleep(0.05)
+        await eventually(lambda: s.config.watches.get("cplane-admin", 0) < 2, what="the ended watches released")
         async with other.get(f"{CM}?watch=true&timeoutSeconds=1") as r:
             assert r.status == 200
 
