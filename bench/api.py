@@ -70,7 +70,17 @@ async def bench_startup(runs: int) -> dict[str, float]:
     return {"startup_s": statistics.median(times), "floor_s": statistics.median(floor)}
 
 
-async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrency: int) -> dict[str, float]:
+def _cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of process `pid` so far (Linux /proc; None elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrency: int,
+                   *, server_pid: int | None = None) -> dict[str, float]:
     latencies: list[float] = []
     errors = 0
     queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
@@ -90,11 +100,16 @@ async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrenc
                         errors += 1
                 latencies.append(time.perf_counter() - t)
 
+        cpu_before = _cpu_seconds(server_pid) if server_pid else None
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - start
-    return {"per_s": len(bodies) / elapsed, "p50_ms": _pct(latencies, 50) * 1000,
-            "p99_ms": _pct(latencies, 99) * 1000, "errors": errors}
+        cpu_after = _cpu_seconds(server_pid) if server_pid else None
+    result = {"per_s": len(bodies) / elapsed, "p50_ms": _pct(latencies, 50) * 1000,
+              "p99_ms": _pct(latencies, 99) * 1000, "errors": errors}
+    if cpu_before is not None and cpu_after is not None:
+        result["server_cpu_us"] = (cpu_after - cpu_before) / len(bodies) * 1e6
+    return result
 
 
 def _configmap(i: int) -> dict[str, Any]:
@@ -254,9 +269,10 @@ async def main_async(quick: bool) -> None:
                                ("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", _claim)):
                 await _creates(url, path, [make(-i) for i in range(1, 33)], 32)
             results["configmaps"] = await _creates(url, "/api/v1/namespaces/default/configmaps",
-                                                   [_configmap(i) for i in range(n_creates)], 32)
+                                                   [_configmap(i) for i in range(n_creates)], 32,
+                                                   server_pid=proc.pid)
             results["claims"] = await _creates(url, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
-                                               [_claim(i) for i in range(n_creates)], 32)
+                                               [_claim(i) for i in range(n_creates)], 32, server_pid=proc.pid)
             results.update(await bench_list(url, n_pods))
             results.update(await bench_watch(url, 200 if quick else 1000))
         finally:
@@ -272,7 +288,8 @@ async def main_async(quick: bool) -> None:
         r = results[key]
         rows.append((f"creates/s {label}, 32 clients", f"{r['per_s']:.0f}", ">= 2000",
                      f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (<= 50), errors {r['errors']}; "
-                     f"bare aiohttp echo {results['echo_per_s']:.0f}/s"))
+                     + (f"server CPU {r['server_cpu_us']:.0f} us/create; " if "server_cpu_us" in r else "")
+                     + f"bare aiohttp echo {results['echo_per_s']:.0f}/s"))
     for label, name in (("json", "JSON"), ("table", "Table")):
         mb = results[f"list_{label}_bytes"] / 1e6
         first = f"first {results[f'list_{label}_first_ms']:.0f} ms; "
