@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from storage import broadcasting, codec, compaction, log
+from storage import broadcasting, codec, compaction, heads, log
 
 _logger = structlog.get_logger(__name__)
 
@@ -581,13 +581,20 @@ class SqlEventLog:
             if (loaded is None or not (loaded <= revision <= self.revision) or revision <= self._compacted
                     or self.last_change(group=group, resource=resource) > revision):
                 return None
-            events, more = cache.list(group=group, resource=resource, namespace=namespace, start_after=start_after,
-                                      limit=limit)
-            return log.ListResult(events=events, revision=revision, more=more)
+        elif not await self._caught_up_for_list(cache, group, resource):
+            return None
+        events, more = cache.list(group=group, resource=resource, namespace=namespace,
+                                  start_after=start_after, limit=limit)
+        served_at = self.revision if revision is None else revision
+        return log.ListResult(events=events, revision=served_at, more=more)
+
+    async def _caught_up_for_list(self, cache: heads.HeadCache, group: str, resource: str) -> bool:
+        """For a LIST at the latest revision: load the resource if it is not kept yet, then wait until
+        this process has published the database's current revision. False: read the database instead."""
         if cache.loaded_at(group=group, resource=resource) is None:
             ticket = cache.begin_load(group=group, resource=resource)
             if ticket is None:
-                return None  # being loaded by another LIST, or too large to keep
+                return False  # being loaded by another LIST, or too large to keep
             try:
                 loaded_list = await self._list_stored(group, resource, None, None, None, None)
             except BaseException:
@@ -604,12 +611,9 @@ class SqlEventLog:
                 async with asyncio.timeout(LIST_CATCH_UP_WAIT):
                     await self._wait_for_revision(target)
             except TimeoutError:
-                return None  # this process lags behind the database: read the database itself
-        if cache.loaded_at(group=group, resource=resource) is None:
-            return None  # dropped meanwhile (revisions skipped, or it grew too large)
-        events, more = cache.list(group=group, resource=resource, namespace=namespace, start_after=start_after,
-                                      limit=limit)
-        return log.ListResult(events=events, revision=self.revision, more=more)
+                return False  # this process lags behind the database: read the database itself
+        # False when dropped meanwhile (revisions skipped, or it grew too large)
+        return cache.loaded_at(group=group, resource=resource) is not None
 
     async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,
                            start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:
