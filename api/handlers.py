@@ -10,9 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
-import contextlib
-import gc
-from collections.abc import Iterator
 from typing import Any
 
 import msgspec
@@ -330,19 +327,6 @@ async def collect(store: stores.Store, target: Target, lq: ListQuery) -> tuple[l
                              headers={"Retry-After": "1"}) from None
 
 
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block (which must not await: nothing else runs)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
 def _matches(ev: log.Event, lq: ListQuery) -> bool:
     obj = _decode(ev.object)
     meta = obj.get("metadata") or {}
@@ -359,7 +343,7 @@ async def list_objects(request: web.Request, target: Target) -> web.StreamRespon
     events, revision, token = await collect(store, target, lq)
     if codec.wants_table(request.headers.get("Accept", "")):
         group, plural = kind.group, kind.plural
-        with _collector_paused():  # decoded JSON holds no cycles: collections here are pure cost
+        with tables.collector_paused():
             table = request.app[st.TABLE_ROWS].table(
                 (((group, plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events),
                 group=group, kind=kind.kind, now=store.clock.now(),
