@@ -70,15 +70,6 @@ async def bench_startup(runs: int) -> dict[str, float]:
     return {"startup_s": statistics.median(times), "floor_s": statistics.median(floor)}
 
 
-def _cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of process `pid` so far (Linux /proc; None elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrency: int,
                    *, server_pid: int | None = None) -> dict[str, float]:
     latencies: list[float] = []
@@ -100,11 +91,11 @@ async def _creates(url: str, path: str, bodies: list[dict[str, Any]], concurrenc
                         errors += 1
                 latencies.append(time.perf_counter() - t)
 
-        cpu_before = _cpu_seconds(server_pid) if server_pid else None
+        cpu_before = harness.cpu_seconds(server_pid) if server_pid else None
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(concurrency)))
         elapsed = time.perf_counter() - start
-        cpu_after = _cpu_seconds(server_pid) if server_pid else None
+        cpu_after = harness.cpu_seconds(server_pid) if server_pid else None
     result = {"per_s": len(bodies) / elapsed, "p50_ms": _pct(latencies, 50) * 1000,
               "p99_ms": _pct(latencies, 99) * 1000, "errors": errors}
     if cpu_before is not None and cpu_after is not None:

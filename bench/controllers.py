@@ -24,7 +24,6 @@ import asyncio
 import collections
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -50,18 +49,8 @@ _wait_ready = harness.wait_ready
 
 
 def _cpu(*procs: subprocess.Popen[bytes] | None) -> float:
-    """CPU seconds (user + system) the processes used so far: a figure other tenants of the machine
-    do not distort, unlike wall time."""
-    total = 0.0
-    for p in procs:
-        if p is None:
-            continue
-        try:
-            fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    """CPU seconds (user + system) the processes used so far."""
+    return sum(harness.cpu_seconds(p.pid) or 0.0 for p in procs if p is not None)
 
 
 def _load() -> str:

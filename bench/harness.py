@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -31,3 +32,14 @@ async def wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], deadline: fl
                     pass
             await asyncio.sleep(0.002)
     raise TimeoutError("server not ready")
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU seconds (user + system) process `pid` used so far, from Linux's /proc; None when it cannot
+    be read (another OS, or the process is gone). Other tenants of the machine do not distort it,
+    unlike wall time."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
