@@ -16,7 +16,8 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.ext import asyncio as sa_asyncio
 
-from storage import migrating, schema, sql, sqlite
+from storage import factory, migrating, schema, sql, sqlite
+from tests.storage.conftest import fresh_pg_url
 
 
 def _diff(connection: sa.Connection) -> list[object]:
@@ -96,9 +97,6 @@ async def test_sqlite_at_head_is_left_alone_and_keeps_its_data(tmp_path: pathlib
 async def test_servers_starting_at_once_on_a_new_schema_all_start(round_: int) -> None:
     """Replicas of a fresh deployment start together: one creates the schema and migrates, the others
     wait for it (CREATE SCHEMA IF NOT EXISTS alone is not safe against a concurrent creator)."""
-    from storage import factory
-    from tests.storage.conftest import fresh_pg_url
-
     async with fresh_pg_url() as url:
         logs = [factory.open_event_log(url=url) for _ in range(6)]
         try:
