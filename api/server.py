@@ -36,7 +36,7 @@ def install_cel_checker() -> None:
 
     def check(expression: str) -> str | None:
         if not cache:
-            from controllers.dra import celenv
+            from cp.dra import celenv
 
             cache.append(celenv.CelCache())
         error: str | None = cache[0].compile(expression).error

@@ -3,7 +3,7 @@
 A read-only subresource of the sandbox group (issue #12, docs/why.md). It reads pods, nodes,
 namespaces, ResourceClaims, ResourceSlices, DeviceClasses and DeviceTaintRules at one revision of
 the event log — the newest, or `?at=REV` (alias `resourceVersion`) for the cluster as it was — and
-runs `controllers.dra.explain.explain_pod` on them in a worker thread: the scheduler's node filters
+runs `cp.scheduling.explain.explain_pod` on them in a worker thread: the scheduler's node filters
 and the DRA allocator's own search, observed by a recorder. Query parameters:
 
 - `node=NAME`: that node only;
@@ -41,7 +41,7 @@ ListAt = Callable[[str, str, int], Awaitable[list[bytes]]]
 async def read_snapshot(list_at: ListAt, revision: int) -> Any:
     """The objects `explain_pod` needs, at `revision`. `list_at(group, plural, revision)` returns
     the stored JSON of every live object of one resource."""
-    from controllers.dra import explain
+    from cp.scheduling import explain
 
     snap = explain.Snapshot(revision=revision)
     decode = codec.decoder.decode
@@ -59,8 +59,8 @@ def _log_lister(event_log: log.EventLog) -> ListAt:
 
 def _explain(snap: Any, namespace: str, name: str, node: str | None, suggest: bool) -> dict[str, Any]:
     global _cel_cache
-    from controllers.dra import explain
-    from controllers.dra.celenv import CelCache
+    from cp.scheduling import explain
+    from cp.dra.celenv import CelCache
 
     if _cel_cache is None:
         _cel_cache = CelCache()

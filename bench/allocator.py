@@ -29,7 +29,7 @@ import statistics
 import time
 from typing import Any
 
-from controllers.dra import AllocatedState, Allocator, CelCache
+from cp.dra import AllocatedState, Allocator, CelCache
 
 DRIVER = "test-driver.cdi.k8s.io"
 CLASS = "test-class"

@@ -55,7 +55,7 @@ import aiohttp
 from bench import harness
 import msgspec
 
-from controllers.dra import AllocatedState, Allocator, CelCache, Features
+from cp.dra import AllocatedState, Allocator, CelCache, Features
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from cp import clock as clocks

@@ -577,7 +577,7 @@ def _check_generated(c: _Checker, fleet: Fleet) -> None:
             _validate_object(c, path, kind, obj, what=f"node {node.name}")
         for driver in pool.drivers:
             seen_drivers.setdefault(driver.name, path)
-    from controllers.dra import celenv
+    from cp.dra import celenv
 
     cel = celenv.CelCache()
     explicit = {dc.name: i for i, dc in enumerate(fleet.device_classes)}

@@ -16,7 +16,7 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    by DRA (KEP-5004) when a container requests e.g. `example.com/gpu`.
 2. Filter every node — round robin from where the last cycle stopped, until the adaptive
    `percentageOfNodesToScore` of feasible nodes is found (230 of 500) — with NodeUnschedulable,
-   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (see `scheduler_plugins`) and then
+   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (see `cp.scheduling.plugins`) and then
    DynamicResources: allocated claims must be usable on the node (their allocation's node
    selector), the others are allocated with one `Allocator` (kept while slices, classes and
    DeviceTaintRules are unchanged) against an `AllocatedState` maintained from the claim informer
@@ -68,8 +68,8 @@ from typing import Any
 import msgspec
 import structlog
 
-from controllers import scheduler_plugins as plugins
-from controllers.dra import (
+from cp.scheduling import plugins
+from cp.dra import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
     AllocatedState,
     AllocationError,
@@ -81,8 +81,8 @@ from controllers.dra import (
     claim_requests_admin_access,
     namespace_allows_admin_access,
 )
-from controllers.dra import extended as ext
-from controllers.dra.nodeselector import NodeSelectorError, node_selector_matches
+from cp.dra import extended as ext
+from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
@@ -513,7 +513,7 @@ class Scheduler:
         not rewrite the pod's condition). Scripts matching the upstream wording keep working."""
         if not dra.alloc_claims:
             return ""
-        from controllers.dra import explain
+        from cp.scheduling import explain
 
         rejected = [self._nodes[name].node for name, st in statuses.items()
                     if getattr(st, "plugin", "") == DRA_PLUGIN and name in self._nodes]

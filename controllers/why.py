@@ -4,7 +4,7 @@
                          [--server URL | --kubeconfig FILE]          # ask a running server
                          [--data-dir DIR | --db URL | -f FILE]      # or read an event log directly
 
-The diagnosis itself is `controllers.dra.explain.explain_pod`; a server serves it at
+The diagnosis itself is `cp.scheduling.explain.explain_pod`; a server serves it at
 `GET /apis/sim.cplane.dev/v1alpha1/namespaces/NS/pods/NAME/why` (`api/why.py`, docs/why.md).
 This module turns its JSON into text. Only the standard library is imported at module level, so
 `cplane --help` stays fast; the command imports the rest when it runs.

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from controllers.dra import (
+from cp.dra import (
     AllocatedState,
     AllocationError,
     AllocationTimeout,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from controllers.dra.celenv import CelCache, CelDevice, CelError
+from cp.dra.celenv import CelCache, CelDevice, CelError
 
 DEVICE = CelDevice(
     driver="dra.example.com",

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from controllers.dra import AllocatedState, Allocator
-from controllers.dra.extended import (
+from cp.dra import AllocatedState, Allocator
+from cp.dra.extended import (
     EXTENDED_RESOURCE_CLAIM_ANNOTATION,
     ExtendedResourceUnfit,
     build_extended_resource_claim,

@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from controllers.dra import semver
-from controllers.dra.quantity import Quantity, QuantityError
+from cp.dra import semver
+from cp.quantity import Quantity, QuantityError
 
 
 @pytest.mark.parametrize(("text", "canonical"), [

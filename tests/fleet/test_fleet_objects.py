@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from controllers import dra
+from cp import dra
 from controllers import fleet as fleets
 from controllers import fleet_objects as objs
 from controllers.runtime import client as clients

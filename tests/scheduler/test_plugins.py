@@ -1,4 +1,4 @@
-"""The scheduler's pure node filters, scores and texts (`controllers/scheduler_plugins.py`)."""
+"""The scheduler's pure node filters, scores and texts (`cp/scheduling/plugins.py`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from controllers import scheduler_plugins as p
+from cp.scheduling import plugins as p
 
 
 def node(name: str = "n1", *, labels: dict[str, str] | None = None, taints: list[dict[str, Any]] | None = None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.dra import explain
+from cp.scheduling import explain
 
 GPU = "gpu.example.com"
 GPU_CLASS = "gpu"

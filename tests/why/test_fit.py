@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controllers import why as render
-from controllers.dra import explain
+from cp.scheduling import explain
 
 from .support import claim, gpus, node, node_view, pod, request, rslice, snapshot, why
 

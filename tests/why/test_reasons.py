@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from controllers.dra import Features, explain
+from cp.dra import Features
+from cp.scheduling import explain
 
 from .support import (
     GPU,

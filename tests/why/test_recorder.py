@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controllers import scheduler
-from controllers.dra import AllocationError, Allocator, CelCache, NodeAllocationError, explain
+from cp.dra import AllocationError, Allocator, CelCache, NodeAllocationError
+from cp.scheduling import explain
 from tests.dra import test_allocator as table
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from controllers.dra import AllocatedState, Allocator, explain
+from cp.dra import AllocatedState, Allocator
+from cp.scheduling import explain
 
 from .support import GPU, claim, device_class, gpus, node, request, rslice, taint_rule
 
@@ -45,7 +46,7 @@ def test_short_reason_is_bounded() -> None:
 
 
 def test_upstream_prefix_is_kept_when_appended() -> None:
-    from controllers import scheduler_plugins as plugins
+    from cp.scheduling import plugins
 
     allocator = _allocator([])
     nodes = [node("node-1")]

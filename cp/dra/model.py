@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.dra.celenv import CelDevice
-from controllers.dra.quantity import Quantity, QuantityError
+from cp.dra.celenv import CelDevice
+from cp.quantity import Quantity, QuantityError
 
 __all__ = [
     "CapInfo",

@@ -45,8 +45,8 @@ if "cel" not in sys.modules:
 import cel
 from cel import stdlib as _celstd
 
-from controllers.dra import semver as _semver
-from controllers.dra.quantity import Quantity, QuantityError
+from cp.dra import semver as _semver
+from cp.quantity import Quantity, QuantityError
 
 __all__ = [
     "MAX_LIST_ITEMS",

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from controllers.dra.model import DeviceInfo
+from cp.dra.model import DeviceInfo
 
 __all__ = ["Constraint", "DistinctAttributeConstraint", "MatchAttributeConstraint", "lookup_attribute"]
 

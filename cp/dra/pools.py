@@ -24,9 +24,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from controllers.dra.model import DeviceInfo, SliceInfo
-from controllers.dra.nodeselector import NodeSelectorError, node_matches
-from controllers.dra.quantity import Quantity, QuantityError
+from cp.dra.model import DeviceInfo, SliceInfo
+from cp.dra.nodeselector import NodeSelectorError, node_matches
+from cp.quantity import Quantity, QuantityError
 
 __all__ = ["GatherError", "Pool", "gather_pools"]
 

@@ -43,9 +43,9 @@ from typing import Any, Protocol
 
 import msgspec
 
-from controllers.dra.celenv import CelCache, CelError, CompiledExpression
-from controllers.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
-from controllers.dra.model import (
+from cp.dra.celenv import CelCache, CelError, CompiledExpression
+from cp.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
+from cp.dra.model import (
     CapInfo,
     DeviceID,
     DeviceInfo,
@@ -54,10 +54,10 @@ from controllers.dra.model import (
     slice_cache_key,
     tolerates_taint,
 )
-from controllers.dra.nodeselector import NodeSelectorError, node_matches
-from controllers.dra.pools import GatherError, Pool, gather_pools
-from controllers.dra.quantity import BINARY_SI, Quantity, QuantityError
-from controllers.dra.state import AllocatedState
+from cp.dra.nodeselector import NodeSelectorError, node_matches
+from cp.dra.pools import GatherError, Pool, gather_pools
+from cp.quantity import BINARY_SI, Quantity, QuantityError
+from cp.dra.state import AllocatedState
 
 __all__ = [
     "ADMIN_ACCESS_NAMESPACE_LABEL",

@@ -30,7 +30,7 @@ from typing import Any
 
 import msgspec
 
-from controllers.dra.quantity import Quantity, QuantityError
+from cp.quantity import Quantity, QuantityError
 
 __all__ = [
     "DEVICE_CLASS_RESOURCE_PREFIX",

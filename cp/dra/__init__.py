@@ -6,7 +6,7 @@ environment, `extended.py` for extended resources backed by DRA). Objects are pl
 JSON (camelCase) form. No I/O anywhere in this package.
 """
 
-from controllers.dra.allocator import (
+from cp.dra.allocator import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationError,
@@ -20,9 +20,9 @@ from controllers.dra.allocator import (
     claim_requests_admin_access,
     namespace_allows_admin_access,
 )
-from controllers.dra.celenv import CelCache, CelError
-from controllers.dra.quantity import Quantity, QuantityError
-from controllers.dra.state import AllocatedState
+from cp.dra.celenv import CelCache, CelError
+from cp.quantity import Quantity, QuantityError
+from cp.dra.state import AllocatedState
 
 __all__ = [
     "ADMIN_ACCESS_NAMESPACE_LABEL",

@@ -36,8 +36,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_CEILING
 from typing import Any
 
-from controllers.dra import extended
-from controllers.dra.nodeselector import NodeSelectorError, node_selector_matches
+from cp.dra import extended
+from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp import quantity as quantities
 
 __all__ = [

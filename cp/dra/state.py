@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from controllers.dra.model import DeviceID
-from controllers.dra.quantity import Quantity
+from cp.dra.model import DeviceID
+from cp.quantity import Quantity
 
 __all__ = ["AllocatedState"]
 

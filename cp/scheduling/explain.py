@@ -2,7 +2,7 @@
 
 The diagnosis replays what the scheduler does for the pod, with the scheduler's own pieces:
 
-- node filters: `controllers.scheduler_plugins` (NodeUnschedulable, NodeName, TaintToleration,
+- node filters: `cp.scheduling.plugins` (NodeUnschedulable, NodeName, TaintToleration,
   NodeAffinity, NodeResourcesFit) — the first failing one is the upstream verdict, and every
   failing one is listed with its numbers;
 - DRA: `Allocator.allocate()` — the allocator's own search, not a second implementation — with a
@@ -33,9 +33,9 @@ from typing import Any
 
 import msgspec
 
-from controllers import scheduler_plugins as plugins
-from controllers.dra import extended as ext
-from controllers.dra.allocator import (
+from cp.scheduling import plugins
+from cp.dra import extended as ext
+from cp.dra.allocator import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
     ALLOCATION_RESULTS_MAX_SIZE,
     AllocationError,
@@ -46,19 +46,19 @@ from controllers.dra.allocator import (
     claim_requests_admin_access,
     namespace_allows_admin_access,
 )
-from controllers.dra.celenv import CelCache
-from controllers.dra.constraints import (
+from cp.dra.celenv import CelCache
+from cp.dra.constraints import (
     DistinctAttributeConstraint,
     MatchAttributeConstraint,
     attribute_as_set,
     lookup_attribute,
 )
-from controllers.dra.model import DeviceID, DeviceInfo, SliceInfo, device_id_str, tolerates_taint
-from controllers.dra.nodeselector import NodeSelectorError, node_selector_matches
-from controllers.dra.pools import GatherError
-from controllers.dra.pools import _slice_matches as slice_matches
-from controllers.dra.quantity import BINARY_SI, Quantity
-from controllers.dra.state import AllocatedState
+from cp.dra.model import DeviceID, DeviceInfo, SliceInfo, device_id_str, tolerates_taint
+from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
+from cp.dra.pools import GatherError
+from cp.dra.pools import _slice_matches as slice_matches
+from cp.quantity import BINARY_SI, Quantity
+from cp.dra.state import AllocatedState
 
 __all__ = [
     "API_VERSION",
