@@ -59,8 +59,8 @@ def _log_lister(event_log: log.EventLog) -> ListAt:
 
 def _explain(snap: Any, namespace: str, name: str, node: str | None, suggest: bool) -> dict[str, Any]:
     global _cel_cache
-    from cp.scheduling import explain
     from cp.dra.celenv import CelCache
+    from cp.scheduling import explain
 
     if _cel_cache is None:
         _cel_cache = CelCache()
@@ -91,12 +91,12 @@ async def explain(event_log: log.EventLog, *, namespace: str, name: str, node: s
 async def explain_from_source(spec: str, *, namespace: str, name: str, node: str | None = None,
                               at: int | None = None) -> dict[str, Any]:
     """`cplane why --data-dir/--db/-f`: the same diagnosis, reading an event log without a server."""
-    from api import replay
     from cp import resources as res
+    from storage import recording
 
     try:
-        async with replay.opened(spec) as source:
-            revision = replay.check_revision(source, at) if at is not None else source.last
+        async with recording.opened(spec) as source:
+            revision = recording.check_revision(source, at) if at is not None else source.last
 
             async def list_at(group: str, plural: str, rev: int) -> list[bytes]:
                 kind = res.by_group_resource(group, plural)
@@ -105,7 +105,7 @@ async def explain_from_source(spec: str, *, namespace: str, name: str, node: str
                 return [ev.object for ev in await source.list_at(kind, None, rev)]
 
             snap = await read_snapshot(list_at, revision)
-    except replay.SourceError as exc:
+    except recording.SourceError as exc:
         raise ValueError(str(exc)) from None
     try:
         return await asyncio.to_thread(_explain, snap, namespace, name, node, True)
@@ -133,9 +133,9 @@ async def handle(request: web.Request) -> web.StreamResponse:
     doc = await explain(request.app[st.STORE].log, namespace=namespace, name=name, node=q.get("node") or None,
                         at=at, suggest=_flag(request, "suggest", True))
     if q.get("output") == "text" or codec.media_type(request.headers.get("Accept")) == "text/plain":
-        from controllers import why
+        from cp.scheduling import explain_text
 
-        return web.Response(text=why.render(doc), content_type="text/plain")
+        return web.Response(text=explain_text.render(doc), content_type="text/plain")
     return codec.json_response(codec.encoder.encode(doc))
 
 

@@ -42,6 +42,7 @@ import msgspec
 import structlog
 
 from api import replay
+from cp.cli import log as log_command
 from bench import storage as bench_storage
 from storage import factory, ndjson
 
@@ -106,17 +107,17 @@ def in_process(args: argparse.Namespace, *, runs: int) -> float:
         sink = io.StringIO()
         started = time.perf_counter()
         with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(io.StringIO()):
-            code = replay.run_log_command(args)
+            code = log_command.run_log_command(args)
         timings.append(time.perf_counter() - started)
         assert code == 0, sink.getvalue()[-500:]
     return statistics.median(timings)
 
 
 _DIRECT = ("import argparse, json, sys\n"
-           "from api import replay\n"
+           "from cp.cli import log as log_command\n"
            "from cp import logs\n"
            "logs.configure(level='warning')\n"
-           "sys.exit(replay.run_log_command(argparse.Namespace(**json.loads(sys.argv[1]))))\n")
+           "sys.exit(log_command.run_log_command(argparse.Namespace(**json.loads(sys.argv[1]))))\n")
 
 
 def as_command(argv: list[str], *, runs: int) -> float:

@@ -83,6 +83,11 @@ def rfc3339_micro(ts: float) -> str:
     return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def rfc3339_milli(ts: float) -> str:
+    """RFC 3339 UTC with milliseconds: `2026-01-02T03:04:05.678Z`."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
 def parse_time(text: str) -> float:
     """Parse RFC 3339 leniently (`Z` or offsets, optional fraction), as clients send it."""
     t = text.strip()

@@ -168,3 +168,62 @@ def group_versions() -> list[tuple[str, str]]:
 
 def kinds_in(group: str, version: str) -> list[ResourceKind]:
     return [k for k in KINDS if k.group == group and k.version == version]
+
+
+# ---------------------------------------------------------------- names as users write them
+# An object is written `RESOURCE/NAMESPACE/NAME` (namespaced) or `RESOURCE/NAME` (cluster-scoped), where
+# RESOURCE is the plural, group-qualified outside the core group: `pods/default/web`,
+# `deployments.apps/default/web`, `namespaces/kube-system`, `resourceclaims.resource.k8s.io/ml/gpu`.
+
+
+def resolve_resource(text: str) -> ResourceKind:
+    """A served kind from how kubectl users name it: plural, singular, short name or kind, optionally
+    group-qualified (`pods`, `po`, `Pod`, `deployments.apps`, `resourceclaim.resource.k8s.io`).
+    Raises ValueError naming the known resources."""
+    word, _, group = text.strip().partition(".")
+    low = word.lower()
+    found = [k for k in KINDS
+             if (not group or k.group == group)
+             and low in (k.plural, k.singular, k.kind.lower(), *k.short_names)]
+    if len(found) > 1:  # the same word in several groups: core wins, as kubectl's preference order
+        found = [k for k in found if k.group == ""] or found[:1]
+    if not found:
+        known = ", ".join(sorted(resource_name(k) for k in KINDS))
+        raise ValueError(f'unknown resource "{text}" (known: {known})')
+    return found[0]
+
+
+def resource_name(kind: ResourceKind) -> str:
+    """`pods`, `deployments.apps`: the plural, group-qualified outside the core group."""
+    return kind.group_resource
+
+
+def _gr(group: str, resource: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def ref(group: str, resource: str, namespace: str, name: str) -> str:
+    """`pods/default/web`, `namespaces/kube-system`."""
+    gr = _gr(group, resource)
+    return f"{gr}/{namespace}/{name}" if namespace else f"{gr}/{name}"
+
+
+def parse_ref(text: str, *, namespace: str | None = None) -> tuple[ResourceKind, str, str]:
+    """(kind, namespace, name) of `RESOURCE/NAME` (namespace from `namespace`, default "default") or
+    `RESOURCE/NAMESPACE/NAME`. Raises ValueError."""
+    parts = text.strip().split("/")
+    if len(parts) not in (2, 3) or not all(parts):
+        raise ValueError(f'"{text}" is not RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. pods/default/web)')
+    kind = resolve_resource(parts[0])
+    if len(parts) == 3:
+        if not kind.namespaced:
+            raise ValueError(f"{resource_name(kind)} are cluster-scoped: write {parts[0]}/{parts[2]}")
+        if namespace and namespace != parts[1]:
+            raise ValueError(f'"{text}" names namespace {parts[1]}, but -n says {namespace}')
+        return kind, parts[1], parts[2]
+    return kind, (namespace or "default") if kind.namespaced else "", parts[1]
+
+
+def kind_prefix(kind: ResourceKind) -> str:
+    """kubectl's `TYPE/` name prefix when several types are printed: `pod`, `deployment.apps`."""
+    return f"{kind.singular}.{kind.group}" if kind.group else kind.singular

@@ -28,6 +28,16 @@ class Actor(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, gc=Fa
     user_agent: str = ""
     request_id: str = ""
 
+    def describe(self) -> str:
+        """`user alice, manager kubectl-edit, agent kubectl/v1.37.1 (linux/amd64)`; "unknown" if empty."""
+        parts = [f"{label} {value}" for label, value in (("user", self.user), ("manager", self.field_manager),
+                                                         ("agent", self.user_agent)) if value]
+        return ", ".join(parts) or "unknown"
+
+    def matches(self, needle: str) -> bool:
+        """`--actor A`: A occurs in the user, the field manager or the user agent."""
+        return needle in self.user or needle in self.field_manager or needle in self.user_agent
+
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     revision: int

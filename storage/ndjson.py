@@ -62,6 +62,14 @@ _line_decoder = msgspec.json.Decoder(Line)
 _head_decoder = msgspec.json.Decoder(_ObjectHead)
 
 
+def event_ndjson(ev: contract.Event) -> bytes:
+    """One line of the export format for `ev` (docs/event-log.md), newline included."""
+    return _encoder.encode(Line(
+        revision=ev.revision, type=ev.type, group=ev.group, resource=ev.resource, namespace=ev.namespace,
+        name=ev.name, uid=ev.uid, prev_revision=ev.prev_revision, time=ev.time, actor=ev.actor,
+        object=msgspec.Raw(ev.object))) + b"\n"
+
+
 async def export_events(log: sql.SqlEventLog, *, out: BinaryIO, start: int = 0, end: int | None = None) -> int:
     """Write the retained events with start < revision <= end (default: up to the newest) to `out`:
     `start` is the last revision NOT wanted (0 = from the beginning), as in `EventLog.after`.

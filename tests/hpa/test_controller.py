@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from controllers import hpa_cli
+from cp.cli import metrics as hpa_cli
 from tests.hpa import support
 from tests.hpa.support import condition
 

@@ -276,7 +276,7 @@ async def test_kubectl_top(srv: servers.Running, http: aiohttp.ClientSession, tm
 
 
 async def test_cli_functions_name_and_update_objects(http: aiohttp.ClientSession) -> None:
-    from controllers import hpa_cli
+    from cp.cli import metrics as hpa_cli
 
     verb, obj = await hpa_cli.set_external(http, metric="queue_depth", value="30", labels={"queue": "orders"})
     assert verb == "created" and obj["metadata"]["name"].startswith("queue-depth-")

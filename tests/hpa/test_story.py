@@ -28,7 +28,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from controllers import hpa_cli
+from cp.cli import metrics as hpa_cli
 from tests.hpa import support
 from tests.hpa.support import condition
 from tests.kubectl.conftest import KUBECTL, Kubectl

@@ -11,6 +11,7 @@ import aiohttp
 import pytest
 
 from api import replay
+from storage import recording
 from tests.replay import support
 
 
@@ -24,8 +25,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> support.Recorded:
 @pytest.fixture
 async def replayed(recorded: support.Recorded, tmp_path: Path) -> AsyncIterator[replay.ReplayServer]:
     """A paused replay server over the recorded NDJSON, at revision 0."""
-    async with replay.opened(str(recorded.ndjson), in_memory=True) as source:
-        assert isinstance(source, replay.Recording)
+    async with recording.opened(str(recorded.ndjson), in_memory=True) as source:
+        assert isinstance(source, recording.Recording)
         async with replay.serving(source, data_dir=tmp_path / "replay", speed=None) as srv:
             yield srv
 

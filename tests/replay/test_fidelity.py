@@ -15,6 +15,7 @@ import aiohttp
 import pytest
 
 from api import replay
+from storage import recording
 from tests.replay import support
 
 
@@ -40,8 +41,8 @@ async def test_replay_reproduces_every_revision(tmp_path: Path, source_kind: str
             "the controllers wrote nothing"
 
         spec = str(ndjson_path) if source_kind == "ndjson" else str(tmp_path / "live")
-        source = await replay.open_source(spec, in_memory=True)
-        assert isinstance(source, replay.Recording)
+        source = await recording.open_source(spec, in_memory=True)
+        assert isinstance(source, recording.Recording)
         assert source.last == last
         async with replay.serving(source, data_dir=tmp_path / "replay", speed=None) as rp, \
                 aiohttp.ClientSession(base_url=live.url) as a, aiohttp.ClientSession(base_url=rp.url) as b:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from api import replay
+from cp.cli import log as log_command
 from cp import cli
 from tests.replay import support
 
@@ -197,7 +197,7 @@ async def test_follow_prints_new_events_of_a_live_log(tmp_path: Path) -> None:
                                               "--since", str(last), "-o", "ndjson"])
         stop = asyncio.Event()
         out = io.BytesIO()
-        task = asyncio.ensure_future(replay.log_events(args, stop=stop, out=out))
+        task = asyncio.ensure_future(log_command.log_events(args, stop=stop, out=out))
         async with support.clients.Client(live.url, user_agent="late/1.0") as client:
             await client.create("configmaps", {"metadata": {"name": "late", "namespace": "default"}})
         await support.eventually(lambda: b'"late"' in out.getvalue(), what="the followed event")

@@ -1,4 +1,4 @@
-"""cp/logview.py: pure rendering (names, diffs, tables, histories, progress bars)."""
+"""cp/render.py: pure rendering (names, diffs, tables, histories, progress bars)."""
 
 from __future__ import annotations
 
@@ -6,36 +6,37 @@ import io
 
 import pytest
 
-from cp import logview
+from cp import resources as res
+from cp.cli import render
 from storage import log
 
 
 def test_resolve_resource_accepts_what_kubectl_users_type() -> None:
     for text in ("pods", "pod", "po", "Pod", "pods."):
-        assert logview.resolve_resource(text.rstrip(".")).plural == "pods"
-    assert logview.resolve_resource("deployments.apps").group == "apps"
-    assert logview.resolve_resource("deploy").kind == "Deployment"
-    assert logview.resolve_resource("resourceclaim.resource.k8s.io").plural == "resourceclaims"
-    assert logview.resolve_resource("clocks.sim.cplane.dev").kind == "Clock"
+        assert res.resolve_resource(text.rstrip(".")).plural == "pods"
+    assert res.resolve_resource("deployments.apps").group == "apps"
+    assert res.resolve_resource("deploy").kind == "Deployment"
+    assert res.resolve_resource("resourceclaim.resource.k8s.io").plural == "resourceclaims"
+    assert res.resolve_resource("clocks.sim.cplane.dev").kind == "Clock"
     with pytest.raises(ValueError, match='unknown resource "widgets" \\(known: .*pods'):
-        logview.resolve_resource("widgets")
+        res.resolve_resource("widgets")
 
 
 def test_refs() -> None:
-    assert logview.ref("", "pods", "default", "web") == "pods/default/web"
-    assert logview.ref("apps", "deployments", "ns", "d") == "deployments.apps/ns/d"
-    assert logview.ref("", "namespaces", "", "kube-system") == "namespaces/kube-system"
-    kind, ns, name = logview.parse_ref("po/web")
+    assert res.ref("", "pods", "default", "web") == "pods/default/web"
+    assert res.ref("apps", "deployments", "ns", "d") == "deployments.apps/ns/d"
+    assert res.ref("", "namespaces", "", "kube-system") == "namespaces/kube-system"
+    kind, ns, name = res.parse_ref("po/web")
     assert (kind.plural, ns, name) == ("pods", "default", "web")
-    kind, ns, name = logview.parse_ref("pods/web", namespace="shop")
+    kind, ns, name = res.parse_ref("pods/web", namespace="shop")
     assert (ns, name) == ("shop", "web")
-    kind, ns, name = logview.parse_ref("ns/shop", namespace="ignored")
+    kind, ns, name = res.parse_ref("ns/shop", namespace="ignored")
     assert (kind.plural, ns, name) == ("namespaces", "", "shop")
     for bad in ("pods", "pods//web", "namespaces/a/b", "pods/a/b/c"):
         with pytest.raises(ValueError):
-            logview.parse_ref(bad)
+            res.parse_ref(bad)
     with pytest.raises(ValueError, match="but -n says"):
-        logview.parse_ref("pods/a/web", namespace="b")
+        res.parse_ref("pods/a/web", namespace="b")
 
 
 def test_diff_paths_values_and_keyed_lists() -> None:
@@ -49,7 +50,7 @@ def test_diff_paths_values_and_keyed_lists() -> None:
            "spec": {"containers": [{"name": "web", "image": "nginx:2"}, {"name": "log", "image": "fluent"}],
                     "replicas": 3},
            "status": {"conditions": [{"type": "Ready", "status": "True"}]}}
-    text = logview.changes_text(logview.diff(old, new))
+    text = render.changes_text(render.diff(old, new))
     assert text.splitlines() == [
         '  ~ metadata.labels["app.kubernetes.io/name"]: "x" → "y"',
         '  ~ metadata.finalizers: ["a","b"] → ["a"]',
@@ -61,25 +62,25 @@ def test_diff_paths_values_and_keyed_lists() -> None:
         "  ~ spec.replicas: 1 → 3",
         '  ~ status.conditions[type=Ready].status: "False" → "True"',
     ]
-    assert logview.diff(old, new, all_fields=True)[0] == logview.Change(
+    assert render.diff(old, new, all_fields=True)[0] == render.Change(
         op="~", path="metadata.resourceVersion", old="1", new="2")
-    assert logview.diff({"a": 1}, {"a": "1"}) == [logview.Change(op="~", path="a", old=1, new="1")]
-    assert logview.value_text("x" * 500).endswith("…") and len(logview.value_text("x" * 500)) == logview.VALUE_WIDTH
+    assert render.diff({"a": 1}, {"a": "1"}) == [render.Change(op="~", path="a", old=1, new="1")]
+    assert render.value_text("x" * 500).endswith("…") and len(render.value_text("x" * 500)) == render.VALUE_WIDTH
 
 
 def test_state_diff() -> None:
     before = {"a": {"v": 1}, "b": {"v": 1}, "c": {"v": 1, "metadata": {"resourceVersion": "1"}}}
     after = {"b": {"v": 2}, "c": {"v": 1, "metadata": {"resourceVersion": "9"}}, "d": {}}
-    d = logview.state_diff(before, after)
+    d = render.state_diff(before, after)
     assert (d.added, d.removed, list(d.changed)) == (["d"], ["a"], ["b"])  # c: only its resourceVersion
-    assert logview.state_diff_text(d, title="t").splitlines() == [
+    assert render.state_diff_text(d, title="t").splitlines() == [
         "t: 1 added, 1 removed, 1 changed", "+ d", "- a", "~ b", "    ~ v: 1 → 2"]
 
 
 def test_columns_align_like_kubectl() -> None:
-    text = logview.columns_text([["NAME", "AGE"], ["a-very-long-name", "5m"], ["x", "1d"]])
+    text = render.columns_text([["NAME", "AGE"], ["a-very-long-name", "5m"], ["x", "1d"]])
     assert text == "NAME               AGE\na-very-long-name   5m\nx                  1d\n"
-    assert logview.columns_text([["A", "B"]]) == "A     B\n"  # minimum width 6
+    assert render.columns_text([["A", "B"]]) == "A     B\n"  # minimum width 6
 
 
 def _event(revision: int, type_: str, obj: bytes, *, uid: str = "u1", user: str = "alice") -> log.Event:
@@ -91,7 +92,7 @@ def test_history_text() -> None:
     objs = [{"data": {"k": "1"}}, {"data": {"k": "2"}}, {"data": {"k": "2"}}, {"data": {}}]
     events = [_event(1, "ADDED", b""), _event(2, "MODIFIED", b"", user=""), _event(3, "DELETED", b""),
               _event(4, "ADDED", b"", uid="u2")]
-    text = logview.history_text(events, objs)
+    text = render.history_text(events, objs)
     assert text.splitlines() == [
         "configmaps/d/c: 4 versions, revisions 1..4 (2 incarnations: deleted and created again)", "",
         "1  2017-07-14T02:40:01.000Z  ADDED  by user alice", '  + data.k: "1"', "",
@@ -106,22 +107,22 @@ def test_progress_draws_only_on_a_terminal() -> None:
             return True
 
     quiet = io.StringIO()
-    p = logview.Progress(quiet, label="exporting", total=1_000_000)
+    p = render.Progress(quiet, label="exporting", total=1_000_000)
     p.add(10)
     p.close()
     assert quiet.getvalue() == "" and not p.enabled
     tty = Tty()
-    p = logview.Progress(tty, label="exporting", total=1_000_000)
+    p = render.Progress(tty, label="exporting", total=1_000_000)
     out = io.BytesIO()
-    w = logview.ProgressWriter(out, p)
+    w = render.ProgressWriter(out, p)
     w.write(b"a\nb\n")
     w.write(bytearray(b"c\n"))
     p.close()
     assert p.done == 3 and out.getvalue() == b"a\nb\nc\n"
     assert tty.getvalue().startswith("\rexporting [") and "3/1,000,000 events" in tty.getvalue()
     assert tty.getvalue().endswith(" events/s\n")
-    small = logview.Progress(Tty(), label="x", total=10)
+    small = render.Progress(Tty(), label="x", total=10)
     assert not small.enabled  # small logs: no bar
-    counted = logview.Progress(Tty(), label="importing", total=100, unit="bytes", min_total=0)
-    assert list(logview.progress_lines([b"ab\n", b"c\n"], counted)) == [b"ab\n", b"c\n"]
+    counted = render.Progress(Tty(), label="importing", total=100, unit="bytes", min_total=0)
+    assert list(render.progress_lines([b"ab\n", b"c\n"], counted)) == [b"ab\n", b"c\n"]
     assert counted.done == 5

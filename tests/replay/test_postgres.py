@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 import pytest
 
-from api import replay
+from storage import recording
 from cp import cli
 from storage import factory, ndjson
 from tests.replay import support
@@ -82,7 +82,7 @@ def test_a_postgres_log_reads_as_its_export(capsys: Any, recorded: support.Recor
         assert body["forkPoint"] == recorded.last and not (body["added"] or body["removed"] or body["changed"])
 
         async def load() -> int:
-            rec = await replay.open_source(url, in_memory=True)
+            rec = await recording.open_source(url, in_memory=True)
             return len(rec)  # type: ignore[arg-type]
 
         assert asyncio.run(load()) == recorded.last

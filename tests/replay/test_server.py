@@ -14,6 +14,8 @@ import aiohttp
 import pytest
 
 from api import replay
+from storage import recording
+from storage import replay as replay_log
 from cp import clock as clocks
 from tests.replay import support
 
@@ -35,8 +37,8 @@ async def _control(http: aiohttp.ClientSession, action: str, **params: Any) -> t
         return r.status, await _json(r)
 
 
-def _recording(lines: list[bytes]) -> replay.Recording:
-    return replay.Recording.from_ndjson(lines, description="test")
+def _recording(lines: list[bytes]) -> recording.Recording:
+    return recording.Recording.from_ndjson(lines, description="test")
 
 
 # ---------------------------------------------------------------------------------- reads and writes
@@ -53,7 +55,7 @@ async def test_writes_are_refused_with_405(replayed: replay.ReplayServer, http: 
         status = await _json(r)
         assert r.status == 405
     assert status["reason"] == "MethodNotAllowed"
-    assert status["message"] == replay.WRITES_REFUSED
+    assert status["message"] == replay_log.WRITES_REFUSED
     assert replayed.log.revision == at and not replayed.log.forked
 
 
@@ -95,7 +97,7 @@ async def test_status_step_and_until(replayed: replay.ReplayServer, http: aiohtt
     code, body = await _control(http, "until", object="pods/shop/nope")
     assert code == 404 and "no later event of pods/shop/nope" in body["message"]
     code, body = await _control(http, "fork")
-    assert code == 405 and body["message"] == replay.WRITES_REFUSED
+    assert code == 405 and body["message"] == replay_log.WRITES_REFUSED
 
     code, status = await _control(http, "step", count=10_000)
     assert status["revision"] == recorded.last and status["mode"] == "finished" and status["next"] is None
@@ -248,16 +250,16 @@ async def test_a_compacted_recording_starts_at_its_compacted_revision(tmp_path: 
             assert r.status == 200 and len((await _json(r))["items"]) == 2
         async with http.get("/api/v1/configmaps", params={**exact, "resourceVersion": "2"}) as r:
             assert r.status == 410
-    with pytest.raises(replay.SourceError, match="out of range: --from 2 --until 6: test replays from revision 4 to 6"):
-        replay.ReplayLog(rec, start=2)
+    with pytest.raises(recording.SourceError, match="out of range: --from 2 --until 6: test replays from revision 4 to 6"):
+        replay_log.ReplayLog(rec, start=2)
 
 
 # ---------------------------------------------------------------------------------- forks
 
 
 async def test_a_write_forks_the_replay_when_allowed(recorded: support.Recorded, tmp_path: Path) -> None:
-    rec = await replay.open_source(str(recorded.ndjson), in_memory=True)
-    assert isinstance(rec, replay.Recording)
+    rec = await recording.open_source(str(recorded.ndjson), in_memory=True)
+    assert isinstance(rec, recording.Recording)
     at = recorded.timeline.rev("ADDED", "leases.coordination.k8s.io/kube-system/lease-2")
     async with replay.serving(rec, data_dir=tmp_path, speed=None, fork=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
@@ -292,8 +294,8 @@ async def test_a_write_forks_the_replay_when_allowed(recorded: support.Recorded,
 
 
 async def test_fork_at_stops_there_and_forks(recorded: support.Recorded, tmp_path: Path) -> None:
-    rec = await replay.open_source(str(recorded.ndjson), in_memory=True)
-    assert isinstance(rec, replay.Recording)
+    rec = await recording.open_source(str(recorded.ndjson), in_memory=True)
+    assert isinstance(rec, recording.Recording)
     async with replay.serving(rec, data_dir=tmp_path, speed=None, fork_at=10) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         forks: list[int] = []
@@ -308,7 +310,7 @@ async def test_fork_at_stops_there_and_forks(recorded: support.Recorded, tmp_pat
         assert applied[-1].revision == 10 and srv.log.forked_at == 10 and forks == [10]
         async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}}) as r:
             assert r.status == 201
-    with pytest.raises(replay.SourceError, match="--fork-at 99999 is out of range"):
+    with pytest.raises(recording.SourceError, match="--fork-at 99999 is out of range"):
         async with replay.serving(rec, data_dir=tmp_path, speed=None, fork_at=99_999):
             pass
 
@@ -320,7 +322,7 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
 
     async with support.recorded_run(tmp_path, controllers=["namespace"]) as (_live, _last, original):
         pass  # recorded without the garbage collector
-    rec = replay.Recording.from_ndjson(original.read_bytes().splitlines(True), description=str(original))
+    rec = recording.Recording.from_ndjson(original.read_bytes().splitlines(True), description=str(original))
     owner_deleted = next(e.revision for e in rec.index.events
                          if e.type == "DELETED" and e.name == "owner" and e.resource == "configmaps")
     async with replay.serving(rec, data_dir=tmp_path / "replay", speed=None, fork_at=owner_deleted) as srv:
@@ -339,7 +341,7 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
     branch = tmp_path / "branch.ndjson"
     branch.write_bytes(branch_bytes)
     # In the original the dependent outlived its owner; on the branch the GC removed it.
-    original_rec = replay.Recording.from_ndjson(original.read_bytes().splitlines(True), description="o")
+    original_rec = recording.Recording.from_ndjson(original.read_bytes().splitlines(True), description="o")
     assert original_rec.index.latest(("", "configmaps", "default", "dependent"), original_rec.last) is not None
 
     capsys.readouterr()  # drop the servers' log lines
@@ -378,7 +380,7 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
     code, out, _ = await run("get", "pod", "web", "-n", "shop", "-o", "jsonpath={.metadata.labels.tier}")
     assert code == 0 and out == "front"
     code, _, err = await run("create", "configmap", "nope")
-    assert code != 0 and replay.WRITES_REFUSED in err
+    assert code != 0 and replay_log.WRITES_REFUSED in err
 
 
 

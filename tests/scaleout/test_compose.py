@@ -59,14 +59,14 @@ def test_every_cplane_command_is_accepted_by_the_cli(compose: dict[str, Any]) ->
     managers = {name: args for name, args in services.items() if args.command == "controllers"}
     assert len(serve) >= 2 and len(managers) >= 2, (sorted(serve), sorted(managers))
     for name, args in serve.items():
-        assert args.func is cli._serve
+        assert args.func is cli.serve.run
         assert args.no_controllers, f"{name}: replicas serve the API only; the managers run the controllers"
         assert args.db and args.db.startswith("postgresql+asyncpg://"), f"{name}: replicas share PostgreSQL"
-        assert args.insecure and cli._is_loopback(args.host), f"{name}: --insecure only on loopback (cplane serve)"
+        assert args.insecure and cli.serve._is_loopback(args.host), f"{name}: --insecure only on loopback (cplane serve)"
     assert len({args.db for args in serve.values()}) == 1, "every replica on the same database"
     assert len({args.port for args in serve.values()}) == len(serve), "one port per replica (shared namespace)"
     for name, args in managers.items():
-        assert args.func is cli._controllers
+        assert args.func is cli.controllers.run
         assert args.leader_elect, f"{name}: managers must be leader-elected"
         registry.resolve_names([n for n in (args.only or "").split(",") if n] or None)
     # One Lease for the whole manager: every manager must run the same controllers, or one that leads

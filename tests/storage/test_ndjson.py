@@ -2,7 +2,7 @@
 with its line number and nothing is imported.
 
 In scope: `ndjson.export_events`, `ndjson.import_events` on both backends, and across backends.
-Out of scope: the `cplane log` command line (cp/cli.py).
+Out of scope: the `cplane log` command line (cp/cli/log.py).
 """
 
 from __future__ import annotations

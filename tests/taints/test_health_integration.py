@@ -13,7 +13,8 @@ import asyncio
 from typing import Any
 
 from api import server as servers
-from controllers import health, health_cli
+from controllers import health
+from cp.cli import device as health_cli
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from tests.taints import support as s
@@ -147,7 +148,7 @@ async def test_cli_set_health(srv: servers.Running, client: clients.Client, cloc
     await _world(client)
     await start_controllers(evictor=False)
     parser = argparse.ArgumentParser(prog="cplane")
-    health_cli.add_cli(parser.add_subparsers(dest="command"))
+    health_cli.add_parser(parser.add_subparsers(dest="command"))
     await s.advance_server_clock(client, 60)  # the CLI stamps reports with the server's clock
     assert clock.now() == START + 60
     args = parser.parse_args(["device", "health", "set", f"{s.DRIVER}/node-1/gpu-0", "unhealthy",

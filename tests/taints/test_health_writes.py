@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from controllers import health, health_cli
+from controllers import health
+from cp.cli import device as health_cli
 from controllers import taint_evictor as te
 from controllers.runtime import reconcile
 from tests.controllers.support import seeded_informers
@@ -236,7 +237,7 @@ def test_validation_and_cli_parsing() -> None:
     assert sorted(c.field for c in health.validate_device_health(bad)) == [
         "spec.device", "spec.driver", "spec.health", "spec.lastUpdated", "spec.pool", "spec.timeoutSeconds"]
     parser = argparse.ArgumentParser(prog="cplane")
-    health_cli.add_cli(parser.add_subparsers(dest="command"))
+    health_cli.add_parser(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["device", "health", "set", "d.example.com/p/x", "UNHEALTHY", "-m", "why",
                               "--server", "http://127.0.0.1:1"])
     assert (args.device, args.health, args.message, args.server) == ("d.example.com/p/x", "Unhealthy", "why",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from controllers import why as render
+from cp.scheduling import explain_text as render
 from cp.scheduling import explain
 
 from .support import claim, gpus, node, node_view, pod, request, rslice, snapshot, why

@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from cp.cli import endpoint
+
 HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
 
 
@@ -15,12 +17,6 @@ def _health_arg(text: str) -> str:
         if value == h.lower():
             return h
     raise argparse.ArgumentTypeError("must be healthy, unhealthy or unknown")
-
-
-def _target_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--kubeconfig", default=None,
-                   help="kubeconfig to read the server from (default $KUBECONFIG)")
-    p.add_argument("--server", default=None, metavar="URL", help="server URL (overrides the kubeconfig)")
 
 
 def _lazy(name: str) -> Any:
@@ -46,15 +42,15 @@ def add_health_cli(device_subparsers: Any) -> argparse.ArgumentParser:
     s.add_argument("--message", "-m", default="", help="why (shown in pod and claim status)")
     s.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
                    help="seconds without an update before the device counts as Unknown (default 30)")
-    _target_args(s)
+    endpoint.add_args(s)
     s.set_defaults(func=_lazy("_set_async"))
     ls = hsub.add_parser("list", help="list device health reports and their effective health now")
-    _target_args(ls)
+    endpoint.add_args(ls)
     ls.set_defaults(func=_lazy("_list_async"))
     return h
 
 
-def add_cli(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `cplane device health set|list` on the top-level `cplane` subparsers."""
     p = subparsers.add_parser("device", help="simulated DRA devices (health)",
                               description="Simulated DRA devices.")

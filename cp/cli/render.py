@@ -1,13 +1,10 @@
-"""Rendering for `cplane log show|history|diff|events` and the replay commands: kubectl-like tables,
-object lists, field-level diffs, object histories, event tables, and progress bars.
+"""Terminal rendering for the `cplane` commands (`log show|history|diff|events`, `replay`): kubectl-like
+tables, object lists, field-level diffs, object histories, event tables, and progress bars.
 
 Pure: no I/O and no clock reads. Callers pass decoded objects, `storage.log.Event`s and `now` (unix
 seconds); every renderer returns a string. The one exception is `Progress`, which writes to the
-stream it is given (and only when that stream is a terminal).
-
-Names. An object is written `RESOURCE/NAMESPACE/NAME` (namespaced) or `RESOURCE/NAME` (cluster-scoped),
-where RESOURCE is the plural, group-qualified outside the core group: `pods/default/web`,
-`deployments.apps/default/web`, `namespaces/kube-system`, `resourceclaims.resource.k8s.io/ml/gpu`.
+stream it is given (and only when that stream is a terminal). Object names (`pods/default/web`) are
+`cp.resources.ref`; times `cp.clock.rfc3339_milli`.
 """
 
 from __future__ import annotations
@@ -15,96 +12,21 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgspec
 
+from cp import clock as clocks
 from cp import resources as res
-from storage import log
+
+if TYPE_CHECKING:
+    from storage import log
 
 _json = msgspec.json.Encoder(order="deterministic")
 
 # Fields every change touches; left out of diffs unless asked for (`--all-fields`).
 NOISY_FIELDS: tuple[tuple[str, ...], ...] = (("metadata", "resourceVersion"), ("metadata", "managedFields"))
 VALUE_WIDTH = 100  # characters of one rendered value before it is cut with "…"
-
-# ---------------------------------------------------------------------------------------------
-# Resources and object names
-
-
-def resolve_resource(text: str) -> res.ResourceKind:
-    """A served kind from how kubectl users name it: plural, singular, short name or kind, optionally
-    group-qualified (`pods`, `po`, `Pod`, `deployments.apps`, `resourceclaim.resource.k8s.io`).
-    Raises ValueError naming the known resources."""
-    word, _, group = text.strip().partition(".")
-    low = word.lower()
-    found = [k for k in res.KINDS
-             if (not group or k.group == group)
-             and low in (k.plural, k.singular, k.kind.lower(), *k.short_names)]
-    if len(found) > 1:  # the same word in several groups: core wins, as kubectl's preference order
-        found = [k for k in found if k.group == ""] or found[:1]
-    if not found:
-        known = ", ".join(sorted(resource_name(k) for k in res.KINDS))
-        raise ValueError(f'unknown resource "{text}" (known: {known})')
-    return found[0]
-
-
-def resource_name(kind: res.ResourceKind) -> str:
-    """`pods`, `deployments.apps`: the plural, group-qualified outside the core group."""
-    return kind.group_resource
-
-
-def _gr(group: str, resource: str) -> str:
-    return f"{resource}.{group}" if group else resource
-
-
-def ref(group: str, resource: str, namespace: str, name: str) -> str:
-    """`pods/default/web`, `namespaces/kube-system`."""
-    gr = _gr(group, resource)
-    return f"{gr}/{namespace}/{name}" if namespace else f"{gr}/{name}"
-
-
-def event_ref(ev: log.Event) -> str:
-    return ref(ev.group, ev.resource, ev.namespace, ev.name)
-
-
-def parse_ref(text: str, *, namespace: str | None = None) -> tuple[res.ResourceKind, str, str]:
-    """(kind, namespace, name) of `RESOURCE/NAME` (namespace from `namespace`, default "default") or
-    `RESOURCE/NAMESPACE/NAME`. Raises ValueError."""
-    parts = text.strip().split("/")
-    if len(parts) not in (2, 3) or not all(parts):
-        raise ValueError(f'"{text}" is not RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. pods/default/web)')
-    kind = resolve_resource(parts[0])
-    if len(parts) == 3:
-        if not kind.namespaced:
-            raise ValueError(f"{resource_name(kind)} are cluster-scoped: write {parts[0]}/{parts[2]}")
-        if namespace and namespace != parts[1]:
-            raise ValueError(f'"{text}" names namespace {parts[1]}, but -n says {namespace}')
-        return kind, parts[1], parts[2]
-    return kind, (namespace or "default") if kind.namespaced else "", parts[1]
-
-
-# ---------------------------------------------------------------------------------------------
-# Times and actors
-
-
-def format_time(ts: float) -> str:
-    """RFC 3339 UTC with milliseconds: `2026-01-02T03:04:05.678Z`."""
-    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-
-
-def actor_text(actor: log.Actor) -> str:
-    """`user alice, manager kubectl-edit, agent kubectl/v1.37.1 (linux/amd64)`; "unknown" if empty."""
-    parts = [f"{label} {value}" for label, value in (("user", actor.user), ("manager", actor.field_manager),
-                                                     ("agent", actor.user_agent)) if value]
-    return ", ".join(parts) or "unknown"
-
-
-def actor_matches(actor: log.Actor, needle: str) -> bool:
-    """`--actor A`: A occurs in the user, the field manager or the user agent."""
-    return needle in actor.user or needle in actor.field_manager or needle in actor.user_agent
-
 
 # ---------------------------------------------------------------------------------------------
 # kubectl-like tables (`cplane log show`)
@@ -137,11 +59,6 @@ def columns_text(rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(line.rstrip() for line in out) + "\n"
 
 
-def kind_prefix(kind: res.ResourceKind) -> str:
-    """kubectl's `TYPE/` name prefix when several types are printed: `pod`, `deployment.apps`."""
-    return f"{kind.singular}.{kind.group}" if kind.group else kind.singular
-
-
 def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float, wide: bool = False,
                namespace_column: bool = False, prefix_names: bool = False) -> str:
     """One kind's objects as `kubectl get` prints them (`-o wide`: priority columns too)."""
@@ -157,7 +74,7 @@ def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float
         raw = row["cells"]
         cells = list(map(_cell, raw if everything else [raw[i] for i in keep]))
         if prefix_names and cells:
-            cells[0] = f"{kind_prefix(kind)}/{cells[0]}"
+            cells[0] = f"{res.kind_prefix(kind)}/{cells[0]}"
         if namespace_column:
             cells.insert(0, str((obj.get("metadata") or {}).get("namespace", "")))
         rows.append(cells)
@@ -332,14 +249,14 @@ def history_text(events: Sequence[log.Event], objects: Sequence[dict[str, Any]],
         return ""
     first, last = events[0], events[-1]
     uids = list(dict.fromkeys(e.uid for e in events))
-    head = (f"{event_ref(first)}: {len(events)} version{'s' if len(events) != 1 else ''}, "
+    head = (f"{res.ref(first.group, first.resource, first.namespace, first.name)}: {len(events)} version{'s' if len(events) != 1 else ''}, "
             f"revisions {first.revision}..{last.revision}"
             + (f" ({len(uids)} incarnations: deleted and created again)" if len(uids) > 1 else "") + "\n")
     out = [head]
     previous: dict[str, Any] | None = None
     previous_uid = ""
     for ev, obj in zip(events, objects, strict=True):
-        out.append(f"\n{ev.revision}  {format_time(ev.time)}  {ev.type}  by {actor_text(ev.actor)}\n")
+        out.append(f"\n{ev.revision}  {clocks.rfc3339_milli(ev.time)}  {ev.type}  by {ev.actor.describe()}\n")
         if ev.type == "ADDED":
             note = " (created again: new uid)" if previous_uid and ev.uid != previous_uid else ""
             if note:
@@ -409,7 +326,7 @@ EVENT_COLUMNS = ("REVISION", "TIME", "TYPE", "RESOURCE", "NAMESPACE", "NAME", "U
 
 def event_row(ev: log.Event) -> list[str]:
     agent = ev.actor.user_agent.split(" ", 1)[0]
-    return [str(ev.revision), format_time(ev.time), ev.type, _gr(ev.group, ev.resource), ev.namespace or "-",
+    return [str(ev.revision), clocks.rfc3339_milli(ev.time), ev.type, (f"{ev.resource}.{ev.group}" if ev.group else ev.resource), ev.namespace or "-",
             ev.name, ev.actor.user or "-", ev.actor.field_manager or "-", agent or "-"]
 
 
@@ -417,31 +334,6 @@ def events_text(events: Iterable[log.Event], *, header: bool = True) -> str:
     rows = [list(EVENT_COLUMNS)] if header else []
     rows.extend(event_row(ev) for ev in events)
     return columns_text(rows)
-
-
-class _Line(msgspec.Struct, kw_only=True):
-    revision: int
-    type: str
-    group: str
-    resource: str
-    namespace: str
-    name: str
-    uid: str
-    prev_revision: int
-    time: float
-    actor: log.Actor
-    object: msgspec.Raw
-
-
-_line_encoder = msgspec.json.Encoder()
-
-
-def event_ndjson(ev: log.Event) -> bytes:
-    """One line of the NDJSON export format (docs/event-log.md), newline included."""
-    return _line_encoder.encode(_Line(
-        revision=ev.revision, type=ev.type, group=ev.group, resource=ev.resource, namespace=ev.namespace,
-        name=ev.name, uid=ev.uid, prev_revision=ev.prev_revision, time=ev.time, actor=ev.actor,
-        object=msgspec.Raw(ev.object))) + b"\n"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ import re
 import sys
 from typing import Any
 
+from cp.cli import endpoint
+
 SIM = "/apis/sim.cplane.dev/v1alpha1"
 API_VERSION = "sim.cplane.dev/v1alpha1"
 
@@ -183,12 +185,6 @@ async def set_load(http: Any, *, selector: str, namespace: str = "default", cpu:
 # ---------------------------------------------------------------------- argparse
 
 
-def _target_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-n", "--namespace", default="default", help="namespace (default: default)")
-    p.add_argument("--kubeconfig", default=None, help="kubeconfig to read the server from (default $KUBECONFIG)")
-    p.add_argument("--server", default=None, metavar="URL", help="server URL (overrides the kubeconfig)")
-
-
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("metrics", help="set the values the metrics APIs serve (external, object, pod load)",
                        description="Write the sim.cplane.dev objects behind metrics.k8s.io, "
@@ -201,7 +197,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     ext.add_argument("value")
     ext.add_argument("-l", "--labels", default="", help="series labels, key=value[,key=value]")
     ext.add_argument("--name", help="object name (default: from the metric and labels)")
-    _target_args(ext)
+    endpoint.add_args(ext, namespace=True)
     obj = ssub.add_parser("object", help="a metric of one object: KIND/NAME METRIC VALUE")
     obj.add_argument("target", metavar="KIND/NAME")
     obj.add_argument("metric")
@@ -209,7 +205,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     obj.add_argument("--api-version", help="apiVersion of the described object (default: from the kind)")
     obj.add_argument("-l", "--labels", default="", help="series labels, key=value[,key=value]")
     obj.add_argument("--name", help="object name (default: from the kind, name and metric)")
-    _target_args(obj)
+    endpoint.add_args(obj, namespace=True)
     load = ssub.add_parser("load", help="usage of the pods a label selector selects: SELECTOR")
     load.add_argument("selector", help="label selector, e.g. app=web")
     load.add_argument("--cpu", help="CPU per pod (e.g. 400m), shared by its containers in proportion to requests")
@@ -217,29 +213,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     load.add_argument("--metric", action="append", default=[], metavar="NAME=VALUE",
                       help="a per-pod custom metric (Pods metrics); repeatable")
     load.add_argument("--name", help="object name (default: from the selector)")
-    _target_args(load)
+    endpoint.add_args(load, namespace=True)
     get_p = msub.add_parser("get", help="read a metric through its API")
     gsub = get_p.add_subparsers(dest="source", metavar="SOURCE", required=True)
     gext = gsub.add_parser("external", help="the series of an external metric")
     gext.add_argument("metric")
     gext.add_argument("-l", "--selector", default="", help="label selector on the series labels")
-    _target_args(gext)
+    endpoint.add_args(gext, namespace=True)
     p.set_defaults(func=run)
-
-
-def _endpoint(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
-    from cp import kubeconfig
-
-    if args.server:
-        return args.server.rstrip("/"), {}
-    ep = kubeconfig.load(args.kubeconfig)
-    return ep.server, ({"Authorization": f"Bearer {ep.token}"} if ep.token else {})
 
 
 async def _run(args: argparse.Namespace) -> int:
     import aiohttp
 
-    url, headers = _endpoint(args)
+    url, headers = endpoint.url_and_headers(args)
     async with aiohttp.ClientSession(base_url=url, headers=headers) as http:
         if args.metrics_command == "get":
             params = {"labelSelector": args.selector} if args.selector else {}

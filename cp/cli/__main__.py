@@ -1,0 +1,7 @@
+"""`python -m cp.cli` is `cplane`."""
+
+import sys
+
+from cp.cli import main
+
+sys.exit(main())

@@ -1,0 +1,92 @@
+"""`cplane controllers`: run controllers as their own process against a server, over HTTP only; and
+loading `--fleet` for it and for `cplane serve`."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from cp.cli import endpoint
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("controllers", help="run controllers as their own process against a server",
+                       description="Run controllers against an API server, over HTTP only. Names as in "
+                                   "docs/controllers.md; an unknown name lists the known ones.")
+    endpoint.add_args(p)
+    p.add_argument("--only", default=None, metavar="NAMES",
+                   help="comma-separated controller names (default all; -name excludes one)")
+    p.add_argument("--leader-elect", action="store_true",
+                   help="take part in leader election through the Lease kube-system/cplane-controller-manager")
+    p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
+                   help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
+                        "controller, as with `cplane serve --fleet`)")
+    p.add_argument("--log-format", choices=("console", "json"), default="console")
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(func=run)
+
+
+def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
+    """Load `--fleet` into `args.loaded_fleet`; on a bad file print one error line and return False."""
+    from controllers import fleet
+
+    try:
+        args.loaded_fleet = fleet.load_fleet(args.fleet)
+    except (OSError, fleet.FleetError) as exc:
+        print(f"cplane {command}: fleet {args.fleet}: {exc}", file=sys.stderr)
+        return False
+    return True
+
+
+def fleet_overrides(args: argparse.Namespace) -> dict[str, object]:
+    """The fleet controller bound to the loaded `--fleet`, as a `run_controllers` override."""
+    if getattr(args, "fleet", None) is None:
+        return {}
+    from controllers import fleet
+
+    return {fleet.NAME: fleet.factory(args.loaded_fleet)}
+
+
+async def _controllers_async(args: argparse.Namespace) -> int:
+    from controllers import registry
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    names = [n for n in (args.only or "").split(",") if n] or None
+    kwargs: dict[str, object] = {"server_url": args.server} if args.server else {"kubeconfig": args.kubeconfig}
+    await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
+                                   leader_election=args.leader_elect, overrides=fleet_overrides(args))
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    from cp import logs
+
+    if args.fleet is not None:
+        from controllers import fleet, registry
+
+        try:
+            selected = registry.resolve_names([n for n in (args.only or "").split(",") if n] or None)
+        except ValueError as exc:
+            print(f"cplane controllers: {exc}", file=sys.stderr)
+            return 2
+        if fleet.NAME not in selected:
+            print("cplane controllers: --fleet needs the fleet controller (add it to --only)", file=sys.stderr)
+            return 2
+        if not load_fleet(args, command="controllers"):
+            return 2
+    logs.configure(fmt=args.log_format, level=args.log_level)
+    if not args.server and not args.kubeconfig:
+        import os
+
+        args.kubeconfig = os.environ.get("KUBECONFIG") or str(Path.home() / ".kube" / "config")
+    try:
+        return asyncio.run(_controllers_async(args))
+    except ValueError as exc:
+        print(f"cplane controllers: {exc}", file=sys.stderr)
+        return 2

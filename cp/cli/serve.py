@@ -1,0 +1,141 @@
+"""`cplane serve`: the API server over an event log, with the controllers and a simulated fleet in the
+same process unless `--no-controllers` (the process entry point: composition root of api, storage and
+controllers)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import ipaddress
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from cp.cli import controllers as controller_commands
+
+LOOPBACK_NAMES = ("localhost",)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve", help="serve the Kubernetes API (and controllers) over an event log",
+        description="Serve the Kubernetes API over an event log in DIR, write DIR/kubeconfig, and answer "
+                    "GET /readyz 200 once ready.")
+    p.add_argument("--data-dir", type=Path, required=True, help="directory for the SQLite store and kubeconfig")
+    p.add_argument("--port", type=int, default=6443, help="TCP port (0 picks a free one; default 6443)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--db", default=None, metavar="URL",
+                   help="event-log database URL: sqlite+aiosqlite:///PATH (default DIR/cplane.db) or "
+                        "postgresql+asyncpg://USER@HOST:PORT/DB")
+    p.add_argument("--insecure", action="store_true",
+                   help="serve plain HTTP without authentication (loopback addresses only); by default the "
+                        "server speaks TLS (CA and certificate in DIR/pki) and requires credentials")
+    p.add_argument("--token-auth-file", default=None, metavar="FILE",
+                   help="more users: kube-apiserver's CSV token file, `token,user,uid[,\"group1,group2\"]`")
+    p.add_argument("--no-controllers", action="store_true", help="serve the API only")
+    p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
+                   help="YAML description of simulated nodes and their fake DRA drivers")
+    p.add_argument("--clock", choices=("real", "virtual"), default="real",
+                   help="real: wall time; virtual: time moves only with `cplane clock advance|set` "
+                        "(stored as the sim.cplane.dev Clock object, so replays reproduce it)")
+    p.add_argument("--taint-unhealthy", choices=("NoSchedule", "NoExecute"), default=None,
+                   help="remediation: taint devices reported unhealthy (DeviceTaintRule), so their pods "
+                        "are evicted (NoExecute) and rescheduled on healthy devices")
+    p.add_argument("--log-format", choices=("console", "json"), default="console")
+    p.add_argument("--log-level", default="info")
+    p.set_defaults(func=run)
+
+
+async def _serve_async(args: argparse.Namespace) -> int:
+    import structlog
+
+    from api import server
+
+    log = structlog.get_logger("cplane")
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    from cp import clock as clocks
+
+    the_clock: clocks.Clock = clocks.VirtualClock() if args.clock == "virtual" else clocks.RealClock()
+    async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
+                              db_url=args.db, clock=the_clock, secure=not args.insecure,
+                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure) as srv:
+        log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
+        print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
+        controllers_task: asyncio.Task[None] | None = None
+        if not args.no_controllers:
+            from controllers import registry
+
+            overrides = controller_commands.fleet_overrides(args)
+            if args.taint_unhealthy:
+                from controllers import health
+
+                overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
+            identities = _controller_identities(srv) if srv.auth is not None else None
+            controllers_task = asyncio.create_task(
+                registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
+                                         overrides=overrides, identities=identities),
+                name="controllers")
+        await stop.wait()
+        log.info("stopping")
+        if controllers_task is not None:
+            await controllers_task
+    return 0
+
+
+def _controller_identities(srv: Any) -> Any:
+    """Clients for in-process components of a secure server, each with its own identity (issue #10)."""
+    from api import auth
+    from controllers.runtime import client as clients
+
+    ca = srv.auth.credentials.ca_cert
+
+    def identity(name: str) -> clients.Client:
+        return clients.Client(srv.url, token=auth.controller_token(srv.auth, name),
+                              ssl_context=auth.client_ssl_context(ca))
+
+    return identity
+
+
+def run(args: argparse.Namespace) -> int:
+    from cp import logs
+
+    if args.token_auth_file and args.insecure:
+        print("cplane serve: --token-auth-file needs authentication (drop --insecure)", file=sys.stderr)
+        return 2
+    if args.token_auth_file:
+        from api import auth
+
+        try:
+            auth.parse_token_file(Path(args.token_auth_file).read_text())
+        except (OSError, ValueError) as exc:
+            print(f"cplane serve: --token-auth-file: {exc}", file=sys.stderr)
+            return 2
+    if args.insecure and not _is_loopback(args.host):
+        print(f"cplane serve: --insecure serves without authentication and only on loopback addresses; "
+              f"{args.host!r} is not one", file=sys.stderr)
+        return 2
+    if args.fleet is not None:
+        if args.no_controllers:
+            print("cplane serve: --fleet needs the controllers (drop --no-controllers)", file=sys.stderr)
+            return 2
+        if not controller_commands.load_fleet(args, command="serve"):
+            return 2
+    logs.configure(fmt=args.log_format, level=args.log_level)
+    try:
+        return asyncio.run(_serve_async(args))
+    except OSError as exc:
+        print(f"cplane serve: {exc}", file=sys.stderr)
+        return 1

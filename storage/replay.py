@@ -1,0 +1,295 @@
+"""The replay log: a `storage.log.EventLog` over a `Recording` whose visible revision is the replay
+*cursor* (docs/replay.md). Reads at or below it work as on a live server (time travel included);
+subscriptions are fed as the cursor advances, with the recorded bytes, so watches see exactly the
+recorded events with their original resourceVersions. The clock follows the recording: the time of the
+last applied event, and the `sim.cplane.dev` Clock object where the recording has one. Until it forks,
+writes raise `ReadOnlyError`; after `fork()` later recorded events are dropped from this log's view and
+new writes get revisions cursor+1, cursor+2...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from bisect import bisect_right
+
+import msgspec
+
+from cp import clock as clocks
+from cp import resources as res
+from cp import sim
+from storage import codec, log
+from storage.recording import NO_END, Key, Recording, SourceError
+
+_decode = msgspec.json.Decoder().decode
+
+WRITES_REFUSED = "this server replays a recording; writes are refused (start it with --fork to branch)"
+MAX_BATCH = 5000  # events per subscription batch (one watch write)
+CLOCK_KEY = (res.SIM_GROUP, "clocks", "", sim.CLOCK_NAME)
+
+
+class ReadOnlyError(log.StorageError):
+    """A write reached a replay that has not forked."""
+
+
+class _ReplaySub:
+    """A subscription over the index: no buffer to overflow, never dropped; it reads the recorded
+    events between what it delivered and the cursor."""
+
+    def __init__(self, owner: ReplayLog, *, group: str, resource: str, namespace: str | None, after: int) -> None:
+        self._owner = owner
+        self._gr = (group, resource)
+        self._namespace = namespace
+        self._last = after
+        self._closed = False
+
+    def _revisions(self) -> list[int]:
+        index = self._owner._index
+        if self._namespace is None:
+            return index.by_resource.get(self._gr, [])
+        return index.by_namespace.get((*self._gr, self._namespace), [])
+
+    @property
+    def revision(self) -> int:
+        revs = self._revisions()
+        cursor = self._owner.revision
+        if bisect_right(revs, cursor) <= bisect_right(revs, self._last):
+            return max(self._last, cursor)
+        return self._last
+
+    def _take(self) -> list[log.Event]:
+        revs = self._revisions()
+        cursor = self._owner.revision
+        lo = bisect_right(revs, self._last)
+        hi = len(revs) if revs and revs[-1] <= cursor else bisect_right(revs, cursor)
+        if lo >= hi:
+            return []
+        hi = min(hi, lo + MAX_BATCH)
+        event = self._owner._index.event
+        batch = [event(r) for r in revs[lo:hi]]
+        self._last = batch[-1].revision
+        return batch
+
+    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else loop.time() + timeout
+        while True:
+            if self._closed or self._owner._closed:
+                return None
+            batch = self._take()
+            if batch:
+                return batch
+            changed = self._owner._changed
+            if deadline is None:
+                await changed.wait()
+                continue
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return []
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), remaining)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class ReplayLog:
+    """`storage.log.EventLog` over a Recording; the visible revision is the cursor (see module doc)."""
+
+    def __init__(self, recording: Recording, *, start: int | None = None, until: int | None = None,
+                 clock: clocks.VirtualClock | None = None) -> None:
+        self.recording = recording
+        self._index = recording.index
+        # A replay may start at the compacted revision itself: the state there is whole (compaction
+        # keeps the newest version of every live key), only reads *at* it are refused, as live.
+        lo, hi = recording.compacted, recording.last
+        self._compacted = recording.compacted
+        self._cursor = lo if start is None else start
+        self.end = hi if until is None else until
+        if not lo <= self._cursor <= self.end <= hi:
+            raise SourceError(f"out of range: --from {self._cursor} --until {self.end}: "
+                              f"{recording.description} replays from revision {lo} to {hi}")
+        self.start_revision = self._cursor
+        self.clock = clock
+        self.forked_at: int | None = None
+        self._changed = asyncio.Event()
+        self._closed = False
+        self._follow_clock()
+
+    # -- the cursor --------------------------------------------------------------------------------
+
+    @property
+    def revision(self) -> int:
+        return self._cursor
+
+    @property
+    def compacted_revision(self) -> int:
+        return self._compacted
+
+    def last_change(self, *, group: str, resource: str) -> int:
+        return self._cursor  # the cursor moves both ways (seek): treat everything as just changed
+
+    @property
+    def forked(self) -> bool:
+        return self.forked_at is not None
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def next_revisions(self, count: int) -> list[int]:
+        """The next `count` recorded revisions after the cursor, within `end`."""
+        if self.forked:
+            return []
+        revs = self._index.revisions
+        i = self._index.position(self._cursor)
+        j = min(i + count, self._index.position(self.end))
+        return revs[i:j]
+
+    def next_event(self) -> log.Event | None:
+        nxt = self.next_revisions(1)
+        return self._index.event(nxt[0]) if nxt else None
+
+    def next_of(self, key: Key) -> int | None:
+        """The revision of the object's next recorded event after the cursor, within `end`."""
+        revs = self._index.by_key.get(key) or []
+        i = bisect_right(revs, self._cursor)
+        return revs[i] if i < len(revs) and revs[i] <= self.end else None
+
+    def last_at_time(self, when: float, *, limit: int) -> int:
+        """The cursor target that applies the next events whose time is <= `when` (at most `limit`)."""
+        events = self._index.events
+        i = self._index.position(self._cursor)
+        stop = min(self._index.position(self.end), i + limit)
+        target = self._cursor
+        while i < stop and events[i].time <= when:
+            target = events[i].revision
+            i += 1
+        return target
+
+    def time_at_cursor(self) -> float:
+        i = self._index.position(self._cursor)
+        if i > 0:
+            return self._index.events[i - 1].time
+        return self._index.events[0].time if self._index.events else time.time()
+
+    def advance_to(self, revision: int) -> int:
+        """Move the cursor forward to `revision` (clamped to `end`); returns how many events applied."""
+        if self.forked:
+            raise ReadOnlyError("the replay has forked: it no longer follows the recording")
+        target = min(revision, self.end)
+        if target <= self._cursor:
+            return 0
+        applied = self._index.position(target) - self._index.position(self._cursor)
+        self._cursor = target
+        self._follow_clock()
+        self._notify()
+        return applied
+
+    def _follow_clock(self) -> None:
+        if self.clock is None:
+            return
+        when = self.time_at_cursor()
+        clock_ev = self._index.latest(CLOCK_KEY, self._cursor)
+        if clock_ev is not None:
+            with contextlib.suppress(Exception):
+                when = max(when, sim.clock_time(_decode(clock_ev.object)))
+        self.clock.set(when)
+
+    def has_clock_object(self) -> bool:
+        return self._index.latest(CLOCK_KEY, self._cursor) is not None
+
+    def fork(self) -> int:
+        """Branch at the cursor: drop later recorded events from view and accept writes."""
+        if self.forked_at is None:
+            self._index = self._index.truncated(self._cursor)
+            self.forked_at = self._cursor
+            self.end = NO_END
+            self._notify()
+        return self.forked_at
+
+    def visible(self, after: int, *, limit: int | None = None) -> list[log.Event]:
+        """The events with after < revision <= cursor (at most `limit`)."""
+        i = self._index.position(after)
+        j = self._index.position(self._cursor)
+        return self._index.events[i:j if limit is None else min(j, i + limit)]
+
+    def remaining(self) -> int:
+        """Recorded events still to replay (0 once forked)."""
+        if self.forked:
+            return 0
+        return self._index.position(self.end) - self._index.position(self._cursor)
+
+    # -- EventLog ------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        self._closed = True
+        self._notify()
+
+    def _check(self, revision: int | None) -> int:
+        if revision is None:
+            return self._cursor
+        if revision > self._cursor:
+            raise log.FutureRevisionError(f"revision {revision} is newer than the replay's revision {self._cursor}",
+                                          requested=revision, current=self._cursor)
+        if revision <= self._compacted:
+            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
+                                   requested=revision, compacted=self._compacted)
+        return revision
+
+    async def append(self, write: log.Write) -> log.Event:
+        if not self.forked:
+            raise ReadOnlyError(WRITES_REFUSED)
+        key = (write.group, write.resource, write.namespace, write.name)
+        current = self._index.latest(key, self._cursor)
+        if write.type == "ADDED":
+            if write.expected_revision != 0:
+                raise ValueError("ADDED needs expected_revision 0")
+            if current is not None:
+                raise log.ConflictError("key exists", current=current)
+        elif current is None or current.revision != write.expected_revision:
+            raise log.ConflictError("revision mismatch", current=current)
+        revision = self._cursor + 1
+        obj, uid = codec.stamp(write, revision=revision)
+        revs = self._index.by_key.get(key)
+        event = codec.event_from_write(write, revision=revision, prev_revision=revs[-1] if revs else 0,
+                                       obj=obj, uid=uid)
+        self._index.add(event)
+        self._cursor = revision
+        self._notify()
+        return event
+
+    async def get(self, *, group: str, resource: str, namespace: str, name: str,
+                  revision: int | None = None) -> log.Event | None:
+        return self._index.latest((group, resource, namespace, name), self._check(revision))
+
+    async def list(self, *, group: str, resource: str, namespace: str | None,
+                   revision: int | None = None, start_after: tuple[str, str] | None = None,
+                   limit: int | None = None) -> log.ListResult:
+        at = self._check(revision)
+        events, more = self._index.list_at(group, resource, namespace, at, start_after=start_after, limit=limit)
+        return log.ListResult(events=events, revision=at, more=more)
+
+    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
+        revs = self._index.by_key.get((group, resource, namespace, name)) or []
+        return [self._index.event(r) for r in revs[:bisect_right(revs, self._cursor)]]
+
+    async def after(self, revision: int, *, limit: int = 1000) -> list[log.Event]:
+        if revision < self._compacted:
+            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
+                                   requested=revision, compacted=self._compacted)
+        return self.visible(revision, limit=limit)
+
+    async def subscribe(self, *, group: str, resource: str, namespace: str | None,
+                        after: int) -> log.Subscription:
+        if after < self._compacted:
+            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {self._compacted})",
+                                   requested=after, compacted=self._compacted)
+        return _ReplaySub(self, group=group, resource=resource, namespace=namespace, after=after)
+
+    async def compact(self, revision: int) -> None:
+        return None  # a replay keeps everything it was given
