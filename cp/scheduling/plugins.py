@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_CEILING
 from typing import Any
 
+from cp import quantity as quantities
 from cp.dra import extended
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
-from cp import quantity as quantities
 
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
@@ -427,8 +427,8 @@ class PodInfo:
             cpu += usage.non_zero.cpu
             mem += usage.non_zero.memory
         hc, hm = have.cpu, have.memory
-        least = ((hc - cpu) * MAX_NODE_SCORE / hc if 0 < hc and cpu <= hc else 0.0) + \
-            ((hm - mem) * MAX_NODE_SCORE / hm if 0 < hm and mem <= hm else 0.0)
+        least = ((hc - cpu) * MAX_NODE_SCORE / hc if hc > 0 and cpu <= hc else 0.0) + \
+            ((hm - mem) * MAX_NODE_SCORE / hm if hm > 0 and mem <= hm else 0.0)
         fc = min(cpu / hc, 1.0) if hc > 0 else 1.0
         fm = min(mem / hm, 1.0) if hm > 0 else 1.0
         return least / 2 + (1 - abs(fc - fm) / 2) * MAX_NODE_SCORE

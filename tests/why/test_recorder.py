@@ -42,7 +42,7 @@ def test_same_results_and_effort_with_a_recorder(case: table.Case, prune: bool) 
         runs.append((out, allocator.stats.allocate_one_invocations))
         if rec is not None and rec.run is not None:
             _check_coverage(rec)
-            view = explain._dra_view(allocator, rec, case.node, case.claims,
+            view = explain.dra_view(allocator, rec, case.node, case.claims,
                                      "cannot-allocate" if out is None else "fits", "", None)
             assert isinstance(view["blocker"], str)
     assert runs[0] == runs[1]
