@@ -334,6 +334,8 @@ def _read_only_sqlite(path: Path) -> Any:
     migrations: opening costs milliseconds and cannot write; it reads alongside a live server (WAL)."""
     from storage import sql
 
+    uri = path.resolve().as_uri() + "?mode=ro"
+
     class ReadOnlySqliteLog(sql.SqlEventLog):
         backend = "sqlite-read-only"
 
@@ -342,7 +344,7 @@ def _read_only_sqlite(path: Path) -> Any:
             self._con: sqlite3.Connection | None = None
 
         async def _open(self) -> None:
-            self._con = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+            self._con = sqlite3.connect(uri, uri=True)
 
         async def _close_backend(self) -> None:
             if self._con is not None:
@@ -415,6 +417,28 @@ def _sniff(path: Path, description: str) -> str:
     return "ndjson"
 
 
+def _open_path(path: Path, *, expect: str | None, description: str) -> Path | Recording:
+    """A data dir or an SQLite file: the checked SQLite path; an NDJSON export: its Recording (file
+    reads, so the caller runs this in a thread)."""
+    if path.is_dir():
+        if expect not in (None, "dir"):
+            raise SourceError(f"{description}: is a directory")
+        sqlite_path = path / "cplane.db"
+        if not sqlite_path.is_file():
+            raise SourceError(f"{description}: no event log in this directory (no cplane.db)")
+        _check_sqlite(sqlite_path, str(sqlite_path))
+        return sqlite_path
+    if not path.exists():
+        raise SourceError(f"{description}: no such file or directory")
+    if expect == "dir":
+        raise SourceError(f"{description}: not a directory")
+    if _sniff(path, description) == "sqlite":
+        _check_sqlite(path, description)
+        return path
+    with path.open("rb") as f:
+        return Recording.from_ndjson(f, description=description)
+
+
 def _describe(spec: str) -> str:
     if "://" in spec:
         import sqlalchemy as sa
@@ -446,25 +470,10 @@ async def open_source(spec: str, *, expect: str | None = None, in_memory: bool =
             raise SourceError(f"{description}: unsupported URL: use sqlite+aiosqlite:///PATH or "
                               "postgresql+asyncpg://USER@HOST:PORT/DB")
     else:
-        path = Path(spec)
-        if path.is_dir():
-            if expect not in (None, "dir"):
-                raise SourceError(f"{description}: is a directory")
-            sqlite_path = path / "cplane.db"
-            if not sqlite_path.is_file():
-                raise SourceError(f"{description}: no event log in this directory (no cplane.db)")
-            _check_sqlite(sqlite_path, str(sqlite_path))
-        elif path.exists():
-            if expect == "dir":
-                raise SourceError(f"{description}: not a directory")
-            if _sniff(path, description) == "sqlite":
-                sqlite_path = path
-                _check_sqlite(path, description)
-            else:
-                with path.open("rb") as f:
-                    return Recording.from_ndjson(f, description=description)
-        else:
-            raise SourceError(f"{description}: no such file or directory")
+        found = await asyncio.to_thread(_open_path, Path(spec), expect=expect, description=description)
+        if isinstance(found, Recording):
+            return found
+        sqlite_path = found
     if sqlite_path is not None:
         event_log = _read_only_sqlite(sqlite_path)
     else:
@@ -570,7 +579,7 @@ async def cluster_time(source: Source, revision: int) -> float:
 
 async def state_at(source: Source, revision: int, kinds: Sequence[res.ResourceKind],
                    namespace: str | None) -> list[tuple[res.ResourceKind, list[log.Event]]]:
-    out = []
+    out: list[tuple[res.ResourceKind, list[log.Event]]] = []
     for kind in kinds:
         if namespace is not None and not kind.namespaced:
             out.append((kind, []))

@@ -8,6 +8,7 @@ import asyncio
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from cp.cli import endpoint
 
@@ -41,7 +42,7 @@ def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
     return True
 
 
-def fleet_overrides(args: argparse.Namespace) -> dict[str, object]:
+def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The fleet controller bound to the loaded `--fleet`, as a `run_controllers` override."""
     if getattr(args, "fleet", None) is None:
         return {}

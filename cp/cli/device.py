@@ -28,7 +28,7 @@ def _lazy(name: str) -> Any:
     return run
 
 
-def add_health_cli(device_subparsers: Any) -> argparse.ArgumentParser:
+def add_health_cli(device_subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Add `health {set,list}` under an existing `device` subcommand's subparsers."""
     h = device_subparsers.add_parser(
         "health", help="simulated device health (DeviceHealth objects)",
@@ -50,7 +50,7 @@ def add_health_cli(device_subparsers: Any) -> argparse.ArgumentParser:
     return h
 
 
-def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `cplane device health set|list` on the top-level `cplane` subparsers."""
     p = subparsers.add_parser("device", help="simulated DRA devices (health)",
                               description="Simulated DRA devices.")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -462,7 +462,7 @@ async def log_events(args: argparse.Namespace, *, stop: asyncio.Event | None = N
     return 0
 
 
-LOG_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
+LOG_COMMANDS: dict[str, Callable[[argparse.Namespace], Coroutine[Any, Any, int]]] = {
     "show": log_show, "history": log_history, "diff": log_diff, "events": log_events,
 }
 

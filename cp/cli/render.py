@@ -405,11 +405,9 @@ class ProgressWriter:
 
 def progress_lines(lines: Iterable[bytes], progress: Progress) -> Iterator[bytes]:
     """Yields `lines`, counting their bytes into `progress` (whose total is the input's size)."""
-    n = 0
     pending = 0
-    for line in lines:
+    for n, line in enumerate(lines, 1):
         pending += len(line)
-        n += 1
         if n % 1000 == 0:
             progress.add(pending)
             pending = 0

@@ -37,7 +37,7 @@ def parse_target(text: str) -> str:
     return name
 
 
-def add_parser(sub: Any) -> argparse.ArgumentParser:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "why", help="why a pod does not schedule: per node, per claim, per request, per device",
         description="Explain the scheduling verdict for a pod as it is now or as it was at revision REV: "
