@@ -6,7 +6,7 @@
   keeps every JSON object the server returned, so the schema test can check them all.
 - `schema_problems`: strict validation against the official 1.37 JSON schemas shipped by
   `kubernetes-validate`.
-- `eventually` / `watch_until`: bounded waiting without sleeps in the tests themselves.
+- `watch_until`: waiting for a watch event (`cp.testing.eventually` polls where there is none).
 - Sample objects for the served kinds.
 """
 
@@ -17,7 +17,7 @@ import contextlib
 import functools
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +42,6 @@ class Cluster(msgspec.Struct, kw_only=True):
 
 
 # ------------------------------------------------------------------------------------------ waiting
-
-
-async def eventually(probe: Callable[[], Awaitable[Any]], *, what: str, timeout: float = 10.0) -> Any:
-    """Poll `probe` until it returns something truthy (bounded; for clients that give no event)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = await probe()
-        if result:
-            return result
-        if loop.time() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def watch_until(session: aiohttp.ClientSession, path: str,
