@@ -29,11 +29,11 @@ import pytest
 from controllers.runtime import leaderelection as elections
 from cp.testing import eventually
 from storage import factory, log
-from tests.scaleout import cluster as clusters
+from tests.e2e.scaleout import cluster as clusters
 
 pytestmark = pytest.mark.postgres
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FLEET = ROOT / "examples" / "fleets" / "demo.yaml"  # 2 nodes x 4 GPUs (gpu.example.com) + 1 NIC each
 GPUS = 8
 CONTROLLERS = "fleet,resourceclaim,garbage-collector,scheduler"

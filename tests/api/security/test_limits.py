@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from api import auth
-from tests.security.conftest import Secure, call, secure_server
+from tests.api.security.conftest import Secure, call, secure_server
 from tests.waiting import eventually
 
 CM = "/api/v1/namespaces/default/configmaps"

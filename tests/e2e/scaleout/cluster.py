@@ -25,7 +25,7 @@ import aiohttp
 
 from cp import testing
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 60.0
 PR_SET_PDEATHSIG = 1
 

@@ -22,7 +22,7 @@ from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp.testing import eventually
 from storage import factory, log
-from tests.scaleout import cluster as clusters
+from tests.e2e.scaleout import cluster as clusters
 
 pytestmark = pytest.mark.postgres
 
