@@ -147,6 +147,9 @@ class Wiretap:
         self.upstream = upstream
         self.captured: list[Captured] = []
         self._session: aiohttp.ClientSession | None = None
+        # Requests being relayed: a watch whose client went away would wait on the server forever
+        # (aiohttp does not cancel a handler when its client disconnects), so close() cancels them.
+        self._relaying: set[asyncio.Task[Any]] = set()
 
     def _record(self, request: web.Request, status: int, where: str, doc: Any) -> None:
         # Every JSON object answered, except the two kind-less documents (version.Info, OpenAPI):
@@ -157,6 +160,15 @@ class Wiretap:
                                           where=where, obj=doc))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relaying.add(task)
+        try:
+            return await self._relay(request)
+        finally:
+            self._relaying.discard(task)
+
+    async def _relay(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         body = await request.read()
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
@@ -214,6 +226,9 @@ class Wiretap:
             servers.write_kubeconfig(kubeconfig, server=url)
             yield Cluster(url=url, kubeconfig=kubeconfig)
         finally:
+            for task in self._relaying:
+                task.cancel()
+            await asyncio.gather(*self._relaying, return_exceptions=True)
             await self._session.close()
             await runner.cleanup()
 
