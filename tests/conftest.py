@@ -43,14 +43,14 @@ async def _leftover_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[
     before = asyncio.all_tasks()
     yield
     left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
-    if left:  # give just-cancelled tasks and what finishes on its own (aiohttp's handlers) a moment
-        await asyncio.wait(left, timeout=GRACE)
-        left = [t for t in left if not t.done()]
     known = [t for t in left if _name(t) in tolerated]
     for task in known:
         task.cancel()
     await asyncio.gather(*known, return_exceptions=True)
     left = [t for t in left if t not in known]
+    if left:  # give just-cancelled tasks and what finishes on its own (aiohttp's handlers) a moment
+        await asyncio.wait(left, timeout=GRACE)
+        left = [t for t in left if not t.done()]
     assert not left, f"tasks left behind: {[_where(t) for t in left]}"
 
 
