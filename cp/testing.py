@@ -35,6 +35,29 @@ DEFAULT_CONTROLLERS = ("garbage-collector", "namespace", "replicaset", "deployme
                        "scheduler")
 
 
+class NotMet(AssertionError):
+    """What `eventually` raises when the condition does not hold in time (a test failure)."""
+
+
+async def eventually(check: Callable[[], Awaitable[Any] | Any], *, within: float = 5.0, interval: float = 0.01,
+                     what: str = "") -> Any:
+    """Poll `check` (sync or async) every `interval` seconds until it returns something truthy, and
+    return that; raise `NotMet` (an AssertionError) after `within` seconds of the event loop's
+    (real) time. The one bounded wait of the sandbox and of cplane's own tests: use it for state
+    that has no event to wait on, never a fixed sleep."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        result = check()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return result
+        if loop.time() > deadline:
+            raise NotMet(f"timed out after {within} s waiting for {what or check}")
+        await asyncio.sleep(interval)
+
+
 @dataclasses.dataclass
 class Sandbox:
     """A running sandbox: the server's URL and kubeconfig, an API client, and the clock."""
@@ -57,18 +80,12 @@ class Sandbox:
 
     async def wait_for(self, condition: Callable[[], Awaitable[Any] | Any], *, timeout: float = 10.0,
                        interval: float = 0.01) -> Any:
-        """Poll `condition` (sync or async) until it returns something truthy; return that value."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            value = condition()
-            if inspect.isawaitable(value):
-                value = await value
-            if value:
-                return value
-            if loop.time() >= deadline:
-                raise TimeoutError(f"condition not met within {timeout} s")
-            await asyncio.sleep(interval)
+        """Poll `condition` (sync or async) until it returns something truthy; return that value.
+        Raises TimeoutError after `timeout` seconds (`eventually` with the sandbox's defaults)."""
+        try:
+            return await eventually(condition, within=timeout, interval=interval)
+        except NotMet:
+            raise TimeoutError(f"condition not met within {timeout} s") from None
 
     @contextlib.asynccontextmanager
     async def run_controllers(self, *factories: Callable[[Any], Any], workers: int | None = None

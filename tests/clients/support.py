@@ -6,7 +6,7 @@
   keeps every JSON object the server returned, so the schema test can check them all.
 - `schema_problems`: strict validation against the official 1.37 JSON schemas shipped by
   `kubernetes-validate`.
-- `eventually` / `watch_until`: bounded waiting without sleeps in the tests themselves.
+- `watch_until`: waiting for a watch event (`cp.testing.eventually` polls where there is none).
 - Sample objects for the served kinds.
 """
 
@@ -17,7 +17,7 @@ import contextlib
 import functools
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +42,6 @@ class Cluster(msgspec.Struct, kw_only=True):
 
 
 # ------------------------------------------------------------------------------------------ waiting
-
-
-async def eventually(probe: Callable[[], Awaitable[Any]], *, what: str, timeout: float = 10.0) -> Any:
-    """Poll `probe` until it returns something truthy (bounded; for clients that give no event)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        result = await probe()
-        if result:
-            return result
-        if loop.time() >= deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.01)
 
 
 async def watch_until(session: aiohttp.ClientSession, path: str,
@@ -160,6 +147,9 @@ class Wiretap:
         self.upstream = upstream
         self.captured: list[Captured] = []
         self._session: aiohttp.ClientSession | None = None
+        # Requests being relayed: a watch whose client went away would wait on the server forever
+        # (aiohttp does not cancel a handler when its client disconnects), so close() cancels them.
+        self._relaying: set[asyncio.Task[Any]] = set()
 
     def _record(self, request: web.Request, status: int, where: str, doc: Any) -> None:
         # Every JSON object answered, except the two kind-less documents (version.Info, OpenAPI):
@@ -170,6 +160,15 @@ class Wiretap:
                                           where=where, obj=doc))
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        task = asyncio.current_task()
+        assert task is not None
+        self._relaying.add(task)
+        try:
+            return await self._relay(request)
+        finally:
+            self._relaying.discard(task)
+
+    async def _relay(self, request: web.Request) -> web.StreamResponse:
         assert self._session is not None
         body = await request.read()
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in _HOP]
@@ -227,6 +226,9 @@ class Wiretap:
             servers.write_kubeconfig(kubeconfig, server=url)
             yield Cluster(url=url, kubeconfig=kubeconfig)
         finally:
+            for task in self._relaying:
+                task.cancel()
+            await asyncio.gather(*self._relaying, return_exceptions=True)
             await self._session.close()
             await runner.cleanup()
 

@@ -26,6 +26,7 @@ import aiohttp
 import kopf
 import pytest
 
+from cp import testing
 from tests.clients import support
 
 NS = "default"
@@ -147,7 +148,7 @@ async def _wait_for_reason(http: aiohttp.ClientSession, name: str, reason: str) 
     async def probe() -> dict[str, Any] | None:
         return next((e for e in await _events_for(http, name) if e["reason"] == reason), None)
 
-    return await support.eventually(probe, what=f"the {reason} event")
+    return await testing.eventually(probe, within=10.0, what=f"the {reason} event")
 
 
 @pytest.mark.parametrize("initial_streaming", [False, True], ids=["list-then-watch", "watch-list"])

@@ -1,9 +1,8 @@
-"""Fixtures for controller tests: an in-process API server on the memory log, a client for it,
-a bounded polling helper, and a guard that fails any test leaving asyncio tasks behind."""
+"""Fixtures for controller tests: an in-process API server on the memory log, and a client for it
+(the guard against leftover asyncio tasks is the root conftest's, for every async test)."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -27,15 +26,3 @@ async def srv(tmp_path: Path) -> AsyncIterator[servers.Running]:
 async def client(srv: servers.Running) -> AsyncIterator[clients.Client]:
     async with clients.Client(srv.url) as c:
         yield c
-
-
-@pytest.fixture(autouse=True)
-async def _no_leftover_tasks() -> AsyncIterator[None]:
-    """Fail a test that leaves tasks running (kopf's `_no_asyncio_pending_tasks`)."""
-    before = asyncio.all_tasks()
-    yield
-    # Give just-cancelled tasks and aiohttp internals one chance to finish.
-    for _ in range(3):
-        await asyncio.sleep(0)
-    left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
-    assert not left, f"tasks left behind: {[t.get_name() for t in left]}"

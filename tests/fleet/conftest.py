@@ -16,7 +16,6 @@ from controllers import fleet as fleets
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from tests.controllers.conftest import _no_leftover_tasks  # noqa: F401  (autouse guard)
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "fleets"

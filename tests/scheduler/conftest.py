@@ -20,7 +20,6 @@ from controllers import registry, scheduler
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from tests.controllers.conftest import _no_leftover_tasks  # noqa: F401  (autouse guard)
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

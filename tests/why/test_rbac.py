@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.security.conftest import secure_server
+from tests.api.security.conftest import secure_server
 
 WHY = "/apis/sim.cplane.dev/v1alpha1/namespaces/default/pods/web-0/why"
 

@@ -11,7 +11,7 @@ import itertools
 import json
 from typing import Any
 
-from tests.security.conftest import Secure, binding, call, rbac_path
+from tests.api.security.conftest import Secure, binding, call, rbac_path
 
 R, W = {"get", "list", "watch"}, {"create", "update", "patch", "delete", "deletecollection"}
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")

@@ -12,7 +12,7 @@ import pytest
 
 from api import auth
 from cp import certs
-from tests.security.conftest import Secure, binding, call, rbac_path
+from tests.api.security.conftest import Secure, binding, call, rbac_path
 
 CM = "/api/v1/namespaces/default/configmaps"
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.ssa.support import Api, configmap, container, deployment, owners
+from tests.api.ssa.support import Api, configmap, container, deployment, owners
 
 Obj = dict[str, Any]
 

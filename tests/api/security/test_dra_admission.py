@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.security.conftest import Secure, binding, call, rbac_path
+from tests.api.security.conftest import Secure, binding, call, rbac_path
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 R = "resource.k8s.io"

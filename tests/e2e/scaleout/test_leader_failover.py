@@ -16,7 +16,6 @@ freed and handed out again. The leading manager is SIGKILLed mid-way (no Lease r
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections import Counter
@@ -28,12 +27,13 @@ import aiohttp
 import pytest
 
 from controllers.runtime import leaderelection as elections
+from cp.testing import eventually
 from storage import factory, log
-from tests.scaleout import cluster as clusters
+from tests.e2e.scaleout import cluster as clusters
 
 pytestmark = pytest.mark.postgres
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FLEET = ROOT / "examples" / "fleets" / "demo.yaml"  # 2 nodes x 4 GPUs (gpu.example.com) + 1 NIC each
 GPUS = 8
 CONTROLLERS = "fleet,resourceclaim,garbage-collector,scheduler"
@@ -69,17 +69,6 @@ def double_allocations(claims: Mapping[str, list[Device]]) -> dict[Device, list[
     return {device: keys for device, keys in holders.items() if len(keys) > 1}
 
 
-async def eventually(what: str, check: Any, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        await asyncio.sleep(0.2)
-
-
 @pytest.mark.timeout(240)  # ~35 s; the lease alone takes 15-20 s, and a loaded 2-core machine is slow
 async def test_the_standby_manager_takes_over_and_no_device_is_ever_allocated_twice(
         pg_url: str, tmp_path: Path) -> None:
@@ -98,8 +87,8 @@ async def test_the_standby_manager_takes_over_and_no_device_is_ever_allocated_tw
             return sum(len(s["spec"].get("devices") or []) for s in slices["items"]
                        if s["spec"]["driver"] == "gpu.example.com") == GPUS
 
-        holder = await eventually("a leader", lease_holder, 30)
-        await eventually("the fleet's GPUs", gpus_published, 30)
+        holder = await eventually(lease_holder, within=30, interval=0.2, what="a leader")
+        await eventually(gpus_published, within=30, interval=0.2, what="the fleet's GPUs")
         by_pid = {m.pid: m for m in managers}
         leader = by_pid[int(holder.split("_")[-2])]
         standby = next(m for m in managers if m is not leader)
@@ -119,16 +108,19 @@ async def test_the_standby_manager_takes_over_and_no_device_is_ever_allocated_tw
 
         # 20 pods for 8 GPUs: some wait (Unschedulable) for devices to be freed.
         await create_pods([f"before-{i}" for i in range(20)])
-        await eventually("8 pods done", lambda: _at_least(phases, "Succeeded", 8), 30)
+        await eventually(lambda: _at_least(phases, "Succeeded", 8), within=30, interval=0.2,
+                         what="8 pods done")
         killed_at = time.time()
         await leader.kill()  # SIGKILL: the Lease is not released
         await create_pods([f"during-{i}" for i in range(12)])
 
-        new_holder = await eventually("a new leader", _changed(lease_holder, holder), 40)
+        new_holder = await eventually(_changed(lease_holder, holder), within=40, interval=0.2,
+                                      what="a new leader")
         took_over_after = time.time() - killed_at
         assert int(new_holder.split("_")[-2]) == standby.pid
         await create_pods([f"after-{i}" for i in range(8)])
-        await eventually("every pod done", lambda: _exactly(phases, "Succeeded", 40), 60)
+        await eventually(lambda: _exactly(phases, "Succeeded", 40), within=60, interval=0.2,
+                         what="every pod done")
 
         # ---- the Lease's history: one leader at a time, and the takeover bound ------------------------
         events = await read_log(pg_url)

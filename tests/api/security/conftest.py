@@ -132,5 +132,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="opt-in: run with -m slow")
     for item in items:
-        if "slow" in item.keywords and "tests/security/" in str(item.fspath).replace("\\", "/"):
+        if "slow" in item.keywords and "tests/api/security/" in str(item.fspath).replace("\\", "/"):
             item.add_marker(skip)

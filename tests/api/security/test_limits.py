@@ -12,7 +12,7 @@ import aiohttp
 import pytest
 
 from api import auth
-from tests.security.conftest import Secure, call, secure_server
+from tests.api.security.conftest import Secure, call, secure_server
 from tests.waiting import eventually
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -69,6 +69,8 @@ async def test_requests_time_out_with_504(tmp_path: Path) -> None:
             await asyncio.wait_for(r.read(), 5)
 
 
+@pytest.mark.leftover_tasks("RequestHandler.start", reason="aiohttp goes on reading a refused upload (lingering "
+                            "close, 10 s) after its client has gone, and api.server.running() does not end it")
 async def test_body_depth_and_object_size(tmp_path: Path) -> None:
     async with secure_server(tmp_path, limits=auth.Limits(max_object_bytes=20_000)) as s:
         admin = s.session("admin")

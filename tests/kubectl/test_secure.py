@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from cp.testing import eventually
 from tests.kubectl.conftest import KUBECTL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,14 +52,6 @@ async def run(*args: str, kubeconfig: Path | None = None, home: Path, stdin: str
     return proc.returncode or 0, out.decode(), err.decode()
 
 
-async def until(check, what: str, timeout: float = 30) -> None:  # noqa: ANN001, ASYNC109
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.3)
-
-
 async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(tmp_path: Path) -> None:
     data = tmp_path / "data"
     tokens = tmp_path / "tokens.csv"
@@ -72,7 +65,7 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
     kubectl = str(KUBECTL)
     try:
         admin = data / "kubeconfig"
-        await until(lambda: _ready(admin), "the kubeconfig", timeout=30)
+        await eventually(lambda: _ready(admin), within=30, interval=0.3, what="the kubeconfig")
         assert stat.S_IMODE(admin.stat().st_mode) == 0o600
         text = admin.read_text()
         assert "server: https://127.0.0.1:" in text and "certificate-authority-data:" in text
@@ -82,7 +75,7 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
         async def k(*args: str, kubeconfig: Path = admin, stdin: str | None = None) -> tuple[int, str, str]:
             return await run(kubectl, *args, kubeconfig=kubeconfig, home=home, stdin=stdin)
 
-        await until(lambda: _ok(k("get", "--raw", "/readyz")), "readyz")
+        await eventually(lambda: _ok(k("get", "--raw", "/readyz")), within=30, interval=0.3, what="readyz")
         code, out, err = await k("get", "pods")
         assert code == 0 and "No resources found in default namespace." in out + err
         code, out, _ = await k("auth", "whoami", "-o", "json")
@@ -106,7 +99,8 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
         code, out, _ = await k("auth", "can-i", "list", "pods", kubeconfig=bob)
         assert (code, out.strip()) == (1, "no")
         assert (await k("create", "rolebinding", "bob-view", "--clusterrole=view", "--user=bob"))[0] == 0
-        await until(lambda: _ok(k("get", "pods", kubeconfig=bob)), "bob's grant")
+        await eventually(lambda: _ok(k("get", "pods", kubeconfig=bob)), within=30, interval=0.3,
+                         what="bob's grant")
         assert (await k("auth", "can-i", "list", "pods", kubeconfig=bob))[1].strip() == "yes"
         assert (await k("auth", "can-i", "delete", "pods", kubeconfig=bob))[1].strip() == "no"
         assert (await k("auth", "can-i", "list", "pods", "--as", "bob"))[1].strip() == "yes"
@@ -131,7 +125,7 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
             pods = json.loads(out)["items"] if code == 0 else []
             return len(pods) == 3 and all(p["status"].get("phase") == "Running" for p in pods)
 
-        await until(running, "pods Running", timeout=45)
+        await eventually(running, within=45, interval=0.3, what="pods Running")
         code, out, _ = await k("get", "resourceclaim", "gpu", "-o", "json")
         status = json.loads(out)["status"]
         assert status["allocation"]["devices"]["results"][0]["driver"] == "gpu.example.com"

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from cp import fieldpath as fp
-from tests.ssa.support import key_order
+from tests.api.ssa.support import key_order
 
 A = ("f:spec", "f:replicas")
 B = ("f:spec", "f:template", "f:spec", "f:containers", 'k:{"name":"a"}')

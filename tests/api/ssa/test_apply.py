@@ -11,7 +11,7 @@ from typing import Any
 import aiohttp
 
 from cp import fieldmanager
-from tests.ssa.support import (
+from tests.api.ssa.support import (
     APPLY,
     JSON_PATCH,
     Api,

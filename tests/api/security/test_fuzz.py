@@ -4,7 +4,7 @@ in-process (TLS, authentication, RBAC). Every answer must be below 500, every er
 it was.
 
 Default: 10,000 requests (about 10 s; `FUZZ_REQUESTS` overrides). A 100,000-request run is opt-in:
-`pytest -m slow tests/security/test_fuzz.py`. Hypothesis draws the seeds of a fast generator
+`pytest -m slow tests/api/security/test_fuzz.py`. Hypothesis draws the seeds of a fast generator
 (`Gen`), so a failure names a reproducible seed and lists the failing requests.
 
 Not generated: resourceVersion values above the log's revision — kube-apiserver waits 3 s for
@@ -30,7 +30,7 @@ import yarl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.security.conftest import TOKENS, Secure, secure_server
+from tests.api.security.conftest import TOKENS, Secure, secure_server
 
 PREFIXES = ["/api/v1", "/apis/apps/v1", "/apis/resource.k8s.io/v1", "/apis/rbac.authorization.k8s.io/v1",
             "/apis/authorization.k8s.io/v1", "/apis/authentication.k8s.io/v1", "/apis/autoscaling/v2",

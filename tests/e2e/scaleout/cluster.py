@@ -23,7 +23,9 @@ from typing import Any
 
 import aiohttp
 
-ROOT = Path(__file__).resolve().parents[2]
+from cp import testing
+
+ROOT = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 60.0
 PR_SET_PDEATHSIG = 1
 
@@ -123,10 +125,10 @@ class Cluster:
         return child
 
     async def _ready(self, child: Child, data_dir: Path) -> None:
-        deadline = time.monotonic() + READY_TIMEOUT
         kubeconfig = data_dir / "kubeconfig"
         async with aiohttp.ClientSession() as http:
-            while time.monotonic() < deadline:
+
+            async def ready() -> bool:
                 assert child.process is not None
                 if child.process.returncode is not None:
                     raise AssertionError(f"{child.name} exited with {child.process.returncode}:\n{child.tail()}")
@@ -137,10 +139,13 @@ class Cluster:
                 if child.url:
                     with contextlib.suppress(aiohttp.ClientError, OSError):
                         async with http.get(child.url + "/readyz") as r:
-                            if r.status == 200:
-                                return
-                await asyncio.sleep(0.05)
-        raise AssertionError(f"{child.name} not ready after {READY_TIMEOUT} s:\n{child.tail()}")
+                            return r.status == 200
+                return False
+
+            try:
+                await testing.eventually(ready, within=READY_TIMEOUT, interval=0.05, what=f"{child.name} ready")
+            except testing.NotMet:
+                raise AssertionError(f"{child.name} not ready after {READY_TIMEOUT} s:\n{child.tail()}") from None
 
     def logs(self) -> str:
         return "\n".join(f"--- {c.name} (pid {c.process.pid if c.process else '-'}) ---\n{c.tail()}"

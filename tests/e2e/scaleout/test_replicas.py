@@ -20,8 +20,9 @@ import pytest
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from cp import clock as clocks
+from cp.testing import eventually
 from storage import factory, log
-from tests.scaleout import cluster as clusters
+from tests.e2e.scaleout import cluster as clusters
 
 pytestmark = pytest.mark.postgres
 
@@ -194,9 +195,8 @@ async def test_a_killed_replica_s_watchers_resume_on_the_other_without_gaps_or_d
                 every.stop_at(last)
                 one_ns.stop_at(last_ns1)
                 await asyncio.gather(every.wait(10), one_ns.wait(10))
-                deadline = time.monotonic() + 10
-                while int(informer.resource_version or 0) < last and time.monotonic() < deadline:
-                    await asyncio.sleep(0.05)
+                await eventually(lambda: int(informer.resource_version or 0) >= last, within=10,
+                                 what=f"the informer at revision {last}")
             finally:
                 for task in tasks:
                     task.cancel()
