@@ -6,7 +6,8 @@ for the kinds we serve; unknown kinds get Name and Age. Ages are rendered like a
 `../shared/reference/kubectl-compat.md` §4.
 
 Row builders run once per object on lists of up to 10,000 objects, so they read the raw dicts
-directly and avoid helpers in the hot path. A row depends on its object only: ages are `Since` cells,
+directly; the pod printer, the one with real rules, is a handful of small functions (one per cell
+rule: init containers, containers, deletion, restarts, readiness gates). A row depends on its object only: ages are `Since` cells,
 rendered with the table's `now` (unix seconds, passed in), so `RowCache` can keep rows between
 requests. Pure; no I/O.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, NamedTuple
@@ -326,10 +327,7 @@ def _node_row(o: Obj) -> list[Any]:
     for cond in status.get("conditions") or ():
         if cond.get("type") == "Ready":
             ready = cond  # the last one wins, as in upstream's condition map
-    if ready is None:
-        state = "Unknown"
-    else:
-        state = "Ready" if ready.get("status") == "True" else "NotReady"
+    state = "Unknown" if ready is None else "Ready" if ready.get("status") == "True" else "NotReady"
     if spec.get("unschedulable"):
         state += ",SchedulingDisabled"
     roles: set[str] = set()
@@ -364,143 +362,180 @@ def _node_row(o: Obj) -> list[Any]:
 def _cond_true(conditions: Any, ctype: str) -> bool:
     for c in conditions:
         if c.get("type") == ctype:
-            return c.get("status") == "True"
+            return bool(c.get("status") == "True")
     return False
 
 
+class _PodTally:
+    """What the pod printer gathers over the container statuses: the STATUS reason, ready containers,
+    restarts and the last restart (all containers, and the sidecars' alone)."""
+
+    __slots__ = ("last", "ready", "reason", "restarts", "sidecar_last", "sidecar_restarts")
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.ready = 0
+        self.restarts = 0
+        self.last: float | None = None
+        self.sidecar_restarts = 0
+        self.sidecar_last: float | None = None
+
+
 def _pod_row(o: Obj) -> list[Any]:
+    """kubectl's pod printer: NAME READY STATUS RESTARTS AGE IP NODE NOMINATED NODE READINESS GATES."""
     meta = o.get("metadata") or _E
     spec = o.get("spec") or _E
     status = o.get("status") or _E
-    total = len(spec.get("containers") or ())
     init_specs = spec.get("initContainers")
-    sidecars: frozenset[str] | tuple[()] = ()
-    if init_specs:
-        sidecars = frozenset(c.get("name") for c in init_specs if c.get("restartPolicy") == "Always")
-        total += len(sidecars)
+    sidecars = _sidecar_names(init_specs)
+    total = len(spec.get("containers") or ()) + len(sidecars)
     phase = status.get("phase") or ""
-    reason = status.get("reason") or phase
     conditions = status.get("conditions") or ()
+    tally = _PodTally(_scheduling_reason(status.get("reason") or phase, conditions))
+    initializing = _tally_init_containers(tally, status.get("initContainerStatuses"), len(init_specs or ()),
+                                          sidecars)
+    if not initializing or _cond_true(conditions, "Initialized"):
+        tally.restarts = tally.sidecar_restarts
+        tally.last = tally.sidecar_last
+        _tally_containers(tally, status.get("containerStatuses"), conditions)
+    return [
+        meta.get("name", ""),
+        f"{tally.ready}/{total}",
+        _deletion_reason(meta, status, phase, tally.reason),
+        _restarts_cell(tally.restarts, tally.last),
+        _since(meta.get("creationTimestamp")),
+        _pod_ip(status) or "<none>",
+        spec.get("nodeName") or "<none>",
+        status.get("nominatedNodeName") or "<none>",
+        _readiness_gates_cell(spec.get("readinessGates"), conditions),
+    ]
+
+
+def _sidecar_names(init_specs: Any) -> frozenset[str] | tuple[()]:
+    """Init containers with restartPolicy Always (sidecars count among the pod's containers)."""
+    if not init_specs:
+        return ()
+    return frozenset(c.get("name") for c in init_specs if c.get("restartPolicy") == "Always")
+
+
+def _scheduling_reason(reason: str, conditions: Any) -> str:
     for c in conditions:
         if c.get("reason") == "SchedulingGated" and c.get("type") == "PodScheduled":
             reason = "SchedulingGated"
+    return reason
 
-    ready = 0
-    restarts = 0
-    last: float | None = None
-    sidecar_restarts = 0
-    sidecar_last: float | None = None
-    initializing = False
-    init_statuses = status.get("initContainerStatuses")
-    if init_statuses:
-        n_init = len(init_specs or ())
-        for i, cs in enumerate(init_statuses):
-            count = cs.get("restartCount") or 0
-            restarts += count
-            finished = None
-            prev = (cs.get("lastState") or _E).get("terminated")
-            if prev is not None:
-                finished = _epoch(prev.get("finishedAt"))
-                if finished is not None and (last is None or finished > last):
-                    last = finished
-            sidecar = cs.get("name") in sidecars
-            if sidecar:
-                sidecar_restarts += count
-                if finished is not None and (sidecar_last is None or finished > sidecar_last):
-                    sidecar_last = finished
-            state = cs.get("state") or _E
-            term = state.get("terminated")
-            if term is not None and not term.get("exitCode"):
-                continue
-            if sidecar and cs.get("started"):
-                if cs.get("ready"):
-                    ready += 1
-                continue
-            if term is not None:
-                why = term.get("reason")
-                if why:
-                    reason = "Init:" + why
-                elif term.get("signal"):
-                    reason = f"Init:Signal:{term['signal']}"
-                else:
-                    reason = f"Init:ExitCode:{term.get('exitCode') or 0}"
-            else:
-                why = (state.get("waiting") or _E).get("reason")
-                if why and why != "PodInitializing":
-                    reason = "Init:" + why
-                else:
-                    reason = f"Init:{i}/{n_init}"
-            initializing = True
-            break
 
-    if not initializing or _cond_true(conditions, "Initialized"):
-        restarts = sidecar_restarts
-        last = sidecar_last
-        running = False
-        for cs in reversed(status.get("containerStatuses") or ()):
-            count = cs.get("restartCount")
-            if count:
-                restarts += count
-            prev = (cs.get("lastState") or _E).get("terminated")
-            if prev is not None:
-                finished = _epoch(prev.get("finishedAt"))
-                if finished is not None and (last is None or finished > last):
-                    last = finished
-            state = cs.get("state") or _E
-            waiting = state.get("waiting")
-            if waiting is not None and waiting.get("reason"):
-                reason = waiting["reason"]
-                continue
-            term = state.get("terminated")
-            if term is not None:
-                why = term.get("reason")
-                if why:
-                    reason = why
-                elif term.get("signal"):
-                    reason = f"Signal:{term['signal']}"
-                else:
-                    reason = f"ExitCode:{term.get('exitCode') or 0}"
-            elif cs.get("ready") and state.get("running") is not None:
-                running = True
-                ready += 1
-        if reason == "Completed" and running:
-            reason = "Running" if _cond_true(conditions, "Ready") else "NotReady"
+def _later(last: float | None, finished: float | None) -> float | None:
+    return finished if finished is not None and (last is None or finished > last) else last
 
+
+def _finished_at(cs: Obj) -> float | None:
+    """When the container's previous run ended (None without a terminated last state)."""
+    prev = (cs.get("lastState") or _E).get("terminated")
+    return _epoch(prev.get("finishedAt")) if prev is not None else None
+
+
+def _terminated_reason(term: Obj) -> Any:
+    why = term.get("reason")
+    if why:
+        return why
+    if term.get("signal"):
+        return f"Signal:{term['signal']}"
+    return f"ExitCode:{term.get('exitCode') or 0}"
+
+
+def _init_reason(state: Obj, term: Obj | None, index: int, n_init: int) -> str:
+    reason: str
+    if term is not None:
+        reason = "Init:" + _terminated_reason(term)
+        return reason
+    why = (state.get("waiting") or _E).get("reason")
+    if why and why != "PodInitializing":
+        reason = "Init:" + why
+        return reason
+    return f"Init:{index}/{n_init}"
+
+
+def _tally_init_containers(tally: _PodTally, statuses: Any, n_init: int, sidecars: Container[str]) -> bool:
+    """Count the init containers' restarts and ready sidecars; True (and the reason set) when one is
+    still initializing."""
+    for i, cs in enumerate(statuses or ()):
+        count = cs.get("restartCount") or 0
+        tally.restarts += count
+        finished = _finished_at(cs)
+        tally.last = _later(tally.last, finished)
+        sidecar = cs.get("name") in sidecars
+        if sidecar:
+            tally.sidecar_restarts += count
+            tally.sidecar_last = _later(tally.sidecar_last, finished)
+        state = cs.get("state") or _E
+        term = state.get("terminated")
+        if term is not None and not term.get("exitCode"):
+            continue
+        if sidecar and cs.get("started"):
+            if cs.get("ready"):
+                tally.ready += 1
+            continue
+        tally.reason = _init_reason(state, term, i, n_init)
+        return True
+    return False
+
+
+def _tally_containers(tally: _PodTally, statuses: Any, conditions: Any) -> None:
+    """The regular containers, last first (the first container's state wins the reason)."""
+    running = False
+    for cs in reversed(statuses or ()):
+        count = cs.get("restartCount")
+        if count:
+            tally.restarts += count
+        tally.last = _later(tally.last, _finished_at(cs))
+        state = cs.get("state") or _E
+        waiting = state.get("waiting")
+        if waiting is not None and waiting.get("reason"):
+            tally.reason = waiting["reason"]
+            continue
+        term = state.get("terminated")
+        if term is not None:
+            tally.reason = _terminated_reason(term)
+        elif cs.get("ready") and state.get("running") is not None:
+            running = True
+            tally.ready += 1
+    if tally.reason == "Completed" and running:
+        tally.reason = "Running" if _cond_true(conditions, "Ready") else "NotReady"
+
+
+def _deletion_reason(meta: Obj, status: Obj, phase: str, reason: str) -> str:
     if meta.get("deletionTimestamp"):
         if status.get("reason") == "NodeLost":
-            reason = "Unknown"
-        elif phase != "Succeeded" and phase != "Failed":
-            reason = "Terminating"
+            return "Unknown"
+        if phase != "Succeeded" and phase != "Failed":
+            return "Terminating"
+    return reason
 
-    restarts_cell: Any = str(restarts)
+
+def _restarts_cell(restarts: int, last: float | None) -> Any:
     if restarts and last is not None:
-        restarts_cell = Since(last, prefix=f"{restarts} (", suffix=" ago)")
+        return Since(last, prefix=f"{restarts} (", suffix=" ago)")
+    return str(restarts)
 
+
+def _pod_ip(status: Obj) -> Any:
     ips = status.get("podIPs")
-    ip = (ips[0] or _E).get("ip") if ips else status.get("podIP")
-    gates_cell = "<none>"
-    gates = spec.get("readinessGates")
-    if gates:
-        ok = 0
-        for g in gates:
-            want = g.get("conditionType")
-            for c in conditions:
-                if c.get("type") == want:
-                    if c.get("status") == "True":
-                        ok += 1
-                    break
-        gates_cell = f"{ok}/{len(gates)}"
-    return [
-        meta.get("name", ""),
-        f"{ready}/{total}",
-        reason,
-        restarts_cell,
-        _since(meta.get("creationTimestamp")),
-        ip or "<none>",
-        spec.get("nodeName") or "<none>",
-        status.get("nominatedNodeName") or "<none>",
-        gates_cell,
-    ]
+    return (ips[0] or _E).get("ip") if ips else status.get("podIP")
+
+
+def _readiness_gates_cell(gates: Any, conditions: Any) -> str:
+    if not gates:
+        return "<none>"
+    ok = 0
+    for g in gates:
+        want = g.get("conditionType")
+        for c in conditions:
+            if c.get("type") == want:
+                if c.get("status") == "True":
+                    ok += 1
+                break
+    return f"{ok}/{len(gates)}"
 
 
 def _event_row(o: Obj) -> list[Any]:
@@ -794,7 +829,8 @@ def _object_mode(include_object: str) -> int:
 
 
 def _pod_conditions(o: Obj) -> list[dict[str, Any]] | None:
-    return _POD_DONE.get((o.get("status") or _E).get("phase"))
+    phase: Any = (o.get("status") or _E).get("phase")
+    return _POD_DONE.get(phase)
 
 
 def _table(rows: list[dict[str, Any]], *, group: str, kind: str, resource_version: str, continue_token: str,
