@@ -382,34 +382,33 @@ def _pod_row(o: Obj) -> list[Any]:
     spec = o.get("spec") or _E
     status = o.get("status") or _E
     init_specs = spec.get("initContainers")
-    sidecars = _sidecar_names(init_specs)
+    sidecars: frozenset[str] | tuple[()] = _sidecar_names(init_specs) if init_specs else ()
     total = len(spec.get("containers") or ()) + len(sidecars)
     phase = status.get("phase") or ""
     conditions = status.get("conditions") or ()
     tally = _PodTally(_scheduling_reason(status.get("reason") or phase, conditions))
-    initializing = _tally_init_containers(tally, status.get("initContainerStatuses"), len(init_specs or ()),
-                                          sidecars)
+    init_statuses = status.get("initContainerStatuses")
+    initializing = init_statuses and _tally_init_containers(tally, init_statuses, len(init_specs or ()), sidecars)
     if not initializing or _cond_true(conditions, "Initialized"):
         tally.restarts = tally.sidecar_restarts
         tally.last = tally.sidecar_last
         _tally_containers(tally, status.get("containerStatuses"), conditions)
+    gates = spec.get("readinessGates")
     return [
         meta.get("name", ""),
         f"{tally.ready}/{total}",
-        _deletion_reason(meta, status, phase, tally.reason),
+        _deletion_reason(meta, status, phase, tally.reason) if meta.get("deletionTimestamp") else tally.reason,
         _restarts_cell(tally.restarts, tally.last),
         _since(meta.get("creationTimestamp")),
         _pod_ip(status) or "<none>",
         spec.get("nodeName") or "<none>",
         status.get("nominatedNodeName") or "<none>",
-        _readiness_gates_cell(spec.get("readinessGates"), conditions),
+        _readiness_gates_cell(gates, conditions) if gates else "<none>",
     ]
 
 
-def _sidecar_names(init_specs: Any) -> frozenset[str] | tuple[()]:
+def _sidecar_names(init_specs: Any) -> frozenset[str]:
     """Init containers with restartPolicy Always (sidecars count among the pod's containers)."""
-    if not init_specs:
-        return ()
     return frozenset(c.get("name") for c in init_specs if c.get("restartPolicy") == "Always")
 
 
@@ -478,33 +477,37 @@ def _tally_init_containers(tally: _PodTally, statuses: Any, n_init: int, sidecar
 
 def _tally_containers(tally: _PodTally, statuses: Any, conditions: Any) -> None:
     """The regular containers, last first (the first container's state wins the reason)."""
+    reason, ready, restarts, last = tally.reason, tally.ready, tally.restarts, tally.last
     running = False
     for cs in reversed(statuses or ()):
         count = cs.get("restartCount")
         if count:
-            tally.restarts += count
-        tally.last = _later(tally.last, _finished_at(cs))
+            restarts += count
+        prev = (cs.get("lastState") or _E).get("terminated")
+        if prev is not None:
+            last = _later(last, _epoch(prev.get("finishedAt")))
         state = cs.get("state") or _E
         waiting = state.get("waiting")
         if waiting is not None and waiting.get("reason"):
-            tally.reason = waiting["reason"]
+            reason = waiting["reason"]
             continue
         term = state.get("terminated")
         if term is not None:
-            tally.reason = _terminated_reason(term)
+            reason = _terminated_reason(term)
         elif cs.get("ready") and state.get("running") is not None:
             running = True
-            tally.ready += 1
-    if tally.reason == "Completed" and running:
-        tally.reason = "Running" if _cond_true(conditions, "Ready") else "NotReady"
+            ready += 1
+    if reason == "Completed" and running:
+        reason = "Running" if _cond_true(conditions, "Ready") else "NotReady"
+    tally.reason, tally.ready, tally.restarts, tally.last = reason, ready, restarts, last
 
 
 def _deletion_reason(meta: Obj, status: Obj, phase: str, reason: str) -> str:
-    if meta.get("deletionTimestamp"):
-        if status.get("reason") == "NodeLost":
-            return "Unknown"
-        if phase != "Succeeded" and phase != "Failed":
-            return "Terminating"
+    """The reason of a pod being deleted."""
+    if status.get("reason") == "NodeLost":
+        return "Unknown"
+    if phase != "Succeeded" and phase != "Failed":
+        return "Terminating"
     return reason
 
 
@@ -520,8 +523,6 @@ def _pod_ip(status: Obj) -> Any:
 
 
 def _readiness_gates_cell(gates: Any, conditions: Any) -> str:
-    if not gates:
-        return "<none>"
     ok = 0
     for g in gates:
         want = g.get("conditionType")
