@@ -388,7 +388,8 @@ def _pod_row(o: Obj) -> list[Any]:
     conditions = status.get("conditions") or ()
     tally = _PodTally(_scheduling_reason(status.get("reason") or phase, conditions))
     init_statuses = status.get("initContainerStatuses")
-    initializing = init_statuses and _tally_init_containers(tally, init_statuses, len(init_specs or ()), sidecars)
+    initializing = init_statuses and _tally_init_containers(tally, init_statuses, n_init=len(init_specs or ()),
+                                                            sidecars=sidecars)
     if not initializing or _cond_true(conditions, "Initialized"):
         tally.restarts = tally.sidecar_restarts
         tally.last = tally.sidecar_last
@@ -397,7 +398,7 @@ def _pod_row(o: Obj) -> list[Any]:
     return [
         meta.get("name", ""),
         f"{tally.ready}/{total}",
-        _deletion_reason(meta, status, phase, tally.reason) if meta.get("deletionTimestamp") else tally.reason,
+        _deletion_reason(status, phase=phase, reason=tally.reason) if meta.get("deletionTimestamp") else tally.reason,
         _restarts_cell(tally.restarts, tally.last),
         _since(meta.get("creationTimestamp")),
         _pod_ip(status) or "<none>",
@@ -438,7 +439,7 @@ def _terminated_reason(term: Obj) -> Any:
     return f"ExitCode:{term.get('exitCode') or 0}"
 
 
-def _init_reason(state: Obj, term: Obj | None, index: int, n_init: int) -> str:
+def _init_reason(state: Obj, term: Obj | None, *, index: int, n_init: int) -> str:
     reason: str
     if term is not None:
         reason = "Init:" + _terminated_reason(term)
@@ -450,7 +451,7 @@ def _init_reason(state: Obj, term: Obj | None, index: int, n_init: int) -> str:
     return f"Init:{index}/{n_init}"
 
 
-def _tally_init_containers(tally: _PodTally, statuses: Any, n_init: int, sidecars: Container[str]) -> bool:
+def _tally_init_containers(tally: _PodTally, statuses: Any, *, n_init: int, sidecars: Container[str]) -> bool:
     """Count the init containers' restarts and ready sidecars; True (and the reason set) when one is
     still initializing."""
     for i, cs in enumerate(statuses or ()):
@@ -470,7 +471,7 @@ def _tally_init_containers(tally: _PodTally, statuses: Any, n_init: int, sidecar
             if cs.get("ready"):
                 tally.ready += 1
             continue
-        tally.reason = _init_reason(state, term, i, n_init)
+        tally.reason = _init_reason(state, term, index=i, n_init=n_init)
         return True
     return False
 
@@ -502,7 +503,7 @@ def _tally_containers(tally: _PodTally, statuses: Any, conditions: Any) -> None:
     tally.reason, tally.ready, tally.restarts, tally.last = reason, ready, restarts, last
 
 
-def _deletion_reason(meta: Obj, status: Obj, phase: str, reason: str) -> str:
+def _deletion_reason(status: Obj, *, phase: str, reason: str) -> str:
     """The reason of a pod being deleted."""
     if status.get("reason") == "NodeLost":
         return "Unknown"

@@ -49,7 +49,7 @@ def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,
 
 def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str, namespaced: bool) -> None:
     errs: list[Cause] = []
-    rules = rules_for(group, kind)
+    rules = rules_for(group=group, kind=kind)
     meta = meta_of(obj)
     if rules is None:
         validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
@@ -61,7 +61,7 @@ def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str,
 def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, version: str, kind: str,
                     subresource: str = "") -> None:
     errs: list[Cause] = []
-    rules = rules_for(group, kind)
+    rules = rules_for(group=group, kind=kind)
     meta, old_meta = meta_of(new), meta_of(old)
     validate_object_meta_update(meta, old_meta, errs)
     if rules is not None:

@@ -39,5 +39,5 @@ def register_all(table: dict[tuple[str, str], Rules]) -> None:
     _RULES.update(table)
 
 
-def rules_for(group: str, kind: str) -> Rules | None:
+def rules_for(*, group: str, kind: str) -> Rules | None:
     return _RULES.get((group, kind))
