@@ -8,7 +8,10 @@ API server does. Excluded: the HTTP round trip (tests/api covers it).
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -525,6 +528,14 @@ def test_cel_selectors_compile_in_the_allocators_environment() -> None:
     assert texts(create_causes(obj)) == [
         "spec.devices.requests[0].exactly.selectors[1].cel.expression: Invalid value: \"devic.driver == 'x'\": "
         "compilation failed: ERROR: <input>:1:1: undeclared reference to 'devic' (in container '')"]
+
+
+def test_the_cel_environment_loads_on_the_first_selector_only() -> None:
+    """Importing the rules (as `cplane serve` does at start-up) does not load the `cel` extension."""
+    probe = "import sys, cp.validation; print('cel' in sys.modules, 'cp.dra.celenv' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parents[2])
+    assert out.stdout.split() == ["False", "False"]
 
 
 ALLOCATED = {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-1",
