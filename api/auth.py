@@ -1101,7 +1101,5 @@ def redact(headers: Mapping[str, str]) -> dict[str, str]:
             for k, v in headers.items()}
 
 
-rbac.install_validation()
-
 __all__ = ["AUTH", "AdmittingStore", "AuthConfig", "Authenticator", "Credentials", "Limits", "RequestInfo",
            "bootstrap_policy", "ensure_credentials", "middleware", "request_info", "routes"]

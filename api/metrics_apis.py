@@ -747,7 +747,7 @@ def _rules(check_spec: Any) -> Any:
     def update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
         check_spec(_d(new.get("spec")), errs)
 
-    return v._Rules(create, update)
+    return v.Rules(create, update)
 
 
 v.register(res.SIM_GROUP, "ExternalMetric", _rules(_external_spec))

@@ -26,25 +26,6 @@ class Running(msgspec.Struct, kw_only=True):
     auth: Any = None  # api.auth.AuthConfig when serving TLS with authentication (issue #10)
 
 
-def install_cel_checker() -> None:
-    """Reject device selectors that do not compile (422 at create time, as kube-apiserver does),
-    with the allocator's own CEL environment so that both agree on what compiles. The environment
-    (a Rust extension) loads on the first selector to check, not at start-up."""
-    from cp import validation
-
-    cache: list[Any] = []
-
-    def check(expression: str) -> str | None:
-        if not cache:
-            from cp.dra import celenv
-
-            cache.append(celenv.CelCache())
-        error: str | None = cache[0].compile(expression).error
-        return error
-
-    validation.set_cel_checker(check)
-
-
 def open_log(url: str) -> log.EventLog:
     if url in ("memory:", "memory://"):
         from storage import memory
@@ -119,7 +100,6 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     from api import auth as auths
 
     data_dir.mkdir(parents=True, exist_ok=True)
-    install_cel_checker()
     options = dict(app_options or {})
     config = None
     ssl_context = None

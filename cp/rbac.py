@@ -477,31 +477,6 @@ def validate(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[tupl
     return errs
 
 
-def _path_segment_name(name: str, prefix: bool) -> list[str]:
-    """apimachinery `path.IsValidPathSegmentName` (`...Prefix` for generateName)."""
-    out = []
-    if not prefix and name in (".", ".."):
-        out.append(f"may not be '{name}'")
-    out.extend(f"may not contain '{c}'" for c in "/%" if c in name)
-    return out
-
-
-def install_validation() -> None:
-    """Register RBAC validation with `cp.validation` (names are path segments, not DNS names)."""
-    from cp import validation as v
-    from cp.errors import Cause
-
-    def create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
-        v.validate_object_meta(meta, errs, namespaced=namespaced, name_fn=_path_segment_name)
-        errs.extend(Cause(t, f, d, val) for t, f, d, val in validate(obj, None))
-
-    def update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
-        errs.extend(Cause(t, f, d, val) for t, f, d, val in validate(new, old))
-
-    for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"):
-        v.register(GROUP, kind, v._Rules(create, update))
-
-
 def default_subjects(obj: dict[str, Any]) -> None:
     """Upstream defaulting: User and Group subjects get apiGroup rbac.authorization.k8s.io."""
     subjects = obj.get("subjects")

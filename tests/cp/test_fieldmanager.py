@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from cp import defaulting, errors, fieldmanager
+from cp import defaulting, errors, fieldmanager, typed
 from cp import fieldpath as fp
 from cp import resources as res
 
@@ -170,14 +170,14 @@ def test_untyped_kinds() -> None:
 def test_schema_conversion_of_patch_strategies() -> None:
     """Without x-kubernetes-list-type, a merge patch strategy makes a list associative (by its merge key,
     or a set without one) as kube-openapi's schema converter does; otherwise lists are atomic."""
-    t = fieldmanager._compile({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}},
+    t = typed.compile_schema({"type": "array", "items": {"type": "object", "properties": {"n": {"type": "string"}}},
                                "x-kubernetes-patch-strategy": "merge", "x-kubernetes-patch-merge-key": "n"})
     assert (t.atomic, t.keys) == (False, ("n",))
-    t = fieldmanager._compile({"type": "array", "items": {"type": "string"}, "x-kubernetes-patch-strategy": "merge"})
+    t = typed.compile_schema({"type": "array", "items": {"type": "string"}, "x-kubernetes-patch-strategy": "merge"})
     assert (t.atomic, t.keys) == (False, ())
-    t = fieldmanager._compile({"type": "array", "items": {"type": "string"}})
+    t = typed.compile_schema({"type": "array", "items": {"type": "string"}})
     assert t.atomic
-    t = fieldmanager._compile({"type": "object", "additionalProperties": {"type": "string"},
+    t = typed.compile_schema({"type": "object", "additionalProperties": {"type": "string"},
                                "x-kubernetes-map-type": "atomic"})
     assert t.atomic
 

@@ -2,7 +2,7 @@
 all-namespaces, labels, sorting, pagination and watching.
 
 In scope: the output a user sees (kubectl-compat.md §4, §5). Out of scope: Table cell rules in
-detail (tests/core/ for cp.tables), watch semantics over raw HTTP (tests/api/test_api_watch.py).
+detail (tests/cp/ for cp.tables), watch semantics over raw HTTP (tests/api/test_api_watch.py).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 server-side), diff, replace, patch, label, annotate, edit and scale.
 
 In scope: what a user sees, and that the change really landed (read back with `get`).
-Out of scope: patch semantics in depth (tests/core/ for cp.patching), raw HTTP (tests/api/).
+Out of scope: patch semantics in depth (tests/cp/ for cp.patching), raw HTTP (tests/api/).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from controllers import scheduler
 from cp.dra import AllocationError, Allocator, CelCache, NodeAllocationError
 from cp.scheduling import explain
-from tests.dra import test_allocator as table
+from tests.cp.dra import test_allocator as table
 
 
 def _outcome(allocator: Allocator, case_node: dict[str, Any], claims: list[dict[str, Any]],

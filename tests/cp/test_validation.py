@@ -1,19 +1,23 @@
-"""cp/validation.py: structural decoding checks and per-kind validation.
+"""cp/validation/: structural decoding checks and per-kind validation.
 
 Tables of cases whose expected error types, field paths and messages were written from upstream
 behaviour (apimachinery field errors, `pkg/apis/*/validation`). Objects are defaulted first, as the
-API server does. Excluded: the HTTP round trip (tests/api covers it) and CEL compilation (a hook).
+API server does. Excluded: the HTTP round trip (tests/api covers it).
 """
 
 from __future__ import annotations
 
 import copy
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cp import defaulting, errors, validation
+from cp.validation import dra_fields
 
 # ---------------------------------------------------------------- fixtures
 
@@ -501,23 +505,37 @@ def test_claim_spec_is_immutable() -> None:
     assert update_causes(copy.deepcopy(old), old) == []
 
 
-def test_cel_checker_hook() -> None:
+def test_cel_checker_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[str] = []
 
     def checker(expr: str) -> str | None:
         seen.append(expr)
         return "compilation failed: undeclared reference to 'devic'" if "devic." in expr else None
 
-    validation.set_cel_checker(checker)
-    try:
-        obj = claim({"name": "gpu", "exactly": {"deviceClassName": "c", "selectors": [
-            {"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "devic.driver == 'x'"}}]}})
-        assert texts(create_causes(obj)) == [
-            "spec.devices.requests[0].exactly.selectors[1].cel.expression: Invalid value: \"devic.driver == 'x'\": "
-            "compilation failed: undeclared reference to 'devic'"]
-        assert seen == ["device.driver == 'x'", "devic.driver == 'x'"]
-    finally:
-        validation.set_cel_checker(None)
+    monkeypatch.setattr(dra_fields, "cel_compile_error", checker)
+    obj = claim({"name": "gpu", "exactly": {"deviceClassName": "c", "selectors": [
+        {"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "devic.driver == 'x'"}}]}})
+    assert texts(create_causes(obj)) == [
+        "spec.devices.requests[0].exactly.selectors[1].cel.expression: Invalid value: \"devic.driver == 'x'\": "
+        "compilation failed: undeclared reference to 'devic'"]
+    assert seen == ["device.driver == 'x'", "devic.driver == 'x'"]
+
+
+def test_cel_selectors_compile_in_the_allocators_environment() -> None:
+    """No install step: the DRA rules compile selectors with `cp.dra.celenv` themselves."""
+    obj = claim({"name": "gpu", "exactly": {"deviceClassName": "c", "selectors": [
+        {"cel": {"expression": "device.driver == 'x'"}}, {"cel": {"expression": "devic.driver == 'x'"}}]}})
+    assert texts(create_causes(obj)) == [
+        "spec.devices.requests[0].exactly.selectors[1].cel.expression: Invalid value: \"devic.driver == 'x'\": "
+        "compilation failed: ERROR: <input>:1:1: undeclared reference to 'devic' (in container '')"]
+
+
+def test_the_cel_environment_loads_on_the_first_selector_only() -> None:
+    """Importing the rules (as `cplane serve` does at start-up) does not load the `cel` extension."""
+    probe = "import sys, cp.validation; print('cel' in sys.modules, 'cp.dra.celenv' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parents[2])
+    assert out.stdout.split() == ["False", "False"]
 
 
 ALLOCATED = {"devices": {"results": [{"request": "gpu", "driver": "gpu.example.com", "pool": "node-1",

@@ -30,7 +30,7 @@ from cp.dra import (
     Features,
     NodeAllocationError,
 )
-from tests.dra.builders import (
+from tests.cp.dra.builders import (
     ALL,
     CLASS_A,
     CLASS_B,

@@ -6,7 +6,7 @@ command with `--dry-run=client -o json`, i.e. the JSON body of the JSON path. Th
 `kubectl` rerun the commands live and check that the fixtures are still what kubectl sends.
 Regenerate them with:
 
-    .venv/bin/python tests/core/test_protobuf.py --regen
+    .venv/bin/python tests/cp/test_protobuf.py --regen
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from cp.dra.extended import (
     is_dra_extended_resource_name,
     pod_extended_resource_claim_status,
 )
-from tests.dra.builders import classes, device, device_class, node, rslice
+from tests.cp.dra.builders import classes, device, device_class, node, rslice
 
 GPU = "example.com/gpu"
 GPU_CLASSES = classes(device_class("gpu.example.com", "driver-a", extended=GPU), device_class("fpga", "driver-b"))

@@ -1,0 +1,87 @@
+"""Structural checks and semantic validation of served objects, as kube-apiserver performs them.
+
+`check_structure` decodes against the official schema (see `cp/structure.py`); `validate_create`
+and `validate_update` run the per-kind rules of upstream's `pkg/apis/*/validation` and raise one
+`errors.Invalid` that carries every cause found (upstream aggregates). Field paths, error types and
+messages follow upstream (`field.Invalid`, `Required`, `NotSupported`...). Pure.
+
+The package: `common` (shared helpers and apimachinery's string formats), `meta` (object metadata,
+label selectors), `registry` (the per-kind rules table), and one rule module per API area — `pod`,
+`workloads` (apps, autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and
+`dra_slices` (resource.k8s.io, sharing `dra_fields`), `rbac`. Every rule module declares its `RULES`;
+they are all registered here, at import, with no install step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cp import errors, structure
+from cp.errors import Cause
+from cp.validation import core, dra_claims, dra_slices, pod, rbac, workloads
+from cp.validation.common import (
+    GoValue,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    is_qualified_name,
+    meta_of,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    validate_labels,
+    validate_path_segment_name,
+)
+from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
+from cp.validation.registry import Rules, register, register_all, rules_for
+
+for _module in (pod, workloads, core, dra_claims, dra_slices, rbac):
+    register_all(_module.RULES)
+
+
+def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,
+                    field_validation: str) -> tuple[dict[str, Any], list[str]]:
+    """Type-check `obj` against the kind's schema; handle unknown fields per `field_validation`.
+
+    Returns the (possibly cleaned) object and warnings. Raises `errors.BadRequest`.
+    """
+    return structure.check(obj, group=group, version=version, kind=kind, field_validation=field_validation)
+
+
+def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str, namespaced: bool) -> None:
+    errs: list[Cause] = []
+    rules = rules_for(group=group, kind=kind)
+    meta = meta_of(obj)
+    if rules is None:
+        validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    else:
+        rules.create(obj, meta, errs, namespaced)
+    _raise(errs, obj, group=group, kind=kind)
+
+
+def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, version: str, kind: str,
+                    subresource: str = "") -> None:
+    errs: list[Cause] = []
+    rules = rules_for(group=group, kind=kind)
+    meta, old_meta = meta_of(new), meta_of(old)
+    validate_object_meta_update(meta, old_meta, errs)
+    if rules is not None:
+        if subresource == "status":
+            if rules.status_update is not None:
+                rules.status_update(new, old, errs)
+        elif rules.update is not None:
+            rules.update(new, old, errs)
+    _raise(errs, new, group=group, kind=kind)
+
+
+def _raise(errs: list[Cause], obj: dict[str, Any], *, group: str, kind: str) -> None:
+    if errs:
+        name = str(meta_of(obj).get("name") or "")
+        raise errors.Invalid(kind=kind, group=group, name=name, causes=errs)
+
+
+__all__ = [
+    "GoValue", "Rules", "check_structure", "is_dns1123_label", "is_dns1123_subdomain", "is_label_value",
+    "is_qualified_name", "name_is_dns_label", "name_is_dns_subdomain", "register", "validate_create",
+    "validate_label_selector", "validate_labels", "validate_object_meta", "validate_path_segment_name",
+    "validate_update",
+]

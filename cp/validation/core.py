@@ -1,0 +1,192 @@
+"""Validation rules for the other core/v1 kinds (Namespace, Node, ConfigMap, Event) and
+coordination.k8s.io/v1 Lease.
+
+Behaviour follows upstream `pkg/apis/core/validation` and `pkg/apis/coordination/validation`. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cp.errors import Cause
+from cp.validation.common import (
+    as_dict,
+    as_list,
+    as_str,
+    each,
+    is_config_map_key,
+    is_dns1123_subdomain,
+    is_int,
+    is_qualified_name,
+    meta_of,
+    name_is_dns_label,
+    name_is_dns_subdomain,
+    parse_quantity,
+)
+from cp.validation.meta import (
+    STANDARD_FINALIZERS,
+    validate_object_meta,
+)
+from cp.validation.pod import (
+    validate_taints,
+)
+from cp.validation.registry import Rules
+
+_CONFIG_MAP_MAX = 1024 * 1024
+
+# ---------------------------------------------------------------- core/v1 others
+
+def _validate_namespace_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause],
+                               namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_label)
+    _validate_namespace_finalizers(obj, errs)
+
+
+def _validate_namespace_finalizers(obj: dict[str, Any], errs: list[Cause]) -> None:
+    for i, f in enumerate(as_list(as_dict(obj.get("spec")).get("finalizers"))):
+        f = as_str(f)
+        path = f"spec.finalizers[{i}]"
+        msgs = is_qualified_name(f)
+        if msgs:
+            each(errs, path, f, msgs)
+        elif "/" not in f and f not in STANDARD_FINALIZERS:
+            errs.append(Cause("Invalid", path, "name is neither a standard finalizer name nor is it fully "
+                              "qualified", f))
+
+
+def _validate_namespace_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _validate_namespace_finalizers(new, errs)
+
+
+def _validate_node_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_subdomain)
+    _validate_node_spec(obj, errs)
+
+
+def _validate_node_spec(obj: dict[str, Any], errs: list[Cause]) -> None:
+    spec = as_dict(obj.get("spec"))
+    validate_taints(spec.get("taints"), "spec.taints", errs)
+    status = as_dict(obj.get("status"))
+    for key in ("capacity", "allocatable"):
+        for name, raw in as_dict(status.get(key)).items():
+            q = parse_quantity(raw)
+            if q is not None and q < 0:
+                errs.append(Cause("Invalid", f"status.{key}[{name}]", "must be greater than or equal to 0", str(raw)))
+
+
+def _validate_node_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _validate_node_spec(new, errs)
+    spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+    old_cidrs = as_list(old_spec.get("podCIDRs"))
+    if old_cidrs and as_list(spec.get("podCIDRs")) != old_cidrs:
+        errs.append(Cause("Forbidden", "spec.podCIDRs", "node updates may not change podCIDR except from \"\" to "
+                          "valid"))
+    if old_spec.get("providerID") and spec.get("providerID") != old_spec.get("providerID"):
+        errs.append(Cause("Forbidden", "spec.providerID", "node updates may not change providerID except from \"\" "
+                          "to valid"))
+
+
+def _validate_configmap_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause],
+                               namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _validate_configmap_data(obj, errs)
+
+
+def _validate_configmap_data(obj: dict[str, Any], errs: list[Cause]) -> None:
+    total = 0
+    data, binary = as_dict(obj.get("data")), as_dict(obj.get("binaryData"))
+    for key, value in data.items():
+        each(errs, "data[" + key + "]", key, is_config_map_key(key))
+        total += len(value.encode()) if isinstance(value, str) else 0
+    for key, value in binary.items():
+        each(errs, "binaryData[" + key + "]", key, is_config_map_key(key))
+        if key in data:
+            errs.append(Cause("Invalid", "data[" + key + "]", "duplicate of key present in binaryData", key))
+        total += len(value) * 3 // 4 if isinstance(value, str) else 0
+    if total > _CONFIG_MAP_MAX:
+        errs.append(Cause("TooLong", "", f"may not be more than {_CONFIG_MAP_MAX} bytes"))
+
+
+def _validate_configmap_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    if old.get("immutable") is True:
+        if new.get("immutable") is not True:
+            errs.append(Cause("Forbidden", "immutable", "field is immutable when `immutable` is set"))
+        if new.get("data") != old.get("data"):
+            errs.append(Cause("Forbidden", "data", "field is immutable when `immutable` is set"))
+        if new.get("binaryData") != old.get("binaryData"):
+            errs.append(Cause("Forbidden", "binaryData", "field is immutable when `immutable` is set"))
+    _validate_configmap_data(new, errs)
+
+
+def _validate_event_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _validate_event(obj, meta, errs)
+
+
+def _validate_event(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause]) -> None:
+    """legacyValidateEvent for core/v1 requests."""
+    involved = as_dict(obj.get("involvedObject"))
+    ns = as_str(meta.get("namespace"))
+    ins = as_str(involved.get("namespace"))
+    mismatch = Cause("Invalid", "involvedObject.namespace", "does not match event.namespace", ins)
+    if not obj.get("eventTime"):
+        if not ins:
+            if ns not in ("", "default"):
+                errs.append(mismatch)
+        elif ns != ins:
+            errs.append(mismatch)
+    else:
+        if not ins and ns not in ("default", "kube-system"):
+            errs.append(mismatch)
+        controller = as_str(obj.get("reportingComponent"))
+        if not controller:
+            errs.append(Cause("Required", "reportingComponent", ""))
+        each(errs, "reportingComponent", controller, is_qualified_name(controller))
+        instance = as_str(obj.get("reportingInstance"))
+        if not instance:
+            errs.append(Cause("Required", "reportingInstance", ""))
+        if len(instance) > 128:
+            errs.append(Cause("Invalid", "reportingInstance", "can have at most 128 characters", ""))
+        for key, limit in (("action", 128), ("reason", 128)):
+            value = as_str(obj.get(key))
+            if not value:
+                errs.append(Cause("Required", key, ""))
+            if len(value) > limit:
+                errs.append(Cause("Invalid", key, f"can have at most {limit} characters", ""))
+        if len(as_str(obj.get("message"))) > 4096:
+            errs.append(Cause("Invalid", "message", "can have at most 4096 characters", ""))
+    each(errs, "namespace", ns, is_dns1123_subdomain(ns))
+
+
+def _validate_event_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _validate_event(new, meta_of(new), errs)
+
+
+def _validate_lease_spec(obj: dict[str, Any], errs: list[Cause]) -> None:
+    spec = as_dict(obj.get("spec"))
+    lds = spec.get("leaseDurationSeconds")
+    if is_int(lds) and lds <= 0:
+        errs.append(Cause("Invalid", "spec.leaseDurationSeconds", "must be greater than 0", lds))
+    lt = spec.get("leaseTransitions")
+    if is_int(lt) and lt < 0:
+        errs.append(Cause("Invalid", "spec.leaseTransitions", "must be greater than or equal to 0", lt))
+
+
+def _validate_lease_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _validate_lease_spec(obj, errs)
+
+
+def _validate_lease_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _validate_lease_spec(new, errs)
+
+
+
+
+RULES = {
+    ("", "Namespace"): Rules(_validate_namespace_create, _validate_namespace_update),
+    ("", "Node"): Rules(_validate_node_create, _validate_node_update),
+    ("", "ConfigMap"): Rules(_validate_configmap_create, _validate_configmap_update),
+    ("", "Event"): Rules(_validate_event_create, _validate_event_update),
+    ("coordination.k8s.io", "Lease"): Rules(_validate_lease_create, _validate_lease_update),
+}
