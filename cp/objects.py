@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 _ALNUM = "bcdfghjklmnpqrstvwxz2456789"  # upstream's utilrand alphabet (no vowels, no 0/1/3)
@@ -72,3 +73,53 @@ def spec_changed(new: dict[str, Any], old: dict[str, Any]) -> bool:
     skip = ("metadata", "status", "kind", "apiVersion")
     keys = (set(new) | set(old)) - set(skip)
     return any(new.get(k) != old.get(k) for k in keys)
+
+
+# ---------------------------------------------------------------------- read-only accessors
+# For objects that must not be edited (informer caches, decoded responses): a missing or malformed
+# section reads as a new empty dict instead of being created in the object, unlike `meta` above.
+
+
+def meta_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`metadata`, or an empty mapping."""
+    m = obj.get("metadata")
+    return m if isinstance(m, Mapping) else {}
+
+
+def spec_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`spec`, or an empty mapping (also for None)."""
+    s = obj.get("spec") if obj is not None else None
+    return s if isinstance(s, Mapping) else {}
+
+
+def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """`status`, or an empty mapping (also for None)."""
+    s = obj.get("status") if obj is not None else None
+    return s if isinstance(s, Mapping) else {}
+
+
+def uid_of(obj: Mapping[str, Any]) -> str:
+    return str(meta_of(obj).get("uid") or "")
+
+
+def resource_version_of(obj: Mapping[str, Any]) -> int:
+    """`metadata.resourceVersion` as a number (0 when missing or not a number)."""
+    try:
+        return int(meta_of(obj).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+def controller_uid_of(obj: Mapping[str, Any]) -> str:
+    """The uid of the owner reference marked `controller: true`, or ""."""
+    for ref in meta_of(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return str(ref.get("uid") or "")
+    return ""
+
+
+def display_key(obj: Mapping[str, Any]) -> str:
+    """`namespace/name` (just `name` for cluster-scoped objects), as klog's KObj prints it."""
+    m = meta_of(obj)
+    ns, name = m.get("namespace") or "", m.get("name") or ""
+    return f"{ns}/{name}" if ns else str(name)
