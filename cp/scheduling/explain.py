@@ -73,7 +73,7 @@ __all__ = [
 API_VERSION = "sim.cplane.dev/v1alpha1"
 KIND = "PodSchedulingExplanation"
 
-# The scheduler's settings (controllers/scheduler.py; tests/why check they stay equal).
+# The scheduler's settings (controllers/scheduler/config.py; tests/why check they stay equal).
 FEATURES = Features(list_type_attributes=False)
 FILTER_TIMEOUT = 10.0
 RESERVED_FOR_MAX = 256
@@ -813,7 +813,7 @@ def _resolve_claims(ctx: _Ctx) -> None:
 
 
 def _prefilter(ctx: _Ctx) -> None:
-    """DynamicResources PreFilter, as controllers/scheduler.py `_dra_prefilter` does it."""
+    """DynamicResources PreFilter, as controllers/scheduler/cycle.py `_dra_prefilter` does it."""
     pod = ctx.pod
     if plugins.requested_dra_extended(ctx.req, ctx.ext_mapping):
         existing = None

@@ -116,7 +116,6 @@ async def start_cluster(srv: servers.Running, clock: clocks.VirtualClock) -> Asy
             for name in ("replicaset", "deployment", "garbage-collector"):
                 manager.add(registry.CONTROLLERS[name](ctx))
         kwargs.setdefault("seed", 7)
-        kwargs.setdefault("gc_tuning", False)
         manager.add(scheduler.new(ctx, **kwargs))
         stop = asyncio.Event()
         task = asyncio.ensure_future(manager.run(stop))

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import functools
-
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from controllers.runtime import client as clients

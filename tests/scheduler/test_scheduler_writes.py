@@ -10,6 +10,7 @@ from typing import Any
 from controllers import scheduler
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
+from controllers.scheduler import plan
 from cp import errors
 from tests.controllers.support import FakeClient, seeded_informers
 
@@ -97,8 +98,8 @@ async def test_claim_conflicts_are_retried_with_a_fresh_read() -> None:
     gets = [a for a in fake.actions if a.verb == "get" and a.resource == CLAIMS]
     assert len(gets) == 2  # one fresh read per conflict
     # Assumed until the informer shows the write: the device stays taken for the next cycle.
-    assert ("gpu.example.com", "n1", "gpu-0") in sched.state.allocated_devices
-    assert sched.stats.scheduled == 1 and not sched._in_flight
+    assert ("gpu.example.com", "n1", "gpu-0") in sched.assume.state.allocated_devices
+    assert sched.stats.scheduled == 1 and not sched.assume.in_flight
 
 
 async def test_failed_binding_undoes_the_reservation_and_the_assumptions() -> None:
@@ -112,11 +113,11 @@ async def test_failed_binding_undoes_the_reservation_and_the_assumptions() -> No
     claim_uid = fake.stored(CLAIMS, "c1", "default")["metadata"]["uid"]  # type: ignore[index]
     assert [a.body for a in unreserve] == [{"metadata": {"uid": claim_uid},
                                             "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]}}]
-    assert not sched._assumed and not sched._assumed_pods and not sched._in_flight
-    assert sched._usage["n1"].pods == 0  # the pod no longer counts on the node
+    assert not sched.assume.assumed and not sched.node_cache.assumed_pods and not sched.assume.in_flight
+    assert sched.node_cache.usage["n1"].pods == 0  # the pod no longer counts on the node
     # The claim stays allocated in the API (its informer update would count it); here the
     # informer has not delivered it, so nothing is counted.
-    assert ("gpu.example.com", "n1", "gpu-0") not in sched.state.allocated_devices
+    assert ("gpu.example.com", "n1", "gpu-0") not in sched.assume.state.allocated_devices
     condition = [a for a in fake.actions if a.verb == "patch" and a.resource == "pods"]
     assert condition and condition[-1].body["status"]["conditions"][0]["reason"] == "SchedulerError"
     assert condition[-1].body["status"]["conditions"][0]["message"] == (
@@ -141,11 +142,11 @@ async def test_two_pods_in_flight_never_get_the_same_device() -> None:
     for name in ("p1", "p2", "p3"):
         pod = sched.pods.cache.get("default", name)
         assert pod is not None
-        plans.append(await sched._scheduling_cycle(pod))  # no binding: everything stays in flight
-    assert isinstance(plans[0], scheduler._Plan) and isinstance(plans[1], scheduler._Plan)
+        plans.append(await sched.cycle.run(pod))  # no binding: everything stays in flight
+    assert isinstance(plans[0], plan.Plan) and isinstance(plans[1], plan.Plan)
     devices = [p.claims[0].allocation["devices"]["results"][0]["device"] for p in plans[:2]]  # type: ignore[union-attr, index]
     assert sorted(devices) == ["gpu-0", "gpu-1"]
-    assert isinstance(plans[2], scheduler._Unschedulable)
+    assert isinstance(plans[2], plan.Unschedulable)
     assert plans[2].message.startswith("0/1 nodes are available: 1 cannot allocate all claims.")
 
 
@@ -158,17 +159,17 @@ async def test_unschedulable_pool_backoff_and_stale_timers() -> None:
     objects[4][1]["spec"]["devices"]["requests"][0]["exactly"]["count"] = 3  # 2 devices: never fits
     fake = Fake(*objects)
     sched = build(fake)
-    ctrl = scheduler.SchedulerController(sched, workers=1, gc_tuning=False)
+    ctrl = scheduler.SchedulerController(sched, workers=1)
     queue: workqueue.WorkQueue[reconcile.Request] = workqueue.WorkQueue(clock=fake.clock)
     ctrl.queue = queue
     try:
         await sched.reconcile(REQUEST)
-        assert sched.stats.attempts == 1 and ("default", "p1") in sched._unschedulable
+        assert sched.stats.attempts == 1 and ("default", "p1") in sched.queueing.unschedulable
         assert queue.waiting == 1  # the 5-minute flush
         await sched.reconcile(REQUEST)  # a stale timer: no attempt
         assert sched.stats.attempts == 1
         sched.move_all("ResourceSliceUpdate")  # nothing else queued: straight back
-        assert len(queue) == 1 and ("default", "p1") not in sched._unschedulable
+        assert len(queue) == 1 and ("default", "p1") not in sched.queueing.unschedulable
         assert await queue.get() == REQUEST
         await sched.reconcile(REQUEST)
         queue.done(REQUEST)
@@ -176,10 +177,10 @@ async def test_unschedulable_pool_backoff_and_stale_timers() -> None:
         other = reconcile.Request(namespace="default", name="other")
         queue.add(other)  # something else queued: the pod waits for its backoff (2 s after 2 attempts)
         sched.move_all("ResourceSliceUpdate")
-        assert list(sched._backing_off) == [("default", "p1")] and len(queue) == 1
+        assert list(sched.queueing.backing_off) == [("default", "p1")] and len(queue) == 1
         assert await queue.get() == other
         queue.done(other)
-        sched._pump()  # the queue is empty now: the backed-off pod goes
-        assert len(queue) == 1 and not sched._backing_off
+        sched.queueing.pump()  # the queue is empty now: the backed-off pod goes
+        assert len(queue) == 1 and not sched.queueing.backing_off
     finally:
         await queue.aclose()
