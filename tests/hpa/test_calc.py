@@ -1,4 +1,4 @@
-"""Table tests of the HPA's replica calculation (`controllers/hpa_calc.py`).
+"""Table tests of the HPA's replica calculation (`controllers/hpa/calc.py`).
 
 The cases are the documented cases of upstream's `replica_calculator_test.go` (same names, same
 numbers: every test pod has two containers, each requesting `request` and using `level` milli-units,
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from controllers import hpa_calc as calc
+from controllers.hpa import calc
 from cp import clock as clocks
 
 NOW = 1_800_000_000.0

@@ -10,9 +10,9 @@ spec changes (generation) — the controller:
      `ScalingActive=False/ScalingDisabled`, nothing else;
    - above `maxReplicas` / below `minReplicas` (default 1): go to the bound;
    - otherwise (0 included, when `ScaledToZero=True` and an Object or External metric exists):
-     one proposal per metric from the metrics APIs (`api/metrics_apis.py`), computed as
-     `controllers/hpa_calc.py` documents; the highest wins; if every metric fails — or some fail
-     and the others propose a scale-down — nothing changes and `ScalingActive=False` carries the
+     one proposal per metric from the metrics APIs (served by `api/metrics_apis.py`, read by
+     `controllers/hpa/metrics.py`), computed as `controllers/hpa/calc.py` documents; the highest
+     wins; if every metric fails — or some fail and the others propose a scale-down — nothing changes and `ScalingActive=False` carries the
      first failure's reason (`FailedGet{Resource,ContainerResource,Pods,Object,External}Metric`);
 3. normalizes the proposal: without `spec.behavior`, the highest recommendation of the last 300 s
    and at most max(2 x current, 4); with it, the stabilization windows and the Pods/Percent
@@ -32,15 +32,13 @@ from the current replica count. Warning events that repeat are counted on one Ev
 from __future__ import annotations
 
 import dataclasses
-import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-import msgspec
 import structlog
 
-from api import metrics_apis
-from controllers import hpa_calc as calc
+from controllers.hpa import calc
+from controllers.hpa.metrics import MetricError, MetricsClient, message_of
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
@@ -54,7 +52,6 @@ NAME = "horizontal-pod-autoscaler"
 COMPONENT = "horizontal-pod-autoscaler"  # Event source, as upstream
 FIELD_MANAGER = "horizontal-pod-autoscaler"
 SYNC_PERIOD = 15.0  # --horizontal-pod-autoscaler-sync-period
-DEFAULT_CUSTOM_WINDOW = 60.0  # custom metrics without windowSeconds (upstream's default window)
 
 HPAS = res.by_group_resource("autoscaling", "horizontalpodautoscalers")
 PODS = res.by_group_resource("", "pods")
@@ -62,137 +59,6 @@ EVENTS = res.by_group_resource("", "events")
 assert HPAS is not None and PODS is not None and EVENTS is not None
 
 logger = structlog.get_logger("cplane.controllers.hpa")
-
-_dec = msgspec.json.Decoder()
-
-
-class MetricError(Exception):
-    """A metrics API call failed; the message is upstream's."""
-
-
-# ---------------------------------------------------------------------- metrics client
-
-
-def _q(segment: str) -> str:
-    return urllib.parse.quote(segment, safe="")
-
-
-class MetricsClient:
-    """The HPA's view of the three metrics APIs (upstream `metrics.NewRESTMetricsClient`)."""
-
-    def __init__(self, client: clients.Client) -> None:
-        self.client = client
-
-    async def _get(self, path: str, params: Mapping[str, str]) -> dict[str, Any]:
-        raw = await self.client.request("GET", path, params={k: val for k, val in params.items() if val})
-        out = _dec.decode(raw) if raw else {}
-        return out if isinstance(out, dict) else {}
-
-    async def resource_metric(self, resource: str, namespace: str, selector: str,
-                              container: str) -> calc.PodMetrics:
-        try:
-            body = await self._get(f"/apis/{metrics_apis.METRICS_GROUP}/{metrics_apis.METRICS_VERSION}"
-                                   f"/namespaces/{_q(namespace)}/pods", {"labelSelector": selector})
-        except (errors.StatusError, OSError, TimeoutError) as exc:
-            raise MetricError(f"unable to fetch metrics from resource metrics API: {_message(exc)}") from None
-        items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        if not items:
-            raise MetricError("no metrics returned from resource metrics API")
-        out: calc.PodMetrics = {}
-        for item in items:
-            name = str((item.get("metadata") or {}).get("name") or "")
-            ts = _parse_time(item.get("timestamp"))
-            window = _parse_duration(item.get("window"), 60.0)
-            containers = [c for c in item.get("containers") or [] if isinstance(c, dict)]
-            if container:
-                found = next((c for c in containers if c.get("name") == container), None)
-                if found is None:
-                    raise MetricError(f"failed to get container metrics: container {container} not present in "
-                                      f"metrics for pod {namespace}/{name}")
-                value = (found.get("usage") or {}).get(resource)
-                if value is not None:
-                    out[name] = calc.PodMetric(calc.milli_value(value), ts, window)
-                continue
-            total = 0
-            missing = not containers
-            for c in containers:
-                value = (c.get("usage") or {}).get(resource)
-                if value is None:
-                    missing = True
-                    break
-                total += calc.milli_value(value)
-            if not missing:
-                out[name] = calc.PodMetric(total, ts, window)
-        return out
-
-    async def raw_metric(self, metric: str, namespace: str, selector: str, metric_selector: str) -> calc.PodMetrics:
-        try:
-            body = await self._get(f"/apis/{metrics_apis.CUSTOM_GROUP}/{metrics_apis.CUSTOM_VERSION}/namespaces/"
-                                   f"{_q(namespace)}/pods/*/{_q(metric)}",
-                                   {"labelSelector": selector, "metricLabelSelector": metric_selector})
-        except (errors.StatusError, OSError, TimeoutError) as exc:
-            raise MetricError(f"unable to fetch metrics from custom metrics API: {_message(exc)}") from None
-        items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        if not items:
-            raise MetricError("no metrics returned from custom metrics API")
-        out: calc.PodMetrics = {}
-        for item in items:
-            name = str((item.get("describedObject") or {}).get("name") or "")
-            window = float(item["windowSeconds"]) if item.get("windowSeconds") else DEFAULT_CUSTOM_WINDOW
-            out[name] = calc.PodMetric(calc.milli_value(item.get("value", 0)), _parse_time(item.get("timestamp")),
-                                       window)
-        return out
-
-    async def object_metric(self, metric: str, namespace: str, ref: Mapping[str, Any],
-                            metric_selector: str) -> int:
-        api_version = str(ref.get("apiVersion") or "")
-        kind = str(ref.get("kind") or "")
-        base = f"/apis/{metrics_apis.CUSTOM_GROUP}/{metrics_apis.CUSTOM_VERSION}/namespaces/{_q(namespace)}"
-        if kind == "Namespace" and "/" not in api_version:
-            path = f"{base}/metrics/{_q(metric)}"
-        else:
-            resource = metrics_apis.resource_for(api_version, kind)
-            path = f"{base}/{resource}/{_q(str(ref.get('name') or ''))}/{_q(metric)}"
-        try:
-            body = await self._get(path, {"metricLabelSelector": metric_selector})
-        except (errors.StatusError, OSError, TimeoutError) as exc:
-            raise MetricError(f"unable to fetch metrics from custom metrics API: {_message(exc)}") from None
-        items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        if len(items) != 1:
-            raise MetricError(f"unable to fetch metrics from custom metrics API: the custom metrics API server "
-                              f"returned {len(items)} results when we asked for exactly one")
-        return calc.milli_value(items[0].get("value", 0))
-
-    async def external_metric(self, metric: str, namespace: str, selector: str) -> list[int]:
-        try:
-            body = await self._get(f"/apis/{metrics_apis.EXTERNAL_GROUP}/{metrics_apis.EXTERNAL_VERSION}"
-                                   f"/namespaces/{_q(namespace)}/{_q(metric)}", {"labelSelector": selector})
-        except (errors.StatusError, OSError, TimeoutError) as exc:
-            raise MetricError(f"unable to fetch metrics from external metrics API: {_message(exc)}") from None
-        items = [i for i in body.get("items") or [] if isinstance(i, dict)]
-        if not items:
-            raise MetricError("no metrics returned from external metrics API")
-        return [calc.milli_value(i.get("value", 0)) for i in items]
-
-
-def _message(exc: BaseException) -> str:
-    if isinstance(exc, errors.StatusError):
-        return exc.message
-    return str(exc) or type(exc).__name__
-
-
-def _parse_time(value: Any) -> float:
-    try:
-        return clocks.parse_time(str(value)) if value else 0.0
-    except ValueError:
-        return 0.0
-
-
-def _parse_duration(value: Any, default: float) -> float:
-    try:
-        return clocks.parse_duration(str(value)) if value else default
-    except ValueError:
-        return default
 
 
 # ---------------------------------------------------------------------- per-HPA memory
@@ -285,7 +151,7 @@ class HorizontalController:
         try:
             await self.reconcile_autoscaler(hpa, state, now)
         except (errors.StatusError, OSError, TimeoutError) as exc:
-            logger.warning("hpa_sync_failed", namespace=key[0], name=key[1], error=_message(exc))
+            logger.warning("hpa_sync_failed", namespace=key[0], name=key[1], error=message_of(exc))
         finally:
             state.last_sync = now
         return reconcile.Result(requeue_after=self.sync_period)
@@ -353,7 +219,7 @@ class HorizontalController:
             target = _target_kind(ref)
             scale = await self.client.get_scale(target, str(ref.get("name") or ""), namespace=namespace)
         except (errors.StatusError, _TargetError) as exc:
-            msg = _message(exc) if isinstance(exc, errors.StatusError) else str(exc)
+            msg = message_of(exc) if isinstance(exc, errors.StatusError) else str(exc)
             await self._event(hpa, "Warning", "FailedGetScale", msg)
             set_condition("AbleToScale", "False", "FailedGetScale",
                           f"the HPA controller was unable to get the target's current scale: {msg}")
@@ -750,7 +616,7 @@ class HorizontalController:
         try:
             created = await self.client.create_event(event)
         except (errors.StatusError, OSError, TimeoutError) as exc:
-            logger.warning("event_failed", reason=reason, error=_message(exc))
+            logger.warning("event_failed", reason=reason, error=message_of(exc))
             return
         cmeta = created.get("metadata") or {}
         self._series[key] = _Series(name=str(cmeta.get("name") or ""), namespace=str(cmeta.get("namespace") or ""),
@@ -797,4 +663,4 @@ def new(ctx: managers.ControllerContext, *, workers: int = 5) -> managers.Contro
     return managers.Controller(name=NAME, reconciler=hpa, watches=hpa.watches(), workers=workers)
 
 
-__all__ = ["COMPONENT", "NAME", "HorizontalController", "MetricsClient", "new"]
+__all__ = ["COMPONENT", "NAME", "HorizontalController", "new"]

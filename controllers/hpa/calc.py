@@ -21,6 +21,7 @@ from typing import Any
 
 from cp import clock as clocks
 from cp import quantity
+from cp.objects import meta_of, status_of
 
 MAX_INT32 = 2**31 - 1
 MIN_INT32 = -(2**31)
@@ -112,26 +113,16 @@ class PodMetric:
 PodMetrics = dict[str, PodMetric]
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = pod.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
-def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = pod.get("status")
-    return s if isinstance(s, Mapping) else {}
-
-
 def pod_name(pod: Mapping[str, Any]) -> str:
-    return str(_meta(pod).get("name") or "")
+    return str(meta_of(pod).get("name") or "")
 
 
 def pod_phase(pod: Mapping[str, Any]) -> str:
-    return str(_status(pod).get("phase") or "")
+    return str(status_of(pod).get("phase") or "")
 
 
 def ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for c in _status(pod).get("conditions") or ():
+    for c in status_of(pod).get("conditions") or ():
         if isinstance(c, Mapping) and c.get("type") == "Ready":
             return c
     return None
@@ -169,7 +160,7 @@ def group_pods(pods: Iterable[Mapping[str, Any]], metrics: Mapping[str, PodMetri
     for pod in pods:
         name = pod_name(pod)
         phase = pod_phase(pod)
-        if _meta(pod).get("deletionTimestamp") or phase == "Failed":
+        if meta_of(pod).get("deletionTimestamp") or phase == "Failed":
             ignored.add(name)
             continue
         if phase == "Pending":
@@ -181,7 +172,7 @@ def group_pods(pods: Iterable[Mapping[str, Any]], metrics: Mapping[str, PodMetri
             continue
         if resource == "cpu":
             cond = ready_condition(pod)
-            start = _time(_status(pod).get("startTime"))
+            start = _time(status_of(pod).get("startTime"))
             if cond is None or start is None:
                 is_unready = True
             else:
