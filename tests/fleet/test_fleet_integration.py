@@ -17,7 +17,7 @@ import pytest
 
 from api import server as servers
 from controllers import fleet as fleets
-from controllers import fleet_objects as objs
+from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors

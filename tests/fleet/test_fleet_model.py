@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from controllers import fleet as fleets
-from controllers import fleet_objects as objs
+from controllers.fleet import objects as objs
 from tests.fleet.conftest import EXAMPLES
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml"))

@@ -1,6 +1,6 @@
 """What the simulated fleet writes: Nodes, node Leases, ResourceSlices, DeviceClasses, pod and
 claim statuses — pure functions from a `Plan` (the fleet with its derived names and addresses),
-the current object and the time. The controller in `controllers.fleet` decides *when*; this module
+the current object and the time. The controller in `controllers.fleet.controller` decides *when*; this module
 decides *what* (kwok's stages: a selector plus the next status).
 
 Builders are idempotent: given an object's current status they keep its stable fields (transition
@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controllers.fleet_model import (
+from controllers.fleet.model import (
     DEFAULT_CAPACITY,
     Attribute,
     AttributeValue,

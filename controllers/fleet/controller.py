@@ -24,7 +24,7 @@ What it does, per Request (`resource` says which kind the key names):
 Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
 from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
 `factory(fleet)` (or `new(ctx, fleet=...)`) adds a fleet. `python -m controllers.fleet` runs it on
-its own against a server; `--check FILE` validates a fleet file.
+its own against a server; `--check FILE` validates a fleet file (`controllers/fleet/__main__.py`).
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import Any
 
 import structlog
 
-from controllers import fleet_objects as objs
-from controllers.fleet_model import Fleet, FleetError, fleet_from_dict, load_fleet, parse_fleet
+from controllers.fleet import objects as objs
+from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
@@ -49,9 +49,7 @@ from controllers.runtime import manager as managers
 from controllers.runtime import reconcile, workqueue
 from cp import clock as clocks
 from cp import errors
-
-__all__ = ["NAME", "Fleet", "FleetError", "Simulator", "factory", "fleet_from_dict", "load_fleet", "new",
-           "parse_fleet"]
+from cp.objects import meta_of, resource_version_of, spec_of, status_of
 
 NAME = "fleet"
 DEFAULT_WORKERS = 32
@@ -79,29 +77,8 @@ Request = reconcile.Request
 Result = reconcile.Result
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return caches.meta(obj)
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("spec")
-    return s if isinstance(s, Mapping) else {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    s = obj.get("status")
-    return s if isinstance(s, Mapping) else {}
-
-
-def _rv(obj: Mapping[str, Any]) -> int:
-    try:
-        return int(_meta(obj).get("resourceVersion") or 0)
-    except ValueError:
-        return 0
-
-
 def _node_ip(node: Mapping[str, Any], fallback: str) -> str:
-    for a in _status(node).get("addresses") or []:
+    for a in status_of(node).get("addresses") or []:
         if isinstance(a, Mapping) and a.get("type") == "InternalIP" and a.get("address"):
             return str(a["address"])
     return fallback
@@ -159,7 +136,7 @@ class Simulator:
                 for ns, n in self.pods.cache.index_keys(caches.NODE, node)]
 
     def _map_node(self, change: managers.Change) -> list[Request]:
-        name = str(_meta(change.obj).get("name") or "")
+        name = str(meta_of(change.obj).get("name") or "")
         out = [Request(resource=R_NODE, name=name)]
         if change.type == "delete":
             self._deleted_nodes[name] = None
@@ -178,18 +155,18 @@ class Simulator:
 
     def _map_pod(self, change: managers.Change) -> list[Request]:
         pod = change.obj
-        if not _spec(pod).get("nodeName"):
+        if not spec_of(pod).get("nodeName"):
             return []
         ns, name = caches.key_of(pod)
         out = [Request(resource=R_POD, namespace=ns, name=name)]
-        if change.type == "delete" or _status(pod).get("phase") in TERMINAL:
+        if change.type == "delete" or status_of(pod).get("phase") in TERMINAL:
             out += [Request(resource=R_CLAIM, namespace=ns, name=c) for c in caches.by_claim_name(pod)]
         return out
 
     def _map_claim(self, change: managers.Change) -> list[Request]:
         claim = change.obj
         ns, name = caches.key_of(claim)
-        status = _status(claim)
+        status = status_of(claim)
         keys = {k for k in self.pods.cache.index_keys(caches.CLAIM_NAME, name) if k[0] == ns}
         for ref in status.get("reservedFor") or []:
             if isinstance(ref, Mapping) and ref.get("resource") == "pods" and not ref.get("apiGroup"):
@@ -200,12 +177,12 @@ class Simulator:
         return out
 
     def _map_slice(self, change: managers.Change) -> list[Request]:
-        name = str(_meta(change.obj).get("name") or "")
+        name = str(meta_of(change.obj).get("name") or "")
         if change.type == "delete":
             self._slice_rv.pop(name, None)
-        elif _rv(change.obj) == self._slice_rv.get(name):
+        elif resource_version_of(change.obj) == self._slice_rv.get(name):
             return []  # our own write arriving
-        node = str(_spec(change.obj).get("nodeName") or "")
+        node = str(spec_of(change.obj).get("nodeName") or "")
         if node in self.plan.nodes and node in self._registered:
             return [Request(resource=R_NODE, name=node)]  # someone else edited or deleted it
         return []
@@ -245,7 +222,7 @@ class Simulator:
             if len(self._registered) == len(self.plan.nodes):
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
-        if node is None or not objs.is_simulated(node) or _meta(node).get("deletionTimestamp"):
+        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp"):
             self._lease_renewed.pop(name, None)
             return None
         if planned is not None:
@@ -293,15 +270,15 @@ class Simulator:
     async def _ensure_pod_cidr(self, node: dict[str, Any]) -> dict[str, Any]:
         """A Node made by hand gets a free pod CIDR block once (node IPAM's job), so its pod
         addresses stay put across restarts; its InternalIP follows the same index."""
-        name = str(_meta(node).get("name"))
-        cidr = _spec(node).get("podCIDR")
+        name = str(meta_of(node).get("name"))
+        cidr = spec_of(node).get("podCIDR")
         if cidr:
             idx = self.plan.block_index(str(cidr))
             if idx is not None:
                 self.plan.adopt_index(name, idx)
             return node
         taken = [i for n in self.nodes.cache if n is not node and
-                 (i := self.plan.block_index(str(_spec(n).get("podCIDR") or ""))) is not None]
+                 (i := self.plan.block_index(str(spec_of(n).get("podCIDR") or ""))) is not None]
         self.plan.assign_index(name, taken)
         block = str(self.plan.pod_block(name))
         with contextlib.suppress(errors.Invalid, errors.NotFound):  # set meanwhile: immutable now
@@ -312,22 +289,22 @@ class Simulator:
     async def _align_node(self, node: dict[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
         """The fleet's labels and annotations on an existing Node (others' keys are kept; taints
         and pod CIDRs are only set at registration, as the kubelet and node IPAM do)."""
-        meta, want = _meta(node), _meta(desired)
+        meta, want = meta_of(node), meta_of(desired)
         patch: dict[str, Any] = {}
         for field in ("labels", "annotations"):
             have = meta.get(field) or {}
             diff = {k: val for k, val in (want.get(field) or {}).items() if have.get(k) != val}
             if diff:
                 patch.setdefault("metadata", {})[field] = diff
-        if not _spec(node).get("podCIDR"):
-            patch["spec"] = {k: _spec(desired)[k] for k in ("podCIDR", "podCIDRs")}
+        if not spec_of(node).get("podCIDR"):
+            patch["spec"] = {k: spec_of(desired)[k] for k in ("podCIDR", "podCIDRs")}
         if patch:
             node = await self.client.patch(NODES, str(meta["name"]), patch, field_manager=KUBELET)
         return node
 
     async def _renew_lease(self, node: Mapping[str, Any], now: float, *, fresh: bool = False) -> None:
         """One write: renew the node's Lease (create it when missing)."""
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         body = objs.lease_renewal(self.kubelet, name, now)
         body["metadata"] = {"ownerReferences": [objs.owner_ref(node)]}
         if fresh:
@@ -345,7 +322,7 @@ class Simulator:
         self._lease_renewed[name] = now
 
     async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
-        name = str(_meta(node).get("name"))
+        name = str(meta_of(node).get("name"))
         patch = objs.node_status_patch(self.plan, node, now)
         try:
             await self.client.patch(NODES, name, patch, patch_type="strategic", subresource="status",
@@ -364,21 +341,21 @@ class Simulator:
         drivers = {d.name for d in planned.pool.drivers}
         present: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in drivers}
         for s in self.slices.cache.by_index(caches.NODE, planned.name):
-            driver = str(_spec(s).get("driver") or "")
-            if driver in drivers and (_spec(s).get("pool") or {}).get("name") == planned.name:
-                present[driver][str(_meta(s).get("name"))] = s
+            driver = str(spec_of(s).get("driver") or "")
+            if driver in drivers and (spec_of(s).get("pool") or {}).get("name") == planned.name:
+                present[driver][str(meta_of(s).get("name"))] = s
         by_driver: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         for s in desired:
             by_driver[s["spec"]["driver"]].append(s)
         for driver in sorted(drivers):
             want, have = by_driver.get(driver, []), present[driver]
-            if any(self._slice_rv.get(s["metadata"]["name"], 0) > _rv(have.get(s["metadata"]["name"]) or {})
+            if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
                    for s in want):
                 continue  # the cache has not seen our last write yet; its event comes back here
             if {s["metadata"]["name"] for s in want} == set(have) and all(
                     _same_slice(have[s["metadata"]["name"]], s) for s in want):
                 continue
-            generation = max((int((_spec(s).get("pool") or {}).get("generation") or 0) for s in have.values()),
+            generation = max((int((spec_of(s).get("pool") or {}).get("generation") or 0) for s in have.values()),
                              default=0) + 1 if have else 1
             for s in want:
                 s["spec"]["pool"]["generation"] = generation
@@ -390,12 +367,12 @@ class Simulator:
                     except errors.AlreadyExists:  # made by someone else meanwhile: its event brings us back
                         raise errors.Conflict(f"resourceslice {name} exists but is not cached yet") from None
                 else:
-                    s["metadata"]["resourceVersion"] = _meta(current).get("resourceVersion")
+                    s["metadata"]["resourceVersion"] = meta_of(current).get("resourceVersion")
                     out = await self.client.update(SLICES, s, field_manager=driver)
-                self._slice_rv[name] = _rv(out)
+                self._slice_rv[name] = resource_version_of(out)
             for name in set(have) - {s["metadata"]["name"] for s in want}:
                 with contextlib.suppress(errors.NotFound):
-                    await self.client.delete(SLICES, name, preconditions={"uid": str(_meta(have[name]).get("uid"))})
+                    await self.client.delete(SLICES, name, preconditions={"uid": str(meta_of(have[name]).get("uid"))})
                 self._slice_rv.pop(name, None)
             self._log.debug("slices_published", node=planned.name, driver=driver, generation=generation,
                             slices=len(want))
@@ -409,7 +386,7 @@ class Simulator:
             self._release_ip(key)
             self._orphan_seen.pop(key, None)
             return None
-        node_name = str(_spec(pod).get("nodeName") or "")
+        node_name = str(spec_of(pod).get("nodeName") or "")
         if not node_name:
             return None
         node = self.nodes.cache.get("", node_name)
@@ -418,14 +395,14 @@ class Simulator:
         self._orphan_seen.pop(key, None)
         if not objs.is_simulated(node):
             return None
-        if _meta(pod).get("deletionTimestamp"):
+        if meta_of(pod).get("deletionTimestamp"):
             return await self._terminate(pod, node)
-        if _status(pod).get("phase") in TERMINAL:
+        if status_of(pod).get("phase") in TERMINAL:
             self._release_ip(key)
             return None
         now = self.clock.now()
         host_ip = _node_ip(node, self.plan.node_address(node_name))
-        if _status(pod).get("phase") != "Running":  # once started, claim changes do not stop it
+        if status_of(pod).get("phase") != "Running":  # once started, claim changes do not stop it
             claims, why = self._claims(pod)
             if claims is None:
                 desired = objs.pod_status(pod, "creating", now=now, host_ip=host_ip)
@@ -456,20 +433,20 @@ class Simulator:
     async def _write_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """One merge-patch of pods/status, guarded by the cached resourceVersion (409: requeued)."""
         ns, name = caches.key_of(pod)
-        patch = {"metadata": {"resourceVersion": _meta(pod).get("resourceVersion")}, "status": status}
+        patch = {"metadata": {"resourceVersion": meta_of(pod).get("resourceVersion")}, "status": status}
         return await self.client.patch(PODS, name, patch, namespace=ns, subresource="status",
                                        field_manager=KUBELET)
 
     def _claims(self, pod: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, str]:
         """The pod's claims if each is allocated and reserved for it (else None and why) —
         resolved as `resourceclaim.Name` does."""
-        ns = str(_meta(pod).get("namespace") or "")
-        uid = str(_meta(pod).get("uid") or "")
-        status = _status(pod)
+        ns = str(meta_of(pod).get("namespace") or "")
+        uid = str(meta_of(pod).get("uid") or "")
+        status = status_of(pod)
         generated = {str(s.get("name")): s for s in status.get("resourceClaimStatuses") or []
                      if isinstance(s, Mapping)}
         names: list[tuple[str, bool]] = []
-        for rc in _spec(pod).get("resourceClaims") or []:
+        for rc in spec_of(pod).get("resourceClaims") or []:
             if not isinstance(rc, Mapping):
                 continue
             if rc.get("resourceClaimName"):
@@ -489,9 +466,9 @@ class Simulator:
             if claim is None:
                 return None, f"resourceclaim {claim_name} not found"
             if owned and not any(ref.get("controller") and ref.get("uid") == uid
-                                 for ref in _meta(claim).get("ownerReferences") or []):
+                                 for ref in meta_of(claim).get("ownerReferences") or []):
                 return None, f"resourceclaim {claim_name} was not created for this pod"
-            cstatus = _status(claim)
+            cstatus = status_of(claim)
             if not cstatus.get("allocation"):
                 return None, f"resourceclaim {claim_name} is not allocated"
             if not any(isinstance(r, Mapping) and r.get("uid") == uid for r in cstatus.get("reservedFor") or []):
@@ -508,9 +485,9 @@ class Simulator:
         drivers = {d.name for d in planned.pool.drivers}
         for claim in claims:
             ckey = caches.key_of(claim)
-            if _rv(claim) < self._prepared_rv.get(ckey, 0):
+            if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
                 continue  # our write is not in the cache yet
-            cstatus = _status(claim)
+            cstatus = status_of(claim)
             results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
                        if isinstance(r, Mapping)]
             allocated = {objs.device_key(r) for r in results}
@@ -527,16 +504,16 @@ class Simulator:
             for (driver, pool, device, share), _r in missing.items():
                 net = self.plan.network_data(node_name, driver, device)
                 entries.append(objs.device_status(driver, pool, device, share or None, now, net))
-            patch = {"metadata": {"resourceVersion": _meta(claim).get("resourceVersion")},
+            patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
                      "status": {"devices": entries}}
             out = await self.client.patch(CLAIMS, ckey[1], patch, namespace=ckey[0], subresource="status",
                                           field_manager=sorted({k[0] for k in missing})[0])
-            self._prepared_rv[ckey] = _rv(out)
+            self._prepared_rv[ckey] = resource_version_of(out)
             self._log.debug("claim_prepared", namespace=ckey[0], name=ckey[1], devices=len(missing))
 
     async def _terminate(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> Result | None:
         """Graceful deletion: stop the containers now, remove the pod after min(grace, shutdown)."""
-        meta = _meta(pod)
+        meta = meta_of(pod)
         ns, name = caches.key_of(pod)
         grace = float(meta.get("deletionGracePeriodSeconds") or 0)
         try:
@@ -546,10 +523,10 @@ class Simulator:
         done_at = deadline - grace + min(grace, self.kubelet.pod_shutdown_seconds)
         now = self.clock.now()
         if now < done_at:
-            status = _status(pod)
+            status = status_of(pod)
             running = any("running" in (cs.get("state") or {}) for cs in status.get("containerStatuses") or [])
             if running and status.get("phase") not in TERMINAL:
-                host_ip = _node_ip(node, self.plan.node_address(str(_spec(pod).get("nodeName"))))
+                host_ip = _node_ip(node, self.plan.node_address(str(spec_of(pod).get("nodeName"))))
                 desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip,
                                           pod_ip=str(status.get("podIP") or ""))
                 await self._write_pod_status(pod, desired)
@@ -579,7 +556,7 @@ class Simulator:
                 return None  # it exists after all: the cache lags
             except errors.NotFound:
                 pass
-        meta = _meta(pod)
+        meta = meta_of(pod)
         ns, name = key
         with contextlib.suppress(errors.NotFound):
             await self.client.patch(PODS, name, {"status": objs.pod_gc_status(pod, self.clock.now())},
@@ -595,18 +572,18 @@ class Simulator:
     # ------------------------------------------------------------------ pod IPs
 
     def _pod_ip(self, pod: Mapping[str, Any], node: Mapping[str, Any], host_ip: str) -> str:
-        if _spec(pod).get("hostNetwork"):
+        if spec_of(pod).get("hostNetwork"):
             return host_ip
         key = caches.key_of(pod)
-        uid = str(_meta(pod).get("uid") or "")
-        node_name = str(_meta(node).get("name"))
+        uid = str(meta_of(pod).get("uid") or "")
+        node_name = str(meta_of(node).get("name"))
         owner = self._ip_owner.get(key)
         if owner is not None:
             if owner[0] == uid and owner[1] == node_name:
                 return owner[2]
             self._release_ip(key)
         used = self._used_ips(node_name)
-        current = str(_status(pod).get("podIP") or "")
+        current = str(status_of(pod).get("podIP") or "")
         if current and used.get(current, uid) == uid:
             ip = current
         else:
@@ -624,21 +601,21 @@ class Simulator:
         return ip
 
     def _block(self, node: Mapping[str, Any]) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
-        cidr = _spec(node).get("podCIDR")
+        cidr = spec_of(node).get("podCIDR")
         if cidr:
             with contextlib.suppress(ValueError):
                 return ipaddress.ip_network(str(cidr), strict=False)
-        return self.plan.pod_block(str(_meta(node).get("name")))
+        return self.plan.pod_block(str(meta_of(node).get("name")))
 
     def _used_ips(self, node_name: str) -> dict[str, str]:
         used = self._node_ips.get(node_name)
         if used is None:  # first use since start: adopt what the pods on it already have
             used = {}
             for p in self.pods.cache.by_index(caches.NODE, node_name):
-                ip = _status(p).get("podIP")
-                if ip and not _spec(p).get("hostNetwork") and _status(p).get("phase") not in TERMINAL:
-                    used[str(ip)] = str(_meta(p).get("uid") or "")
-                    self._ip_owner.setdefault(caches.key_of(p), (str(_meta(p).get("uid") or ""), node_name, str(ip)))
+                ip = status_of(p).get("podIP")
+                if ip and not spec_of(p).get("hostNetwork") and status_of(p).get("phase") not in TERMINAL:
+                    used[str(ip)] = str(meta_of(p).get("uid") or "")
+                    self._ip_owner.setdefault(caches.key_of(p), (str(meta_of(p).get("uid") or ""), node_name, str(ip)))
             self._node_ips[node_name] = used
         return used
 
@@ -658,7 +635,7 @@ class Simulator:
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
             return None
-        status = _status(claim)
+        status = status_of(claim)
         entries = [e for e in status.get("devices") or [] if isinstance(e, Mapping)]
         ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes]
         if not ours:
@@ -668,13 +645,13 @@ class Simulator:
         active = False
         for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
             p = self.pods.cache.get(pns, pname)
-            if pns == ns and p is not None and _spec(p).get("nodeName") and _status(p).get("phase") not in TERMINAL:
+            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
                 active = True
                 break
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
             return None
-        patch = {"metadata": {"resourceVersion": _meta(claim).get("resourceVersion")},
+        patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
                  "status": {"devices": keep or None}}
         with contextlib.suppress(errors.NotFound):
             await self.client.patch(CLAIMS, name, patch, namespace=ns, subresource="status",
@@ -685,18 +662,18 @@ class Simulator:
 
 def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     """Same content, ignoring the generation; owned by the same Node incarnation."""
-    a, b = dict(_spec(current)), dict(want["spec"])
+    a, b = dict(spec_of(current)), dict(want["spec"])
     a["pool"] = {**(a.get("pool") or {}), "generation": 0}
     b["pool"] = {**(b.get("pool") or {}), "generation": 0}
-    owners = [(r.get("uid"), r.get("controller")) for r in _meta(current).get("ownerReferences") or []]
+    owners = [(r.get("uid"), r.get("controller")) for r in meta_of(current).get("ownerReferences") or []]
     wanted = [(r.get("uid"), r.get("controller")) for r in want["metadata"].get("ownerReferences") or []]
     return a == b and owners == wanted
 
 
 def _run_seconds(pod: Mapping[str, Any]) -> float | None:
-    if _spec(pod).get("restartPolicy") not in ("Never", "OnFailure"):
+    if spec_of(pod).get("restartPolicy") not in ("Never", "OnFailure"):
         return None
-    raw = (_meta(pod).get("annotations") or {}).get(objs.RUN_SECONDS)
+    raw = (meta_of(pod).get("annotations") or {}).get(objs.RUN_SECONDS)
     if raw is None:
         return None
     try:
@@ -707,17 +684,17 @@ def _run_seconds(pod: Mapping[str, Any]) -> float | None:
 
 
 def _exit_code(pod: Mapping[str, Any]) -> int:
-    if _spec(pod).get("restartPolicy") != "Never":
+    if spec_of(pod).get("restartPolicy") != "Never":
         return 0
     try:
-        return int((_meta(pod).get("annotations") or {}).get(objs.EXIT_CODE) or 0)
+        return int((meta_of(pod).get("annotations") or {}).get(objs.EXIT_CODE) or 0)
     except ValueError:
         return 0
 
 
 def _started_at(pod: Mapping[str, Any]) -> float | None:
     times = []
-    for cs in _status(pod).get("containerStatuses") or []:
+    for cs in status_of(pod).get("containerStatuses") or []:
         started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
         if started:
             with contextlib.suppress(ValueError):
@@ -760,75 +737,3 @@ def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS
             ) -> functools.partial[managers.Controller]:
     """A `ControllerFactory` (ctx -> Controller) bound to a loaded fleet, for the registry."""
     return functools.partial(new, fleet=fleet, workers=workers)
-
-
-# ---------------------------------------------------------------------- running it alone
-
-
-def _summary(fleet: Fleet) -> str:
-    plan = objs.Plan(fleet)
-    slices = sum(len(objs.slices_for(plan, plan.nodes[p.node_name(0)])) * p.count
-                 for p in fleet.node_pools if p.count)
-    devices = sum(sum(len(dd.devices) for dd in plan.devices(plan.nodes[p.node_name(0)]).values()) * p.count
-                  for p in fleet.node_pools if p.count)
-    classes = [c["metadata"]["name"] for c in objs.device_classes(fleet)]
-    return (f"fleet {fleet.name}: {fleet.node_count()} nodes in {len(fleet.node_pools)} pools, "
-            f"{slices} ResourceSlices, {devices} devices, DeviceClasses: {', '.join(classes) or '-'}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import asyncio
-    import signal
-    import sys
-
-    from cp import logs
-
-    p = argparse.ArgumentParser(prog="python -m controllers.fleet",
-                                description="Run the simulated fleet against an API server, or check a fleet file.")
-    p.add_argument("--fleet", metavar="FILE", help="fleet YAML (see docs/fleet.md)")
-    p.add_argument("--check", metavar="FILE", help="validate a fleet file, print a summary, exit")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--server", metavar="URL")
-    where.add_argument("--kubeconfig", metavar="FILE")
-    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
-    p.add_argument("--log-format", choices=("console", "json"), default="console")
-    p.add_argument("--log-level", default="info")
-    args = p.parse_args(argv)
-    if args.check:
-        try:
-            print(_summary(load_fleet(args.check)))
-        except FleetError as exc:
-            print(exc, file=sys.stderr)
-            return 1
-        return 0
-    if not (args.server or args.kubeconfig):
-        p.error("--server or --kubeconfig is required (or --check FILE)")
-    try:
-        fleet = load_fleet(args.fleet) if args.fleet else None
-    except FleetError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    logs.configure(fmt=args.log_format, level=args.log_level)
-
-    async def run() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
-        client = (clients.Client(args.server) if args.server else clients.Client.from_kubeconfig(args.kubeconfig))
-        try:
-            manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")
-            manager.add(new(manager.context(), fleet=fleet, workers=args.workers))
-            await manager.run(stop)
-        finally:
-            await client.close()
-
-    asyncio.run(run())
-    return 0
-
-
-if __name__ == "__main__":
-    import sys
-
-    sys.exit(main())
