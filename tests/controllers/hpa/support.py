@@ -4,13 +4,12 @@ step is deterministic), and bounded polling."""
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
 import contextlib
+import functools
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any

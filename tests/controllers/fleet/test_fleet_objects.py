@@ -13,13 +13,12 @@ from typing import Any
 
 import pytest
 
-from cp import dra
 from controllers import fleet as fleets
 from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
-from cp import quantity
-from tests.fleet.conftest import EXAMPLES, START
+from cp import dra, quantity
+from tests.controllers.fleet.conftest import EXAMPLES, START
 
 BASE = "apiVersion: sim.cplane.dev/v1alpha1\nkind: Fleet\nmetadata: {name: t}\n"
 

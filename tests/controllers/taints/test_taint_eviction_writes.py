@@ -17,7 +17,19 @@ from controllers import taint_evictor as te
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from tests.controllers.support import seeded_informers
-from tests.taints.fakes import CLAIMS, NOW, PODS, RULES, SLICES, Fake, claim, pod, rule, slice_, ts
+from tests.controllers.taints.fakes import (
+    CLAIMS,
+    NOW,
+    PODS,
+    RULES,
+    SLICES,
+    Fake,
+    claim,
+    pod,
+    rule,
+    slice_,
+    ts,
+)
 
 
 def _evictor(fake: Fake) -> te.TaintEvictor:

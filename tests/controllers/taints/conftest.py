@@ -100,13 +100,3 @@ async def start_controllers(srv: servers.Running, clock: clocks.VirtualClock) ->
         stop.set()
         await asyncio.wait_for(task, 10)
         await client.close()
-
-
-@pytest.fixture(autouse=True)
-async def _no_leftover_tasks() -> AsyncIterator[None]:
-    before = asyncio.all_tasks()
-    yield
-    for _ in range(3):
-        await asyncio.sleep(0)
-    left = [t for t in asyncio.all_tasks() - before if not t.done() and t is not asyncio.current_task()]
-    assert not left, f"tasks left behind: {[t.get_name() for t in left]}"

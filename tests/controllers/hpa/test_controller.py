@@ -13,8 +13,8 @@ from typing import Any
 import aiohttp
 
 from controllers import hpa_cli
-from tests.hpa import support
-from tests.hpa.support import condition
+from tests.controllers.hpa import support
+from tests.controllers.hpa.support import condition
 
 SIM = "/apis/sim.cplane.dev/v1alpha1/namespaces/default"
 

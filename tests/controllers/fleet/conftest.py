@@ -16,9 +16,8 @@ from controllers import fleet as fleets
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from tests.controllers.conftest import _no_leftover_tasks  # noqa: F401  (autouse guard)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "fleets"
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 

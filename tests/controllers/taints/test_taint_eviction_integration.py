@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from controllers.runtime import client as clients
 from cp import clock as clocks
-from tests.taints import support as s
-from tests.taints.conftest import START, StartControllers
+from tests.controllers.taints import support as s
+from tests.controllers.taints.conftest import START, StartControllers
 
 RULES = "devicetaintrules.resource.k8s.io"
 TOLERATE_300 = {"key": "example.com/maintenance", "operator": "Exists", "effect": "NoExecute",

@@ -21,14 +21,14 @@ from controllers import garbage_collector, health, taint_evictor
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from tests.taints import support as s
+from tests.controllers.taints import support as s
 
 fleets = pytest.importorskip("controllers.fleet")
 scheduler = pytest.importorskip("controllers.scheduler")
 replicaset = pytest.importorskip("controllers.replicaset")
 resourceclaim = pytest.importorskip("controllers.resourceclaim")
 
-DEMO = Path(__file__).resolve().parents[2] / "examples" / "fleets" / "demo.yaml"
+DEMO = Path(__file__).resolve().parents[3] / "examples" / "fleets" / "demo.yaml"
 CLAIMS = "resourceclaims.resource.k8s.io"
 
 

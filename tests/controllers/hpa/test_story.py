@@ -29,11 +29,11 @@ import aiohttp
 import pytest
 
 from controllers import hpa_cli
-from tests.hpa import support
-from tests.hpa.support import condition
+from tests.controllers.hpa import support
+from tests.controllers.hpa.support import condition
 from tests.kubectl.conftest import KUBECTL, Kubectl
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 HPA_YAML = """\
 apiVersion: autoscaling/v2

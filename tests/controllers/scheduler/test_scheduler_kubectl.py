@@ -16,11 +16,11 @@ import pytest
 
 from api import server as servers
 from controllers.runtime import client as clients
-from tests.scheduler import support as s
-from tests.scheduler.conftest import StartCluster
+from tests.controllers.scheduler import support as s
+from tests.controllers.scheduler.conftest import StartCluster
 
 KUBECTL = next((p for p in (Path(os.environ.get("CPLANE_KUBECTL", "")), Path(sys.prefix) / "bin" / "kubectl",
-                            Path(__file__).resolve().parents[2] / ".venv/bin/kubectl")
+                            Path(__file__).resolve().parents[3] / ".venv/bin/kubectl")
                 if str(p) not in ("", ".") and p.is_file() and os.access(p, os.X_OK)), None)
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")]

@@ -13,7 +13,7 @@ import pytest
 
 from controllers import fleet as fleets
 from controllers.fleet import objects as objs
-from tests.fleet.conftest import EXAMPLES
+from tests.controllers.fleet.conftest import EXAMPLES
 
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.yaml"))
 

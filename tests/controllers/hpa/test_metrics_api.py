@@ -17,7 +17,7 @@ import pytest
 
 from api import server as servers
 from cp import clock as clocks
-from tests.hpa import support
+from tests.controllers.hpa import support
 from tests.kubectl.conftest import KUBECTL, Kubectl
 
 START = float(int(time.time()) - 3600)

@@ -17,7 +17,7 @@ from controllers import health, health_cli
 from controllers import taint_evictor as te
 from controllers.runtime import reconcile
 from tests.controllers.support import seeded_informers
-from tests.taints.fakes import CLAIMS, DRIVER, NOW, PODS, RULES, Fake, claim, pod, ts
+from tests.controllers.taints.fakes import CLAIMS, DRIVER, NOW, PODS, RULES, Fake, claim, pod, ts
 
 DH = health.DEVICE_HEALTHS
 

@@ -22,8 +22,8 @@ import pytest
 from api import server as servers
 from controllers.runtime import client as clients
 from cp import clock as clocks
-from tests.scheduler import support as s
-from tests.scheduler.conftest import EXTENDED_GPU, StartCluster
+from tests.controllers.scheduler import support as s
+from tests.controllers.scheduler.conftest import EXTENDED_GPU, StartCluster
 
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
 

@@ -16,11 +16,11 @@ from api import server as servers
 from controllers import health
 from controllers.runtime import client as clients
 from cp import clock as clocks
-from tests.taints import support as s
-from tests.taints.conftest import StartControllers
+from tests.controllers.taints import support as s
+from tests.controllers.taints.conftest import StartControllers
 
 KUBECTL = next((p for p in (Path(os.environ.get("CPLANE_KUBECTL", "")), Path(sys.prefix) / "bin" / "kubectl",
-                            Path(__file__).resolve().parents[2] / ".venv/bin/kubectl")
+                            Path(__file__).resolve().parents[3] / ".venv/bin/kubectl")
                 if str(p) not in ("", ".") and p.is_file() and os.access(p, os.X_OK)), None)
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")]

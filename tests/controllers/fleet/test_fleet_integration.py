@@ -21,8 +21,8 @@ from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
+from tests.controllers.fleet.conftest import START, running_fleet
 from tests.controllers.support import eventually_async, settle
-from tests.fleet.conftest import START, running_fleet
 
 SLICES = "resourceslices.resource.k8s.io"
 LEASES = "leases.coordination.k8s.io"

@@ -20,7 +20,6 @@ from controllers import registry, scheduler
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from tests.controllers.conftest import _no_leftover_tasks  # noqa: F401  (autouse guard)
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 
@@ -142,7 +141,7 @@ async def start_cluster(srv: servers.Running, clock: clocks.VirtualClock) -> Asy
 
 async def wait_fleet(client: clients.Client, fleet: fleets.Fleet) -> None:
     """Until every Node of the fleet, a slice for each node with drivers and the classes exist."""
-    from tests.scheduler.support import eventually
+    from tests.controllers.scheduler.support import eventually
     with_devices = sum(p.count for p in fleet.node_pools if p.drivers)
 
     async def up() -> bool:

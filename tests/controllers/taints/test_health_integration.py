@@ -16,8 +16,8 @@ from api import server as servers
 from controllers import health, health_cli
 from controllers.runtime import client as clients
 from cp import clock as clocks
-from tests.taints import support as s
-from tests.taints.conftest import START, StartControllers
+from tests.controllers.taints import support as s
+from tests.controllers.taints.conftest import START, StartControllers
 
 RULES = "devicetaintrules.resource.k8s.io"
 CLAIMS = "resourceclaims.resource.k8s.io"

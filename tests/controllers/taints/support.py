@@ -4,8 +4,7 @@ whose allocation and reservedFor are written through the status subresource, and
 from __future__ import annotations
 
 import functools
-
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from controllers.runtime import client as clients

@@ -36,7 +36,7 @@ from tests.controllers.workload_support import rollout_status
 
 CLAIMS = "resourceclaims.resource.k8s.io"
 LABELS = {"app": "web"}
-KUBECTL = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"
+KUBECTL = Path(__file__).resolve().parents[3] / ".venv" / "bin" / "kubectl"
 
 
 async def _run(srv: servers.Running, names: list[str]) -> AsyncIterator[None]:
