@@ -54,6 +54,7 @@ from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
+from cp.objects import uid_of
 
 NAME = "device-taint-eviction"
 COMPONENT = "device-taint-eviction-controller"  # Event source and field manager, as upstream
@@ -96,10 +97,6 @@ def _dict(value: Any) -> Mapping[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(caches.meta(obj).get("uid") or "")
 
 
 def device_key(driver: str, pool: str, device: str) -> str:

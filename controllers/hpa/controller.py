@@ -47,6 +47,7 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors, selectors
 from cp import resources as res
+from cp.objects import labels_of
 
 NAME = "horizontal-pod-autoscaler"
 COMPONENT = "horizontal-pod-autoscaler"  # Event source, as upstream
@@ -365,10 +366,10 @@ class HorizontalController:
             await self._event(hpa, "Warning", "InvalidSelector", msg)
             set_condition("ScalingActive", "False", "InvalidSelector", msg)
             return -1, "", None, msg
-        pods = [p for p in self.informers.cache(PODS).list(namespace) if selector.matches(_labels(p))]
+        pods = [p for p in self.informers.cache(PODS).list(namespace) if selector.matches(labels_of(p))]
         self._selectors[(namespace, hpa_name)] = selector
         owners = sorted({f"{ns}/{n}" for (ns, n), sel in self._selectors.items()
-                         if ns == namespace and any(sel.matches(_labels(p)) for p in pods)})
+                         if ns == namespace and any(sel.matches(labels_of(p)) for p in pods)})
         if len(owners) > 1:
             msg = f"pods by selector {selector_text} are controlled by multiple HPAs: [{' '.join(owners)}]"
             await self._event(hpa, "Warning", "AmbiguousSelector", msg)
@@ -639,10 +640,6 @@ def _target_kind(ref: Mapping[str, Any]) -> res.ResourceKind:
     if target.subresource("scale") is None:
         raise _TargetError("the server could not find the requested resource")
     return target
-
-
-def _labels(obj: Mapping[str, Any]) -> dict[str, str]:
-    return {str(k): str(val) for k, val in (caches.meta(obj).get("labels") or {}).items()}
 
 
 def _selector_string(sel: Any) -> str:
