@@ -95,7 +95,7 @@ def test_hash_is_fnv32a_safe_encoded_and_depends_on_collision_count() -> None:
     template = pod_template(LABELS)
     h = deploy.compute_hash(template)
     assert h == deploy.compute_hash(copy.deepcopy(template))
-    assert set(h) <= set(deploy._SAFE_ALPHABET) and 1 <= len(h) <= 10
+    assert set(h) <= set(deploy.SAFE_ALPHABET) and 1 <= len(h) <= 10
     assert deploy.compute_hash(template, 1) != h
     assert deploy.compute_hash(template, 0) != h  # a present zero count still changes the bytes hashed
     other = pod_template(LABELS, nodeName="n1")
