@@ -60,10 +60,10 @@ from cp import clock as clocks
 from cp import errors, selectors
 from cp import resources as res
 from cp.objects import labels_of as labels_of
-from cp.objects import meta_of as meta
+from cp.objects import meta_of
 from cp.objects import spec_of as spec_of
 from cp.objects import status_of as status_of
-from cp.objects import uid_of as uid_of  # these five: re-exported, other controllers use `replicaset.<name>`
+from cp.objects import uid_of as uid_of  # these: re-exported, other controllers use `replicaset.<name>`
 
 NAME = "replicaset"
 COMPONENT = "replicaset-controller"
@@ -76,9 +76,10 @@ AVAILABILITY_SLACK = 0.01  # seconds past the availability moment at which to lo
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 
-REPLICASETS = res.by_group_resource("apps", "replicasets")
-PODS = res.by_group_resource("", "pods")
-assert REPLICASETS is not None and PODS is not None
+meta = meta_of  # re-exported under the name the other controllers use
+
+REPLICASETS = clients.resolve("replicasets.apps")
+PODS = clients.resolve("pods")
 
 INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}
 

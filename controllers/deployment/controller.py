@@ -110,17 +110,15 @@ from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile
+from controllers.runtime.reconcile import Request, Result
 from cp import clock as clocks
 from cp import errors
-from cp import resources as res
 
 NAME = "deployment"
 COMPONENT = "deployment-controller"
 FIELD_MANAGER = "deployment-controller"
 
-DEPLOYMENTS = res.by_group_resource("apps", "deployments")
-assert DEPLOYMENTS is not None
+DEPLOYMENTS = clients.resolve("deployments.apps")
 REPLICASETS = rsc.REPLICASETS
 PODS = rsc.PODS
 
@@ -165,8 +163,8 @@ class DeploymentController:
     # ------------------------------------------------------------------ event mapping
 
     @staticmethod
-    def _request(obj: Mapping[str, Any]) -> reconcile.Request:
-        return reconcile.Request(namespace=rsc.namespace_of(obj), name=rsc.name_of(obj))
+    def _request(obj: Mapping[str, Any]) -> Request:
+        return Request(namespace=rsc.namespace_of(obj), name=rsc.name_of(obj))
 
     def resolve_controller(self, namespace: str, ref: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if ref is None or ref.get("kind") != DEPLOYMENTS.kind or \
@@ -186,7 +184,7 @@ class DeploymentController:
                 out.append(d)
         return out
 
-    def map_replicaset(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_replicaset(self, change: managers.Change) -> list[Request]:
         rs = change.obj
         ns = rsc.namespace_of(rs)
         ref = rsc.controller_ref(rs)
@@ -217,7 +215,7 @@ class DeploymentController:
             out += [self._request(d) for d in self.deployments_selecting(rs)]
         return out
 
-    def map_pod(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_pod(self, change: managers.Change) -> list[Request]:
         """A deleted pod may unblock a Recreate rollout waiting for old pods to go."""
         if change.type != "delete":
             return []
@@ -236,7 +234,7 @@ class DeploymentController:
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+    async def reconcile(self, request: Request) -> Result | None:
         cached = self.d_cache.get(request.namespace, request.name)
         if cached is None:
             return None
@@ -581,7 +579,7 @@ class DeploymentController:
             await self.write_status(run, status)
 
     async def sync_rollout_status(self, run: _Pass, all_rss: Sequence[Mapping[str, Any] | None],
-                                  new_rs: Mapping[str, Any] | None) -> reconcile.Result | None:
+                                  new_rs: Mapping[str, Any] | None) -> Result | None:
         """Status plus the Progressing condition and ReplicaFailure (upstream `syncRolloutStatus`);
         asks to be requeued for the progress deadline when nothing changed."""
         d = run.d
@@ -639,7 +637,7 @@ class DeploymentController:
         return [c for rs in all_rss if rs is not None for c in of(rs)]
 
     @staticmethod
-    def requeue_stuck(d: Mapping[str, Any], status: Mapping[str, Any], now: float) -> reconcile.Result | None:
+    def requeue_stuck(d: Mapping[str, Any], status: Mapping[str, Any], now: float) -> Result | None:
         """Look again when the progress deadline passes (upstream `requeueStuckDeployment`)."""
         current = rsc.get_condition(rsc.conditions_of(rsc.status_of(d)), "Progressing")
         if not has_progress_deadline(d) or current is None:
@@ -647,11 +645,11 @@ class DeploymentController:
         if deployment_complete(d, status) or current.get("reason") == TIMED_OUT:
             return None
         deadline = time_of(current.get("lastUpdateTime")) + int(rsc.spec_of(d)["progressDeadlineSeconds"])
-        return reconcile.Result(requeue_after=max(deadline - now, 0.0) + DEADLINE_SLACK)
+        return Result(requeue_after=max(deadline - now, 0.0) + DEADLINE_SLACK)
 
     # ------------------------------------------------------------------ strategies
 
-    async def rollout_rolling(self, run: _Pass) -> reconcile.Result | None:
+    async def rollout_rolling(self, run: _Pass) -> Result | None:
         new_rs, old_rss = await self.all_replicasets(run, create=True)
         all_rss: list[dict[str, Any] | None] = [*old_rss, new_rs]
         if new_rs is not None and await self.reconcile_new_replicaset(run, all_rss, new_rs):
@@ -729,7 +727,7 @@ class DeploymentController:
             total += count
         return total
 
-    async def rollout_recreate(self, run: _Pass) -> reconcile.Result | None:
+    async def rollout_recreate(self, run: _Pass) -> Result | None:
         new_rs, old_rss = await self.all_replicasets(run, create=False)
         scaled_down = False
         for rs in active(old_rss):

@@ -359,7 +359,8 @@ def _annotations(obj: dict[str, Any]) -> dict[str, Any]:
     ann = meta.get("annotations")
     if not isinstance(ann, dict):
         ann = meta["annotations"] = {}
-    return ann
+    out: dict[str, Any] = ann
+    return out
 
 
 def set_replicas_annotations(rs: dict[str, Any], desired: int, max_replicas: int) -> bool:

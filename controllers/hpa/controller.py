@@ -54,10 +54,9 @@ COMPONENT = "horizontal-pod-autoscaler"  # Event source, as upstream
 FIELD_MANAGER = "horizontal-pod-autoscaler"
 SYNC_PERIOD = 15.0  # --horizontal-pod-autoscaler-sync-period
 
-HPAS = res.by_group_resource("autoscaling", "horizontalpodautoscalers")
-PODS = res.by_group_resource("", "pods")
-EVENTS = res.by_group_resource("", "events")
-assert HPAS is not None and PODS is not None and EVENTS is not None
+HPAS = clients.resolve("horizontalpodautoscalers.autoscaling")
+PODS = clients.resolve("pods")
+EVENTS = clients.resolve("events")
 
 logger = structlog.get_logger("cplane.controllers.hpa")
 

@@ -72,7 +72,8 @@ from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile, workqueue
+from controllers.runtime import workqueue
+from controllers.runtime.reconcile import Request, Result
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
@@ -188,7 +189,7 @@ class Scheduler:
         self.queueing.move_all(event)
 
     @property
-    def queue(self) -> workqueue.WorkQueue[reconcile.Request] | None:
+    def queue(self) -> workqueue.WorkQueue[Request] | None:
         return self.controller.queue if self.controller is not None else None
 
     # ------------------------------------------------------------------ event mapping (queueing)
@@ -211,7 +212,7 @@ class Scheduler:
         self.queueing.forget(key)
         self._last_event.pop(key, None)
 
-    def _map_pod(self, change: managers.Change) -> list[reconcile.Request]:
+    def _map_pod(self, change: managers.Change) -> list[Request]:
         pod = change.obj
         key = caches.key_of(pod)
         old = change.old
@@ -242,7 +243,7 @@ class Scheduler:
                 keys.add((ns, str(ref.get("name") or "")))
         return keys
 
-    def _map_claim(self, change: managers.Change) -> list[reconcile.Request]:
+    def _map_claim(self, change: managers.Change) -> list[Request]:
         """`isSchedulableAfterClaimChange`: a deallocation may help anybody; otherwise only the pods
         using the claim, when it was created or its status changed."""
         claim, old = change.obj, change.old
@@ -260,14 +261,14 @@ class Scheduler:
                 self.queueing.nudge(key)
         return []
 
-    def _map_cluster(self, change: managers.Change) -> list[reconcile.Request]:
+    def _map_cluster(self, change: managers.Change) -> list[Request]:
         """ResourceSlices, DeviceClasses (add/update) and DeviceTaintRules (any change)."""
         if change.type == "delete" and change.kind is not RULES:
             return []
         self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
         return []
 
-    def _map_node(self, change: managers.Change) -> list[reconcile.Request]:
+    def _map_node(self, change: managers.Change) -> list[Request]:
         node, old = change.obj, change.old
         if change.type == "delete":
             return []
@@ -282,7 +283,7 @@ class Scheduler:
             self.queueing.move_all("NodeUpdate")
         return []
 
-    def _map_namespace(self, change: managers.Change) -> list[reconcile.Request]:
+    def _map_namespace(self, change: managers.Change) -> list[Request]:
         if change.type == "update" and change.old is not None and \
                 meta_of(change.old).get("labels") != meta_of(change.obj).get("labels"):
             self.queueing.move_all("NamespaceUpdate")
@@ -290,13 +291,13 @@ class Scheduler:
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+    async def reconcile(self, request: Request) -> Result | None:
         try:
             return await self._reconcile(request)
         finally:
             self.queueing.pump()
 
-    async def _reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+    async def _reconcile(self, request: Request) -> Result | None:
         key = (request.namespace, request.name)
         entered = self.queueing.unschedulable.get(key)
         if entered is not None and key not in self.queueing.gated:
@@ -349,7 +350,7 @@ class Scheduler:
         if isinstance(outcome, Error):
             self.stats.errors += 1
             await self._report_failure(pod, "SchedulerError", outcome.message)
-            return reconcile.Result(requeue_after=self.queueing.backoff(key))
+            return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
         try:
             await self.binder.bind(pod, outcome)
@@ -363,7 +364,7 @@ class Scheduler:
             await self.binder.unreserve(pod, outcome)
             if self.pods.cache.get(*key) is not None:
                 await self._report_failure(pod, "SchedulerError", message)
-            return reconcile.Result(requeue_after=self.queueing.backoff(key))
+            return Result(requeue_after=self.queueing.backoff(key))
         self._forget_pod(key)
         self.stats.scheduled += 1
         await self.recorder.normal(pod, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {outcome.node}")

@@ -52,7 +52,7 @@ class SchedulingQueue:
         attempts = self.attempts.get(key, 0)
         if attempts <= 0:
             return 0.0
-        return min(INITIAL_BACKOFF * (2 ** (attempts - 1)), MAX_BACKOFF)
+        return min(INITIAL_BACKOFF * float(2 ** (attempts - 1)), MAX_BACKOFF)
 
     def record_attempt(self, key: Key) -> None:
         self.attempts[key] = self.attempts.get(key, 0) + 1
