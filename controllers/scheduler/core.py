@@ -231,7 +231,7 @@ class Scheduler:
             return []
         if change.type == "add" or old is None:
             return [request_of(key)]
-        if (key in self.queueing.unschedulable or key in self.queueing.in_cycle) and pod_updated(old, pod):
+        if self.queueing.waiting(key) and pod_updated(old, pod):
             self.queueing.nudge(key)
         return []
 
@@ -254,7 +254,7 @@ class Scheduler:
         if old is not None and allocation_of(old) is not None and allocation_of(claim) is None:
             self.queueing.move_all("ClaimDeallocated")
             return []
-        if not self.queueing.unschedulable and not self.queueing.in_cycle:
+        if self.queueing.idle():
             return []
         if change.type == "add" or old is None or status_of(old) != status_of(claim):
             for key in self._pods_using_claim(claim):
@@ -299,14 +299,12 @@ class Scheduler:
 
     async def _reconcile(self, request: Request) -> Result | None:
         key = (request.namespace, request.name)
-        entered = self.queueing.unschedulable.get(key)
-        if entered is not None and key not in self.queueing.gated:
-            wait = entered + UNSCHEDULABLE_MAX - self.clock.now()
-            if wait > 0:  # still in the pool: a stale timer; an event or the (re-armed) flush brings it back
-                if self.queue is not None:
-                    self.queue.add_after(request, wait)
-                return None
-        self.queueing.backing_off.pop(key, None)
+        wait = self.queueing.pool_wait(key, limit=UNSCHEDULABLE_MAX)
+        if wait > 0:  # still in the pool: a stale timer; an event or the (re-armed) flush brings it back
+            if self.queue is not None:
+                self.queue.add_after(request, wait)
+            return None
+        self.queueing.popped(key)
         pod = self.pods.cache.get(*key)
         if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
             if pod is None or spec_of(pod).get("nodeName"):
@@ -321,15 +319,13 @@ class Scheduler:
             pod = self.pods.cache.get(*key)
             if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
                 return None
-            self.queueing.unschedulable.pop(key, None)
-            self.queueing.gated.discard(key)
-            self.queueing.in_cycle[key] = False
+            self.queueing.begin_cycle(key)
             started = time.perf_counter()
             try:
                 outcome = await self.cycle.run(pod)
             finally:
                 self.stats.cycle_seconds += time.perf_counter() - started
-                moved = self.queueing.in_cycle.pop(key, False)
+                moved = self.queueing.end_cycle(key)
         if isinstance(outcome, Gate):
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=outcome.reason)
             self.queueing.park(key, gated=True)

@@ -64,6 +64,36 @@ class SchedulingQueue:
         if gated:
             self.gated.add(key)
 
+    def pool_wait(self, key: Key, *, limit: float) -> float:
+        """For a pod still in the pool (not gated): how long until it has been there `limit`
+        seconds (0 when it is not in the pool or the time is up)."""
+        entered = self.unschedulable.get(key)
+        if entered is None or key in self.gated:
+            return 0.0
+        return max(entered + limit - self.clock.now(), 0.0)
+
+    def waiting(self, key: Key) -> bool:
+        """In the pool or in its cycle: an event may matter to the pod."""
+        return key in self.unschedulable or key in self.in_cycle
+
+    def idle(self) -> bool:
+        """No pod in the pool or in its cycle (claim events need no mapping then)."""
+        return not self.unschedulable and not self.in_cycle
+
+    def popped(self, key: Key) -> None:
+        """The work queue handed the pod out: its backoff timer, if any, is spent."""
+        self.backing_off.pop(key, None)
+
+    def begin_cycle(self, key: Key) -> None:
+        """The pod is being attempted: out of the pool, and events from now on are noted."""
+        self.unschedulable.pop(key, None)
+        self.gated.discard(key)
+        self.in_cycle[key] = False
+
+    def end_cycle(self, key: Key) -> bool:
+        """Whether an event that could help the pod arrived during its cycle."""
+        return self.in_cycle.pop(key, False)
+
     def requeue(self, key: Key) -> None:
         """Move a pod out of the unschedulable pool: to the queue now if its backoff is over or
         nothing else is queued (`SchedulerPopFromBackoffQ`), else when the backoff ends. A pod
