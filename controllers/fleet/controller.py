@@ -46,7 +46,7 @@ from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile, workqueue
+from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
@@ -707,23 +707,17 @@ def _started_at(pod: Mapping[str, Any]) -> float | None:
 
 class FleetController(managers.Controller):
     """A Controller whose queue is seeded with the fleet's Requests each time the manager starts it
-    (the manager sets `queue` when controllers start, and clears it when they stop)."""
+    (`on_start`, called once the term's queue is set)."""
 
     def __init__(self, simulator: Simulator, *, workers: int) -> None:
         self.simulator = simulator
-        self._queue: workqueue.WorkQueue[reconcile.Request] | None = None
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
-    @property
-    def queue(self) -> workqueue.WorkQueue[reconcile.Request] | None:
-        return self._queue
-
-    @queue.setter
-    def queue(self, value: workqueue.WorkQueue[reconcile.Request] | None) -> None:
-        self._queue = value
-        if value is not None:
-            for request in self.simulator.on_start():
-                value.add(request)
+    def on_start(self) -> None:
+        requests = self.simulator.on_start()
+        if self.queue is not None:
+            for request in requests:
+                self.queue.add(request)
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
