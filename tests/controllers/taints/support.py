@@ -3,6 +3,7 @@ whose allocation and reservedFor are written through the status subresource, and
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -19,17 +20,13 @@ eventually = functools.partial(waiting.eventually, within=5.0)
 
 
 async def namespace(client: clients.Client, name: str) -> None:
-    try:
+    with contextlib.suppress(errors.AlreadyExists):
         await client.create("namespaces", {"metadata": {"name": name}})
-    except errors.AlreadyExists:
-        pass
 
 
 async def node(client: clients.Client, name: str) -> None:
-    try:
+    with contextlib.suppress(errors.AlreadyExists):
         await client.create("nodes", {"metadata": {"name": name}})
-    except errors.AlreadyExists:
-        pass
 
 
 async def resource_slice(client: clients.Client, pool: str, devices: Sequence[str | Mapping[str, Any]], *,
