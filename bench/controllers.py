@@ -36,7 +36,7 @@ import aiohttp
 from bench import harness
 
 from controllers import fleet as fleets
-from controllers import fleet_objects as objs
+from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,6 +37,7 @@ from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import errors
 from cp import resources as res
+from cp.objects import uid_of
 
 NAME = "garbage-collector"
 FIELD_MANAGER = "garbage-collector"
@@ -178,7 +179,7 @@ class GarbageCollector:
                 await self._remove_owner_refs(kind, live, gone)
             return None
         fins = finalizers(live)
-        if waiting and self.dependents(_uid(live)):
+        if waiting and self.dependents(uid_of(live)):
             policy = "Foreground"
         elif ORPHAN in fins:
             policy = "Orphan"
@@ -193,7 +194,7 @@ class GarbageCollector:
         with contextlib.suppress(errors.NotFound):
             await self.client.delete(kind, str(meta["name"]), namespace=str(meta.get("namespace") or ""),
                                      propagation_policy=policy,
-                                     preconditions={"uid": _uid(live),
+                                     preconditions={"uid": uid_of(live),
                                                     "resourceVersion": str(meta.get("resourceVersion") or "")})
         return None
 
@@ -225,12 +226,12 @@ class GarbageCollector:
                 continue
             ns = str(caches.meta(obj).get("namespace") or "") if okind.namespaced else ""
             owner = self._cached_owner(okind, ns, str(ref.get("name") or ""))
-            if owner is None or _uid(owner) != uid:
+            if owner is None or uid_of(owner) != uid:
                 try:
                     owner = await self.client.get(okind, str(ref.get("name") or ""), namespace=ns)
                 except errors.NotFound:
                     owner = None
-                if owner is None or _uid(owner) != uid:
+                if owner is None or uid_of(owner) != uid:
                     self.absent.add(uid)
                     dangling.append(ref)
                     continue
@@ -252,12 +253,12 @@ class GarbageCollector:
             live = await self.client.get(kind, name, namespace=ns)
         except errors.NotFound:
             return None
-        return live if _uid(live) == _uid(obj) else None
+        return live if uid_of(live) == uid_of(obj) else None
 
     # ------------------------------------------------------------------ owner-side work
 
     async def _orphan_dependents(self, kind: res.ResourceKind, owner: dict[str, Any]) -> None:
-        uid = _uid(owner)
+        uid = uid_of(owner)
         for dkind, dep in self.dependents(uid):
             await self._remove_owner_refs(dkind, dep, {uid})
         logger.info("orphaned_dependents", resource=kind.group_resource,
@@ -265,7 +266,7 @@ class GarbageCollector:
         await self._remove_finalizer(kind, owner, ORPHAN)
 
     async def _finish_foreground(self, kind: res.ResourceKind, owner: dict[str, Any]) -> None:
-        uid = _uid(owner)
+        uid = uid_of(owner)
         for _dkind, dep in self.dependents(uid):
             for ref in owner_refs(dep):
                 if str(ref.get("uid")) == uid and ref.get("blockOwnerDeletion"):
@@ -316,10 +317,6 @@ class GarbageCollector:
                 current = await self._get(kind, current)
         raise errors.Conflict(f"could not remove finalizer {finalizer} from {kind.group_resource} "
                               f"{caches.meta(obj).get('name')}: kept conflicting")
-
-
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str(caches.meta(obj).get("uid") or "")
 
 
 def new(ctx: managers.ControllerContext, *, workers: int = 4) -> managers.Controller:

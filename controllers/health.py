@@ -72,7 +72,7 @@ from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile
+from controllers.runtime.reconcile import Request, Result
 from cp import clock as clocks
 from cp import errors, sim
 from cp import resources as res
@@ -419,8 +419,8 @@ def is_managed_rule(rule: Mapping[str, Any]) -> bool:
 # ---------------------------------------------------------------------- the controller
 
 
-def _request(resource: str, namespace: str, name: str) -> reconcile.Request:
-    return reconcile.Request(resource=resource, namespace=namespace, name=name)
+def _request(resource: str, namespace: str, name: str) -> Request:
+    return Request(resource=resource, namespace=namespace, name=name)
 
 
 class HealthReporter:
@@ -459,9 +459,9 @@ class HealthReporter:
 
     # ------------------------------------------------------------------ event mapping
 
-    def users_of(self, keys: Iterable[str]) -> list[reconcile.Request]:
+    def users_of(self, keys: Iterable[str]) -> list[Request]:
         """Claims holding any of these devices, and the pods using those claims."""
-        out: dict[reconcile.Request, None] = {}
+        out: dict[Request, None] = {}
         for key in keys:
             for claim in self.claims.by_index(te.CLAIM_DEVICE_INDEX, key):
                 ns, name = caches.key_of(claim)
@@ -470,20 +470,20 @@ class HealthReporter:
                     out[_request(te.PODS, *caches.key_of(pod))] = None
         return list(out)
 
-    def map_report(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_report(self, change: managers.Change) -> list[Request]:
         keys = set(by_device(change.obj)) | (set(by_device(change.old)) if change.old is not None else set())
         out = [_request(DEVICE_HEALTHS, "", caches.key_of(change.obj)[1])] if change.type != "delete" else []
         return out + self.users_of(sorted(keys))
 
     @staticmethod
-    def map_pod(change: managers.Change) -> list[reconcile.Request]:
+    def map_pod(change: managers.Change) -> list[Request]:
         pod = change.obj
         if not _dict(pod.get("spec")).get("resourceClaims") and \
                 not _dict(pod.get("status")).get("extendedResourceClaimStatus"):
             return []
         return [_request(te.PODS, *caches.key_of(pod))]
 
-    def map_claim(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_claim(self, change: managers.Change) -> list[Request]:
         if change.type == "delete":
             return []
         claim, old = change.obj, change.old
@@ -497,7 +497,7 @@ class HealthReporter:
         return out
 
     @staticmethod
-    def map_rule(change: managers.Change) -> list[reconcile.Request]:
+    def map_rule(change: managers.Change) -> list[Request]:
         rule = change.obj
         if not is_managed_rule(rule):
             return []
@@ -506,11 +506,13 @@ class HealthReporter:
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+    async def reconcile(self, request: Request) -> Result | None:
         if request.resource == te.PODS:
-            return await self.reconcile_pod(request.namespace, request.name)
+            await self.reconcile_pod(request.namespace, request.name)
+            return None
         if request.resource == te.CLAIMS:
-            return await self.reconcile_claim(request.namespace, request.name)
+            await self.reconcile_claim(request.namespace, request.name)
+            return None
         return await self.reconcile_report(request.name)
 
     async def reconcile_pod(self, namespace: str, name: str) -> None:
@@ -550,7 +552,7 @@ class HealthReporter:
             self._log.info("claim_device_health", namespace=namespace, name=name)
         return None
 
-    async def reconcile_report(self, name: str) -> reconcile.Result | None:
+    async def reconcile_report(self, name: str) -> Result | None:
         dh = self.reports.get("", name)
         if dh is None:
             return None  # the garbage collector removes the rule it owned
@@ -563,7 +565,7 @@ class HealthReporter:
         if self.taint_unhealthy:
             await self._remediate(dh, h)
         if h.expires is not None:
-            return reconcile.Result(requeue_after=max(h.expires - self.clock.now(), 0.001))
+            return Result(requeue_after=max(h.expires - self.clock.now(), 0.001))
         return None
 
     async def _remediate(self, dh: Mapping[str, Any], h: Health) -> None:

@@ -38,8 +38,7 @@ NAME = "namespace"
 FINALIZER = "kubernetes"
 FINALIZER_ESTIMATE_SECONDS = 15  # upstream's default wait for content with finalizers
 
-NAMESPACES = res.by_group_resource("", "namespaces")
-assert NAMESPACES is not None
+NAMESPACES = clients.resolve("namespaces")
 
 CONDITION_TYPES = (
     "NamespaceDeletionDiscoveryFailure",

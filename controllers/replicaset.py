@@ -59,6 +59,11 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors, selectors
 from cp import resources as res
+from cp.objects import labels_of as labels_of
+from cp.objects import meta_of
+from cp.objects import spec_of as spec_of
+from cp.objects import status_of as status_of
+from cp.objects import uid_of as uid_of  # these: re-exported, other controllers use `replicaset.<name>`
 
 NAME = "replicaset"
 COMPONENT = "replicaset-controller"
@@ -71,9 +76,10 @@ AVAILABILITY_SLACK = 0.01  # seconds past the availability moment at which to lo
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 NAMESPACE_TERMINATING_CAUSE = "NamespaceTerminating"
 
-REPLICASETS = res.by_group_resource("apps", "replicasets")
-PODS = res.by_group_resource("", "pods")
-assert REPLICASETS is not None and PODS is not None
+meta = meta_of  # re-exported under the name the other controllers use
+
+REPLICASETS = clients.resolve("replicasets.apps")
+PODS = clients.resolve("pods")
 
 INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}
 
@@ -81,14 +87,6 @@ logger = structlog.get_logger("cplane.controllers.replicaset")
 
 
 # ---------------------------------------------------------------------- object helpers
-
-
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return caches.meta(obj)
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("uid") or "")
 
 
 def namespace_of(obj: Mapping[str, Any]) -> str:
@@ -102,21 +100,6 @@ def name_of(obj: Mapping[str, Any]) -> str:
 def key_of(obj: Mapping[str, Any]) -> str:
     """`namespace/name`, the key expectations are kept under (upstream `KeyFunc`)."""
     return f"{namespace_of(obj)}/{name_of(obj)}"
-
-
-def spec_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = obj.get("spec")
-    return spec if isinstance(spec, Mapping) else {}
-
-
-def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}
-
-
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
-    labels = meta(obj).get("labels")
-    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
 
 
 def replicas_of(obj: Mapping[str, Any]) -> int:

@@ -59,7 +59,6 @@ from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
-from cp import resources as res
 
 NAME = "resourceclaim"
 COMPONENT = "resource_claim"  # upstream's event source component
@@ -72,9 +71,8 @@ DELETED_UID_CACHE = 500
 MUTATION_TTL = 3600.0  # our own creates, until the informer has them
 
 PODS = rsc.PODS
-CLAIMS = res.by_group_resource("resource.k8s.io", "resourceclaims")
-TEMPLATES = res.by_group_resource("resource.k8s.io", "resourceclaimtemplates")
-assert CLAIMS is not None and TEMPLATES is not None
+CLAIMS = clients.resolve("resourceclaims.resource.k8s.io")
+TEMPLATES = clients.resolve("resourceclaimtemplates.resource.k8s.io")
 
 POD_TEMPLATE_INDEX = "claim-template"
 
@@ -438,7 +436,8 @@ class ResourceClaimController:
         cached = self.claim_cache.get(namespace, name)
         if cached is None:
             return
-        claim = caches.deep_copy(cached)
+        claim: dict[str, Any] | None = caches.deep_copy(cached)
+        assert claim is not None
         entries = reserved_for(claim)
         valid: list[dict[str, Any]] = []
         for entry in entries:

@@ -51,9 +51,10 @@ from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile
+from controllers.runtime.reconcile import Request, Result
 from cp import clock as clocks
 from cp import errors
+from cp.objects import uid_of as uid_of  # re-exported: the health controller uses `taint_evictor.uid_of`
 
 NAME = "device-taint-eviction"
 COMPONENT = "device-taint-eviction-controller"  # Event source and field manager, as upstream
@@ -96,10 +97,6 @@ def _dict(value: Any) -> Mapping[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def uid_of(obj: Mapping[str, Any]) -> str:
-    return str(caches.meta(obj).get("uid") or "")
 
 
 def device_key(driver: str, pool: str, device: str) -> str:
@@ -359,7 +356,7 @@ class TaintView:
     def __init__(self, slices: caches.Cache, rules: caches.Cache,
                  override: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.slices = slices
-        by_name = {str(caches.meta(r).get("name") or ""): r for r in rules}
+        by_name: dict[str, Mapping[str, Any]] = {str(caches.meta(r).get("name") or ""): r for r in rules}
         by_name.update(override or {})
         self.evicting_rules = [r for r in by_name.values()
                                if _dict(_dict(r.get("spec")).get("taint")).get("effect") == NO_EXECUTE]
@@ -471,12 +468,12 @@ class _UidCache:
         return uid in self._items
 
 
-def _pod_request(ns: str, name: str) -> reconcile.Request:
-    return reconcile.Request(resource=PODS, namespace=ns, name=name)
+def _pod_request(ns: str, name: str) -> Request:
+    return Request(resource=PODS, namespace=ns, name=name)
 
 
-def _rule_request(name: str) -> reconcile.Request:
-    return reconcile.Request(resource=RULES, name=name)
+def _rule_request(name: str) -> Request:
+    return Request(resource=RULES, name=name)
 
 
 class TaintEvictor:
@@ -507,14 +504,14 @@ class TaintEvictor:
     def view(self, override: Mapping[str, Mapping[str, Any]] | None = None) -> TaintView:
         return TaintView(self.slices, self.rules, override)
 
-    def _add_after(self, request: reconcile.Request, delay: float) -> None:
+    def _add_after(self, request: Request, delay: float) -> None:
         if self.controller is not None and self.controller.queue is not None:
             self.controller.queue.add_after(request, delay)
 
     # ------------------------------------------------------------------ event mapping
 
     @staticmethod
-    def map_pod(change: managers.Change) -> list[reconcile.Request]:
+    def map_pod(change: managers.Change) -> list[Request]:
         pod, old = change.obj, change.old
         if not _dict(pod.get("spec")).get("resourceClaims"):
             return []
@@ -528,7 +525,7 @@ class TaintEvictor:
         ns, name = caches.key_of(pod)
         return [_pod_request(ns, name)]
 
-    def _pods_of(self, claims: Iterable[Mapping[str, Any]]) -> list[reconcile.Request]:
+    def _pods_of(self, claims: Iterable[Mapping[str, Any]]) -> list[Request]:
         out: dict[tuple[str, str], None] = {}
         for claim in claims:
             ns = str(caches.meta(claim).get("namespace") or "")
@@ -536,7 +533,7 @@ class TaintEvictor:
                 out[(ns, pod_name)] = None
         return [_pod_request(ns, name) for ns, name in out]
 
-    def map_claim(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_claim(self, change: managers.Change) -> list[Request]:
         claim, old = change.obj, change.old
         if old is not None:
             before, after = _dict(old.get("status")), _dict(claim.get("status"))
@@ -549,10 +546,10 @@ class TaintEvictor:
     def _claims_in_pool(self, key: str) -> list[dict[str, Any]]:
         return self.claims.by_index(CLAIM_POOL_INDEX, key)
 
-    def map_slice(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_slice(self, change: managers.Change) -> list[Request]:
         objs = [change.obj] + ([change.old] if change.old is not None else [])
         keys = {k for o in objs for k in slice_pool(o)}
-        out: list[reconcile.Request] = []
+        out: list[Request] = []
         for key in sorted(keys):
             # Only pools with a NoExecute taint somewhere (before or after) can change an eviction.
             tainted = any(_has_no_execute(o) for o in objs) or any(
@@ -561,10 +558,10 @@ class TaintEvictor:
                 out.extend(self._pods_of(self._claims_in_pool(key)))
         return out
 
-    def map_rule(self, change: managers.Change) -> list[reconcile.Request]:
+    def map_rule(self, change: managers.Change) -> list[Request]:
         rule, old = change.obj, change.old
         name = str(caches.meta(rule).get("name") or "")
-        out: list[reconcile.Request] = []
+        out: list[Request] = []
         if change.type == "delete":
             self.evicted_by_rule.pop(uid_of(rule), None)
         elif old is None or old.get("spec") != rule.get("spec") or uid_of(old) != uid_of(rule):
@@ -582,12 +579,12 @@ class TaintEvictor:
 
     # ------------------------------------------------------------------ reconcile
 
-    async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+    async def reconcile(self, request: Request) -> Result | None:
         if request.resource == RULES:
             return await self.reconcile_rule(request.name)
         return await self.reconcile_pod(request.namespace, request.name)
 
-    async def reconcile_pod(self, namespace: str, name: str) -> reconcile.Result | None:
+    async def reconcile_pod(self, namespace: str, name: str) -> Result | None:
         key = (namespace, name)
         pod = self.pods.get(namespace, name)
         if pod is None or is_terminating(pod) or is_terminal(pod):
@@ -610,7 +607,7 @@ class TaintEvictor:
             self._add_after(_rule_request(rule_name), RULE_STATUS_PERIOD)
         delay = eviction.when - self.clock.now()
         if delay > 0:
-            return reconcile.Result(requeue_after=delay)
+            return Result(requeue_after=delay)
         counted = await self._evict(pod)
         self.pending.pop(key, None)
         self.evicted.add(uid)
@@ -687,7 +684,7 @@ class TaintEvictor:
                         if rule_matches(rule, *device_of_result(r)))
         return published, allocated
 
-    async def reconcile_rule(self, name: str) -> reconcile.Result | None:
+    async def reconcile_rule(self, name: str) -> Result | None:
         rule = self.rules.get("", name)
         if rule is None:
             return None
@@ -697,7 +694,7 @@ class TaintEvictor:
         if existing is not None and int(existing.get("observedGeneration") or 0) == generation:
             since = now - _time(existing.get("lastTransitionTime"), 0.0)
             if since < RULE_STATUS_PERIOD:
-                return reconcile.Result(requeue_after=RULE_STATUS_PERIOD - since)
+                return Result(requeue_after=RULE_STATUS_PERIOD - since)
         effect = str(_dict(_dict(rule.get("spec")).get("taint")).get("effect") or "")
         evicted = self.evicted_by_rule.get(uid_of(rule), 0)
         if effect == NO_EXECUTE:

@@ -98,6 +98,12 @@ def status_of(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return s if isinstance(s, Mapping) else {}
 
 
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    """`metadata.labels` as strings (empty when missing)."""
+    labels = meta_of(obj).get("labels")
+    return {str(k): str(v) for k, v in labels.items()} if isinstance(labels, Mapping) else {}
+
+
 def uid_of(obj: Mapping[str, Any]) -> str:
     return str(meta_of(obj).get("uid") or "")
 

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from cp.objects import meta_of
+
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
 IndexFunc = Callable[[Mapping[str, Any]], Iterable[str]]
 
@@ -27,9 +29,7 @@ def deep_copy(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
+meta = meta_of  # `metadata` of a cached object, read-only (the name the controllers use)
 
 
 def key_of(obj: Mapping[str, Any]) -> Key:

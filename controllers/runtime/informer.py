@@ -39,6 +39,18 @@ BACKOFF_INITIAL = 0.8
 BACKOFF_MAX = 30.0
 
 
+RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"  # metav1.CauseTypeResourceVersionTooLarge
+
+
+def resource_version_too_large(exc: BaseException) -> bool:
+    """The server has not reached the resourceVersion we asked for (504 Timeout whose details carry
+    the cause `ResourceVersionTooLarge`, as client-go's `isTooLargeResourceVersionError` reads it)."""
+    if not isinstance(exc, errors.Timeout):
+        return False
+    causes = (exc.details or {}).get("causes") or []
+    return any(isinstance(c, Mapping) and c.get("reason") == RESOURCE_VERSION_TOO_LARGE for c in causes)
+
+
 class EventHandler(Protocol):
     def on_add(self, obj: dict[str, Any]) -> None: ...
 
@@ -178,7 +190,7 @@ class Informer:
                 failures += 1
                 # A resourceVersion the server does not have yet (it was reset) or repeated failures:
                 # start over from a fresh list rather than resume.
-                if failures >= 3 or (isinstance(exc, errors.Timeout) and "resource version" in exc.message):
+                if failures >= 3 or resource_version_too_large(exc):
                     self._need_sync = True
                 self._log.warning("watch_failed", error=repr(exc), retry_in=round(backoff, 3), failures=failures)
             await self.clock.sleep(backoff * (1 + random.random() * 0.1))

@@ -80,6 +80,10 @@ class Controller:
         self.rate_limiter = rate_limiter
         self.queue: workqueue.WorkQueue[reconcile.Request] | None = None  # set while running
 
+    def on_start(self) -> None:
+        """Called at the start of each term, once `queue` is set and before any handler enqueues
+        (the objects already cached are replayed as adds right after)."""
+
     def enqueue(self, request: reconcile.Request) -> None:
         if self.queue is not None:
             self.queue.add(request)
@@ -253,6 +257,7 @@ class Manager:
             limiter = controller.rate_limiter(self.retry_clock) if controller.rate_limiter else None
             controller.queue = workqueue.WorkQueue(clock=self.clock, rate_limiter=limiter, name=controller.name,
                                                    retry_clock=self.retry_clock)
+            controller.on_start()
             for watch in controller.watches:
                 inf = self.informers.informer(watch.kind)
                 handler = _Handler(controller, watch)

@@ -3,13 +3,12 @@ records writes (sample-controller's fixture, in Python)."""
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
 import copy
+import functools
 import itertools
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -21,7 +20,6 @@ from cp import clock as clocks
 from cp import errors, patching
 from cp import resources as res
 from tests import waiting
-
 
 eventually = functools.partial(waiting.eventually, within=5.0)
 

@@ -3,7 +3,7 @@ GPU, scaled by an HPA with minReplicas 0 on an external metric, on a simulated f
 clock. Queue empty -> after the stabilization window, 0 replicas and no GPU claims left; queue depth 25
 with target 10 -> 3 replicas Running on fleet GPUs.
 
-Out of scope: the replica arithmetic in detail (tests/hpa/test_calc.py).
+Out of scope: the replica arithmetic in detail (tests/controllers/hpa/test_calc.py).
 """
 
 from __future__ import annotations

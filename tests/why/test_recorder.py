@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from controllers import scheduler
+from controllers.scheduler import plan as scheduler_plan
 from cp.dra import AllocationError, Allocator, CelCache, NodeAllocationError
 from cp.scheduling import explain
 from tests.cp.dra import test_allocator as table
@@ -71,7 +72,7 @@ def test_scheduler_settings_match() -> None:
     assert explain.RESERVED_FOR_MAX == scheduler.RESERVED_FOR_MAX
     assert explain.SCHEDULER_NAME == scheduler.SCHEDULER_NAME
     assert explain.DRA_PLUGIN == scheduler.DRA_PLUGIN
-    assert scheduler._CANNOT_ALLOCATE.reasons == [explain.CANNOT_ALLOCATE]
+    assert scheduler_plan.CANNOT_ALLOCATE.reasons == [explain.CANNOT_ALLOCATE]
 
 
 def test_no_recorder_by_default() -> None:

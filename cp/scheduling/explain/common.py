@@ -25,7 +25,7 @@ API_VERSION = "sim.cplane.dev/v1alpha1"
 KIND = "PodSchedulingExplanation"
 
 
-# The scheduler's settings (controllers/scheduler.py; tests/why check they stay equal).
+# The scheduler's settings (controllers/scheduler/config.py; tests/why check they stay equal).
 FEATURES = Features(list_type_attributes=False)
 
 

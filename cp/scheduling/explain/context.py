@@ -167,7 +167,7 @@ def resolve_claims(ctx: Context) -> None:
 
 
 def prefilter(ctx: Context) -> None:
-    """DynamicResources PreFilter, as controllers/scheduler.py `_dra_prefilter` does it."""
+    """DynamicResources PreFilter, as controllers/scheduler/cycle.py `_dra_prefilter` does it."""
     pod = ctx.pod
     if plugins.requested_dra_extended(ctx.req, ctx.ext_mapping):
         existing = None

@@ -1,0 +1,78 @@
+"""`python -m controllers.fleet --server URL [--fleet FILE]`: run the simulated fleet on its own
+against an API server; `--check FILE` validates a fleet file and prints a summary."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+
+from controllers.fleet import objects as objs
+from controllers.fleet.controller import DEFAULT_WORKERS, new
+from controllers.fleet.loading import load_fleet
+from controllers.fleet.model import Fleet, FleetError
+from controllers.runtime import client as clients
+from controllers.runtime import manager as managers
+from cp import clock as clocks
+from cp import logs
+
+
+def _summary(fleet: Fleet) -> str:
+    plan = objs.Plan(fleet)
+    slices = sum(len(objs.slices_for(plan, plan.nodes[p.node_name(0)])) * p.count
+                 for p in fleet.node_pools if p.count)
+    devices = sum(sum(len(dd.devices) for dd in plan.devices(plan.nodes[p.node_name(0)]).values()) * p.count
+                  for p in fleet.node_pools if p.count)
+    classes = [c["metadata"]["name"] for c in objs.device_classes(fleet)]
+    return (f"fleet {fleet.name}: {fleet.node_count()} nodes in {len(fleet.node_pools)} pools, "
+            f"{slices} ResourceSlices, {devices} devices, DeviceClasses: {', '.join(classes) or '-'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m controllers.fleet",
+                                description="Run the simulated fleet against an API server, or check a fleet file.")
+    p.add_argument("--fleet", metavar="FILE", help="fleet YAML (see docs/fleet.md)")
+    p.add_argument("--check", metavar="FILE", help="validate a fleet file, print a summary, exit")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--server", metavar="URL")
+    where.add_argument("--kubeconfig", metavar="FILE")
+    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
+    p.add_argument("--log-format", choices=("console", "json"), default="console")
+    p.add_argument("--log-level", default="info")
+    args = p.parse_args(argv)
+    if args.check:
+        try:
+            print(_summary(load_fleet(args.check)))
+        except FleetError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+        return 0
+    if not (args.server or args.kubeconfig):
+        p.error("--server or --kubeconfig is required (or --check FILE)")
+    try:
+        fleet = load_fleet(args.fleet) if args.fleet else None
+    except FleetError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    logs.configure(fmt=args.log_format, level=args.log_level)
+
+    async def run() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        client = (clients.Client(args.server) if args.server else clients.Client.from_kubeconfig(args.kubeconfig))
+        try:
+            manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")
+            manager.add(new(manager.context(), fleet=fleet, workers=args.workers))
+            await manager.run(stop)
+        finally:
+            await client.close()
+
+    asyncio.run(run())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

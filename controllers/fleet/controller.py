@@ -1,0 +1,733 @@
+"""The simulated fleet (issue #4): Nodes with a fake kubelet and fake DRA drivers, so pods run,
+claims get prepared and time passes without a single real machine (kwok's idea, our own code).
+
+What it does, per Request (`resource` says which kind the key names):
+
+- `nodes` — for a Node of the fleet, once per start: create it (labels, capacity, nodeInfo,
+  addresses, Ready status all in one write) or bring an existing one in line, create its Lease,
+  and publish its drivers' ResourceSlices (one pool per node and driver, pool name = node name).
+  Then, for every Node not annotated `sim.cplane.dev/simulated: "false"`, be its kubelet: renew
+  the Lease in `kube-node-lease` every `leaseRenewIntervalSeconds` and post a status heartbeat every
+  `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock.
+- `pods` — for a pod bound to a simulated node: Pending with containers `ContainerCreating` until
+  every resource claim it uses is allocated and reserved for it, then (the fake driver writes the
+  claim's `status.devices` first) Running and Ready with a pod IP from the node's block; pods with
+  `sim.cplane.dev/run-seconds` and restartPolicy Never/OnFailure complete after that long. A
+  deleted pod's containers stop, and after min(grace period, `podShutdownSeconds`) the kubelet
+  removes it (DELETE, grace 0, uid precondition). Pods whose node is gone are failed and deleted
+  as the pod GC does. Each transition is one status write; nothing is written when the status
+  already matches.
+- `resourceclaims.resource.k8s.io` — the fake driver un-prepares: once no running pod uses a claim,
+  its `status.devices` entries go (so the claim can be deallocated).
+- `deviceclasses.resource.k8s.io` — the fleet's DeviceClasses are created at start unless present.
+
+Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
+from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
+`factory(fleet)` (or `new(ctx, fleet=...)`) adds a fleet. `python -m controllers.fleet` runs it on
+its own against a server; `--check FILE` validates a fleet file (`controllers/fleet/__main__.py`).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import ipaddress
+import math
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from controllers.fleet import objects as objs
+from controllers.fleet.model import Fleet
+from controllers.runtime import cache as caches
+from controllers.runtime import client as clients
+from controllers.runtime import informer as informers
+from controllers.runtime import manager as managers
+from controllers.runtime import reconcile
+from cp import clock as clocks
+from cp import errors
+from cp.objects import meta_of, resource_version_of, spec_of, status_of
+
+NAME = "fleet"
+DEFAULT_WORKERS = 32
+KUBELET = "kubelet"  # field manager of node, lease and pod status writes
+POD_GC = "pod-garbage-collector"
+R_NODE = "nodes"
+R_POD = "pods"
+R_CLAIM = "resourceclaims.resource.k8s.io"
+R_CLASS = "deviceclasses.resource.k8s.io"
+MIN_REQUEUE = 0.001
+TERMINAL = ("Succeeded", "Failed")
+DELETED_NODES_REMEMBERED = 4096
+
+NODES = clients.resolve("nodes")
+PODS = clients.resolve("pods")
+LEASES = clients.resolve("leases.coordination.k8s.io")
+CLAIMS = clients.resolve(R_CLAIM)
+SLICES = clients.resolve("resourceslices.resource.k8s.io")
+CLASSES = clients.resolve(R_CLASS)
+POD_INDEXERS = {caches.NODE: caches.by_node, caches.CLAIM_NAME: caches.by_claim_name}
+SLICE_INDEXERS = {caches.NODE: caches.by_node}
+
+logger = structlog.get_logger("cplane.controllers.fleet")
+Request = reconcile.Request
+Result = reconcile.Result
+
+
+def _node_ip(node: Mapping[str, Any], fallback: str) -> str:
+    for a in status_of(node).get("addresses") or []:
+        if isinstance(a, Mapping) and a.get("type") == "InternalIP" and a.get("address"):
+            return str(a["address"])
+    return fallback
+
+
+class Simulator:
+    """The reconciler: kubelets, fake DRA drivers and pod GC for simulated nodes."""
+
+    def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
+                 clock: clocks.Clock, fleet: Fleet | None = None) -> None:
+        self.client = client
+        self.clock = clock
+        self.plan = objs.Plan(fleet)
+        self.kubelet = self.plan.kubelet
+        self.nodes = informer_factory.informer(NODES)
+        self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
+        self.claims = informer_factory.informer(CLAIMS)
+        self.slices = informer_factory.informer(SLICES, indexers=SLICE_INDEXERS)
+        self.classes = {c["metadata"]["name"]: c for c in objs.device_classes(self.plan.fleet)}
+        self._log = logger.bind(fleet=self.plan.fleet.name)
+        # What this kubelet remembers (rebuilt from the caches after a restart).
+        self._registered: set[str] = set()
+        self._lease_renewed: dict[str, float] = {}
+        self._status_reported: dict[str, float] = {}
+        self._deleted_nodes: collections.OrderedDict[str, None] = collections.OrderedDict()
+        self._orphan_seen: dict[tuple[str, str], float] = {}
+        self._node_ips: dict[str, dict[str, str]] = {}  # node -> ip -> pod uid
+        self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
+        self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
+        self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
+        self._started_at = 0.0
+
+    # ------------------------------------------------------------------ wiring
+
+    def watches(self) -> list[managers.Watch]:
+        return [managers.Watch(kind=NODES, map=self._map_node),
+                managers.Watch(kind=PODS, map=self._map_pod, indexers=POD_INDEXERS),
+                managers.Watch(kind=CLAIMS, map=self._map_claim),
+                managers.Watch(kind=SLICES, map=self._map_slice, indexers=SLICE_INDEXERS)]
+
+    def on_start(self) -> list[Request]:
+        """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
+        self._registered.clear()
+        self._lease_renewed.clear()
+        self._status_reported.clear()
+        self._started_at = time.perf_counter()
+        if self.plan.nodes or self.classes:
+            self._log.info("fleet_starting", nodes=len(self.plan.nodes), drivers=sorted(self.plan.drivers),
+                           device_classes=sorted(self.classes))
+        return ([Request(resource=R_CLASS, name=n) for n in self.classes] +
+                [Request(resource=R_NODE, name=n) for n in self.plan.nodes])
+
+    def _pods_on(self, node: str) -> list[Request]:
+        return [Request(resource=R_POD, namespace=ns, name=n)
+                for ns, n in self.pods.cache.index_keys(caches.NODE, node)]
+
+    def _map_node(self, change: managers.Change) -> list[Request]:
+        name = str(meta_of(change.obj).get("name") or "")
+        out = [Request(resource=R_NODE, name=name)]
+        if change.type == "delete":
+            self._deleted_nodes[name] = None
+            while len(self._deleted_nodes) > DELETED_NODES_REMEMBERED:
+                self._deleted_nodes.popitem(last=False)
+            self._lease_renewed.pop(name, None)
+            self._status_reported.pop(name, None)
+            self._node_ips.pop(name, None)
+            out += self._pods_on(name)
+        elif change.type == "add":
+            self._deleted_nodes.pop(name, None)
+            out += self._pods_on(name)
+        elif change.old is not None and objs.is_simulated(change.old) != objs.is_simulated(change.obj):
+            out += self._pods_on(name)
+        return out
+
+    def _map_pod(self, change: managers.Change) -> list[Request]:
+        pod = change.obj
+        if not spec_of(pod).get("nodeName"):
+            return []
+        ns, name = caches.key_of(pod)
+        out = [Request(resource=R_POD, namespace=ns, name=name)]
+        if change.type == "delete" or status_of(pod).get("phase") in TERMINAL:
+            out += [Request(resource=R_CLAIM, namespace=ns, name=c) for c in caches.by_claim_name(pod)]
+        return out
+
+    def _map_claim(self, change: managers.Change) -> list[Request]:
+        claim = change.obj
+        ns, name = caches.key_of(claim)
+        status = status_of(claim)
+        keys = {k for k in self.pods.cache.index_keys(caches.CLAIM_NAME, name) if k[0] == ns}
+        for ref in status.get("reservedFor") or []:
+            if isinstance(ref, Mapping) and ref.get("resource") == "pods" and not ref.get("apiGroup"):
+                keys.add((ns, str(ref.get("name") or "")))
+        out = [Request(resource=R_POD, namespace=k[0], name=k[1]) for k in sorted(keys)]
+        if status.get("devices"):
+            out.append(Request(resource=R_CLAIM, namespace=ns, name=name))
+        return out
+
+    def _map_slice(self, change: managers.Change) -> list[Request]:
+        name = str(meta_of(change.obj).get("name") or "")
+        if change.type == "delete":
+            self._slice_rv.pop(name, None)
+        elif resource_version_of(change.obj) == self._slice_rv.get(name):
+            return []  # our own write arriving
+        node = str(spec_of(change.obj).get("nodeName") or "")
+        if node in self.plan.nodes and node in self._registered:
+            return [Request(resource=R_NODE, name=node)]  # someone else edited or deleted it
+        return []
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, request: Request) -> Result | None:
+        if request.resource == R_POD:
+            return await self._reconcile_pod(request.namespace, request.name)
+        if request.resource == R_NODE:
+            return await self._reconcile_node(request.name)
+        if request.resource == R_CLAIM:
+            return await self._reconcile_claim(request.namespace, request.name)
+        if request.resource == R_CLASS:
+            await self._ensure_class(request.name)
+            return None
+        raise reconcile.TerminalError(f"unexpected request {request}")
+
+    # ------------------------------------------------------------------ device classes
+
+    async def _ensure_class(self, name: str) -> None:
+        obj = self.classes.get(name)
+        if obj is None:
+            return
+        with contextlib.suppress(errors.AlreadyExists):
+            await self.client.create(CLASSES, obj, field_manager=NAME)
+            self._log.info("device_class_created", name=name)
+
+    # ------------------------------------------------------------------ nodes
+
+    async def _reconcile_node(self, name: str) -> Result | None:
+        node = self.nodes.cache.get("", name)
+        planned = self.plan.node(name)
+        if planned is not None and name not in self._registered:
+            node = await self._register(planned, node)
+            self._registered.add(name)
+            if len(self._registered) == len(self.plan.nodes):
+                self._log.info("fleet_registered", nodes=len(self.plan.nodes),
+                               seconds=round(time.perf_counter() - self._started_at, 3))
+        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp"):
+            self._lease_renewed.pop(name, None)
+            return None
+        if planned is not None:
+            await self._sync_slices(planned, node)
+        else:
+            node = await self._ensure_pod_cidr(node)
+        now = self.clock.now()
+        renew = self.kubelet.lease_renew_interval_seconds
+        lease_due = self._lease_renewed.get(name, -math.inf) + renew
+        if now >= lease_due:
+            await self._renew_lease(node, now)
+            lease_due = now + renew
+        report = self.kubelet.status_report_interval_seconds
+        status_due = max(objs.heartbeat_due(node, report), self._status_reported.get(name, -math.inf) + report)
+        if now >= status_due:
+            await self._post_status(node, now)
+            status_due = now + report
+        return Result(requeue_after=max(min(lease_due, status_due) - now, MIN_REQUEUE))
+
+    async def _register(self, planned: objs.NodePlan, node: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
+        now = self.clock.now()
+        desired = objs.node_object(self.plan, planned, now)
+        created = False
+        if node is None:
+            try:
+                node = await self.client.create(NODES, desired, field_manager=KUBELET)
+                created = True
+                self._status_reported[planned.name] = now
+            except errors.AlreadyExists:
+                node = await self.client.get(NODES, planned.name)
+        if not created:
+            assert node is not None
+            if not objs.is_simulated(node):
+                self._log.warning("fleet_node_not_simulated", node=planned.name,
+                                  hint=f'annotated {objs.SIMULATED}: "false"; left alone')
+                return node
+            node = await self._align_node(node, desired)
+            await self._post_status(node, now)  # the fleet's capacity and nodeInfo, and a heartbeat
+        assert node is not None
+        await self._renew_lease(node, now, fresh=created)
+        self._log.debug("node_registered", node=planned.name, created=created)
+        return node
+
+    async def _ensure_pod_cidr(self, node: dict[str, Any]) -> dict[str, Any]:
+        """A Node made by hand gets a free pod CIDR block once (node IPAM's job), so its pod
+        addresses stay put across restarts; its InternalIP follows the same index."""
+        name = str(meta_of(node).get("name"))
+        cidr = spec_of(node).get("podCIDR")
+        if cidr:
+            idx = self.plan.block_index(str(cidr))
+            if idx is not None:
+                self.plan.adopt_index(name, idx)
+            return node
+        taken = [i for n in self.nodes.cache if n is not node and
+                 (i := self.plan.block_index(str(spec_of(n).get("podCIDR") or ""))) is not None]
+        self.plan.assign_index(name, taken)
+        block = str(self.plan.pod_block(name))
+        with contextlib.suppress(errors.Invalid, errors.NotFound):  # set meanwhile: immutable now
+            node = await self.client.patch(NODES, name, {"spec": {"podCIDR": block, "podCIDRs": [block]}},
+                                           field_manager="node-ipam-controller")
+        return node
+
+    async def _align_node(self, node: dict[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
+        """The fleet's labels and annotations on an existing Node (others' keys are kept; taints
+        and pod CIDRs are only set at registration, as the kubelet and node IPAM do)."""
+        meta, want = meta_of(node), meta_of(desired)
+        patch: dict[str, Any] = {}
+        for field in ("labels", "annotations"):
+            have = meta.get(field) or {}
+            diff = {k: val for k, val in (want.get(field) or {}).items() if have.get(k) != val}
+            if diff:
+                patch.setdefault("metadata", {})[field] = diff
+        if not spec_of(node).get("podCIDR"):
+            patch["spec"] = {k: spec_of(desired)[k] for k in ("podCIDR", "podCIDRs")}
+        if patch:
+            node = await self.client.patch(NODES, str(meta["name"]), patch, field_manager=KUBELET)
+        return node
+
+    async def _renew_lease(self, node: Mapping[str, Any], now: float, *, fresh: bool = False) -> None:
+        """One write: renew the node's Lease (create it when missing)."""
+        name = str(meta_of(node).get("name"))
+        body = objs.lease_renewal(self.kubelet, name, now)
+        body["metadata"] = {"ownerReferences": [objs.owner_ref(node)]}
+        if fresh:
+            try:
+                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET)
+            except errors.AlreadyExists:
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+        else:
+            try:
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+            except errors.NotFound:
+                with contextlib.suppress(errors.AlreadyExists):
+                    await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now),
+                                             field_manager=KUBELET)
+        self._lease_renewed[name] = now
+
+    async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
+        name = str(meta_of(node).get("name"))
+        patch = objs.node_status_patch(self.plan, node, now)
+        try:
+            await self.client.patch(NODES, name, patch, patch_type="strategic", subresource="status",
+                                    field_manager=KUBELET)
+        except errors.NotFound:
+            return
+        self._status_reported[name] = now
+        self._log.debug("node_status_posted", node=name)
+
+    # ------------------------------------------------------------------ slices
+
+    async def _sync_slices(self, planned: objs.NodePlan, node: Mapping[str, Any]) -> None:
+        """Publish the node's pools: unchanged pools are left alone; a changed pool is rewritten
+        whole at the next generation (extra slices deleted)."""
+        desired = objs.slices_for(self.plan, planned, owner=node)
+        drivers = {d.name for d in planned.pool.drivers}
+        present: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in drivers}
+        for s in self.slices.cache.by_index(caches.NODE, planned.name):
+            driver = str(spec_of(s).get("driver") or "")
+            if driver in drivers and (spec_of(s).get("pool") or {}).get("name") == planned.name:
+                present[driver][str(meta_of(s).get("name"))] = s
+        by_driver: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
+        for s in desired:
+            by_driver[s["spec"]["driver"]].append(s)
+        for driver in sorted(drivers):
+            want, have = by_driver.get(driver, []), present[driver]
+            if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
+                   for s in want):
+                continue  # the cache has not seen our last write yet; its event comes back here
+            if {s["metadata"]["name"] for s in want} == set(have) and all(
+                    _same_slice(have[s["metadata"]["name"]], s) for s in want):
+                continue
+            generation = max((int((spec_of(s).get("pool") or {}).get("generation") or 0) for s in have.values()),
+                             default=0) + 1 if have else 1
+            for s in want:
+                s["spec"]["pool"]["generation"] = generation
+                name = s["metadata"]["name"]
+                current = have.get(name)
+                if current is None:
+                    try:
+                        out = await self.client.create(SLICES, s, field_manager=driver)
+                    except errors.AlreadyExists:  # made by someone else meanwhile: its event brings us back
+                        raise errors.Conflict(f"resourceslice {name} exists but is not cached yet") from None
+                else:
+                    s["metadata"]["resourceVersion"] = meta_of(current).get("resourceVersion")
+                    out = await self.client.update(SLICES, s, field_manager=driver)
+                self._slice_rv[name] = resource_version_of(out)
+            for name in set(have) - {s["metadata"]["name"] for s in want}:
+                with contextlib.suppress(errors.NotFound):
+                    await self.client.delete(SLICES, name, preconditions={"uid": str(meta_of(have[name]).get("uid"))})
+                self._slice_rv.pop(name, None)
+            self._log.debug("slices_published", node=planned.name, driver=driver, generation=generation,
+                            slices=len(want))
+
+    # ------------------------------------------------------------------ pods
+
+    async def _reconcile_pod(self, ns: str, name: str) -> Result | None:
+        key = (ns, name)
+        pod = self.pods.cache.get(ns, name)
+        if pod is None:
+            self._release_ip(key)
+            self._orphan_seen.pop(key, None)
+            return None
+        node_name = str(spec_of(pod).get("nodeName") or "")
+        if not node_name:
+            return None
+        node = self.nodes.cache.get("", node_name)
+        if node is None:
+            return await self._orphaned(pod, node_name)
+        self._orphan_seen.pop(key, None)
+        if not objs.is_simulated(node):
+            return None
+        if meta_of(pod).get("deletionTimestamp"):
+            return await self._terminate(pod, node)
+        if status_of(pod).get("phase") in TERMINAL:
+            self._release_ip(key)
+            return None
+        now = self.clock.now()
+        host_ip = _node_ip(node, self.plan.node_address(node_name))
+        if status_of(pod).get("phase") != "Running":  # once started, claim changes do not stop it
+            claims, why = self._claims(pod)
+            if claims is None:
+                desired = objs.pod_status(pod, "creating", now=now, host_ip=host_ip)
+                if objs.status_differs(pod, desired):
+                    await self._write_pod_status(pod, desired)
+                    self._log.debug("pod_waiting_for_claims", namespace=ns, name=name, node=node_name, reason=why)
+                return None
+            await self._prepare(pod, node_name, claims, now)
+        pod_ip = self._pod_ip(pod, node, host_ip)
+        desired = objs.pod_status(pod, "running", now=now, host_ip=host_ip, pod_ip=pod_ip)
+        if objs.status_differs(pod, desired):
+            pod = await self._write_pod_status(pod, desired)
+            self._log.debug("pod_running", namespace=ns, name=name, node=node_name, ip=pod_ip)
+        run_for = _run_seconds(pod)
+        if run_for is None:
+            return None
+        started = _started_at(pod)
+        finish = (started if started is not None else now) + run_for
+        if now < finish:
+            return Result(requeue_after=max(finish - now, MIN_REQUEUE))
+        code = _exit_code(pod)
+        desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip, pod_ip=pod_ip, exit_code=code)
+        await self._write_pod_status(pod, desired)
+        self._release_ip(key)
+        self._log.debug("pod_completed", namespace=ns, name=name, exit_code=code)
+        return None
+
+    async def _write_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+        """One merge-patch of pods/status, guarded by the cached resourceVersion (409: requeued)."""
+        ns, name = caches.key_of(pod)
+        patch = {"metadata": {"resourceVersion": meta_of(pod).get("resourceVersion")}, "status": status}
+        return await self.client.patch(PODS, name, patch, namespace=ns, subresource="status",
+                                       field_manager=KUBELET)
+
+    def _claims(self, pod: Mapping[str, Any]) -> tuple[list[dict[str, Any]] | None, str]:
+        """The pod's claims if each is allocated and reserved for it (else None and why) —
+        resolved as `resourceclaim.Name` does."""
+        ns = str(meta_of(pod).get("namespace") or "")
+        uid = str(meta_of(pod).get("uid") or "")
+        status = status_of(pod)
+        generated = {str(s.get("name")): s for s in status.get("resourceClaimStatuses") or []
+                     if isinstance(s, Mapping)}
+        names: list[tuple[str, bool]] = []
+        for rc in spec_of(pod).get("resourceClaims") or []:
+            if not isinstance(rc, Mapping):
+                continue
+            if rc.get("resourceClaimName"):
+                names.append((str(rc["resourceClaimName"]), False))
+            elif rc.get("resourceClaimTemplateName"):
+                entry = generated.get(str(rc.get("name")))
+                if entry is None:
+                    return None, f"claim for {rc.get('name')!r} not created yet"
+                if entry.get("resourceClaimName"):
+                    names.append((str(entry["resourceClaimName"]), True))
+        extended = status.get("extendedResourceClaimStatus")
+        if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
+            names.append((str(extended["resourceClaimName"]), True))
+        claims: list[dict[str, Any]] = []
+        for claim_name, owned in names:
+            claim = self.claims.cache.get(ns, claim_name)
+            if claim is None:
+                return None, f"resourceclaim {claim_name} not found"
+            if owned and not any(ref.get("controller") and ref.get("uid") == uid
+                                 for ref in meta_of(claim).get("ownerReferences") or []):
+                return None, f"resourceclaim {claim_name} was not created for this pod"
+            cstatus = status_of(claim)
+            if not cstatus.get("allocation"):
+                return None, f"resourceclaim {claim_name} is not allocated"
+            if not any(isinstance(r, Mapping) and r.get("uid") == uid for r in cstatus.get("reservedFor") or []):
+                return None, f"resourceclaim {claim_name} is not reserved for this pod"
+            claims.append(claim)
+        return claims, ""
+
+    async def _prepare(self, pod: Mapping[str, Any], node_name: str, claims: list[dict[str, Any]],
+                       now: float) -> None:
+        """The fake drivers' NodePrepareResources: status.devices for their devices, once per allocation."""
+        planned = self.plan.node(node_name)
+        if planned is None:
+            return  # no fake drivers on a Node made by hand: nothing to prepare, nothing blocks
+        drivers = {d.name for d in planned.pool.drivers}
+        for claim in claims:
+            ckey = caches.key_of(claim)
+            if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
+                continue  # our write is not in the cache yet
+            cstatus = status_of(claim)
+            results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
+                       if isinstance(r, Mapping)]
+            allocated = {objs.device_key(r) for r in results}
+            existing = [e for e in cstatus.get("devices") or [] if isinstance(e, Mapping)]
+            have = {objs.device_key(e) for e in existing}
+            missing: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
+            for r in results:
+                k = objs.device_key(r)
+                if r.get("driver") in drivers and r.get("pool") == node_name and k not in have:
+                    missing.setdefault(k, r)
+            if not missing:
+                continue
+            entries = [dict(e) for e in existing if objs.device_key(e) in allocated]
+            for (driver, pool, device, share), _r in missing.items():
+                net = self.plan.network_data(node_name, driver, device)
+                entries.append(objs.device_status(driver, pool, device, share or None, now, net))
+            patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
+                     "status": {"devices": entries}}
+            out = await self.client.patch(CLAIMS, ckey[1], patch, namespace=ckey[0], subresource="status",
+                                          field_manager=sorted({k[0] for k in missing})[0])
+            self._prepared_rv[ckey] = resource_version_of(out)
+            self._log.debug("claim_prepared", namespace=ckey[0], name=ckey[1], devices=len(missing))
+
+    async def _terminate(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> Result | None:
+        """Graceful deletion: stop the containers now, remove the pod after min(grace, shutdown)."""
+        meta = meta_of(pod)
+        ns, name = caches.key_of(pod)
+        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
+        try:
+            deadline = clocks.parse_time(str(meta["deletionTimestamp"]))
+        except (KeyError, ValueError):
+            deadline = self.clock.now()
+        done_at = deadline - grace + min(grace, self.kubelet.pod_shutdown_seconds)
+        now = self.clock.now()
+        if now < done_at:
+            status = status_of(pod)
+            running = any("running" in (cs.get("state") or {}) for cs in status.get("containerStatuses") or [])
+            if running and status.get("phase") not in TERMINAL:
+                host_ip = _node_ip(node, self.plan.node_address(str(spec_of(pod).get("nodeName"))))
+                desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip,
+                                          pod_ip=str(status.get("podIP") or ""))
+                await self._write_pod_status(pod, desired)
+                self._log.debug("pod_stopping", namespace=ns, name=name)
+            return Result(requeue_after=max(done_at - now, MIN_REQUEUE))
+        with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or replaced (uid precondition)
+            await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,
+                                     preconditions={"uid": str(meta.get("uid") or "")})
+        self._release_ip((ns, name))
+        self._log.debug("pod_deleted", namespace=ns, name=name)
+        return None
+
+    async def _orphaned(self, pod: Mapping[str, Any], node_name: str) -> Result | None:
+        """Pod GC: a pod bound to a Node that was deleted (at once) or never existed (after a
+        quarantine and a live check) is marked Failed and force-deleted."""
+        key = caches.key_of(pod)
+        if node_name in self.plan.nodes and node_name not in self._registered:
+            return None  # the fleet creates it soon; its add event brings the pod back
+        if node_name not in self._deleted_nodes:
+            now = self.clock.now()
+            first = self._orphan_seen.setdefault(key, now)
+            wait = first + self.kubelet.orphan_pod_quarantine_seconds - now
+            if wait > 0:
+                return Result(requeue_after=wait)
+            try:
+                await self.client.get(NODES, node_name)
+                return None  # it exists after all: the cache lags
+            except errors.NotFound:
+                pass
+        meta = meta_of(pod)
+        ns, name = key
+        with contextlib.suppress(errors.NotFound):
+            await self.client.patch(PODS, name, {"status": objs.pod_gc_status(pod, self.clock.now())},
+                                    namespace=ns, subresource="status", field_manager=POD_GC)
+        with contextlib.suppress(errors.NotFound, errors.Conflict):
+            await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,
+                                     preconditions={"uid": str(meta.get("uid") or "")})
+        self._orphan_seen.pop(key, None)
+        self._release_ip(key)
+        self._log.info("orphaned_pod_deleted", namespace=ns, name=name, node=node_name)
+        return None
+
+    # ------------------------------------------------------------------ pod IPs
+
+    def _pod_ip(self, pod: Mapping[str, Any], node: Mapping[str, Any], host_ip: str) -> str:
+        if spec_of(pod).get("hostNetwork"):
+            return host_ip
+        key = caches.key_of(pod)
+        uid = str(meta_of(pod).get("uid") or "")
+        node_name = str(meta_of(node).get("name"))
+        owner = self._ip_owner.get(key)
+        if owner is not None:
+            if owner[0] == uid and owner[1] == node_name:
+                return owner[2]
+            self._release_ip(key)
+        used = self._used_ips(node_name)
+        current = str(status_of(pod).get("podIP") or "")
+        if current and used.get(current, uid) == uid:
+            ip = current
+        else:
+            block = self._block(node)
+            ip = ""
+            for host in range(2, block.num_addresses - 1):
+                candidate = str(block.network_address + host)
+                if candidate not in used:
+                    ip = candidate
+                    break
+            if not ip:
+                raise errors.Conflict(f"node {node_name}: pod CIDR {block} has no free address")
+        used[ip] = uid
+        self._ip_owner[key] = (uid, node_name, ip)
+        return ip
+
+    def _block(self, node: Mapping[str, Any]) -> ipaddress.IPv4Network | ipaddress.IPv6Network:
+        cidr = spec_of(node).get("podCIDR")
+        if cidr:
+            with contextlib.suppress(ValueError):
+                return ipaddress.ip_network(str(cidr), strict=False)
+        return self.plan.pod_block(str(meta_of(node).get("name")))
+
+    def _used_ips(self, node_name: str) -> dict[str, str]:
+        used = self._node_ips.get(node_name)
+        if used is None:  # first use since start: adopt what the pods on it already have
+            used = {}
+            for p in self.pods.cache.by_index(caches.NODE, node_name):
+                ip = status_of(p).get("podIP")
+                if ip and not spec_of(p).get("hostNetwork") and status_of(p).get("phase") not in TERMINAL:
+                    used[str(ip)] = str(meta_of(p).get("uid") or "")
+                    self._ip_owner.setdefault(caches.key_of(p), (str(meta_of(p).get("uid") or ""), node_name, str(ip)))
+            self._node_ips[node_name] = used
+        return used
+
+    def _release_ip(self, key: tuple[str, str]) -> None:
+        owner = self._ip_owner.pop(key, None)
+        if owner is not None:
+            used = self._node_ips.get(owner[1])
+            if used is not None and used.get(owner[2]) == owner[0]:
+                del used[owner[2]]
+
+    # ------------------------------------------------------------------ claims
+
+    async def _reconcile_claim(self, ns: str, name: str) -> Result | None:
+        """NodeUnprepareResources: drop the fake drivers' status.devices entries once no pod that
+        is still running uses the claim (and entries that no longer match the allocation)."""
+        claim = self.claims.cache.get(ns, name)
+        if claim is None:
+            self._prepared_rv.pop((ns, name), None)
+            return None
+        status = status_of(claim)
+        entries = [e for e in status.get("devices") or [] if isinstance(e, Mapping)]
+        ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes]
+        if not ours:
+            return None
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        allocated = {objs.device_key(r) for r in results if isinstance(r, Mapping)}
+        active = False
+        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
+            p = self.pods.cache.get(pns, pname)
+            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
+                active = True
+                break
+        keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
+        if len(keep) == len(entries):
+            return None
+        patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
+                 "status": {"devices": keep or None}}
+        with contextlib.suppress(errors.NotFound):
+            await self.client.patch(CLAIMS, name, patch, namespace=ns, subresource="status",
+                                    field_manager=str(ours[0].get("driver")))
+        self._log.debug("claim_unprepared", namespace=ns, name=name, devices=len(entries) - len(keep))
+        return None
+
+
+def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
+    """Same content, ignoring the generation; owned by the same Node incarnation."""
+    a, b = dict(spec_of(current)), dict(want["spec"])
+    a["pool"] = {**(a.get("pool") or {}), "generation": 0}
+    b["pool"] = {**(b.get("pool") or {}), "generation": 0}
+    owners = [(r.get("uid"), r.get("controller")) for r in meta_of(current).get("ownerReferences") or []]
+    wanted = [(r.get("uid"), r.get("controller")) for r in want["metadata"].get("ownerReferences") or []]
+    return a == b and owners == wanted
+
+
+def _run_seconds(pod: Mapping[str, Any]) -> float | None:
+    if spec_of(pod).get("restartPolicy") not in ("Never", "OnFailure"):
+        return None
+    raw = (meta_of(pod).get("annotations") or {}).get(objs.RUN_SECONDS)
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        return None
+    return value if value >= 0 and math.isfinite(value) else None
+
+
+def _exit_code(pod: Mapping[str, Any]) -> int:
+    if spec_of(pod).get("restartPolicy") != "Never":
+        return 0
+    try:
+        return int((meta_of(pod).get("annotations") or {}).get(objs.EXIT_CODE) or 0)
+    except ValueError:
+        return 0
+
+
+def _started_at(pod: Mapping[str, Any]) -> float | None:
+    times = []
+    for cs in status_of(pod).get("containerStatuses") or []:
+        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
+        if started:
+            with contextlib.suppress(ValueError):
+                times.append(clocks.parse_time(str(started)))
+    return max(times) if times else None
+
+
+# ---------------------------------------------------------------------- the controller
+
+
+class FleetController(managers.Controller):
+    """A Controller whose queue is seeded with the fleet's Requests each time the manager starts it
+    (`on_start`, called once the term's queue is set)."""
+
+    def __init__(self, simulator: Simulator, *, workers: int) -> None:
+        self.simulator = simulator
+        super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
+
+    def on_start(self) -> None:
+        requests = self.simulator.on_start()
+        if self.queue is not None:
+            for request in requests:
+                self.queue.add(request)
+
+
+def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
+        workers: int = DEFAULT_WORKERS) -> managers.Controller:
+    """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only."""
+    sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet)
+    return FleetController(sim, workers=workers)
+
+
+def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS
+            ) -> functools.partial[managers.Controller]:
+    """A `ControllerFactory` (ctx -> Controller) bound to a loaded fleet, for the registry."""
+    return functools.partial(new, fleet=fleet, workers=workers)

@@ -1,0 +1,190 @@
+"""The binding cycle (upstream's PreBind of the DynamicResources plugin, then the DefaultBinder):
+write each claim's finalizer, allocation and reservation, create the extended-resource claim, bind
+the pod; and Unreserve when any of it fails."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from controllers.runtime import cache as caches
+from controllers.runtime import client as clients
+from controllers.runtime import informer as informers
+from controllers.scheduler.assume import AssumeCache
+from controllers.scheduler.config import CLAIMS, COMPONENT, CONFLICT_RETRIES, DRA_PLUGIN, FINALIZER, PODS
+from controllers.scheduler.nodes import NodeCache
+from controllers.scheduler.plan import BindingError, ClaimPlan, Plan, allocation_of, reserved_for
+from cp import errors
+from cp.dra import extended as ext
+from cp.objects import display_key, meta_of, status_of, uid_of
+
+logger = structlog.get_logger("cplane.controllers.scheduler")
+
+
+class Binder:
+    def __init__(self, *, client: clients.Client, pods: informers.Informer, assume: AssumeCache,
+                 nodes: NodeCache) -> None:
+        self.client = client
+        self.pods = pods
+        self.assume = assume
+        self.node_cache = nodes
+        self._log = logger
+
+    async def bind(self, pod: dict[str, Any], plan: Plan) -> None:
+        """PreBind (the claims) and Bind; failures raise BindingError with upstream's wording."""
+        ns, name = caches.key_of(pod)
+        pod_uid = uid_of(pod)
+        ref = {"resource": "pods", "name": name, "uid": pod_uid}
+        try:
+            try:
+                await self._pre_bind(plan, ns, name, ref)
+            except (errors.StatusError, RuntimeError) as exc:
+                message = exc.message if isinstance(exc, errors.StatusError) else str(exc)
+                raise BindingError(f'running PreBind plugin "{DRA_PLUGIN}": {message}') from None
+            try:
+                await self.client.bind(namespace=ns, name=name, node=plan.node, uid=pod_uid)
+            except errors.StatusError as exc:
+                raise BindingError(f'running Bind plugin "DefaultBinder": {exc.message}') from None
+        finally:
+            for cplan in plan.claims:
+                if self.assume.in_flight.get(cplan.key) == (ns, name):
+                    del self.assume.in_flight[cplan.key]
+
+    async def _pre_bind(self, plan: Plan, ns: str, name: str, ref: dict[str, str]) -> None:
+        for cplan in plan.claims:
+            if not cplan.reserve:
+                continue
+            if cplan.claim is None:  # the extended-resource claim: create it first
+                body = caches.deep_copy(plan.extended_claim or {})
+                meta = body.setdefault("metadata", {})
+                meta["finalizers"] = [FINALIZER]
+                for owner in meta.get("ownerReferences") or []:
+                    owner["blockOwnerDeletion"] = True
+                created = await self.client.create(CLAIMS, body, field_manager=COMPONENT)
+                cplan.claim = created
+                new_key = uid_of(created)
+                self.assume.rekey(cplan.key, new_key)
+                cplan.key = new_key
+                self.assume.in_flight[new_key] = (ns, name)
+            cplan.claim = await self._bind_claim(cplan, ref)
+            self.assume.in_flight.pop(cplan.key, None)
+        if plan.extended_claim is not None:
+            created_claim = next(cplan.claim for cplan in plan.claims if cplan.extended and cplan.claim is not None)
+            patch = {"status": {"extendedResourceClaimStatus": ext.pod_extended_resource_claim_status(
+                str(meta_of(created_claim).get("name")), plan.mappings)}}
+            await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
+
+    async def _bind_claim(self, cplan: ClaimPlan, ref: dict[str, str]) -> dict[str, Any]:
+        """`bindClaim`: finalizer (plain update) and allocation + reservation (status update), with
+        a fresh read and another try on conflict."""
+        assert cplan.claim is not None
+        claim = caches.deep_copy(cplan.claim)
+        kobj = display_key(claim)
+        refresh = False
+        last: Exception | None = None
+        for _ in range(CONFLICT_RETRIES):
+            if refresh:
+                try:
+                    claim = await self.client.get(CLAIMS, str(meta_of(claim)["name"]),
+                                                  namespace=str(meta_of(claim).get("namespace") or ""))
+                except errors.StatusError as exc:
+                    raise RuntimeError(f"get updated claim {kobj} after conflict: {exc.message}") from None
+            refresh = True
+            if meta_of(claim).get("deletionTimestamp"):
+                raise RuntimeError(f"claim {kobj} got deleted in the meantime")
+            try:
+                if cplan.allocation is not None:
+                    if allocation_of(claim) is not None:
+                        raise RuntimeError(f"claim {kobj} got allocated elsewhere in the meantime")
+                    meta = claim.setdefault("metadata", {})
+                    if FINALIZER not in (meta.get("finalizers") or []):
+                        meta["finalizers"] = [*(meta.get("finalizers") or []), FINALIZER]
+                        try:
+                            claim = await self.client.update(CLAIMS, claim, field_manager=COMPONENT)
+                        except errors.Conflict:
+                            raise
+                        except errors.StatusError as exc:
+                            raise RuntimeError(f"add finalizer to claim {kobj}: {exc.message}") from None
+                    claim.setdefault("status", {})["allocation"] = cplan.allocation
+                status = claim.setdefault("status", {})
+                status["reservedFor"] = [*(status.get("reservedFor") or []), dict(ref)]
+                try:
+                    updated = await self.client.update_status(CLAIMS, claim, field_manager=COMPONENT)
+                except errors.Conflict:
+                    raise
+                except errors.StatusError as exc:
+                    what = "allocation and reservation" if cplan.allocation is not None else "reservation"
+                    raise RuntimeError(f"add {what} to claim {kobj}: {exc.message}") from None
+            except errors.Conflict as exc:
+                last = exc
+                continue
+            self.assume.record_write(updated)
+            return updated
+        assert last is not None
+        raise RuntimeError(f"add reservation to claim {kobj}: {last}")
+
+    def unreserve_local(self, pod: Mapping[str, Any], plan: Plan) -> None:
+        """Drop the assumptions of the plan (no writes: the cycle was cancelled)."""
+        for cplan in plan.claims:
+            if cplan.allocation is not None:
+                self.assume.forget(cplan.key, cplan.claim)
+            self.assume.in_flight.pop(cplan.key, None)
+        self.node_cache.forget_pod(pod, self.pods.cache.get(*caches.key_of(pod)))
+
+    async def unreserve(self, pod: Mapping[str, Any], plan: Plan) -> None:
+        """`Unreserve`: drop the assumptions; remove the pod from reservedFor where we added it
+        (strategic-merge delete by uid); delete an extended-resource claim we created."""
+        self.unreserve_local(pod, plan)
+        pod_uid = uid_of(pod)
+        for cplan in plan.claims:
+            if cplan.claim is None:
+                continue
+            if cplan.extended and plan.extended_claim is not None:
+                with contextlib.suppress(errors.NotFound):
+                    await delete_claim(self.client, cplan.claim)
+                continue
+            current = self.assume.view(*caches.key_of(cplan.claim))
+            if (current is None or not reserved_for(current, pod_uid)) and not reserved_for(cplan.claim, pod_uid):
+                continue
+            patch = {"metadata": {"uid": uid_of(cplan.claim)},
+                     "status": {"reservedFor": [{"$patch": "delete", "uid": pod_uid}]}}
+            try:
+                await self.client.patch(CLAIMS, str(meta_of(cplan.claim).get("name")), patch,
+                                        namespace=str(meta_of(cplan.claim).get("namespace") or ""),
+                                        patch_type="strategic", subresource="status", field_manager=COMPONENT)
+            except errors.StatusError as exc:
+                self._log.info("unreserve_failed", claim=display_key(cplan.claim), error=exc.message)
+
+
+async def delete_claim(client: clients.Client, claim: Mapping[str, Any]) -> None:
+    """Delete a claim we created; with our finalizer on it and no allocation to keep, remove
+    the finalizer too."""
+    ns, name = caches.key_of(claim)
+    await client.delete(CLAIMS, name, namespace=ns, preconditions={"uid": uid_of(claim)})
+    for _ in range(CONFLICT_RETRIES):
+        try:
+            current = await client.get(CLAIMS, name, namespace=ns)
+        except errors.NotFound:
+            return
+        if uid_of(current) != uid_of(claim):
+            return
+        fins = [f for f in meta_of(current).get("finalizers") or [] if f != FINALIZER]
+        if len(fins) == len(meta_of(current).get("finalizers") or []):
+            return
+        if allocation_of(current) is not None:
+            current["status"] = {k: v for k, v in status_of(current).items()
+                                 if k not in ("allocation", "reservedFor", "devices")}
+            try:
+                current = await client.update_status(CLAIMS, current, field_manager=COMPONENT)
+            except errors.Conflict:
+                continue
+        try:
+            await client.patch(CLAIMS, name, {"metadata": {
+                "resourceVersion": meta_of(current).get("resourceVersion"), "finalizers": fins or None}},
+                namespace=ns, field_manager=COMPONENT)
+            return
+        except errors.Conflict:
+            continue

@@ -1,0 +1,36 @@
+"""The scheduler's names, defaults (upstream's KubeSchedulerConfiguration and DynamicResourcesArgs
+defaults) and the kinds it watches."""
+
+from __future__ import annotations
+
+from controllers.runtime import cache as caches
+from controllers.runtime import client as clients
+from cp.dra import Features
+
+NAME = "scheduler"
+COMPONENT = "default-scheduler"  # Event source, field manager and the schedulerName we serve
+SCHEDULER_NAME = "default-scheduler"
+FINALIZER = "resource.kubernetes.io/delete-protection"
+RESERVED_FOR_MAX = 256  # ResourceClaimReservedForMaxSize
+FILTER_TIMEOUT = 10.0  # DynamicResourcesArgs.filterTimeout default (seconds, per node)
+ON_LOOP_SLICE = 0.05  # longest an allocation runs on the event loop before moving to a thread
+YIELD_EVERY = 0.02  # a scheduling cycle gives the event loop a turn at least this often
+INITIAL_BACKOFF = 1.0  # podInitialBackoffSeconds
+MAX_BACKOFF = 10.0  # podMaxBackoffSeconds
+UNSCHEDULABLE_MAX = 300.0  # podMaxInUnschedulablePodsDuration
+DEFAULT_WORKERS = 16
+EVENT_REPEAT_INTERVAL = 60.0  # seconds: an identical FailedScheduling Event is written at most this often
+CONFLICT_RETRIES = 5  # retry.DefaultRetry steps
+FEATURES = Features(list_type_attributes=False)  # a default 1.37 cluster: ListTypeAttributes is alpha/off
+TERMINAL = ("Succeeded", "Failed")
+DRA_PLUGIN = "DynamicResources"
+
+PODS = clients.resolve("pods")
+NODES = clients.resolve("nodes")
+NAMESPACES = clients.resolve("namespaces")
+CLAIMS = clients.resolve("resourceclaims.resource.k8s.io")
+SLICES = clients.resolve("resourceslices.resource.k8s.io")
+CLASSES = clients.resolve("deviceclasses.resource.k8s.io")
+RULES = clients.resolve("devicetaintrules.resource.k8s.io")
+POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name}
+CLAIM_INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}

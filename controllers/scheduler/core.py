@@ -1,0 +1,414 @@
+"""The scheduler (kube-scheduler's `default-scheduler` profile, with the DynamicResources plugin):
+puts pending pods on nodes and allocates their ResourceClaims with the DRA allocation library.
+
+**Which pods.** Pods without `spec.nodeName`, with `spec.schedulerName: default-scheduler`, not
+being deleted, not terminal and without `spec.schedulingGates`. A pod whose claims are not ready
+to be looked at (a template claim not created yet, a claim missing, being deleted or not owned by
+the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
+`status.resourceClaimStatuses` or one of its claims changes.
+
+**One scheduling cycle** (serialized; workers overlap only in their binding cycles):
+
+1. PreFilter (DynamicResources): claims allocated but reserved by 256 others ("resourceclaim in
+   use"), claims another pod is allocating right now, unknown device classes ("request r: device
+   class c does not exist"), admin access outside a namespace labelled
+   `resource.kubernetes.io/admin-access: "true"`; the special claim for extended resources backed
+   by DRA (KEP-5004) when a container requests e.g. `example.com/gpu`.
+2. Filter every node — round robin from where the last cycle stopped, until the adaptive
+   `percentageOfNodesToScore` of feasible nodes is found (230 of 500) — with NodeUnschedulable,
+   NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (see `cp.scheduling.plugins`) and then
+   DynamicResources: allocated claims must be usable on the node (their allocation's node
+   selector), the others are allocated with one `Allocator` (kept while slices, classes and
+   DeviceTaintRules are unchanged) against an `AllocatedState` maintained from the claim informer
+   plus in-flight assumptions, with a time limit per node (`filter_timeout`, 10 s) and for all
+   the nodes of one cycle together (`pod_filter_timeout`, also 10 s).
+3. Score the feasible nodes (least allocated, balanced, spreading a controller's pods, taints,
+   preferred affinity, prioritized-list choice) and pick the best; ties are broken at random.
+4. Reserve: the allocation results are assumed at once (so the next cycle never hands out the same
+   devices), as is the pod on its node.
+
+**Binding cycle** (as upstream's PreBind + Bind): for each claim not yet reserved for the pod, add
+the `resource.kubernetes.io/delete-protection` finalizer (plain update) and write `status.allocation`
+(if this cycle allocated it) plus a `reservedFor` entry `{resource: pods, name, uid}` (status update
+with the resourceVersion precondition, re-read and retried on conflict); the extended-resource claim
+is created first (`<pod>-extended-resources-`, annotation
+`resource.kubernetes.io/extended-resource-claim: "true"`) and recorded in
+`pod.status.extendedResourceClaimStatus`; then `pods/binding`. Any failure undoes the reservation
+(reservedFor entry removed, created claim deleted, assumptions dropped) and the pod is retried
+after a backoff; a Normal `Scheduled` event reports success.
+
+**Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
+(`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
+nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
+event. It then waits until something that can help happens — a ResourceSlice, DeviceClass,
+DeviceTaintRule or Namespace change, a node added or relabelled/retainted/resized, a claim
+deallocated or one of its own claims changed, an assigned pod deleted or finished — subject to the
+per-pod backoff (1 s doubling to 10 s; ignored when nothing else is queued), and at the latest
+after 5 minutes. Errors (a bad CEL expression, more than 32 devices in a claim, a timed-out search:
+`running "DynamicResources" filter plugin: ...`) set reason `SchedulerError` and are retried after
+the backoff alone.
+
+Long searches never block the event loop (which serves the API in `cplane serve`) for more than
+about 50 ms: a node whose allocation takes longer continues in a worker thread, with claim-state
+updates held back until it finishes. Deviations from kube-scheduler are listed in
+docs/controllers.md ("Scheduler (DRA allocator)").
+
+This module wires the parts and runs the reconcile (one attempt per pod): `queue` (unschedulable
+pool and backoff), `nodes` (node cache and assumed pods), `assume` (claims in use, the allocator),
+`cycle` (the scheduling cycle), `binding` (the binding cycle); `controller` is the manager's view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from controllers.runtime import cache as caches
+from controllers.runtime import client as clients
+from controllers.runtime import informer as informers
+from controllers.runtime import manager as managers
+from controllers.runtime import workqueue
+from controllers.runtime.reconcile import Request, Result
+from controllers.scheduler.assume import AssumeCache
+from controllers.scheduler.binding import Binder
+from controllers.scheduler.config import (
+    CLAIM_INDEXERS,
+    CLAIMS,
+    CLASSES,
+    COMPONENT,
+    EVENT_REPEAT_INTERVAL,
+    FEATURES,
+    FILTER_TIMEOUT,
+    NAMESPACES,
+    NODES,
+    POD_INDEXERS,
+    PODS,
+    RULES,
+    SLICES,
+    TERMINAL,
+    UNSCHEDULABLE_MAX,
+)
+from controllers.scheduler.cycle import SchedulingCycle
+from controllers.scheduler.nodes import NodeCache
+from controllers.scheduler.plan import (
+    BindingError,
+    Error,
+    Gate,
+    Gated,
+    Plan,
+    Stats,
+    Unschedulable,
+    allocation_of,
+    is_pending,
+    pod_updated,
+)
+from controllers.scheduler.queue import SchedulingQueue, request_of
+from cp import clock as clocks
+from cp import errors
+from cp.dra import Features
+from cp.objects import meta_of, spec_of, status_of, uid_of
+
+logger = structlog.get_logger("cplane.controllers.scheduler")
+
+
+class Scheduler:
+    def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
+                 clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
+                 pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
+                 seed: int | None = None, features: Features = FEATURES) -> None:
+        self.client = client
+        self.clock = clock
+        self.recorder = recorder
+        self.features = features
+        self.rng = random.Random(seed)
+        self.stats = Stats()
+        self.controller: managers.Controller | None = None
+        self._log = logger
+
+        self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
+        self.claims = informer_factory.informer(CLAIMS, indexers=CLAIM_INDEXERS)
+        self.slices = informer_factory.informer(SLICES)
+        self.classes = informer_factory.informer(CLASSES)
+        self.nodes = informer_factory.informer(NODES)
+        self.rules = informer_factory.informer(RULES)
+        self.namespaces = informer_factory.informer(NAMESPACES)
+
+        # Nodes and what the pods on them request (informer + assumed pods).
+        self.node_cache = NodeCache()
+        # DRA: what is in use (informer + assumptions), and the allocator over slices/classes/rules.
+        self.assume = AssumeCache(claims=self.claims, slices=self.slices, classes=self.classes, rules=self.rules,
+                                  nodes=self.node_cache, features=features)
+        # The scheduling queue beyond the work queue: the unschedulable pool and backoff.
+        self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue)
+        self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
+                                     assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
+                                     filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
+                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score)
+        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
+        self._cycle_lock = asyncio.Lock()
+        # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
+        self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
+
+        nodes, assume = self.node_cache, self.assume
+        self.pods.add_handler(informers.Handlers(on_add=nodes.account_pod, on_update=nodes.pod_updated,
+                                                 on_delete=nodes.pod_deleted))
+        self.claims.add_handler(informers.Handlers(on_add=assume.claim_changed,
+                                                   on_update=lambda _o, c: assume.claim_changed(c),
+                                                   on_delete=assume.claim_deleted))
+        dirty = informers.Handlers(on_add=lambda _o: assume.invalidate_allocator(),
+                                   on_update=lambda _o, _n: assume.invalidate_allocator(),
+                                   on_delete=lambda _o: assume.invalidate_allocator())
+        self.slices.add_handler(dirty)
+        self.classes.add_handler(dirty)
+        self.rules.add_handler(dirty)
+        self.nodes.add_handler(informers.Handlers(on_add=nodes.node_set, on_update=lambda _o, n: nodes.node_set(n),
+                                                  on_delete=nodes.node_deleted))
+
+    # ------------------------------------------------------------------ wiring
+
+    def watches(self) -> list[managers.Watch]:
+        return [managers.Watch(kind=PODS, map=self._map_pod, indexers=POD_INDEXERS),
+                managers.Watch(kind=CLAIMS, map=self._map_claim, indexers=CLAIM_INDEXERS),
+                managers.Watch(kind=SLICES, map=self._map_cluster),
+                managers.Watch(kind=CLASSES, map=self._map_cluster),
+                managers.Watch(kind=RULES, map=self._map_cluster),
+                managers.Watch(kind=NODES, map=self._map_node),
+                managers.Watch(kind=NAMESPACES, map=self._map_namespace)]
+
+    def on_start(self) -> None:
+        """A new term: forget the pool and backoff (every pending pod is enqueued again)."""
+        self.queueing.reset()
+
+    def move_all(self, event: str) -> None:
+        """Every pod of the unschedulable pool back to the queue (after its backoff)."""
+        self.queueing.move_all(event)
+
+    @property
+    def queue(self) -> workqueue.WorkQueue[Request] | None:
+        return self.controller.queue if self.controller is not None else None
+
+    # ------------------------------------------------------------------ event mapping (queueing)
+
+    def gate(self, pod: Mapping[str, Any]) -> str | None:
+        """PreEnqueue: why the pod cannot be attempted yet (scheduling gates, claims not ready)."""
+        if spec_of(pod).get("schedulingGates"):
+            return "scheduling gates"
+        try:
+            self.cycle.pod_claims(pod)
+        except Gated as exc:
+            return str(exc)
+        return None
+
+    def _still_gated(self, key: tuple[str, str]) -> bool:
+        pod = self.pods.cache.get(*key)
+        return pod is not None and is_pending(pod) and self.gate(pod) is not None
+
+    def _forget_pod(self, key: tuple[str, str]) -> None:
+        self.queueing.forget(key)
+        self._last_event.pop(key, None)
+
+    def _map_pod(self, change: managers.Change) -> list[Request]:
+        pod = change.obj
+        key = caches.key_of(pod)
+        old = change.old
+        if change.type == "delete":
+            self._forget_pod(key)
+            if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
+                self.queueing.move_all("AssignedPodDelete")
+            return []
+        if spec_of(pod).get("nodeName"):
+            if old is not None and spec_of(old).get("nodeName") and \
+                    status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
+                self.queueing.move_all("AssignedPodTerminated")
+            self._forget_pod(key)
+            return []
+        if not is_pending(pod):
+            return []
+        if change.type == "add" or old is None:
+            return [request_of(key)]
+        if self.queueing.waiting(key) and pod_updated(old, pod):
+            self.queueing.nudge(key)
+        return []
+
+    def _pods_using_claim(self, claim: Mapping[str, Any]) -> set[tuple[str, str]]:
+        ns, name = caches.key_of(claim)
+        keys = {k for k in self.pods.cache.index_keys(caches.CLAIM_NAME, name) if k[0] == ns}
+        for ref in meta_of(claim).get("ownerReferences") or []:
+            if isinstance(ref, Mapping) and ref.get("kind") == "Pod" and ref.get("controller"):
+                keys.add((ns, str(ref.get("name") or "")))
+        return keys
+
+    def _map_claim(self, change: managers.Change) -> list[Request]:
+        """`isSchedulableAfterClaimChange`: a deallocation may help anybody; otherwise only the pods
+        using the claim, when it was created or its status changed."""
+        claim, old = change.obj, change.old
+        if change.type == "delete":
+            if allocation_of(claim) is not None:
+                self.queueing.move_all("AllocatedClaimDelete")
+            return []
+        if old is not None and allocation_of(old) is not None and allocation_of(claim) is None:
+            self.queueing.move_all("ClaimDeallocated")
+            return []
+        if self.queueing.idle():
+            return []
+        if change.type == "add" or old is None or status_of(old) != status_of(claim):
+            for key in self._pods_using_claim(claim):
+                self.queueing.nudge(key)
+        return []
+
+    def _map_cluster(self, change: managers.Change) -> list[Request]:
+        """ResourceSlices, DeviceClasses (add/update) and DeviceTaintRules (any change)."""
+        if change.type == "delete" and change.kind is not RULES:
+            return []
+        self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
+        return []
+
+    def _map_node(self, change: managers.Change) -> list[Request]:
+        node, old = change.obj, change.old
+        if change.type == "delete":
+            return []
+        if change.type == "add" or old is None:
+            self.queueing.move_all("NodeAdd")
+            return []
+        relevant = (meta_of(old).get("labels") != meta_of(node).get("labels")
+                    or spec_of(old).get("taints") != spec_of(node).get("taints")
+                    or bool(spec_of(old).get("unschedulable")) != bool(spec_of(node).get("unschedulable"))
+                    or status_of(old).get("allocatable") != status_of(node).get("allocatable"))
+        if relevant:
+            self.queueing.move_all("NodeUpdate")
+        return []
+
+    def _map_namespace(self, change: managers.Change) -> list[Request]:
+        if change.type == "update" and change.old is not None and \
+                meta_of(change.old).get("labels") != meta_of(change.obj).get("labels"):
+            self.queueing.move_all("NamespaceUpdate")
+        return []
+
+    # ------------------------------------------------------------------ reconcile
+
+    async def reconcile(self, request: Request) -> Result | None:
+        try:
+            return await self._reconcile(request)
+        finally:
+            self.queueing.pump()
+
+    async def _reconcile(self, request: Request) -> Result | None:
+        key = (request.namespace, request.name)
+        wait = self.queueing.pool_wait(key, limit=UNSCHEDULABLE_MAX)
+        if wait > 0:  # still in the pool: a stale timer; an event or the (re-armed) flush brings it back
+            if self.queue is not None:
+                self.queue.add_after(request, wait)
+            return None
+        self.queueing.popped(key)
+        pod = self.pods.cache.get(*key)
+        if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+            if pod is None or spec_of(pod).get("nodeName"):
+                self._forget_pod(key)
+            return None
+        reason = self.gate(pod)
+        if reason is not None:  # PreEnqueue: no attempt, no status; an event brings it back
+            self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=reason)
+            self.queueing.park(key, gated=True)
+            return None
+        async with self._cycle_lock:
+            pod = self.pods.cache.get(*key)
+            if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+                return None
+            self.queueing.begin_cycle(key)
+            started = time.perf_counter()
+            try:
+                outcome = await self.cycle.run(pod)
+            finally:
+                self.stats.cycle_seconds += time.perf_counter() - started
+                moved = self.queueing.end_cycle(key)
+        if isinstance(outcome, Gate):
+            self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=outcome.reason)
+            self.queueing.park(key, gated=True)
+            if moved:
+                self.queueing.requeue(key)
+            return None
+        self.stats.attempts += 1
+        self.queueing.record_attempt(key)
+        if isinstance(outcome, Unschedulable):
+            self.stats.unschedulable += 1
+            self.queueing.park(key, gated=False)
+            if moved:
+                self.queueing.requeue(key)  # something changed while we were at it: try again (after backoff)
+            elif self.queue is not None:
+                self.queue.add_after(request, UNSCHEDULABLE_MAX)  # the periodic flush
+            await self._report_failure(pod, "Unschedulable", outcome.message)
+            return None
+        if isinstance(outcome, Error):
+            self.stats.errors += 1
+            await self._report_failure(pod, "SchedulerError", outcome.message)
+            return Result(requeue_after=self.queueing.backoff(key))
+        assert isinstance(outcome, Plan)
+        try:
+            await self.binder.bind(pod, outcome)
+        except asyncio.CancelledError:
+            self.binder.unreserve_local(pod, outcome)
+            raise
+        except Exception as exc:  # PreBind / Bind failed: undo, report, back off
+            self.stats.binding_failures += 1
+            message = str(exc) if isinstance(exc, BindingError) else repr(exc)
+            self._log.info("binding_failed", namespace=key[0], name=key[1], node=outcome.node, error=message)
+            await self.binder.unreserve(pod, outcome)
+            if self.pods.cache.get(*key) is not None:
+                await self._report_failure(pod, "SchedulerError", message)
+            return Result(requeue_after=self.queueing.backoff(key))
+        self._forget_pod(key)
+        self.stats.scheduled += 1
+        await self.recorder.normal(pod, "Scheduled", f"Successfully assigned {key[0]}/{key[1]} to {outcome.node}")
+        return None
+
+    # ------------------------------------------------------------------ reporting
+
+    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
+        """`handleSchedulingFailure`: a Warning FailedScheduling event and the PodScheduled=False
+        condition (written only when it changes)."""
+        ns, name = caches.key_of(pod)
+        self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
+        now = self.clock.now()
+        last = self._last_event.get((ns, name))
+        if last is None or last[0] != uid_of(pod) or last[1] != message or now - last[2] >= EVENT_REPEAT_INTERVAL:
+            # Identical repeats within the interval are folded (upstream's recorder counts them in
+            # an event series instead of writing each).
+            self._last_event[(ns, name)] = (uid_of(pod), message, now)
+            await self.recorder.warning(pod, "FailedScheduling", _truncate(message))
+        current = self.pods.cache.get(ns, name) or pod
+        if uid_of(current) != uid_of(pod):
+            return
+        existing = next((c for c in status_of(current).get("conditions") or []
+                         if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), None)
+        if existing is not None and existing.get("status") == "False" and existing.get("reason") == reason \
+                and existing.get("message") == message:
+            return
+        cond: dict[str, Any] = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
+                                "lastTransitionTime": (existing.get("lastTransitionTime")
+                                                       if existing is not None and existing.get("status") == "False"
+                                                       else clocks.rfc3339(self.clock.now())),
+                                "reason": reason, "message": message}
+        generation = meta_of(current).get("generation")
+        if generation:
+            cond["observedGeneration"] = generation
+        try:
+            await self.client.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=ns,
+                                    patch_type="strategic", subresource="status", field_manager=COMPONENT)
+        except errors.NotFound:
+            pass
+        except errors.StatusError as exc:
+            self._log.info("pod_condition_update_failed", namespace=ns, name=name, error=exc.message)
+
+
+
+def _truncate(message: str, limit: int = 1024) -> str:
+    """`truncateMessage`: Event notes are capped at 1 KiB."""
+    if len(message) <= limit:
+        return message
+    suffix = " ..."
+    return message[:limit - len(suffix)] + suffix

@@ -1,0 +1,65 @@
+"""Fixtures for fleet tests: an in-process API server on a VirtualClock (memory log), a client,
+and `running_fleet(...)`, which runs the fleet controller under a Manager on the same clock."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from api import server as servers
+from controllers import fleet as fleets
+from controllers.runtime import client as clients
+from controllers.runtime import manager as managers
+from cp import clock as clocks
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLES = ROOT / "examples" / "fleets"
+START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+
+
+@pytest.fixture
+def clock() -> clocks.VirtualClock:
+    return clocks.VirtualClock(start=START)
+
+
+@pytest.fixture
+async def srv(tmp_path: Path, clock: clocks.VirtualClock) -> AsyncIterator[servers.Running]:
+    db = os.environ.get("CPLANE_CONTROLLERS_TEST_DB", "memory:")
+    async with servers.running(data_dir=tmp_path / "data", db_url=None if db == "sqlite" else db,
+                               clock=clock) as running:
+        yield running
+
+
+@pytest.fixture
+async def client(srv: servers.Running) -> AsyncIterator[clients.Client]:
+    async with clients.Client(srv.url) as c:
+        yield c
+
+
+@contextlib.asynccontextmanager
+async def running_fleet(srv: servers.Running, clock: clocks.Clock, fleet: fleets.Fleet | None, *,
+                        workers: int = 8) -> AsyncIterator[managers.Controller]:
+    """The fleet controller, alone under a Manager, until the block exits."""
+    client = clients.Client(srv.url)
+    manager = managers.Manager(client=client, clock=clock, name="test-fleet")
+    controller = fleets.new(manager.context(), fleet=fleet, workers=workers)
+    manager.add(controller)
+    stop = asyncio.Event()
+    task = asyncio.get_running_loop().create_task(manager.run(stop), name="test:fleet-manager")
+    try:
+        await asyncio.wait_for(manager.leading.wait(), 10)
+        yield controller
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        await client.close()
+
+
+@pytest.fixture
+def demo() -> fleets.Fleet:
+    return fleets.load_fleet(EXAMPLES / "demo.yaml")

@@ -1,0 +1,386 @@
+"""The fleet controller against an in-process API server on a VirtualClock: the demo fleet's
+Nodes become Ready with Leases, its slices and classes are published, heartbeats follow the clock,
+pods bound by hand run (after their claims are allocated and reserved), get their claims prepared,
+complete, and are deleted gracefully; Node deletion takes the Node's pods with it; a restart
+rewrites nothing.
+
+Out of scope: the fleet file format (test_fleet_model.py) and the exact object shapes the builders
+produce (test_fleet_objects.py).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+import pytest
+
+from api import server as servers
+from controllers import fleet as fleets
+from controllers.fleet import objects as objs
+from controllers.runtime import client as clients
+from cp import clock as clocks
+from cp import errors
+from tests.controllers.fleet.conftest import START, running_fleet
+from tests.controllers.support import eventually_async, settle
+
+SLICES = "resourceslices.resource.k8s.io"
+LEASES = "leases.coordination.k8s.io"
+CLAIMS = "resourceclaims.resource.k8s.io"
+
+
+def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c["type"] == type_), {})
+
+
+def _pod(name: str, node: str, **spec: Any) -> dict[str, Any]:
+    meta = spec.pop("metadata", {})
+    return {"metadata": {"name": name, "namespace": "default", **meta},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx:1.27"}], **spec}}
+
+
+async def _phase(client: clients.Client, name: str) -> str:
+    try:
+        return str((await client.get("pods", name, namespace="default")).get("status", {}).get("phase"))
+    except errors.NotFound:
+        return "<gone>"
+
+
+async def _pod_writes(srv: servers.Running, name: str) -> list[str]:
+    """Every write to the pod, in order: ADDED / DELETED, or the field manager of a change."""
+    history = await srv.event_log.history(group="", resource="pods", namespace="default", name=name)
+    return [e.actor.field_manager if e.type == "MODIFIED" else e.type for e in history]
+
+
+async def _fleet_up(client: clients.Client, nodes: int = 2, slices: int = 4) -> None:
+    async def up() -> bool:
+        ready = [n for n in (await client.list("nodes")).items if _cond(n, "Ready").get("status") == "True"]
+        leases = (await client.list(LEASES, namespace="kube-node-lease")).items
+        return len(ready) == nodes and len(leases) == nodes and len((await client.list(SLICES)).items) == slices
+    await eventually_async(up, what="fleet up")
+
+
+async def test_nodes_ready_with_leases_slices_and_classes(srv: servers.Running, client: clients.Client,
+                                                          clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        node = await client.get("nodes", "gpu-node-1")
+        meta, status = node["metadata"], node["status"]
+        assert meta["labels"]["kubernetes.io/hostname"] == "gpu-node-1"
+        assert meta["labels"]["kubernetes.io/os"] == "linux"
+        assert meta["labels"]["kubernetes.io/arch"] == "amd64"
+        assert meta["labels"]["node.kubernetes.io/instance-type"] == "sim.gpu-4x-a100"
+        assert meta["annotations"][objs.SIMULATED] == "true"
+        assert status["capacity"]["cpu"] == "32" and status["allocatable"]["cpu"] == "31500m"
+        assert status["nodeInfo"]["kubeletVersion"] == "v1.37.0"
+        assert status["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
+        assert {"type": "InternalIP", "address": "172.18.0.3"} in status["addresses"]
+        assert node["spec"]["podCIDR"] == "10.244.1.0/24"
+        assert [c["status"] for c in status["conditions"]] == ["False", "False", "False", "True"]
+        assert _cond(node, "Ready")["lastHeartbeatTime"] == clocks.rfc3339(START)
+
+        lease = await client.get(LEASES, "gpu-node-1", namespace="kube-node-lease")
+        assert lease["spec"]["holderIdentity"] == "gpu-node-1"
+        assert lease["spec"]["renewTime"] == clocks.rfc3339_micro(START)
+        assert lease["metadata"]["ownerReferences"][0]["uid"] == meta["uid"]
+
+        gpu = await client.get(SLICES, "gpu-node-1-gpu.example.com")
+        assert gpu["spec"]["driver"] == "gpu.example.com"
+        assert gpu["spec"]["nodeName"] == "gpu-node-1"
+        assert gpu["spec"]["pool"] == {"name": "gpu-node-1", "generation": 1, "resourceSliceCount": 1}
+        assert gpu["metadata"]["ownerReferences"][0] == {"apiVersion": "v1", "kind": "Node", "name": "gpu-node-1",
+                                                         "uid": meta["uid"], "controller": True}
+        devices = gpu["spec"]["devices"]
+        assert [d["name"] for d in devices] == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+        attrs = devices[2]["attributes"]
+        assert attrs["model"] == {"string": "A100-SXM4-80GB"}
+        assert attrs["driverVersion"] == {"version": "550.54.15"}
+        assert attrs["resource.kubernetes.io/pcieRoot"] == {"string": "pci0000:30"}
+        assert attrs["resource.kubernetes.io/numaNode"] == {"int": 1}
+        assert devices[2]["capacity"] == {"memory": {"value": "80Gi"}}
+        nic = await client.get(SLICES, "gpu-node-1-nic.example.com")
+        assert nic["spec"]["devices"][0]["attributes"]["resource.kubernetes.io/pcieRoot"] == {"string": "pci0000:10"}
+
+        classes = {c["metadata"]["name"]: c for c in (await client.list("deviceclasses.resource.k8s.io")).items}
+        assert classes["gpu.example.com"]["spec"]["selectors"] == [
+            {"cel": {"expression": 'device.driver == "gpu.example.com"'}}]
+        assert "nic.example.com" in classes
+
+
+async def test_heartbeats_follow_the_clock_and_a_restart_rewrites_nothing(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+
+        async def renewed(at: float) -> bool:
+            leases = (await client.list(LEASES, namespace="kube-node-lease")).items
+            return all(lease["spec"]["renewTime"] == clocks.rfc3339_micro(at) for lease in leases)
+
+        async def heartbeat(at: float) -> bool:
+            nodes = (await client.list("nodes")).items
+            return all(_cond(n, "Ready").get("lastHeartbeatTime") == clocks.rfc3339(at) for n in nodes)
+
+        for step in range(1, 5):  # 10 s lease renewals; the status heartbeat every 40 s
+            clock.advance(10)
+            await eventually_async(lambda s=step: renewed(START + 10 * s), what=f"lease renewal {step}")
+        await eventually_async(lambda: heartbeat(START + 40), what="status heartbeat")
+        node = await client.get("nodes", "gpu-node-0")
+        assert _cond(node, "Ready")["lastTransitionTime"] == clocks.rfc3339(START)
+    history = await srv.event_log.history(group="coordination.k8s.io", resource="leases",
+                                          namespace="kube-node-lease", name="gpu-node-0")
+    assert len(history) == 5  # created, then renewed once per 10 s
+    node_writes = len(await srv.event_log.history(group="", resource="nodes", namespace="", name="gpu-node-0"))
+    assert node_writes == 2  # created Ready, one heartbeat at 40 s
+
+    before = srv.event_log.revision
+    async with running_fleet(srv, clock, demo):  # a restart: the fleet is already there
+        await _fleet_up(client)
+        await settle(50)
+    # Same virtual instant: the renewal and heartbeat it posts change nothing, so nothing is written.
+    assert await srv.event_log.after(before) == []
+    assert (await client.get(SLICES, "gpu-node-0-gpu.example.com"))["spec"]["pool"]["generation"] == 1
+
+
+async def test_a_bound_pod_runs_with_one_status_write(srv: servers.Running, client: clients.Client,
+                                                      clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod("web", "gpu-node-1", initContainers=[
+            {"name": "setup", "image": "busybox"}]))
+        await eventually_async(lambda: _phase(client, "web"), what="pod status")
+        await eventually_async(lambda: _is(client, "web", "Running"), what="pod running")
+        pod = await client.get("pods", "web", namespace="default")
+        status = pod["status"]
+        assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+            ("PodReadyToStartContainers", "True"), ("Initialized", "True"), ("Ready", "True"),
+            ("ContainersReady", "True"), ("PodScheduled", "True")]
+        assert ipaddress.ip_address(status["podIP"]) in ipaddress.ip_network("10.244.1.0/24")
+        assert status["podIPs"] == [{"ip": status["podIP"]}]
+        assert status["hostIP"] == "172.18.0.3" and status["hostIPs"] == [{"ip": "172.18.0.3"}]
+        assert status["startTime"] == clocks.rfc3339(START)
+        (cs,) = status["containerStatuses"]
+        assert cs["ready"] is True and cs["started"] is True and cs["restartCount"] == 0
+        assert cs["state"] == {"running": {"startedAt": clocks.rfc3339(START)}}
+        assert cs["image"] == "docker.io/library/nginx:1.27"
+        assert cs["imageID"].startswith("docker.io/library/nginx@sha256:")
+        assert cs["containerID"].startswith("containerd://")
+        (init,) = status["initContainerStatuses"]
+        assert init["state"]["terminated"]["reason"] == "Completed"
+        await settle(50)
+        assert await _pod_writes(srv, "web") == ["ADDED", "kubelet"]
+
+        await client.create("pods", _pod("web-2", "gpu-node-1"))
+        await eventually_async(lambda: _is(client, "web-2", "Running"), what="second pod running")
+        second = await client.get("pods", "web-2", namespace="default")
+        assert second["status"]["podIP"] != status["podIP"]
+
+
+async def _is(client: clients.Client, name: str, phase: str) -> bool:
+    return await _phase(client, name) == phase
+
+
+async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create(CLAIMS, {
+            "metadata": {"name": "gpu-and-nic", "namespace": "default"},
+            "spec": {"devices": {"requests": [
+                {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}},
+                {"name": "nic", "exactly": {"deviceClassName": "nic.example.com"}}]}}})
+        pod = await client.create("pods", _pod("trainer", "gpu-node-0", resourceClaims=[
+            {"name": "devices", "resourceClaimName": "gpu-and-nic"}]))
+
+        async def creating() -> bool:
+            p = await client.get("pods", "trainer", namespace="default")
+            states = [cs["state"] for cs in p["status"].get("containerStatuses") or []]
+            return states == [{"waiting": {"reason": "ContainerCreating"}}]
+        await eventually_async(creating, what="ContainerCreating")
+        clock.advance(5)
+        await settle(50)
+        pending = await client.get("pods", "trainer", namespace="default")
+        assert pending["status"]["phase"] == "Pending"
+        assert "podIP" not in pending["status"]
+        assert _cond(pending, "Ready")["reason"] == "ContainersNotReady"
+        assert _cond(pending, "PodReadyToStartContainers")["status"] == "False"
+
+        # What the scheduler would write: allocate, then reserve for the pod (by hand here).
+        allocation = {"devices": {"results": [
+            {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu-node-0", "device": "gpu-1"},
+            {"request": "nic", "driver": "nic.example.com", "pool": "gpu-node-0", "device": "nic-0"}]},
+            "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                {"key": "metadata.name", "operator": "In", "values": ["gpu-node-0"]}]}]}}
+        await client.patch(CLAIMS, "gpu-and-nic", {"status": {"allocation": allocation}}, namespace="default",
+                           subresource="status")
+        await settle(50)
+        assert await _phase(client, "trainer") == "Pending"  # allocated, not reserved for it yet
+        reserved = [{"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}]
+        await client.patch(CLAIMS, "gpu-and-nic", {"status": {"reservedFor": reserved}}, namespace="default",
+                           subresource="status")
+        await eventually_async(lambda: _is(client, "trainer", "Running"), what="running after reservation")
+
+        claim = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
+        by_device = {d["device"]: d for d in claim["status"]["devices"]}
+        assert set(by_device) == {"gpu-1", "nic-0"}
+        assert by_device["gpu-1"]["driver"] == "gpu.example.com" and by_device["gpu-1"]["pool"] == "gpu-node-0"
+        assert [(c["type"], c["status"]) for c in by_device["gpu-1"]["conditions"]] == [("Ready", "True")]
+        net = by_device["nic-0"]["networkData"]
+        assert net["interfaceName"] == "ens1f0"
+        assert ipaddress.ip_interface(net["ips"][0]).network == ipaddress.ip_network("192.168.0.0/16")
+        assert net["hardwareAddress"].startswith("02:")
+        prepared_rv = claim["metadata"]["resourceVersion"]
+        assert await _pod_writes(srv, "trainer") == ["ADDED", "kubelet", "kubelet"]  # creating, running
+
+        # A running pod keeps running when its claim changes under it (a kubelet does not stop it).
+        await client.patch(CLAIMS, "gpu-and-nic", {"status": {"reservedFor": None}}, namespace="default",
+                           subresource="status")
+        await settle(50)
+        assert await _pod_writes(srv, "trainer") == ["ADDED", "kubelet", "kubelet"]
+        assert len((await client.get(CLAIMS, "gpu-and-nic", namespace="default"))["status"]["devices"]) == 2
+
+        # Graceful deletion: containers stop, the kubelet removes the pod after the shutdown delay,
+        # and the driver un-prepares the claim.
+        await client.delete("pods", "trainer", namespace="default")
+
+        async def stopped() -> bool:
+            p = await client.get("pods", "trainer", namespace="default")
+            return all("terminated" in cs["state"] for cs in p["status"]["containerStatuses"])
+        await eventually_async(stopped, what="containers terminated")
+        assert await _phase(client, "trainer") == "Succeeded"
+        clock.advance(1)
+        await eventually_async(lambda: _is(client, "trainer", "<gone>"), what="pod deleted")
+
+        async def unprepared() -> bool:
+            c = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
+            return not c["status"].get("devices")
+        await eventually_async(unprepared, what="claim un-prepared")
+        claim = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
+        assert claim["metadata"]["resourceVersion"] != prepared_rv
+
+
+async def test_template_claims_are_resolved_through_the_pod_status(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        pod = await client.create("pods", _pod("tpl", "gpu-node-0", resourceClaims=[
+            {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
+        uid = pod["metadata"]["uid"]
+        await eventually_async(lambda: _is(client, "tpl", "Pending"), what="pending")
+        claim = await client.create(CLAIMS, {
+            "metadata": {"name": "tpl-gpu-x1y2z", "namespace": "default", "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": "tpl", "uid": uid, "controller": True,
+                 "blockOwnerDeletion": True}]},
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}})
+        await client.patch(CLAIMS, claim["metadata"]["name"], {"status": {
+            "allocation": {"devices": {"results": [
+                {"request": "gpu", "driver": "gpu.example.com", "pool": "gpu-node-0", "device": "gpu-3"}]}},
+            "reservedFor": [{"resource": "pods", "name": "tpl", "uid": uid}]}},
+            namespace="default", subresource="status")
+        await settle(50)
+        assert await _phase(client, "tpl") == "Pending"  # the pod does not name its claim yet
+        await client.patch("pods", "tpl", {"status": {"resourceClaimStatuses": [
+            {"name": "gpu", "resourceClaimName": "tpl-gpu-x1y2z"}]}}, namespace="default", subresource="status")
+        await eventually_async(lambda: _is(client, "tpl", "Running"), what="running")
+        prepared = await client.get(CLAIMS, "tpl-gpu-x1y2z", namespace="default")
+        assert [d["device"] for d in prepared["status"]["devices"]] == ["gpu-3"]
+
+
+async def test_run_seconds_completes_a_pod_on_the_clock(srv: servers.Running, client: clients.Client,
+                                                        clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod("job", "gpu-node-0", restartPolicy="Never",
+                                         metadata={"annotations": {objs.RUN_SECONDS: "30"}}))
+        await client.create("pods", _pod("fails", "gpu-node-0", restartPolicy="Never",
+                                         metadata={"annotations": {objs.RUN_SECONDS: "30", objs.EXIT_CODE: "3"}}))
+        await eventually_async(lambda: _is(client, "job", "Running"), what="running")
+        await eventually_async(lambda: _is(client, "fails", "Running"), what="running")
+        clock.advance(29)
+        await settle(50)
+        assert await _phase(client, "job") == "Running"
+        clock.advance(1)
+        await eventually_async(lambda: _is(client, "job", "Succeeded"), what="succeeded")
+        await eventually_async(lambda: _is(client, "fails", "Failed"), what="failed")
+        done = await client.get("pods", "job", namespace="default")
+        term = done["status"]["containerStatuses"][0]["state"]["terminated"]
+        assert term["exitCode"] == 0 and term["reason"] == "Completed"
+        assert term["startedAt"] == clocks.rfc3339(START) and term["finishedAt"] == clocks.rfc3339(START + 30)
+        assert _cond(done, "Ready") | {"lastTransitionTime": ""} == {
+            "type": "Ready", "status": "False", "reason": "PodCompleted",
+            "lastTransitionTime": ""}
+        failed = await client.get("pods", "fails", namespace="default")
+        assert failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
+        assert await _pod_writes(srv, "job") == ["ADDED", "kubelet", "kubelet"]
+
+
+async def test_deleting_a_node_deletes_its_pods(srv: servers.Running, client: clients.Client,
+                                                clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        for i in range(3):
+            await client.create("pods", _pod(f"p{i}", "gpu-node-0"))
+        await client.create("pods", _pod("other", "gpu-node-1"))
+        for i in range(3):
+            await eventually_async(lambda i=i: _is(client, f"p{i}", "Running"), what="running")
+        await client.delete("nodes", "gpu-node-0")
+        for i in range(3):
+            await eventually_async(lambda i=i: _is(client, f"p{i}", "<gone>"), what="pod collected")
+        assert (await _pod_writes(srv, "p0"))[-2:] == ["pod-garbage-collector", "DELETED"]
+        assert await _phase(client, "other") == "Running"
+        clock.advance(60)  # the deleted node stays deleted; the other keeps its heartbeat
+        await settle(50)
+        with pytest.raises(errors.NotFound):
+            await client.get("nodes", "gpu-node-0")
+
+
+async def test_nodes_made_by_hand_get_a_kubelet_unless_opted_out(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock) -> None:
+    await client.create("nodes", {"metadata": {"name": "hand-made"}})
+    await client.create("nodes", {"metadata": {"name": "taken"}, "spec": {"podCIDR": "10.244.0.0/24"}})
+    await client.create("nodes", {"metadata": {"name": "real", "annotations": {objs.SIMULATED: "false"}}})
+    async with running_fleet(srv, clock, None):
+        async def ready() -> bool:
+            return _cond(await client.get("nodes", "hand-made"), "Ready").get("status") == "True"
+        await eventually_async(ready, what="hand-made node Ready")
+        node = await client.get("nodes", "hand-made")
+        assert node["status"]["allocatable"]["pods"] == "110"
+        assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.0"
+        await client.get(LEASES, "hand-made", namespace="kube-node-lease")
+        await client.create("pods", _pod("on-hand-made", "hand-made"))
+        await client.create("pods", _pod("on-real", "real"))
+        await eventually_async(lambda: _is(client, "on-hand-made", "Running"), what="running")
+        node = await client.get("nodes", "hand-made")
+        assert node["spec"]["podCIDR"] == "10.244.1.0/24"  # a free block, kept in the Node
+        assert {"type": "InternalIP", "address": "172.18.0.3"} in node["status"]["addresses"]
+        pod = await client.get("pods", "on-hand-made", namespace="default")
+        assert pod["status"]["podIP"] == "10.244.1.2" and pod["status"]["hostIP"] == "172.18.0.3"
+        await settle(50)
+        real = await client.get("nodes", "real")
+        assert "conditions" not in (real.get("status") or {})
+        assert await _phase(client, "on-real") == "Pending"
+        with pytest.raises(errors.NotFound):
+            await client.get(LEASES, "real", namespace="kube-node-lease")
+
+
+async def test_slices_edited_or_deleted_by_others_are_republished(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.delete(SLICES, "gpu-node-0-nic.example.com")
+
+        async def back() -> bool:
+            try:
+                return bool(await client.get(SLICES, "gpu-node-0-nic.example.com"))
+            except errors.NotFound:
+                return False
+        await eventually_async(back, what="deleted slice recreated")
+        edited = await client.get(SLICES, "gpu-node-1-gpu.example.com")
+        edited["spec"]["devices"] = edited["spec"]["devices"][:1]
+        await client.update(SLICES, edited)
+
+        async def restored() -> bool:
+            s = await client.get(SLICES, "gpu-node-1-gpu.example.com")
+            return len(s["spec"]["devices"]) == 4
+        await eventually_async(restored, what="edited slice restored")
+        restored_slice = await client.get(SLICES, "gpu-node-1-gpu.example.com")
+        assert restored_slice["spec"]["pool"]["generation"] == 2
