@@ -444,7 +444,7 @@ class PolicyCache:
     async def load(self, event_log: log.EventLog) -> None:
         revision = event_log.revision
         for resource in RBAC_KINDS:
-            result = await event_log.list(group=rbac.GROUP, resource=resource, namespace=None)
+            result = await event_log.list_objects(group=rbac.GROUP, resource=resource, namespace=None)
             for ev in result.events:
                 self.apply(ev)
             revision = min(revision, result.revision) if revision else result.revision

@@ -275,7 +275,7 @@ class Snapshot:
         out: list[dict[str, Any]] = []
         start: tuple[str, str] | None = None
         while True:
-            result = await self.store.log.list(group=group, resource=plural, namespace=namespace,
+            result = await self.store.log.list_objects(group=group, resource=plural, namespace=namespace,
                                                revision=self.revision, start_after=start, limit=1000)
             if self.revision is None:
                 self.revision = result.revision

@@ -53,7 +53,7 @@ class _Sub:
             self._queue.get_nowait()
         self._queue.put_nowait(None)
 
-    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:
+    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:  # noqa: ASYNC109
         try:
             first = await asyncio.wait_for(self._queue.get(), timeout) if timeout is not None \
                 else await self._queue.get()
@@ -86,6 +86,7 @@ class MemoryEventLog:
         self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest revision
         self._buffer = subscriber_buffer
         self._lock = asyncio.Lock()
+        self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     async def start(self) -> None:
         return None
@@ -94,6 +95,10 @@ class MemoryEventLog:
         for subs in list(self._subs.values()):
             for sub in list(subs):
                 sub._drop()
+        for _, waiter in self._revision_waiters:
+            if not waiter.done():
+                waiter.set_exception(log.StorageError("event log closed"))
+        self._revision_waiters.clear()
 
     @property
     def revision(self) -> int:
@@ -105,6 +110,29 @@ class MemoryEventLog:
 
     def last_change(self, *, group: str, resource: str) -> int:
         return self._changed.get((group, resource), 0)
+
+    async def wait_for_revision(self, *, revision: int) -> None:
+        if self.revision >= revision:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (revision, waiter)
+        self._revision_waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            if entry in self._revision_waiters:
+                self._revision_waiters.remove(entry)
+
+    def _release_waiters(self) -> None:
+        revision = self.revision
+        keep = []
+        for target, waiter in self._revision_waiters:
+            if target <= revision:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                keep.append((target, waiter))
+        self._revision_waiters = keep
 
     def _event_at(self, revision: int) -> log.Event:
         return self._events[revision - 1 - self._offset()]
@@ -159,6 +187,8 @@ class MemoryEventLog:
         self._changed[(write.group, write.resource)] = revision
         for sub in list(self._subs.get((write.group, write.resource), ())):
             sub.offer(event)
+        if self._revision_waiters:
+            self._release_waiters()
         return event
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
@@ -166,7 +196,7 @@ class MemoryEventLog:
         self._check(revision)
         return self._latest((group, resource, namespace, name), revision)
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check(revision)

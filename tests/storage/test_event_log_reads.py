@@ -24,10 +24,10 @@ async def test_list_orders_by_namespace_then_name_in_byte_order(event_log: sql.S
     keys = [("b", "x"), ("a", "z"), ("a-b", "a"), ("a", "Z"), ("a", "a.b"), ("a", "a-b"), ("", "node")]
     for namespace, name in keys:
         await event_log.append(writes.added(name, namespace=namespace))
-    result = await event_log.list(group="", resource="pods", namespace=None)
+    result = await event_log.list_objects(group="", resource="pods", namespace=None)
     assert names(result) == sorted(keys)  # Python str order == byte order for ASCII
     assert result.revision == event_log.revision == len(keys) and not result.more
-    only_a = await event_log.list(group="", resource="pods", namespace="a")
+    only_a = await event_log.list_objects(group="", resource="pods", namespace="a")
     assert names(only_a) == sorted(k for k in keys if k[0] == "a")
 
 
@@ -37,14 +37,14 @@ async def test_list_has_only_live_objects_of_the_resource(event_log: sql.SqlEven
     await event_log.append(writes.deleted(a))
     await event_log.append(writes.added("c", resource="services"))
     await event_log.append(writes.added("d", group="apps", resource="pods"))
-    result = await event_log.list(group="", resource="pods", namespace="default")
+    result = await event_log.list_objects(group="", resource="pods", namespace="default")
     assert [e.name for e in result.events] == ["b"]
     assert result.revision == 5
 
 
 async def test_list_of_an_empty_resource_reports_the_current_revision(event_log: sql.SqlEventLog) -> None:
     await event_log.append(writes.added("a", resource="services"))
-    result = await event_log.list(group="", resource="pods", namespace=None)
+    result = await event_log.list_objects(group="", resource="pods", namespace=None)
     assert result.events == [] and result.revision == 1 and not result.more
 
 
@@ -68,7 +68,7 @@ async def test_time_travel_get_and_list(event_log: sql.SqlEventLog) -> None:
         states[event.revision] = {n: e.revision for n, e in live.items()}
 
     for revision, expected in states.items():
-        result = await event_log.list(group="", resource="pods", namespace="default", revision=revision)
+        result = await event_log.list_objects(group="", resource="pods", namespace="default", revision=revision)
         assert result.revision == revision
         assert {e.name: e.revision for e in result.events} == expected
         assert [e.name for e in result.events] == sorted(expected)
@@ -83,7 +83,7 @@ async def test_revisions_out_of_range(event_log: sql.SqlEventLog) -> None:
     a = await event_log.append(writes.added("a"))
     await event_log.append(writes.modified(a))
     for call in (lambda r: event_log.get(group="", resource="pods", namespace="default", name="a", revision=r),
-                 lambda r: event_log.list(group="", resource="pods", namespace=None, revision=r)):
+                 lambda r: event_log.list_objects(group="", resource="pods", namespace=None, revision=r)):
         with pytest.raises(log.FutureRevisionError) as future:
             await call(3)
         assert (future.value.requested, future.value.current) == (3, 2)
@@ -94,9 +94,9 @@ async def test_paginated_list_is_pinned_to_the_first_page_revision(event_log: sq
     created = {}
     for i in range(25):
         created[f"p{i:02d}"] = await event_log.append(writes.added(f"p{i:02d}", namespace=f"ns{i % 3}"))
-    expected = await event_log.list(group="", resource="pods", namespace=None)
+    expected = await event_log.list_objects(group="", resource="pods", namespace=None)
 
-    first = await event_log.list(group="", resource="pods", namespace=None, limit=10)
+    first = await event_log.list_objects(group="", resource="pods", namespace=None, limit=10)
     assert first.more and len(first.events) == 10 and first.revision == 25
     # The world moves on between pages.
     await event_log.append(writes.deleted(created["p03"]))
@@ -106,7 +106,7 @@ async def test_paginated_list_is_pinned_to_the_first_page_revision(event_log: sq
     pages = [first]
     while pages[-1].more:
         last = pages[-1].events[-1]
-        pages.append(await event_log.list(group="", resource="pods", namespace=None, revision=first.revision,
+        pages.append(await event_log.list_objects(group="", resource="pods", namespace=None, revision=first.revision,
                                           start_after=(last.namespace, last.name), limit=10))
     assert [len(p.events) for p in pages] == [10, 10, 5]
     assert all(p.revision == first.revision for p in pages)
@@ -119,13 +119,13 @@ async def test_pagination_within_one_namespace(event_log: sql.SqlEventLog) -> No
         await event_log.append(writes.added(f"p{i}", namespace="y"))
     seen, start_after = [], None
     while True:
-        page = await event_log.list(group="", resource="pods", namespace="y", limit=3, start_after=start_after)
+        page = await event_log.list_objects(group="", resource="pods", namespace="y", limit=3, start_after=start_after)
         seen += [e.name for e in page.events]
         if not page.more:
             break
         start_after = (page.events[-1].namespace, page.events[-1].name)
     assert seen == [f"p{i}" for i in range(7)]
-    exact = await event_log.list(group="", resource="pods", namespace="y", limit=7)
+    exact = await event_log.list_objects(group="", resource="pods", namespace="y", limit=7)
     assert len(exact.events) == 7 and not exact.more
 
 
@@ -137,14 +137,14 @@ async def test_list_is_one_consistent_snapshot_under_concurrent_writes(event_log
             await event_log.append(writes.modified(event, spec={"x": 1}))
 
     async def lists() -> list[log.ListResult]:
-        return [await event_log.list(group="", resource="pods", namespace="default") for _ in range(10)]
+        return [await event_log.list_objects(group="", resource="pods", namespace="default") for _ in range(10)]
 
     _, results = await asyncio.gather(churn(), lists())
     for result in results:
         # Everything in the list is at or below the list's revision, and the list equals the time-travel
         # list at that revision.
         assert max(e.revision for e in result.events) <= result.revision
-        pinned = await event_log.list(group="", resource="pods", namespace="default", revision=result.revision)
+        pinned = await event_log.list_objects(group="", resource="pods", namespace="default", revision=result.revision)
         assert pinned.events == result.events
 
 
