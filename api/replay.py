@@ -281,7 +281,7 @@ class Recording:
                 row = checker.check(number, raw)
                 if row is not None:
                     index.add(from_row(row))
-        except log.ImportError_ as exc:
+        except log.ImportRejectedError as exc:
             message = str(exc)
             if exc.line == 1 and not index.events:
                 message = f"not an NDJSON event log ({message})"
@@ -348,8 +348,8 @@ class SqlSource:
     async def list_at(self, kind: res.ResourceKind, namespace: str | None, revision: int) -> list[log.Event]:
         if revision == 0:
             return []
-        result = await self.log.list(group=kind.group, resource=kind.plural, namespace=namespace,
-                                     revision=revision)
+        result = await self.log.list_objects(group=kind.group, resource=kind.plural, namespace=namespace,
+                                             revision=revision)
         return list(result.events)
 
     async def history(self, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
@@ -741,6 +741,12 @@ class ReplayLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._cursor  # the cursor moves both ways (seek): treat everything as just changed
 
+    async def wait_for_revision(self, *, revision: int) -> None:
+        while self._cursor < revision:  # the player (or a forked write) moves the cursor
+            if self._closed:
+                raise log.StorageError("event log closed")
+            await self._changed.wait()
+
     @property
     def forked(self) -> bool:
         return self.forked_at is not None
@@ -878,9 +884,9 @@ class ReplayLog:
                   revision: int | None = None) -> log.Event | None:
         return self._index.latest((group, resource, namespace, name), self._check(revision))
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
-                   revision: int | None = None, start_after: tuple[str, str] | None = None,
-                   limit: int | None = None) -> log.ListResult:
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
+                           revision: int | None = None, start_after: tuple[str, str] | None = None,
+                           limit: int | None = None) -> log.ListResult:
         at = self._check(revision)
         events, more = self._index.list_at(group, resource, namespace, at, start_after=start_after, limit=limit)
         return log.ListResult(events=events, revision=at, more=more)
