@@ -9,13 +9,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import defaultdict
-from typing import Any
 
-import msgspec
-
-from storage import log
-
-_encode = msgspec.json.Encoder().encode
+from storage import codec, log
 
 
 class _Sub:
@@ -172,16 +167,10 @@ class MemoryEventLog:
         elif current is None or current.revision != write.expected_revision:
             raise log.ConflictError("revision mismatch", current=current)
         revision = self.revision + 1
-        obj: dict[str, Any] = write.object
-        meta = obj.setdefault("metadata", {})
-        meta["resourceVersion"] = str(revision)
+        obj, uid = codec.stamp(write, revision=revision)  # the caller's object stays as it was
         revs = self._keys.get(key)
-        event = log.Event(
-            revision=revision, type=write.type, group=write.group, resource=write.resource,
-            namespace=write.namespace, name=write.name, uid=str(meta.get("uid", "")),
-            object=_encode(obj), prev_revision=revs[-1] if revs else 0, time=write.time,
-            actor=write.actor,
-        )
+        event = codec.event_from_write(write, revision=revision, prev_revision=revs[-1] if revs else 0,
+                                       obj=obj, uid=uid)
         self._events.append(event)
         self._keys.setdefault(key, []).append(revision)
         self._changed[(write.group, write.resource)] = revision
