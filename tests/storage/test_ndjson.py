@@ -14,7 +14,7 @@ import pytest
 
 from storage import factory, log, ndjson, sql
 from tests.storage import conftest, writes
-from tests.storage.test_event_log_compaction import churn
+from tests.storage.writes import churn
 
 
 async def export(event_log: sql.SqlEventLog, **kwargs: int) -> bytes:

@@ -2,37 +2,18 @@
 
 In scope: `compact()`, `apply_retention()` with revision and age limits, compaction in windows,
 a second log on the same database seeing the compaction. Out of scope: watches from compacted
-revisions (test_event_log_watch.py).
+revisions (test_event_log_contract.py, test_sql_watch.py).
 """
 
 from __future__ import annotations
 
-import random
 import time
 
 import pytest
 
 from storage import compaction, log, sql
 from tests.storage import writes
-
-
-async def churn(event_log: sql.SqlEventLog, *, steps: int, seed: int = 3, at: float | None = None,
-                prefix: str = "p") -> None:
-    rng = random.Random(seed)
-    live: dict[str, log.Event] = {}
-    for _ in range(steps):
-        name = f"{prefix}{rng.randrange(15)}"
-        current = live.get(name)
-        if current is None:
-            event = await event_log.append(writes.added(name, namespace=rng.choice(["a", "b"]), at=at))
-        elif rng.random() < 0.25:
-            event = await event_log.append(writes.deleted(current, at=at))
-        else:
-            event = await event_log.append(writes.modified(current, spec={"r": rng.random()}, at=at))
-        if event.type == "DELETED":
-            live.pop(name)
-        else:
-            live[name] = event
+from tests.storage.writes import churn
 
 
 async def snapshot(event_log: sql.SqlEventLog, revision: int) -> list[log.Event]:

@@ -1,6 +1,6 @@
 """LISTs served from memory (`storage.heads`) answer exactly as the database does.
 
-In scope: the SQL backends' `list()` with the head cache on, compared with the database read
+In scope: the SQL backends' `list_objects()` with the head cache on, compared with the database read
 (`_list_stored`) after every change: writes, deletes, re-creates, other processes' writes (a second
 log on the same database), pagination pinned to a revision, namespaces, skipped revisions (import)
 and the size bound. Out of scope: what the API does with the results (tests/api).
@@ -20,7 +20,7 @@ PODS = {"group": "", "resource": "pods"}
 
 
 async def _both(event_log: sql.SqlEventLog, **query: object) -> tuple[log.ListResult, log.ListResult]:
-    """(served by `list`, read from the database at the same revision)."""
+    """(served by `list_objects`, read from the database at the same revision)."""
     args: dict[str, object] = {"namespace": None, "start_after": None, "limit": None, "revision": None, **query}
     served = await event_log.list_objects(**PODS, **args)  # type: ignore[arg-type]
     args["revision"] = served.revision
