@@ -35,10 +35,10 @@ class Target(msgspec.Struct, kw_only=True):
 
 
 def parse_rv(value: str | None) -> int | None:
-    if value in (None, ""):
+    if value is None or value == "":
         return None
     try:
-        rv = int(value)  # type: ignore[arg-type]
+        rv = int(value)
     except ValueError:
         raise errors.BadRequest(f'invalid resource version: "{value}"') from None
     if rv < 0:
@@ -121,14 +121,14 @@ async def collect(store: stores.Store, target: Target, lq: ListQuery) -> tuple[l
     filtering = not (lq.label.empty and lq.field.empty)
     try:
         if hint_name is not None and namespace is not None and lq.start_after is None:
-            revision = lq.revision if lq.revision is not None else store.log.revision
+            at = lq.revision if lq.revision is not None else store.log.revision
             ev = await store.log.get(group=kind.group, resource=kind.plural, namespace=namespace,
-                                     name=hint_name, revision=revision)
+                                     name=hint_name, revision=at)
             events = [ev] if ev is not None and matches(ev, lq) else []
-            return events, revision, ""
+            return events, at, ""
         out: list[log.Event] = []
         start_after = lq.start_after
-        revision = lq.revision
+        revision: int | None = lq.revision
         page = lq.limit if not filtering and lq.limit else max(lq.limit or 0, 500)
         while True:
             result = await store.log.list_objects(group=kind.group, resource=kind.plural, namespace=namespace,
