@@ -418,3 +418,11 @@ async def test_a_timed_out_wait_for_revision_leaves_the_log_as_it_was(event_log:
     created = await event_log.append(writes.added("a"))
     assert created.revision == 1
     await asyncio.wait_for(event_log.wait_for_revision(revision=1), timeout=5)
+
+
+async def test_close_ends_a_pending_wait_for_revision(event_log: log.EventLog) -> None:
+    waiting = asyncio.ensure_future(event_log.wait_for_revision(revision=5))
+    await asyncio.sleep(0)
+    await event_log.close()
+    with pytest.raises(log.StorageError):
+        await asyncio.wait_for(waiting, timeout=5)
