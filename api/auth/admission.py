@@ -120,7 +120,8 @@ class AdmittingStore(stores.Store):
         out = super()._prepare_update(kind, new, old, ctx, **kw)
         self._bounds(out)
         if kind.group == rbac.GROUP:
-            old_meta = old.get("metadata") if isinstance(old.get("metadata"), dict) else {}
+            raw_meta = old.get("metadata")
+            old_meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
             self._admit_rbac(kind, str(old_meta.get("namespace") or ""), out, old)
         if kind.group == "resource.k8s.io" and kind.plural == "resourceclaims" and kw.get("subresource") == "status":
             self._admit_claim_status(kind, out, old)
@@ -221,7 +222,8 @@ class AdmittingStore(stores.Store):
             listed = obj.get("rules")
             rules = [r for r in listed if isinstance(r, dict)] if isinstance(listed, list) else []
         else:
-            ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
+            raw_ref = obj.get("roleRef")
+            ref: dict[str, Any] = raw_ref if isinstance(raw_ref, dict) else {}
             ref_resource = "roles" if ref.get("kind") == "Role" else "clusterroles"
             if self.config.allowed(user, "bind", group=rbac.GROUP, resource=ref_resource,
                                    namespace=namespace,

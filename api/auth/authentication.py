@@ -66,7 +66,8 @@ class Authenticator:
         if claims is None:
             return None
         split = rbac.split_service_account(str(claims.get("sub") or ""))
-        k8s = claims.get("kubernetes.io") if isinstance(claims.get("kubernetes.io"), dict) else {}
+        raw_k8s = claims.get("kubernetes.io")
+        k8s: dict[str, Any] = raw_k8s if isinstance(raw_k8s, dict) else {}
         if split is None or k8s.get("namespace") != split[0]:
             return None
         ns, _name = split

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -17,6 +17,8 @@ from api.auth.requestinfo import RequestInfo, attributes, request_info
 from cp import errors, rbac
 
 logger = structlog.get_logger("cplane.auth")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 USER_INFO = web.RequestKey("user_info", rbac.UserInfo)
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
@@ -88,7 +90,7 @@ def middleware(config: AuthConfig) -> Any:
     limits = config.limits
 
     @web.middleware
-    async def _auth(request: web.Request, handler: Any) -> web.StreamResponse:
+    async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
         info = request_info(request.method, request.path, request.query)
         request[REQUEST_INFO] = info
         if config.authenticator is not None:

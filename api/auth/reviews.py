@@ -27,7 +27,8 @@ def _review_user(request: web.Request) -> rbac.UserInfo:
 
 async def self_subject_access_review(request: web.Request) -> web.StreamResponse:
     obj = await _review_body(request)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     if (ra is None) == (nra is None) or not isinstance(ra or nra, dict):
         raise errors.Invalid(kind="SelfSubjectAccessReview", group="authorization.k8s.io", name="", causes=[
@@ -40,6 +41,7 @@ async def self_subject_access_review(request: web.Request) -> web.StreamResponse
                                 resource=str(ra.get("resource") or ""),
                                 subresource=str(ra.get("subresource") or ""), name=str(ra.get("name") or ""))
     else:
+        assert nra is not None  # exactly one of the two (checked above)
         attrs = rbac.Attributes(user=user, verb=str(nra.get("verb") or ""), resource_request=False,
                                 path=str(nra.get("path") or ""))
     decision = request.app[AUTH].authorize(attrs)
@@ -55,7 +57,8 @@ async def self_subject_access_review(request: web.Request) -> web.StreamResponse
 
 async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
     obj = await _review_body(request)
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     namespace = str(spec.get("namespace") or "")
     user = _review_user(request)
     rules, errs = request.app[AUTH].cache.policy.rules_for(user, namespace)
@@ -81,9 +84,10 @@ async def self_subject_review(request: web.Request) -> web.StreamResponse:
     obj = await _review_body(request)
     user = _review_user(request)
     version = request.match_info.get("version", "v1")
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = raw_meta if isinstance(raw_meta, dict) else {}
     out = {"kind": "SelfSubjectReview", "apiVersion": f"authentication.k8s.io/{version}",
-           "metadata": {**(obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}),
-                        "creationTimestamp": None},
+           "metadata": {**meta, "creationTimestamp": None},
            "status": {"userInfo": user.to_status()}}
     return codec.json_response(_encode(out), status=201)
 
