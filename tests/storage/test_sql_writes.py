@@ -101,13 +101,16 @@ async def test_last_change_follows_the_resources_writes_and_other_writers(open_l
     assert first.last_change(group="", resource="pods") >= remote.revision
 
 
-async def test_a_wait_for_revision_sees_another_logs_write(open_log: OpenLog) -> None:
+async def test_a_wait_for_revision_sees_another_logs_write(open_log: OpenLog, log_url: str) -> None:
     """Another log on the same database stands for another replica: a wait for a revision it has
     committed wakes the poller instead of waiting for the next poll."""
-    first, second = await open_log(), await open_log()
-    first.poll_interval = 60.0
-    first._wake_poller.set()  # let the poller run once more, then sleep for the new interval
-    await asyncio.sleep(0.05)
-    await second.append(writes.added("from-elsewhere"))
-    await asyncio.wait_for(first.wait_for_revision(revision=1), timeout=2)
-    assert first.revision == 1
+    first = factory.open_event_log(url=log_url)
+    first.poll_interval = 60.0  # from its start: the poller wakes only when told to (or NOTIFY)
+    await first.start()
+    try:
+        second = await open_log()
+        await second.append(writes.added("from-elsewhere"))
+        await asyncio.wait_for(first.wait_for_revision(revision=1), timeout=5)
+        assert first.revision == 1
+    finally:
+        await first.close()
