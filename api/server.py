@@ -118,7 +118,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     token. `insecure_limits=True`: plain HTTP without authentication but with the limits."""
     from api import auth as auths
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
     install_cel_checker()
     options = dict(app_options or {})
     config = None
