@@ -3,6 +3,7 @@
 One catch-all route per prefix (`/api/v1/...`, `/apis/{group}/{version}/...`) parsed here, since
 `namespaces/{ns}/{plural}` and `{plural}/{name}/{subresource}` overlap in shape. Handlers decode the
 request, call `api.store.Store`, and encode the answer (stored bytes for objects; Tables on request).
+What reads share with watches (resourceVersion, LIST queries, the paged read) is `api.reads`.
 """
 
 from __future__ import annotations
