@@ -1,8 +1,9 @@
-"""Reads at a resourceVersion the server has not reached: the wait, and the Status when it is in vain.
+"""Reads at a resourceVersion out of the log's range: the wait for a newer one and the Status errors.
 
 In scope: GET and LIST with `resourceVersion` newer than the log (wait up to `api.reads.FUTURE_RV_WAIT`,
 then 504 "Too large resource version" with upstream's cause and Retry-After), an exact LIST in the
-future (504 at once), and a wait that ends because the revision is written meanwhile.
+future (504 at once), a wait that ends because the revision is written meanwhile, and the 410s of
+reads at compacted revisions (an exact LIST, a continued one).
 Out of scope: reads at past revisions (test_api_crud.py), watches (test_api_watch.py).
 """
 
@@ -63,3 +64,28 @@ async def test_a_read_waiting_for_a_revision_answers_once_it_is_written(api_serv
         body = await r.json()
     assert int(body["metadata"]["resourceVersion"]) >= wanted
     assert [item["metadata"]["name"] for item in body["items"]] == ["late"]
+
+
+async def test_reads_at_compacted_revisions_answer_410(api_server: servers.Running,
+                                                       http: aiohttp.ClientSession) -> None:
+    for name in ("a", "b", "c"):
+        async with http.post(CONFIGMAPS, json={"metadata": {"name": name}}) as r:
+            assert r.status == 201
+    async with http.get(CONFIGMAPS, params={"limit": "1"}) as r:
+        first = await r.json()
+    pinned = int(first["metadata"]["resourceVersion"])
+    for name in ("d", "e"):
+        async with http.post(CONFIGMAPS, json={"metadata": {"name": name}}) as r:
+            assert r.status == 201
+    await api_server.event_log.compact(pinned + 1)
+    compacted = api_server.event_log.compacted_revision
+    assert compacted > pinned
+    async with http.get(CONFIGMAPS, params={"limit": "1", "continue": first["metadata"]["continue"]}) as r:
+        assert r.status == 410
+        assert await r.json() == {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Expired",
+            "code": 410, "message": "The provided continue parameter is too old to display a consistent list "
+                                    "result. You can start a new list without the continue parameter."}
+    async with http.get(CONFIGMAPS, params={"resourceVersion": str(pinned), "resourceVersionMatch": "Exact"}) as r:
+        assert r.status == 410
+        assert (await r.json())["message"] == f"too old resource version: {pinned} ({compacted})"
