@@ -25,7 +25,8 @@ prevention (`escalate`/`bind`); nesting depth and encoded size bounds.
 The modules, one step each: `requestinfo` (1), `authentication` and `credentials` (2), `limits`
 (3 and 5), `policy` (the RBAC objects that 4 evaluates, and the default policy), `chain` (the
 middleware running 1-5), `admission`, `reviews` (the self-subject reviews), `config` (`AuthConfig`,
-what a server was started with). This module starts and stops them with the application.
+what a server was started with). This module names the public API and starts and stops the policy
+cache with the application.
 
 Secrets never reach logs: tokens are compared, never logged, and nothing here writes them to the
 event log. See docs/security.md.
