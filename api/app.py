@@ -7,6 +7,7 @@ The log's lifecycle (start/close) belongs to the caller (`api.server`), so tests
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -61,16 +62,16 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     except web.HTTPException as exc:
         code = exc.status
         if exc.status == 404:
-            err: errors.StatusError = errors.NotFound("the server could not find the requested resource")
+            status: errors.StatusError = errors.NotFound("the server could not find the requested resource")
         elif exc.status == 405:
-            err = errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+            status = errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         elif exc.status == 413:
-            err = errors.RequestEntityTooLarge("the server has received too large of a request body")
+            status = errors.RequestEntityTooLarge("the server has received too large of a request body")
         else:
-            err = errors.StatusError(exc.reason or "error")
-            err.code = exc.status
-            err.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
-        return codec.status_response(err)
+            status = errors.StatusError(exc.reason or "error")
+            status.code = exc.status
+            status.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
+        return codec.status_response(status)
     except (ConnectionResetError, asyncio.CancelledError):
         code = 499
         raise
@@ -170,10 +171,8 @@ async def bootstrap(store: stores.Store) -> None:
         if await store.log.get(group="", resource="namespaces", namespace="", name=name) is None:
             ns_kind = res.lookup("", "v1", "namespaces")
             assert ns_kind is not None
-            try:
+            with contextlib.suppress(errors.AlreadyExists):
                 await store.create(ns_kind, "", {"metadata": {"name": name}}, ctx)
-            except errors.AlreadyExists:
-                pass
     if isinstance(store.clock, clocks.VirtualClock):
         await _bootstrap_clock(store, ctx)
 
@@ -189,10 +188,8 @@ async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> Non
     assert kind is not None
     body = {"metadata": {"name": sim.CLOCK_NAME},
             "spec": {"mode": "Virtual", "time": clocks.rfc3339_micro(store.clock.now())}}
-    try:
+    with contextlib.suppress(errors.AlreadyExists):
         await store.create(kind, "", body, ctx)
-    except errors.AlreadyExists:
-        pass
 
 
 def _tune_gc() -> None:
@@ -205,7 +202,8 @@ def _tune_gc() -> None:
 
 
 async def _shutdown_watches(app: web.Application) -> None:
-    for task in list(app[st.WATCHES]):
+    watches = app[st.WATCHES]
+    for task in list(watches):
         task.cancel()
 
 

@@ -3,48 +3,36 @@
 One catch-all route per prefix (`/api/v1/...`, `/apis/{group}/{version}/...`) parsed here, since
 `namespaces/{ns}/{plural}` and `{plural}/{name}/{subresource}` overlap in shape. Handlers decode the
 request, call `api.store.Store`, and encode the answer (stored bytes for objects; Tables on request).
+What reads share with watches (resourceVersion, LIST queries, the paged read) is `api.reads`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import binascii
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from api import codec, discovery, watching
+from api import codec, discovery, reads, watching
 from api import state as st
 from api import store as stores
-from cp import errors, patching, selectors, tables
+from cp import errors, patching, tables
 from cp import resources as res
-from storage import log
 
 _decode = codec.decoder.decode
 _encode = codec.encoder.encode
 
-FUTURE_RV_WAIT = 3.0  # seconds a read waits for a too-new resourceVersion (upstream: then 504)
 # Stores with `ReturnDeletedObject: true` upstream: DELETE answers the object, not a Status.
 RETURNS_DELETED_OBJECT = {("", "pods"), ("resource.k8s.io", "deviceclasses"),
                           ("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates"),
                           ("resource.k8s.io", "resourceslices")}
 
 
-class Target(msgspec.Struct, kw_only=True):
-    kind: res.ResourceKind
-    namespace: str  # "" for cluster-scoped, or for a namespaced collection across all namespaces
-    all_namespaces: bool
-    name: str
-    subresource: str
-
-
 def _not_found() -> errors.NotFound:
     return errors.NotFound("the server could not find the requested resource")
 
 
-def parse_target(group: str, version: str, segments: list[str]) -> Target | None:
+def parse_target(group: str, version: str, segments: list[str]) -> reads.Target | None:
     """Parse the resource part of a path; None means "discovery of this group/version"."""
     if not segments:
         return None
@@ -68,7 +56,7 @@ def parse_target(group: str, version: str, segments: list[str]) -> Target | None
         raise _not_found()
     if sub and kind.subresource(sub) is None and not (kind.plural == "namespaces" and sub == "finalize"):
         raise _not_found()
-    return Target(kind=kind, namespace=namespace, all_namespaces=kind.namespaced and not namespaced_path,
+    return reads.Target(kind=kind, namespace=namespace, all_namespaces=kind.namespaced and not namespaced_path,
                   name=name, subresource=sub)
 
 
@@ -177,43 +165,15 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
 # -------------------------------------------------------------------------------- reads
 
 
-async def _wait_for_revision(request: web.Request, rv: int) -> None:
-    event_log = request.app[st.STORE].log
-    if event_log.revision >= rv:
-        return
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + FUTURE_RV_WAIT
-    while event_log.revision < rv:
-        if loop.time() >= deadline:
-            raise errors.Timeout(f"Too large resource version: {rv}, current: {event_log.revision}",
-                                 details={"causes": [{"reason": "ResourceVersionTooLarge",
-                                                      "message": "Too large resource version"}],
-                                          "retryAfterSeconds": 1},
-                                 headers={"Retry-After": "1"})
-        await asyncio.sleep(0.01)
-
-
-def _parse_rv(value: str | None) -> int | None:
-    if value in (None, ""):
-        return None
-    try:
-        rv = int(value)  # type: ignore[arg-type]
-    except ValueError:
-        raise errors.BadRequest(f'invalid resource version: "{value}"') from None
-    if rv < 0:
-        raise errors.BadRequest(f'invalid resource version: "{value}"')
-    return rv
-
-
-async def get_object(request: web.Request, target: Target) -> web.StreamResponse:
+async def get_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     kind = target.kind
     if target.subresource == "scale":
         scale = await store.get_scale(kind, target.namespace, target.name)
         return codec.json_response(_encode(scale))
-    rv = _parse_rv(request.query.get("resourceVersion"))
+    rv = reads.parse_rv(request.query.get("resourceVersion"))
     if rv:
-        await _wait_for_revision(request, rv)
+        await reads.wait_until_fresh(store.log, revision=rv)
     ev = await store.get(kind, target.namespace, target.name)
     if codec.wants_table(request.headers.get("Accept", "")):
         obj = _decode(ev.object)
@@ -224,123 +184,14 @@ async def get_object(request: web.Request, target: Target) -> web.StreamResponse
     return codec.json_response(ev.object)
 
 
-def encode_continue(revision: int, namespace: str, name: str) -> str:
-    raw = _encode({"v": "meta.k8s.io/v1", "rv": revision, "start": f"{namespace}/{name}"})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = _decode(raw)
-        ns, _, name = str(data["start"]).partition("/")
-        return int(data["rv"]), (ns, name)
-    except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError):
-        raise errors.BadRequest(f'invalid continue token: "{token}"') from None
-
-
-class ListQuery(msgspec.Struct, kw_only=True):
-    label: selectors.LabelSelector
-    field: selectors.FieldSelector
-    limit: int | None
-    revision: int | None  # exact revision to read at (continue or Exact)
-    start_after: tuple[str, str] | None
-
-
-def list_query(request: web.Request, target: Target) -> ListQuery:
-    q = request.query
-    kind = target.kind
-    label = selectors.parse_label_selector(q.get("labelSelector", ""))
-    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group, resource=kind.plural)
-    limit = codec.parse_int("limit", q.get("limit"))
-    if limit is not None and limit <= 0:
-        limit = None
-    token = q.get("continue", "")
-    rv = _parse_rv(q.get("resourceVersion"))
-    match = q.get("resourceVersionMatch", "")
-    if match not in ("", "Exact", "NotOlderThan"):
-        raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{match}": supported values: '
-                                '"Exact", "NotOlderThan"')
-    if match and q.get("resourceVersion") is None:
-        raise errors.BadRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
-    revision = None
-    start_after = None
-    if token:
-        if rv:
-            raise errors.BadRequest("specifying resource version is not allowed when using continue")
-        revision, start_after = decode_continue(token)
-    elif match == "Exact":
-        if not rv:
-            raise errors.BadRequest('resourceVersionMatch "Exact" is forbidden for resourceVersion "0"')
-        revision = rv
-    return ListQuery(label=label, field=field, limit=limit, revision=revision, start_after=start_after)
-
-
-async def collect(store: stores.Store, target: Target, lq: ListQuery) -> tuple[list[log.Event], int, str]:
-    """Read one page of matching objects: (events, list revision, continue token)."""
-    kind = target.kind
-    namespace: str | None = None if target.all_namespaces else target.namespace
-    hint_ns = lq.field.requires_exact_match("metadata.namespace")
-    if namespace is None and hint_ns is not None:
-        namespace = hint_ns
-    hint_name = lq.field.requires_exact_match("metadata.name")
-    filtering = not (lq.label.empty and lq.field.empty)
-    try:
-        if hint_name is not None and namespace is not None and lq.start_after is None:
-            revision = lq.revision if lq.revision is not None else store.log.revision
-            ev = await store.log.get(group=kind.group, resource=kind.plural, namespace=namespace,
-                                     name=hint_name, revision=revision)
-            events = [ev] if ev is not None and _matches(ev, lq) else []
-            return events, revision, ""
-        out: list[log.Event] = []
-        start_after = lq.start_after
-        revision = lq.revision
-        page = lq.limit if not filtering and lq.limit else max(lq.limit or 0, 500)
-        while True:
-            result = await store.log.list(group=kind.group, resource=kind.plural, namespace=namespace,
-                                          revision=revision, start_after=start_after,
-                                          limit=page if (lq.limit or filtering) else None)
-            revision = result.revision
-            for ev in result.events:
-                if filtering and not _matches(ev, lq):
-                    continue
-                if lq.limit is not None and len(out) >= lq.limit:
-                    last = out[-1]
-                    return out, revision, encode_continue(revision, last.namespace, last.name)
-                out.append(ev)
-            if not result.more:
-                return out, revision, ""
-            last_seen = result.events[-1]
-            start_after = (last_seen.namespace, last_seen.name)
-            if lq.limit is not None and len(out) >= lq.limit:
-                last = out[-1]
-                return out, revision, encode_continue(revision, last.namespace, last.name)
-    except log.ExpiredError:
-        if lq.start_after is not None:
-            raise errors.Expired(
-                "The provided continue parameter is too old to display a consistent list result. "
-                "You can start a new list without the continue parameter.") from None
-        raise errors.Expired(f"too old resource version: {lq.revision} ({store.log.compacted_revision})") \
-            from None
-    except log.FutureRevisionError as exc:
-        raise errors.Timeout(f"Too large resource version: {exc.requested}, current: {exc.current}",
-                             headers={"Retry-After": "1"}) from None
-
-
-def _matches(ev: log.Event, lq: ListQuery) -> bool:
-    obj = _decode(ev.object)
-    meta = obj.get("metadata") or {}
-    return lq.label.matches(meta.get("labels")) and lq.field.matches(obj)
-
-
-async def list_objects(request: web.Request, target: Target) -> web.StreamResponse:
+async def list_objects(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     kind = target.kind
-    lq = list_query(request, target)
-    rv = _parse_rv(request.query.get("resourceVersion"))
+    lq = reads.list_query(request, target)
+    rv = reads.parse_rv(request.query.get("resourceVersion"))
     if rv and lq.revision is None:
-        await _wait_for_revision(request, rv)
-    events, revision, token = await collect(store, target, lq)
+        await reads.wait_until_fresh(store.log, revision=rv)
+    events, revision, token = await reads.collect(store, target, lq)
     if codec.wants_table(request.headers.get("Accept", "")):
         group, plural = kind.group, kind.plural
         with tables.collector_paused():
@@ -369,7 +220,7 @@ async def list_objects(request: web.Request, target: Target) -> web.StreamRespon
 # -------------------------------------------------------------------------------- writes
 
 
-async def create_object(request: web.Request, target: Target) -> web.StreamResponse:
+async def create_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     body = await codec.read_body(request)
@@ -395,7 +246,7 @@ def _check_type(obj: dict[str, Any], kind: res.ResourceKind, *, sub_kind: str = 
             f"the API version in the data ({got_av}) does not match the expected API version ({want_av})")
 
 
-async def update_object(request: web.Request, target: Target) -> web.StreamResponse:
+async def update_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     body = await codec.read_body(request)
@@ -414,7 +265,7 @@ async def update_object(request: web.Request, target: Target) -> web.StreamRespo
     return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
 
 
-async def _finalize_namespace(store: stores.Store, target: Target, obj: dict[str, Any],
+async def _finalize_namespace(store: stores.Store, target: reads.Target, obj: dict[str, Any],
                               ctx: stores.WriteContext) -> stores.Result:
     spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
     if not isinstance(spec, dict) or not isinstance(meta, dict) or \
@@ -436,7 +287,7 @@ async def _finalize_namespace(store: stores.Store, target: Target, obj: dict[str
                                          fields={"f:spec": {"f:finalizers": {}}})
 
 
-async def patch_object(request: web.Request, target: Target) -> web.StreamResponse:
+async def patch_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     content_type = codec.media_type(request.headers.get("Content-Type"))
@@ -510,7 +361,7 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     return opts
 
 
-async def delete_object(request: web.Request, target: Target) -> web.StreamResponse:
+async def delete_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     opts = await _delete_options(request)
@@ -527,15 +378,15 @@ async def delete_object(request: web.Request, target: Target) -> web.StreamRespo
     return codec.json_response(result.body, status=202 if pending_cascade else 200)
 
 
-async def delete_collection(request: web.Request, target: Target) -> web.StreamResponse:
+async def delete_collection(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     opts = await _delete_options(request)
     if opts.get("dryRun") == ["All"]:
         ctx.dry_run = True
-    lq = list_query(request, target)
+    lq = reads.list_query(request, target)
     lq.limit = None
-    events, revision, _ = await collect(store, target, lq)
+    events, _revision, _ = await reads.collect(store, target, lq)
     deleted: list[bytes] = []
     for ev in events:
         try:
@@ -549,7 +400,7 @@ async def delete_collection(request: web.Request, target: Target) -> web.StreamR
     return codec.json_response(head + b",".join(deleted) + b"]}")
 
 
-async def create_binding(request: web.Request, target: Target) -> web.StreamResponse:
+async def create_binding(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     ctx = write_context(request)
     body = await codec.read_body(request)
@@ -557,14 +408,3 @@ async def create_binding(request: web.Request, target: Target) -> web.StreamResp
     await store.bind(target.namespace, target.name, binding, ctx)
     return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                         "status": "Success", "code": 201}), status=201)
-
-
-def list_query_for_watch(request: web.Request, target: Target) -> ListQuery:
-    """Selectors of a watch (limit, continue and resourceVersionMatch do not apply to it)."""
-    q = request.query
-    kind = target.kind
-    return ListQuery(
-        label=selectors.parse_label_selector(q.get("labelSelector", "")),
-        field=selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group,
-                                             resource=kind.plural),
-        limit=None, revision=None, start_after=None)

@@ -116,12 +116,12 @@ class Snapshot:
         self.store = store
         self.revision: int | None = None
 
-    async def list(self, group: str, plural: str, namespace: str | None) -> list[dict[str, Any]]:
+    async def objects(self, group: str, plural: str, namespace: str | None) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         start: tuple[str, str] | None = None
         while True:
-            result = await self.store.log.list(group=group, resource=plural, namespace=namespace,
-                                               revision=self.revision, start_after=start, limit=1000)
+            result = await self.store.log.list_objects(group=group, resource=plural, namespace=namespace,
+                                                       revision=self.revision, start_after=start, limit=1000)
             if self.revision is None:
                 self.revision = result.revision
             out.extend(dict(_decode(ev.object)) for ev in result.events)
@@ -130,7 +130,7 @@ class Snapshot:
             start = (result.events[-1].namespace, result.events[-1].name)
 
     async def reporting_nodes(self) -> list[dict[str, Any]]:
-        return [n for n in await self.list("", "nodes", None) if node_reports(n)]
+        return [n for n in await self.objects("", "nodes", None) if node_reports(n)]
 
 
 def _now(request: web.Request) -> float:
@@ -176,7 +176,7 @@ async def custom_resources(store: stores.Store) -> list[dict[str, Any]]:
     """`<resource>/<metric>` for every metric an ObjectMetric or a PodLoad provides."""
     snap = Snapshot(store)
     names: dict[str, bool] = {}
-    for om in await snap.list(res.SIM_GROUP, "objectmetrics", None):
+    for om in await snap.objects(res.SIM_GROUP, "objectmetrics", None):
         spec = _d(om.get("spec"))
         ref = _d(spec.get("describedObject"))
         kind, metric = str(ref.get("kind") or ""), str(spec.get("metricName") or "")
@@ -186,7 +186,7 @@ async def custom_resources(store: stores.Store) -> list[dict[str, Any]]:
             names[f"namespaces/{metric}"] = False
         else:
             names[f"{resource_for(str(ref.get('apiVersion') or ''), kind)}/{metric}"] = True
-    for load in await snap.list(res.SIM_GROUP, "podloads", None):
+    for load in await snap.objects(res.SIM_GROUP, "podloads", None):
         for metric in _d(_d(load.get("spec")).get("metrics")):
             names[f"pods/{metric}"] = True
     return [{"name": n, "singularName": "", "namespaced": names[n], "kind": "MetricValueList", "verbs": ["get"]}
@@ -195,7 +195,7 @@ async def custom_resources(store: stores.Store) -> list[dict[str, Any]]:
 
 async def external_resources(store: stores.Store) -> list[dict[str, Any]]:
     snap = Snapshot(store)
-    metrics = sorted({external_metric_name(o) for o in await snap.list(res.SIM_GROUP, "externalmetrics", None)})
+    metrics = sorted({external_metric_name(o) for o in await snap.objects(res.SIM_GROUP, "externalmetrics", None)})
     return [{"name": m, "singularName": "", "namespaced": True, "kind": "ExternalMetricValueList", "verbs": ["get"]}
             for m in metrics]
 
@@ -278,8 +278,8 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     nodes = await snap.reporting_nodes()
     node_names = {_name(n) for n in nodes}
     if seg[0] == "nodes":
-        pods = [p for p in await snap.list("", "pods", None) if pod_reports(p, node_names)]
-        loads = await snap.list(res.SIM_GROUP, "podloads", None)
+        pods = [p for p in await snap.objects("", "pods", None) if pod_reports(p, node_names)]
+        loads = await snap.objects(res.SIM_GROUP, "podloads", None)
         by_node: dict[str, list[dict[str, Any]]] = {}
         for p in pods:
             by_node.setdefault(str(_d(p.get("spec")).get("nodeName")), []).append(p)
@@ -291,8 +291,8 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
             return _json({"kind": "NodeMetrics", "apiVersion": f"{METRICS_GROUP}/{METRICS_VERSION}", **items[0]})
         return _json({"kind": "NodeMetricsList", "apiVersion": f"{METRICS_GROUP}/{METRICS_VERSION}",
                       "metadata": {}, "items": items})
-    pods = [p for p in await snap.list("", "pods", namespace) if pod_reports(p, node_names)]
-    loads = await snap.list(res.SIM_GROUP, "podloads", namespace)
+    pods = [p for p in await snap.objects("", "pods", namespace) if pod_reports(p, node_names)]
+    loads = await snap.objects(res.SIM_GROUP, "podloads", namespace)
     items = [pod_metrics(p, load_for(p, loads), now) for p in pods
              if (not name or _name(p) == name) and label.matches(_labels(p)) and field.matches(p)]
     if name:
@@ -353,7 +353,7 @@ async def handle_custom(request: web.Request) -> web.StreamResponse:
     if seg[0] == "namespaces" and len(seg) == 4 and seg[2] == "metrics":
         # A metric of the namespace itself.
         ns, metric = seg[1], seg[3]
-        for om in await snap.list(res.SIM_GROUP, "objectmetrics", ns):
+        for om in await snap.objects(res.SIM_GROUP, "objectmetrics", ns):
             ref = _d(_d(om.get("spec")).get("describedObject"))
             if ref.get("kind") == "Namespace" and str(ref.get("name") or ns) == ns and \
                     _object_metric_matches(om, resource="namespaces", name=None, metric=metric,
@@ -371,10 +371,10 @@ async def handle_custom(request: web.Request) -> web.StreamResponse:
     if resource == "pods" and name == "*":
         label = _label_selector(request)
         node_names = {_name(n) for n in await snap.reporting_nodes()}
-        pods = [p for p in await snap.list("", "pods", ns)
+        pods = [p for p in await snap.objects("", "pods", ns)
                 if pod_reports(p, node_names) and label.matches(_labels(p))]
-        oms = await snap.list(res.SIM_GROUP, "objectmetrics", ns)
-        loads = await snap.list(res.SIM_GROUP, "podloads", ns)
+        oms = await snap.objects(res.SIM_GROUP, "objectmetrics", ns)
+        loads = await snap.objects(res.SIM_GROUP, "podloads", ns)
         for pod in pods:
             value: str | None = None
             for om in oms:
@@ -388,7 +388,7 @@ async def handle_custom(request: web.Request) -> web.StreamResponse:
                 items.append(_metric_value(described=_described("v1", "Pod", ns, _name(pod)), metric=metric,
                                            metric_selector=metric_selector, value=value, now=now))
         return _json({"kind": "MetricValueList", "apiVersion": gv, "metadata": {}, "items": items})
-    oms = await snap.list(res.SIM_GROUP, "objectmetrics", ns)
+    oms = await snap.objects(res.SIM_GROUP, "objectmetrics", ns)
     selected_names: set[str] | None = None
     if name == "*":
         selected_names = await _names_by_label(snap, resource, ns, _label_selector(request))
@@ -418,7 +418,7 @@ async def _names_by_label(snap: Snapshot, resource: str, namespace: str,
     kind = res.by_group_resource(group, plural)
     if kind is None:
         return None if label.empty else set()
-    return {_name(o) for o in await snap.list(kind.group, kind.plural, namespace if kind.namespaced else None)
+    return {_name(o) for o in await snap.objects(kind.group, kind.plural, namespace if kind.namespaced else None)
             if label.matches(_labels(o))}
 
 
@@ -442,7 +442,7 @@ async def handle_external(request: web.Request) -> web.StreamResponse:
     label = _label_selector(request)
     now = _now(request)
     items = []
-    for obj in await Snapshot(store).list(res.SIM_GROUP, "externalmetrics", ns):
+    for obj in await Snapshot(store).objects(res.SIM_GROUP, "externalmetrics", ns):
         if external_metric_name(obj) != metric:
             continue
         labels = series_labels(obj)

@@ -99,7 +99,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     token. `insecure_limits=True`: plain HTTP without authentication but with the limits."""
     from api import auth as auths
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
     options = dict(app_options or {})
     config = None
     ssl_context = None
@@ -123,7 +123,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         await site.start()
         server = site._server
         assert server is not None
-        actual = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        actual = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]  # an asyncio.Server
         shown_host = f"[{host}]" if ":" in host else host
         if host in ("0.0.0.0", "::"):
             shown_host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"

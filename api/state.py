@@ -6,8 +6,9 @@ import asyncio
 
 from aiohttp import web
 
-from api import store as stores
 from api import metrics as metrics_
+from api import reads
+from api import store as stores
 from cp import clock as clocks
 from cp import tables
 
@@ -21,4 +22,4 @@ TABLE_ROWS = web.AppKey("table_rows", tables.RowCache)
 # Per-request keys.
 USER = web.RequestKey("user", str)
 REQUEST_ID = web.RequestKey("request_id", str)
-TARGET = web.RequestKey("target", object)
+TARGET = web.RequestKey("target", reads.Target)

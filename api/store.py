@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -54,7 +54,14 @@ class Result(msgspec.Struct, kw_only=True):
     code: int = 200
 
 
-def _key(kind: res.ResourceKind, namespace: str, name: str) -> dict[str, str]:
+class _Key(TypedDict):
+    group: str
+    resource: str
+    namespace: str
+    name: str
+
+
+def _key(kind: res.ResourceKind, namespace: str, name: str) -> _Key:
     return {"group": kind.group, "resource": kind.plural, "namespace": namespace, "name": name}
 
 
@@ -344,8 +351,8 @@ class Store:
             else:
                 new["status"] = status
             if kind.group == "apps":
-                keep = ("annotations",) if kind.plural == "deployments" else ("labels", "annotations")
-                for field in keep:
+                kept = ("annotations",) if kind.plural == "deployments" else ("labels", "annotations")
+                for field in kept:
                     if field in written_meta:
                         new["metadata"][field] = written_meta[field]
                     else:

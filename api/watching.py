@@ -18,8 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
-from api import codec
+from api import codec, reads, storage_errors
 from api import state as st
+from api import store as stores
 from cp import errors, tables
 from storage import log
 
@@ -33,7 +34,7 @@ INITIAL_END = "k8s.io/initial-events-end"
 class _Encoder:
     """Turns events into wire lines for one watch (JSON objects or one-row Tables)."""
 
-    def __init__(self, request: web.Request, target: Any) -> None:
+    def __init__(self, request: web.Request, target: reads.Target) -> None:
         self.kind = target.kind
         self.table = codec.wants_table(request.headers.get("Accept", ""))
         self.include = request.query.get("includeObject", "Metadata")
@@ -76,17 +77,15 @@ def _json_line(type_: str, raw: bytes) -> bytes:
 
 
 def _expired_line(requested: int, compacted: int) -> bytes:
-    status = errors.Expired(f"too old resource version: {requested} ({compacted})").status()
+    status = storage_errors.too_old(requested=requested, compacted=compacted).status()
     return _encode({"type": "ERROR", "object": status}) + b"\n"
 
 
-async def watch(request: web.Request, target: Any) -> web.StreamResponse:
-    from api import handlers
-
+async def watch(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     q = request.query
     kind = target.kind
-    lq = handlers.list_query_for_watch(request, target)
+    lq = reads.list_query_for_watch(request, target)
     send_initial = codec.parse_bool("sendInitialEvents", q.get("sendInitialEvents"))
     bookmarks = bool(codec.parse_bool("allowWatchBookmarks", q.get("allowWatchBookmarks")))
     match = q.get("resourceVersionMatch", "")
@@ -106,7 +105,7 @@ async def watch(request: web.Request, target: Any) -> web.StreamResponse:
         raise errors.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=[
             errors.Cause("Forbidden", "resourceVersionMatch",
                          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")])
-    rv = handlers._parse_rv(q.get("resourceVersion"))
+    rv = reads.parse_rv(q.get("resourceVersion"))
     timeout = codec.parse_int("timeoutSeconds", q.get("timeoutSeconds"))
     if timeout is None or timeout <= 0:
         timeout = int(1800 * (1 + random.random()))  # upstream: min-request-timeout x [1, 2)
@@ -125,8 +124,8 @@ async def watch(request: web.Request, target: Any) -> web.StreamResponse:
     lines: list[bytes] = []
     if initial:
         if rv:
-            await handlers._wait_for_revision(request, rv)
-        events, start, _ = await handlers.collect(store, target, lq)
+            await reads.wait_until_fresh(store.log, revision=rv)
+        events, start, _ = await reads.collect(store, target, lq)
         for ev in events:
             known[(ev.namespace, ev.name)] = True
             lines.append(enc.line("ADDED", ev.object))
@@ -186,7 +185,7 @@ async def watch(request: web.Request, target: Any) -> web.StreamResponse:
     return resp
 
 
-async def _filtered(store: Any, ev: log.Event, lq: Any, known: dict[tuple[str, str], bool],
+async def _filtered(store: stores.Store, ev: log.Event, lq: reads.ListQuery, known: dict[tuple[str, str], bool],
                     enc: _Encoder) -> bytes | None:
     key = (ev.namespace, ev.name)
     obj = _decode(ev.object)

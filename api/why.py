@@ -52,7 +52,7 @@ async def read_snapshot(list_at: ListAt, revision: int) -> Any:
 
 def _log_lister(event_log: log.EventLog) -> ListAt:
     async def list_at(group: str, plural: str, revision: int) -> list[bytes]:
-        result = await event_log.list(group=group, resource=plural, namespace=None, revision=revision)
+        result = await event_log.list_objects(group=group, resource=plural, namespace=None, revision=revision)
         return [ev.object for ev in result.events]
     return list_at
 

@@ -250,7 +250,7 @@ async def big_log(url: str, *, source: Path, objects: int, events: int, runs: in
             timings = []
             for _ in range(runs):
                 started = time.perf_counter()
-                result = await event_log.list(group="", resource="pods", namespace="bench", revision=revision)
+                result = await event_log.list_objects(group="", resource="pods", namespace="bench", revision=revision)
                 timings.append(time.perf_counter() - started)
                 assert len(result.events) == objects, (label, len(result.events))
             out[label] = statistics.median(timings)

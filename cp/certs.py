@@ -6,7 +6,7 @@
 - `sign_token` / `verify_token`: compact JWS (ES256) for ServiceAccount-style tokens.
 
 Callers pass `now` (unix seconds) so that tests can pin validity windows; I/O (writing PEM files
-with mode 0600) lives in `api/auth.py`.
+with mode 0600) lives in `api/auth/credentials.py`.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ KINDS: tuple[ResourceKind, ...] = (
                  singular="resourceslice", namespaced=False),
     ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules",
                  singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),
-    # rbac.authorization.k8s.io/v1 (issue #10: authorization; evaluated by cp/rbac.py, enforced by api/auth.py)
+    # rbac.authorization.k8s.io/v1 (issue #10: authorization; evaluated by cp/rbac.py, enforced by api/auth/)
     ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRole", plural="clusterroles",
                  singular="clusterrole", namespaced=False, has_spec=False),
     ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings",

@@ -141,12 +141,12 @@ class HeadCache:
             return None
         return heads.loaded_at
 
-    def list(self, *, group: str, resource: str, namespace: str | None, start_after: Key | None = None,
+    def list_objects(self, *, group: str, resource: str, namespace: str | None, start_after: Key | None = None,
              limit: int | None = None) -> tuple[list[log.Event], bool]:
-        """As `EventLog.list` at the state kept: live objects ordered by (namespace, name), strictly
+        """As `EventLog.list_objects` at the state kept: live objects ordered by (namespace, name), strictly
         after `start_after`; and whether `limit` cut the list. The resource must be loaded."""
         heads = self._resources[(group, resource)]
-        assert heads.pending is None, "list() of a resource still loading"
+        assert heads.pending is None, "list_objects() of a resource still loading"
         keys = heads.sorted_keys()
         objects = heads.objects
         start = 0 if start_after is None else bisect.bisect_right(keys, start_after)

@@ -109,7 +109,7 @@ class FutureRevisionError(StorageError):
         self.current = current
 
 
-class ImportError_(StorageError):
+class ImportRejectedError(StorageError):
     """An import was rejected; `line` is the 1-based NDJSON line number (0 when not line-bound)."""
 
     def __init__(self, message: str, *, line: int) -> None:
@@ -125,7 +125,8 @@ class Subscription(Protocol):
         """Every event of this subscription up to this revision has been delivered (bookmark RV)."""
         ...
 
-    async def next_batch(self, *, timeout: float | None) -> list[Event] | None:
+    # `timeout` is part of the answer ([] with `revision` advanced: a bookmark), not a cancellation.
+    async def next_batch(self, *, timeout: float | None) -> list[Event] | None:  # noqa: ASYNC109
         """The next events in revision order; [] when `timeout` passed with nothing new
         (`revision` may still have advanced: send a bookmark); None when the stream ended
         (the subscriber was too slow and was dropped, or the log closed): re-subscribe from the
@@ -152,6 +153,12 @@ class EventLog(Protocol):
         """Revisions at or below this are gone (0 = nothing compacted)."""
         ...
 
+    async def wait_for_revision(self, *, revision: int) -> None:
+        """Return once `revision <= self.revision` (at once when it already is), whichever process
+        writes it. No timeout of its own: bound it with `asyncio.timeout`. Raises StorageError when
+        the log closes first."""
+        ...
+
     def last_change(self, *, group: str, resource: str) -> int:
         """A revision at or after the newest visible change to any object of this resource: what was
         read from it at revision R (R <= `revision` before the read) is still current while
@@ -170,7 +177,7 @@ class EventLog(Protocol):
         Raises ExpiredError / FutureRevisionError for revisions out of range."""
         ...
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> ListResult:
         """Live objects of one resource (one namespace, or all when None), ordered by

@@ -9,13 +9,8 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections import defaultdict
-from typing import Any
 
-import msgspec
-
-from storage import log
-
-_encode = msgspec.json.Encoder().encode
+from storage import codec, log
 
 
 class _Sub:
@@ -53,7 +48,7 @@ class _Sub:
             self._queue.get_nowait()
         self._queue.put_nowait(None)
 
-    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:
+    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:  # noqa: ASYNC109
         try:
             first = await asyncio.wait_for(self._queue.get(), timeout) if timeout is not None \
                 else await self._queue.get()
@@ -86,6 +81,7 @@ class MemoryEventLog:
         self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest revision
         self._buffer = subscriber_buffer
         self._lock = asyncio.Lock()
+        self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
 
     async def start(self) -> None:
         return None
@@ -94,6 +90,10 @@ class MemoryEventLog:
         for subs in list(self._subs.values()):
             for sub in list(subs):
                 sub._drop()
+        for _, waiter in self._revision_waiters:
+            if not waiter.done():
+                waiter.set_exception(log.StorageError("event log closed"))
+        self._revision_waiters.clear()
 
     @property
     def revision(self) -> int:
@@ -105,6 +105,29 @@ class MemoryEventLog:
 
     def last_change(self, *, group: str, resource: str) -> int:
         return self._changed.get((group, resource), 0)
+
+    async def wait_for_revision(self, *, revision: int) -> None:
+        if self.revision >= revision:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (revision, waiter)
+        self._revision_waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            if entry in self._revision_waiters:
+                self._revision_waiters.remove(entry)
+
+    def _release_waiters(self) -> None:
+        revision = self.revision
+        keep = []
+        for target, waiter in self._revision_waiters:
+            if target <= revision:
+                if not waiter.done():
+                    waiter.set_result(None)
+            else:
+                keep.append((target, waiter))
+        self._revision_waiters = keep
 
     def _event_at(self, revision: int) -> log.Event:
         return self._events[revision - 1 - self._offset()]
@@ -144,21 +167,17 @@ class MemoryEventLog:
         elif current is None or current.revision != write.expected_revision:
             raise log.ConflictError("revision mismatch", current=current)
         revision = self.revision + 1
-        obj: dict[str, Any] = write.object
-        meta = obj.setdefault("metadata", {})
-        meta["resourceVersion"] = str(revision)
+        obj, uid = codec.stamp(write, revision=revision)  # the caller's object stays as it was
         revs = self._keys.get(key)
-        event = log.Event(
-            revision=revision, type=write.type, group=write.group, resource=write.resource,
-            namespace=write.namespace, name=write.name, uid=str(meta.get("uid", "")),
-            object=_encode(obj), prev_revision=revs[-1] if revs else 0, time=write.time,
-            actor=write.actor,
-        )
+        event = codec.event_from_write(write, revision=revision, prev_revision=revs[-1] if revs else 0,
+                                       obj=obj, uid=uid)
         self._events.append(event)
         self._keys.setdefault(key, []).append(revision)
         self._changed[(write.group, write.resource)] = revision
         for sub in list(self._subs.get((write.group, write.resource), ())):
             sub.offer(event)
+        if self._revision_waiters:
+            self._release_waiters()
         return event
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
@@ -166,7 +185,7 @@ class MemoryEventLog:
         self._check(revision)
         return self._latest((group, resource, namespace, name), revision)
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check(revision)

@@ -7,7 +7,7 @@ One line per event, in revision order:
 `object` is the stored JSON, copied byte for byte (its metadata.resourceVersion equals `revision`).
 Import goes into an EMPTY store, in ONE transaction, and checks every line (shape, increasing
 revisions, the per-key prev_revision chain, ADDED/MODIFIED/DELETED order, the object's metadata);
-the first bad line aborts it with `log.ImportError_(line=N)` and nothing is written.
+the first bad line aborts it with `log.ImportRejectedError(line=N)` and nothing is written.
 """
 
 from __future__ import annotations
@@ -129,10 +129,10 @@ class _Checker:
         try:
             line = _line_decoder.decode(text)
         except msgspec.DecodeError as error:
-            raise contract.ImportError_(f"line {number}: {error}", line=number) from error
+            raise contract.ImportRejectedError(f"line {number}: {error}", line=number) from error
 
-        def reject(message: str) -> contract.ImportError_:
-            return contract.ImportError_(f"line {number} (revision {line.revision}): {message}", line=number)
+        def reject(message: str) -> contract.ImportRejectedError:
+            return contract.ImportRejectedError(f"line {number} (revision {line.revision}): {message}", line=number)
 
         revision = line.revision
         if revision <= self.last:

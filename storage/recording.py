@@ -247,7 +247,7 @@ class Recording:
                 row = checker.check(number, raw)
                 if row is not None:
                     index.add(from_row(row))
-        except log.ImportError_ as exc:
+        except log.ImportRejectedError as exc:
             message = str(exc)
             if exc.line == 1 and not index.events:
                 message = f"not an NDJSON event log ({message})"
@@ -314,8 +314,8 @@ class SqlSource:
     async def list_at(self, kind: res.ResourceKind, namespace: str | None, revision: int) -> list[log.Event]:
         if revision == 0:
             return []
-        result = await self.log.list(group=kind.group, resource=kind.plural, namespace=namespace,
-                                     revision=revision)
+        result = await self.log.list_objects(group=kind.group, resource=kind.plural, namespace=namespace,
+                                             revision=revision)
         return list(result.events)
 
     async def history(self, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:

@@ -130,6 +130,12 @@ class ReplayLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._cursor  # the cursor moves both ways (seek): treat everything as just changed
 
+    async def wait_for_revision(self, *, revision: int) -> None:
+        while self._cursor < revision:  # the player (or a forked write) moves the cursor
+            if self._closed:
+                raise log.StorageError("event log closed")
+            await self._changed.wait()
+
     @property
     def forked(self) -> bool:
         return self.forked_at is not None
@@ -267,9 +273,9 @@ class ReplayLog:
                   revision: int | None = None) -> log.Event | None:
         return self._index.latest((group, resource, namespace, name), self._check(revision))
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
-                   revision: int | None = None, start_after: tuple[str, str] | None = None,
-                   limit: int | None = None) -> log.ListResult:
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
+                           revision: int | None = None, start_after: tuple[str, str] | None = None,
+                           limit: int | None = None) -> log.ListResult:
         at = self._check(revision)
         events, more = self._index.list_at(group, resource, namespace, at, start_after=start_after, limit=limit)
         return log.ListResult(events=events, revision=at, more=more)

@@ -22,7 +22,6 @@ revision) computed in the same statement, hence the same snapshot, as the data r
 from __future__ import annotations
 
 import asyncio
-import builtins
 import contextlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -425,8 +424,7 @@ class SqlEventLog:
         events = [result for result in results if isinstance(result, log.Event)]
         if events and not self._publish(events):
             # Another process committed revisions in between: read them first (keeps order).
-            self._wake_poller.set()
-            await self._wait_for_revision(events[-1].revision)
+            await self.wait_for_revision(revision=events[-1].revision)
         for (write, future), result in zip(batch, results, strict=True):
             if future.done():
                 continue
@@ -498,12 +496,21 @@ class SqlEventLog:
                 keep.append((target, waiter))
         self._revision_waiters = keep
 
-    async def _wait_for_revision(self, revision: int) -> None:
+    async def wait_for_revision(self, *, revision: int) -> None:
+        """Wake the poller (another process may have written `revision`) and wait until it is published."""
         if self._broadcaster.revision >= revision:
             return
+        if self._state in ("new", "closed"):  # while closing, `close()` fails the waiters
+            raise log.StorageError(f"event log is {self._state}")
+        self._wake_poller.set()
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._revision_waiters.append((revision, waiter))
-        await waiter
+        entry = (revision, waiter)
+        self._revision_waiters.append(entry)
+        try:
+            await waiter
+        finally:  # cancelled (a timeout): forget the waiter now, not at the next release
+            if entry in self._revision_waiters:
+                self._revision_waiters.remove(entry)
 
     async def _poll_loop(self) -> None:
         while True:
@@ -559,7 +566,7 @@ class SqlEventLog:
         self._check_readable(revision, current=current, compacted=compacted)
         return codec.event_from_row(rows[0], 2) if rows else None
 
-    async def list(self, *, group: str, resource: str, namespace: str | None,
+    async def list_objects(self, *, group: str, resource: str, namespace: str | None,
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check_started()
@@ -583,7 +590,7 @@ class SqlEventLog:
                 return None
         elif not await self._caught_up_for_list(cache, group, resource):
             return None
-        events, more = cache.list(group=group, resource=resource, namespace=namespace,
+        events, more = cache.list_objects(group=group, resource=resource, namespace=namespace,
                                   start_after=start_after, limit=limit)
         served_at = self.revision if revision is None else revision
         return log.ListResult(events=events, revision=served_at, more=more)
@@ -606,10 +613,9 @@ class SqlEventLog:
         self._compacted = max(self._compacted, compacted)
         target = max(current, compacted)
         if self._broadcaster.revision < target:
-            self._wake_poller.set()
             try:
                 async with asyncio.timeout(LIST_CATCH_UP_WAIT):
-                    await self._wait_for_revision(target)
+                    await self.wait_for_revision(revision=target)
             except TimeoutError:
                 return False  # this process lags behind the database: read the database itself
         # False when dropped meanwhile (revisions skipped, or it grew too large)
@@ -619,7 +625,7 @@ class SqlEventLog:
                            start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:
         fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
         after_ns, after_name = start_after if start_after is not None else ("", "")
-        args: builtins.list[Any] = [] if revision is None else [revision, revision]
+        args: list[Any] = [] if revision is None else [revision, revision]
         if namespace is None:
             args += [resource, group, after_ns, after_name, fetch]
         else:
@@ -639,12 +645,12 @@ class SqlEventLog:
         from_row = codec.event_from_row
         return log.ListResult(events=[from_row(row, 2) for row in rows], revision=revision, more=more)
 
-    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> builtins.list[log.Event]:
+    async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
         self._check_started()
         rows = await self._read(SQL_HISTORY, (resource, group, namespace, name))
         return [codec.event_from_row(row) for row in rows]
 
-    async def after(self, revision: int, *, limit: int = 1000) -> builtins.list[log.Event]:
+    async def after(self, revision: int, *, limit: int = 1000) -> list[log.Event]:
         self._check_started()
         _, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (revision, limit)))
         self._compacted = max(self._compacted, compacted)
@@ -653,7 +659,7 @@ class SqlEventLog:
                                    requested=revision, compacted=compacted)
         return [codec.event_from_row(row, 2) for row in rows]
 
-    async def scan(self, *, start: int, end: int, limit: int) -> builtins.list[log.Event]:
+    async def scan(self, *, start: int, end: int, limit: int) -> list[log.Event]:
         """Retained events with start <= revision <= end, oldest first (no compaction check)."""
         self._check_started()
         return [codec.event_from_row(row) for row in await self._read(SQL_SCAN, (start, end, limit))]
@@ -678,8 +684,8 @@ class SqlEventLog:
         return subscriber
 
     async def _replay_page(self, group: str, resource: str, namespace: str | None, after: int, upto: int,
-                           limit: int) -> tuple[builtins.list[log.Event], int]:
-        args: builtins.list[Any] = [after, upto, resource, group]
+                           limit: int) -> tuple[list[log.Event], int]:
+        args: list[Any] = [after, upto, resource, group]
         if namespace is not None:
             args.append(namespace)
         args.append(limit)
@@ -768,7 +774,7 @@ class SqlEventLog:
             try:
                 has_events, compacted = (await self._write_fetch(SQL_IS_EMPTY, ()))[0]
                 if has_events or compacted:
-                    raise log.ImportError_("the event log is not empty: import needs an empty store", line=0)
+                    raise log.ImportRejectedError("the event log is not empty: import needs an empty store", line=0)
                 # Building an index once from all rows is faster than growing it row by row; the
                 # definitions come from the database itself, so they cannot drift from the migrations.
                 self._dropped_indexes = []

@@ -164,8 +164,8 @@ class SqliteEventLog(sql.SqlEventLog):
     async def _read(self, sql_text: str, args: Sequence[Any]) -> list[sql.Row]:
         connection = await self._readers.get()
         try:
-            rows: list[sql.Row] = await connection.execute_fetchall(sql_text, args)
-            return rows
+            rows = await connection.execute_fetchall(sql_text, args)
+            return rows if isinstance(rows, list) else list(rows)  # a list already (fetchall)
         finally:
             self._readers.put_nowait(connection)
 

@@ -174,7 +174,7 @@ async def _log_import(args: argparse.Namespace) -> int:
         progress = _progress("importing", total=_file_size(src), unit="bytes")
         try:
             count = await ndjson.import_events(event_log, lines=_progress_lines(src, progress))
-        except log.ImportError_ as exc:
+        except log.ImportRejectedError as exc:
             progress.close()
             where = f"line {exc.line}: " if exc.line else ""
             print(f"cplane log import: {where}{exc}", file=sys.stderr)

@@ -1,4 +1,5 @@
-"""Storage fixtures: one contract suite, run against SQLite and PostgreSQL.
+"""Storage fixtures: the EventLog contract suite runs on every implementation (`contract_log`:
+SQLite, PostgreSQL, memory); the SQL logs' own tests on both databases (`log_url`, `open_log`).
 
 PostgreSQL is the server at env CPLANE_TEST_PG_URL (default postgresql+asyncpg://postgres@127.0.0.1:5432/test).
 Each PostgreSQL test gets a fresh schema (`?schema=` on the URL, i.e. its search_path), dropped after
@@ -17,11 +18,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from storage import compaction, factory, sql
+from storage import compaction, factory, log, memory, sql
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("CPLANE_REQUIRE_PG") == "1"
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+IMPLEMENTATIONS = [*BACKENDS, "memory"]  # of storage.log.EventLog
 
 _pg_unreachable: list[str] = []  # the reason, once known
 _pg_checked: list[bool] = []
@@ -108,6 +110,29 @@ async def open_log(log_url: str) -> AsyncIterator[OpenLog]:
 @pytest.fixture
 async def event_log(open_log: OpenLog) -> sql.SqlEventLog:
     return await open_log()
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def contract_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[log.EventLog]:
+    """A started, empty log of each implementation; closed after the test."""
+    event_log: log.EventLog
+    if request.param == "memory":
+        event_log = memory.MemoryEventLog()
+        await event_log.start()
+        try:
+            yield event_log
+        finally:
+            await event_log.close()
+        return
+    async with contextlib.AsyncExitStack() as stack:
+        if request.param == "sqlite":
+            url = f"sqlite+aiosqlite:///{tmp_path / 'cplane.db'}"
+        else:
+            url = await stack.enter_async_context(fresh_pg_url())
+        event_log = factory.open_event_log(url=url)
+        await event_log.start()
+        stack.push_async_callback(event_log.close)
+        yield event_log
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from storage import factory, log, ndjson, sql
 from tests.storage import conftest, writes
-from tests.storage.test_event_log_compaction import churn
+from tests.storage.writes import churn
 
 
 async def export(event_log: sql.SqlEventLog, **kwargs: int) -> bytes:
@@ -27,8 +27,8 @@ async def assert_same_state(a: sql.SqlEventLog, b: sql.SqlEventLog) -> None:
     assert a.revision == b.revision
     for revision in range(b.compacted_revision + 1, a.revision + 1):
         for resource in ("pods", "services"):
-            left = await a.list(group="", resource=resource, namespace=None, revision=revision)
-            right = await b.list(group="", resource=resource, namespace=None, revision=revision)
+            left = await a.list_objects(group="", resource=resource, namespace=None, revision=revision)
+            right = await b.list_objects(group="", resource=resource, namespace=None, revision=revision)
             assert left == right
 
 
@@ -90,8 +90,8 @@ async def test_round_trip_of_a_compacted_log(open_log, tmp_path) -> None:
     assert await export(target) == data
     assert 0 < target.compacted_revision <= 70  # inferred from the input: gaps and missing predecessors
     for revision in range(71, source.revision + 1):
-        assert (await source.list(group="", resource="pods", namespace=None, revision=revision)
-                == await target.list(group="", resource="pods", namespace=None, revision=revision))
+        assert (await source.list_objects(group="", resource="pods", namespace=None, revision=revision)
+                == await target.list_objects(group="", resource="pods", namespace=None, revision=revision))
 
 
 async def test_export_of_a_range(event_log: sql.SqlEventLog) -> None:
@@ -106,7 +106,7 @@ async def test_many_lines_in_several_chunks(open_log, tmp_path) -> None:
     target = await open_log()
     assert await ndjson.import_events(target, lines=lines) == len(lines)
     assert (await export(target)).splitlines() == lines
-    result = await target.list(group="", resource="pods", namespace="bench")
+    result = await target.list_objects(group="", resource="pods", namespace="bench")
     assert len(result.events) == 100 and result.revision == len(lines)
 
 
@@ -170,20 +170,20 @@ async def test_bad_input_is_refused_with_its_line_and_nothing_is_imported(
         event_log: sql.SqlEventLog, lines: list[bytes], line: int, message: str,
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ndjson, "IMPORT_CHUNK", 1)  # earlier lines were already inserted: rolled back
-    with pytest.raises(log.ImportError_) as caught:
+    with pytest.raises(log.ImportRejectedError) as caught:
         await ndjson.import_events(event_log, lines=lines)
     assert caught.value.line == line
     assert message in str(caught.value)
     assert event_log.revision == 0
     assert await event_log.after(0) == []
-    assert (await event_log.list(group="", resource="pods", namespace=None)).events == []
+    assert (await event_log.list_objects(group="", resource="pods", namespace=None)).events == []
     # The store is still empty and usable: a good import goes through.
     assert await ndjson.import_events(event_log, lines=synthetic_lines(count=6, objects=3)) == 6
 
 
 async def test_import_needs_an_empty_store(event_log: sql.SqlEventLog) -> None:
     await event_log.append(writes.added("a"))
-    with pytest.raises(log.ImportError_) as caught:
+    with pytest.raises(log.ImportRejectedError) as caught:
         await ndjson.import_events(event_log, lines=synthetic_lines(count=3))
     assert caught.value.line == 0
     assert event_log.revision == 1

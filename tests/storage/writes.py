@@ -1,7 +1,8 @@
-"""Builders of `log.Write`s for the storage tests."""
+"""Builders of `log.Write`s for the storage tests, and `churn`, a random history of writes."""
 
 from __future__ import annotations
 
+import random
 import time
 from typing import Any
 
@@ -44,3 +45,22 @@ def deleted(event: log.Event, *, expected: int | None = None, at: float | None =
 
 def body(event: log.Event) -> dict[str, Any]:
     return msgspec.json.decode(event.object)
+
+
+async def churn(event_log: log.EventLog, *, steps: int, seed: int = 3, at: float | None = None,
+                prefix: str = "p") -> None:
+    rng = random.Random(seed)
+    live: dict[str, log.Event] = {}
+    for _ in range(steps):
+        name = f"{prefix}{rng.randrange(15)}"
+        current = live.get(name)
+        if current is None:
+            event = await event_log.append(added(name, namespace=rng.choice(["a", "b"]), at=at))
+        elif rng.random() < 0.25:
+            event = await event_log.append(deleted(current, at=at))
+        else:
+            event = await event_log.append(modified(current, spec={"r": rng.random()}, at=at))
+        if event.type == "DELETED":
+            live.pop(name)
+        else:
+            live[name] = event

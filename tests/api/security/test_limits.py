@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 
 from api import auth
+from api.auth import limits as auth_limits
 from tests.api.security.conftest import Secure, call, secure_server
 from tests.waiting import eventually
 
@@ -119,7 +120,7 @@ async def test_deadline_sweep_cancels_only_what_is_late_and_leaves_no_cancel_beh
     """The request timeout is a periodic sweep, not a timer per request: a late request is
     cancelled once; one that swallows the cancellation leaves its task as it found it; others
     are untouched."""
-    deadlines = auth._Deadlines(0.05)
+    deadlines = auth_limits.Deadlines(0.05)
     release = asyncio.Event()
 
     async def request(*, swallow: bool) -> str:

@@ -1,6 +1,6 @@
 """LISTs served from memory (`storage.heads`) answer exactly as the database does.
 
-In scope: the SQL backends' `list()` with the head cache on, compared with the database read
+In scope: the SQL backends' `list_objects()` with the head cache on, compared with the database read
 (`_list_stored`) after every change: writes, deletes, re-creates, other processes' writes (a second
 log on the same database), pagination pinned to a revision, namespaces, skipped revisions (import)
 and the size bound. Out of scope: what the API does with the results (tests/api).
@@ -20,9 +20,9 @@ PODS = {"group": "", "resource": "pods"}
 
 
 async def _both(event_log: sql.SqlEventLog, **query: object) -> tuple[log.ListResult, log.ListResult]:
-    """(served by `list`, read from the database at the same revision)."""
+    """(served by `list_objects`, read from the database at the same revision)."""
     args: dict[str, object] = {"namespace": None, "start_after": None, "limit": None, "revision": None, **query}
-    served = await event_log.list(**PODS, **args)  # type: ignore[arg-type]
+    served = await event_log.list_objects(**PODS, **args)  # type: ignore[arg-type]
     args["revision"] = served.revision
     stored = await event_log._list_stored(PODS["group"], PODS["resource"], args["namespace"],  # type: ignore[arg-type]
                                           args["revision"], args["start_after"], args["limit"])  # type: ignore[arg-type]
@@ -32,7 +32,7 @@ async def _both(event_log: sql.SqlEventLog, **query: object) -> tuple[log.ListRe
 async def test_lists_follow_every_write_exactly(event_log: sql.SqlEventLog) -> None:
     rng = random.Random(7)
     live: dict[tuple[str, str], log.Event] = {}
-    first = await event_log.list(**PODS, namespace=None)
+    first = await event_log.list_objects(**PODS, namespace=None)
     assert first.events == []
     assert event_log._broadcaster.heads.loaded_at(group="", resource="pods") is not None  # loaded by that LIST
     for step in range(120):
@@ -83,19 +83,19 @@ async def test_another_writer_is_seen_at_once(open_log: OpenLog) -> None:
     """A second log on the same database stands for another process (another replica): a LIST
     served from memory must still reflect its committed writes."""
     first, second = await open_log(), await open_log()
-    await first.list(**PODS, namespace=None)  # loads pods into `first`'s memory
+    await first.list_objects(**PODS, namespace=None)  # loads pods into `first`'s memory
     written = await second.append(writes.added("from-elsewhere"))
-    served = await first.list(**PODS, namespace=None)
+    served = await first.list_objects(**PODS, namespace=None)
     assert [e.name for e in served.events] == ["from-elsewhere"]
     assert served.revision >= written.revision
     gone = await second.append(writes.deleted(written))
-    served = await first.list(**PODS, namespace=None)
+    served = await first.list_objects(**PODS, namespace=None)
     assert served.events == [] and served.revision >= gone.revision
 
 
 async def test_skipped_revisions_drop_what_is_kept(event_log: sql.SqlEventLog) -> None:
     await event_log.append(writes.added("p0"))
-    await event_log.list(**PODS, namespace=None)
+    await event_log.list_objects(**PODS, namespace=None)
     heads = event_log._broadcaster.heads
     assert len(heads) == 1
     event_log._skip_to(event_log.revision + 5, reason="imported")
@@ -113,12 +113,12 @@ async def test_a_resource_too_large_to_keep_is_read_from_the_database(event_log:
     assert served == stored and len(served.events) == 4
     assert heads.loaded_at(group="", resource="pods") is None  # refused
     await event_log.append(writes.added("c0", resource="configmaps"))
-    await event_log.list(group="", resource="configmaps", namespace=None)
+    await event_log.list_objects(group="", resource="configmaps", namespace=None)
     assert heads.loaded_at(group="", resource="configmaps") is not None
     for i in range(1, 4):
         await event_log.append(writes.added(f"c{i}", resource="configmaps"))
     assert heads.loaded_at(group="", resource="configmaps") is None  # grew past the bound: dropped
-    assert len((await event_log.list(group="", resource="configmaps", namespace=None)).events) == 4
+    assert len((await event_log.list_objects(group="", resource="configmaps", namespace=None)).events) == 4
 
 
 @pytest.mark.parametrize("limit", [None, 1, 3])
@@ -126,7 +126,7 @@ async def test_namespace_and_start_after_combinations(event_log: sql.SqlEventLog
     for ns in ("a", "b", "c"):
         for name in ("x", "y"):
             await event_log.append(writes.added(name, namespace=ns))
-    await event_log.list(**PODS, namespace=None)
+    await event_log.list_objects(**PODS, namespace=None)
     for namespace in (None, "a", "b", "c", "d"):
         for start_after in (None, ("a", "x"), ("b", "y"), ("b", ""), ("c", "z")):
             served, stored = await _both(event_log, namespace=namespace, start_after=start_after, limit=limit)

@@ -2,41 +2,22 @@
 
 In scope: `compact()`, `apply_retention()` with revision and age limits, compaction in windows,
 a second log on the same database seeing the compaction. Out of scope: watches from compacted
-revisions (test_event_log_watch.py).
+revisions (test_event_log_contract.py, test_sql_watch.py).
 """
 
 from __future__ import annotations
 
-import random
 import time
 
 import pytest
 
 from storage import compaction, log, sql
 from tests.storage import writes
-
-
-async def churn(event_log: sql.SqlEventLog, *, steps: int, seed: int = 3, at: float | None = None,
-                prefix: str = "p") -> None:
-    rng = random.Random(seed)
-    live: dict[str, log.Event] = {}
-    for _ in range(steps):
-        name = f"{prefix}{rng.randrange(15)}"
-        current = live.get(name)
-        if current is None:
-            event = await event_log.append(writes.added(name, namespace=rng.choice(["a", "b"]), at=at))
-        elif rng.random() < 0.25:
-            event = await event_log.append(writes.deleted(current, at=at))
-        else:
-            event = await event_log.append(writes.modified(current, spec={"r": rng.random()}, at=at))
-        if event.type == "DELETED":
-            live.pop(name)
-        else:
-            live[name] = event
+from tests.storage.writes import churn
 
 
 async def snapshot(event_log: sql.SqlEventLog, revision: int) -> list[log.Event]:
-    return (await event_log.list(group="", resource="pods", namespace=None, revision=revision)).events
+    return (await event_log.list_objects(group="", resource="pods", namespace=None, revision=revision)).events
 
 
 @pytest.mark.parametrize("window", [compaction.WINDOW, 7])
@@ -63,13 +44,13 @@ async def test_compacted_revisions_are_expired(event_log: sql.SqlEventLog) -> No
     await event_log.compact(20)
     for revision in (1, 20):
         with pytest.raises(log.ExpiredError) as caught:
-            await event_log.list(group="", resource="pods", namespace=None, revision=revision)
+            await event_log.list_objects(group="", resource="pods", namespace=None, revision=revision)
         assert (caught.value.requested, caught.value.compacted) == (revision, 20)
         with pytest.raises(log.ExpiredError):
             await event_log.get(group="", resource="pods", namespace="a", name="p1", revision=revision)
     with pytest.raises(log.ExpiredError):
         await event_log.after(19)
-    await event_log.list(group="", resource="pods", namespace=None, revision=21)
+    await event_log.list_objects(group="", resource="pods", namespace=None, revision=21)
     await event_log.compact(10)  # older than the compaction point: nothing to do
     assert event_log.compacted_revision == 20
 
@@ -83,7 +64,7 @@ async def test_the_newest_revision_is_never_compacted(event_log: sql.SqlEventLog
     assert event_log.compacted_revision == 1
     # Row 1 is superseded only by revision 2, above the compaction point: it stays.
     assert await event_log.history(group="", resource="pods", namespace="default", name="a") == [a, gone]
-    first = await event_log.list(group="", resource="pods", namespace=None, limit=1)
+    first = await event_log.list_objects(group="", resource="pods", namespace=None, limit=1)
     assert first.revision == 2 and first.events == []
     # Revisions go on after compacting deleted keys, and the key can be created again.
     again = await event_log.append(writes.added("a"))
@@ -134,7 +115,7 @@ async def test_another_log_on_the_database_sees_the_compaction(open_log) -> None
     await churn(first, steps=30)
     await first.compact(20)
     with pytest.raises(log.ExpiredError):
-        await second.list(group="", resource="pods", namespace=None, revision=15)
+        await second.list_objects(group="", resource="pods", namespace=None, revision=15)
     assert second.compacted_revision == 20
     await second.compact(20)  # already done by the other one: no-op
     await second.compact(25)

@@ -1,0 +1,173 @@
+"""The middleware: authentication, impersonation, limits, authorization and the request timeout,
+in kube-apiserver's handler-chain order (see `api.auth`)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from api import state as st
+from api.auth.config import AuthConfig
+from api.auth.requestinfo import RequestInfo, attributes, request_info
+from cp import errors, rbac
+
+logger = structlog.get_logger("cplane.auth")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+USER_INFO = web.RequestKey("user_info", rbac.UserInfo)
+REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
+
+# The identity (and request verb) of the request being served, for admission checks that run inside
+# the store. Set and reset by the middleware around each request.
+CURRENT: contextvars.ContextVar[tuple[rbac.UserInfo, str] | None] = contextvars.ContextVar(
+    "cplane_current_user", default=None)
+
+ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+
+
+def _unauthorized() -> errors.Unauthorized:
+    return errors.Unauthorized("Unauthorized")
+
+
+def _too_many() -> errors.TooManyRequests:
+    return errors.TooManyRequests("Too many requests, please try again later.",
+                                  details={"retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+
+
+def forbid(attrs: rbac.Attributes, reason: str = "") -> errors.Forbidden:
+    message, details = rbac.forbidden(attrs, reason)
+    return errors.Forbidden(message, details=details or None)
+
+
+def _impersonate(config: AuthConfig, request: web.Request, user: rbac.UserInfo) -> rbac.UserInfo:
+    """Impersonate-User / -Group / -Uid / -Extra-* (endpoints/filters/impersonation.go)."""
+    headers = request.headers
+    name = headers.get("Impersonate-User")
+    groups = headers.getall("Impersonate-Group", [])
+    uid = headers.get("Impersonate-Uid")
+    extras = {k[len("Impersonate-Extra-"):].lower(): headers.getall(k)
+              for k in headers if k.lower().startswith("impersonate-extra-")}
+    if name is None:
+        if groups or uid is not None or extras:
+            raise errors.BadRequest("requested impersonation of groups, uid or extra without impersonating a user")
+        return user
+    checks: list[rbac.Attributes] = []
+    sa = rbac.split_service_account(name)
+    if sa is not None:
+        checks.append(rbac.Attributes(user=user, verb="impersonate", resource="serviceaccounts",
+                                      namespace=sa[0], name=sa[1]))
+    else:
+        checks.append(rbac.Attributes(user=user, verb="impersonate", resource="users", name=name))
+    checks.extend(rbac.Attributes(user=user, verb="impersonate", resource="groups", name=g) for g in groups)
+    if uid is not None:
+        checks.append(rbac.Attributes(user=user, verb="impersonate", api_group="authentication.k8s.io",
+                                      resource="uids", name=uid))
+    for key, values in extras.items():
+        checks.extend(rbac.Attributes(user=user, verb="impersonate", api_group="authentication.k8s.io",
+                                      resource="userextras", subresource=key, name=v) for v in values)
+    for attrs in checks:
+        if not config.authorize(attrs).allowed:
+            raise forbid(attrs)
+    out_groups = list(groups)
+    if sa is not None:
+        out_groups.extend(g for g in rbac.service_account_groups(sa[0]) if g not in out_groups)
+    if name == rbac.ANONYMOUS:
+        if rbac.UNAUTHENTICATED not in out_groups:
+            out_groups.append(rbac.UNAUTHENTICATED)
+    elif rbac.AUTHENTICATED not in out_groups:
+        out_groups.append(rbac.AUTHENTICATED)
+    return rbac.UserInfo(name=name, uid=uid or "", groups=tuple(out_groups),
+                         extra={k: tuple(v) for k, v in extras.items()})
+
+
+def middleware(config: AuthConfig) -> Any:
+    limits = config.limits
+
+    @web.middleware
+    async def _auth(request: web.Request, handler: Handler) -> web.StreamResponse:
+        info = request_info(request.method, request.path, request.query)
+        request[REQUEST_INFO] = info
+        if config.authenticator is not None:
+            try:
+                user = config.authenticator.authenticate(request)
+            except Exception:
+                logger.warning("authentication_error", path=request.path)
+                user = None
+            if user is None:
+                raise _unauthorized()
+            if user.name == rbac.ANONYMOUS and info.path not in ANONYMOUS_PATHS:
+                raise _unauthorized()
+            if any(k.lower().startswith("impersonate-") for k in request.headers):
+                user = _impersonate(config, request, user)
+        else:
+            user = rbac.UserInfo(name="system:admin", groups=(rbac.MASTERS, rbac.AUTHENTICATED))
+        request[USER_INFO] = user
+        request[st.USER] = user.name
+        if info.long_running:
+            if config.watches.get(user.name, 0) >= limits.max_watches_per_user:
+                raise _too_many()
+        elif info.path not in ANONYMOUS_PATHS and (
+                config.inflight >= limits.max_inflight
+                or (info.mutating and config.mutating_inflight >= limits.max_mutating_inflight)):
+            raise _too_many()
+        if config.authenticator is not None:
+            attrs = attributes(user, info)
+            decision = config.authorize(attrs)
+            if not decision.allowed:
+                raise forbid(attrs, decision.reason)
+        token = CURRENT.set((user, info.verb))
+        try:
+            if info.long_running:
+                config.watches[user.name] = config.watches.get(user.name, 0) + 1
+                try:
+                    return await handler(request)
+                finally:
+                    left = config.watches.get(user.name, 1) - 1
+                    if left > 0:
+                        config.watches[user.name] = left
+                    else:
+                        config.watches.pop(user.name, None)
+            config.inflight += 1
+            if info.mutating:
+                config.mutating_inflight += 1
+            task = asyncio.current_task()
+            assert task is not None
+            deadlines = config.deadlines
+            deadlines.enter(task)
+            try:
+                return await handler(request)
+            except asyncio.CancelledError:
+                if deadlines.leave(task) and not task.cancelling():  # by the deadline sweep only
+                    raise _timed_out() from None
+                raise
+            except TimeoutError:
+                raise _timed_out() from None
+            finally:
+                deadlines.leave(task)
+                config.inflight -= 1
+                if info.mutating:
+                    config.mutating_inflight -= 1
+        except RecursionError:
+            raise errors.BadRequest(f"the request is nested too deeply (more than {limits.max_depth} "
+                                    "levels)") from None
+        finally:
+            CURRENT.reset(token)
+
+    return _auth
+
+
+def _timed_out() -> errors.Timeout:
+    return errors.Timeout("Timeout: request did not complete within requested timeout - context deadline exceeded",
+                          details={"retryAfterSeconds": 0})
+
+
+def redact(headers: Mapping[str, str]) -> dict[str, str]:
+    """Headers safe to log."""
+    return {k: ("<redacted>" if k.lower() in ("authorization", "cookie", "proxy-authorization") else v)
+            for k, v in headers.items()}

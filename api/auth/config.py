@@ -1,0 +1,76 @@
+"""How a server authenticates, authorizes and limits (`AuthConfig`), and tokens for its own components."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aiohttp import web
+
+from api.auth.authentication import ADMIN_USER, Authenticator
+from api.auth.credentials import Credentials, parse_token_file
+from api.auth.limits import Deadlines, Limits
+from api.auth.policy import PolicyCache
+from cp import rbac
+
+
+class AuthConfig:
+    """How a server authenticates, authorizes and limits. `AuthConfig.insecure()` authenticates
+    nobody (everyone is the admin) but keeps the limits: `cplane serve --insecure`."""
+
+    def __init__(self, *, authenticator: Authenticator | None, limits: Limits | None = None,
+                 credentials: Credentials | None = None, bootstrap_policy: bool = True) -> None:
+        self.authenticator = authenticator
+        self.limits = limits or Limits()
+        self.credentials = credentials
+        self.bootstrap_policy = bootstrap_policy
+        self.cache = PolicyCache()
+        self.inflight = 0
+        self.mutating_inflight = 0
+        self.watches: dict[str, int] = {}
+        self.deadlines = Deadlines(self.limits.request_timeout)
+
+    @property
+    def secure(self) -> bool:
+        return self.authenticator is not None
+
+    @classmethod
+    def insecure(cls, limits: Limits | None = None) -> AuthConfig:
+        return cls(authenticator=None, limits=limits)
+
+    @classmethod
+    def from_credentials(cls, creds: Credentials, *, token_file: str | None = None,
+                         limits: Limits | None = None) -> AuthConfig:
+        tokens = {creds.admin_token: rbac.UserInfo(name=ADMIN_USER, groups=(rbac.MASTERS,))}
+        if token_file:
+            for token, user in parse_token_file(Path(token_file).read_text()).items():
+                tokens.setdefault(token, user)
+        return cls(authenticator=Authenticator(tokens=tokens, sa_key=creds.sa_key), limits=limits,
+                   credentials=creds)
+
+    def authorize(self, attrs: rbac.Attributes) -> rbac.Decision:
+        if rbac.MASTERS in attrs.user.groups:
+            return rbac.Decision(True, "allowed: system:masters")
+        return self.cache.policy.authorize(attrs)
+
+    def allowed(self, user: rbac.UserInfo, verb: str, *, group: str = "", resource: str = "",
+                subresource: str = "", namespace: str = "", name: str = "") -> bool:
+        return self.authorize(rbac.Attributes(user=user, verb=verb, api_group=group, resource=resource,
+                                              subresource=subresource, namespace=namespace,
+                                              name=name)).allowed
+
+
+AUTH = web.AppKey("auth", AuthConfig)
+
+
+def controller_token(config: AuthConfig, identity: str) -> str:
+    """A token for a built-in component: `kube-controller-manager`, `kube-scheduler`, or a
+    controller name of controllers/registry.py (its ServiceAccount in kube-system)."""
+    assert config.authenticator is not None
+    if identity in ("kube-controller-manager", "kube-scheduler"):
+        from cp import certs
+
+        token = certs.random_token()
+        config.authenticator.add_token(token, rbac.UserInfo(name=f"system:{identity}"))
+        return token
+    account = rbac.CONTROLLER_ACCOUNTS.get(identity, f"{identity}-controller")
+    return config.authenticator.mint("kube-system", account)
