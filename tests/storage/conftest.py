@@ -18,12 +18,12 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from storage import compaction, factory, log, memory, sql
+from storage import compaction, factory, log, memory, recording, replay, sql
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("CPLANE_REQUIRE_PG") == "1"
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-IMPLEMENTATIONS = [*BACKENDS, "memory"]  # of storage.log.EventLog
+IMPLEMENTATIONS = [*BACKENDS, "memory", "replay"]  # of storage.log.EventLog
 
 _pg_unreachable: list[str] = []  # the reason, once known
 _pg_checked: list[bool] = []
@@ -112,12 +112,19 @@ async def event_log(open_log: OpenLog) -> sql.SqlEventLog:
     return await open_log()
 
 
+def _forked_replay() -> log.EventLog:
+    """The replay log (`cplane replay --fork`) over an empty recording, forked at once: a writable log."""
+    replay_log = replay.ReplayLog(recording.Recording.from_ndjson([], description="empty"))
+    replay_log.fork()
+    return replay_log
+
+
 @pytest.fixture(params=IMPLEMENTATIONS)
 async def contract_log(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[log.EventLog]:
     """A started, empty log of each implementation; closed after the test."""
     event_log: log.EventLog
-    if request.param == "memory":
-        event_log = memory.MemoryEventLog()
+    if request.param in ("memory", "replay"):
+        event_log = memory.MemoryEventLog() if request.param == "memory" else _forked_replay()
         await event_log.start()
         try:
             yield event_log
