@@ -50,17 +50,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from bench import harness
 import msgspec
 
-from cp.dra import AllocatedState, Allocator, CelCache, Features
+from bench import harness
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors as cp_errors
 from cp import logs
+from cp.dra import AllocatedState, Allocator, CelCache, Features
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
