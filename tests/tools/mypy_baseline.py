@@ -44,15 +44,57 @@ class MypyError(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def key(self) -> str:
-        # Some messages name another line ("defined on line 12"); that moves as the file is edited.
+        """The baseline's line for this error. Some messages name another line ("defined on line
+        12"); that number moves as the file is edited, so it is left out too."""
         return f"{self.path}: {_LINE_REFERENCE.sub('line N', self.message)}"
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}: {self.message}"
 
 
-def run_mypy() -> list[MypyError]:
-    """Run mypy with the project's [tool.mypy] settings and return its errors (notes dropped)."""
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    strict: list[MypyError]  # errors in cp/ or storage/: never allowed
+    new: list[MypyError]  # errors elsewhere that the baseline does not list
+    fixed: list[str]  # baseline lines that no longer occur
+    current: list[str]  # the baseline lines of today's errors outside cp/ and storage/
+
+    @property
+    def ok(self) -> bool:
+        return not (self.strict or self.new or self.fixed)
+
+
+def parse(*, output: str) -> list[MypyError]:
+    """The errors in mypy's output, notes dropped."""
+    errors = []
+    for text in output.splitlines():
+        match = _ERROR.match(text)
+        if match:
+            path = Path(match["path"]).as_posix()
+            errors.append(MypyError(path=path, line=int(match["line"]), message=match["message"]))
+    return errors
+
+
+def judge(*, errors: list[MypyError], baseline: list[str]) -> Verdict:
+    strict = [e for e in errors if e.path.startswith(STRICT_PACKAGES)]
+    rest = [e for e in errors if not e.path.startswith(STRICT_PACKAGES)]
+    current = Counter(e.key for e in rest)
+    allowed = Counter(baseline)
+    unexplained = current - allowed
+    new = []
+    for error in rest:  # of several equal messages, the first ones are shown as new
+        if unexplained[error.key] > 0:
+            unexplained[error.key] -= 1
+            new.append(error)
+    return Verdict(
+        strict=strict,
+        new=new,
+        fixed=sorted((allowed - current).elements()),
+        current=sorted(current.elements()),
+    )
+
+
+def run_mypy() -> str:
+    """mypy's output with the project's [tool.mypy] settings (pyproject.toml)."""
     proc = subprocess.run(
         [sys.executable, "-m", "mypy", "--no-error-summary", "--no-pretty", "--no-color-output"],
         cwd=ROOT,
@@ -60,32 +102,25 @@ def run_mypy() -> list[MypyError]:
         text=True,
         check=False,
     )
-    if proc.returncode not in (0, 1):  # 2: mypy itself failed (bad config, crash)
+    if proc.returncode not in (0, 1):  # 2: mypy itself failed (bad configuration, crash)
         sys.stderr.write(proc.stdout + proc.stderr)
         raise SystemExit(proc.returncode)
-    errors = []
-    for text in proc.stdout.splitlines():
-        match = _ERROR.match(text)
-        if match:
-            errors.append(
-                MypyError(
-                    path=Path(match["path"]).as_posix(),
-                    line=int(match["line"]),
-                    message=match["message"],
-                )
-            )
-    return errors
+    return proc.stdout
 
 
-def read_baseline(*, path: Path) -> Counter[str]:
+def read_baseline(*, path: Path) -> list[str]:
     if not path.exists():
-        return Counter()
-    lines = path.read_text().splitlines()
-    return Counter(line for line in lines if line and not line.startswith("#"))
+        return []
+    return [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
 
 
-def write_baseline(*, path: Path, keys: Counter[str]) -> None:
-    path.write_text(HEADER + "".join(f"{key}\n" for key in sorted(keys.elements())))
+def write_baseline(*, path: Path, lines: list[str]) -> None:
+    path.write_text(HEADER + "".join(f"{line}\n" for line in sorted(lines)))
+
+
+def _show(title: str, items: list[MypyError] | list[str]) -> None:
+    print(title)
+    print("".join(f"  {item}\n" for item in items), end="")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,51 +130,35 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--regenerate", action="store_true", help="write today's errors as the baseline")
     args = parser.parse_args(argv)
 
-    errors = run_mypy()
-    strict = [e for e in errors if e.path.startswith(STRICT_PACKAGES)]
-    rest = [e for e in errors if not e.path.startswith(STRICT_PACKAGES)]
-    current = Counter(e.key for e in rest)
     baseline = read_baseline(path=BASELINE)
-    fixed = baseline - current
-    unexplained = current - baseline
-    new = []
-    for error in rest:  # which of several equal messages is "new" is arbitrary: show the first ones
-        if unexplained[error.key] > 0:
-            unexplained[error.key] -= 1
-            new.append(error)
+    verdict = judge(errors=parse(output=run_mypy()), baseline=baseline)
     rel = BASELINE.relative_to(ROOT)
-    status = 0
 
-    if strict:
-        print(f"mypy --strict: {len(strict)} error(s) in {', '.join(STRICT_PACKAGES)} (must be none):")
-        print("".join(f"  {e}\n" for e in strict), end="")
-        status = 1
-
+    if verdict.strict:
+        _show(f"mypy --strict: {len(verdict.strict)} error(s) in cp/ or storage/ (there must be none):",
+              verdict.strict)
     if args.regenerate:
-        write_baseline(path=BASELINE, keys=current)
-        print(f"{rel}: {sum(baseline.values())} -> {sum(current.values())} error(s); review the diff")
-        return status
-    if new:
-        print(f"mypy --strict: {len(new)} error(s) not in {rel} (fix them; the baseline may only shrink):")
-        print("".join(f"  {e}\n" for e in new), end="")
-        status = 1
-    if fixed and args.update:
-        if not new:
-            write_baseline(path=BASELINE, keys=baseline - fixed)
-            print(f"{rel}: {fixed.total()} fixed error(s) dropped; commit it")
-    elif fixed:
-        print(
-            f"mypy --strict: {fixed.total()} error(s) in {rel} are fixed; drop them with "
-            f"`python tests/tools/mypy_baseline.py --update` and commit the smaller baseline:"
-        )
-        print("".join(f"  {key}\n" for key in sorted(fixed.elements())), end="")
-        status = 1
-    if status == 0:
-        print(
-            f"mypy --strict: cp/ and storage/ clean; api/ and controllers/ "
-            f"{sum(current.values())} error(s), all in {rel}"
-        )
-    return status
+        write_baseline(path=BASELINE, lines=verdict.current)
+        print(f"{rel}: {len(baseline)} -> {len(verdict.current)} error(s); review the diff before committing")
+        return 1 if verdict.strict else 0
+    if verdict.new:
+        _show(f"mypy --strict: {len(verdict.new)} error(s) not in {rel} (fix them: it may only shrink):",
+              verdict.new)
+    if args.update:
+        if verdict.new:
+            print(f"{rel} not updated: fix the new errors first")
+            return 1
+        write_baseline(path=BASELINE, lines=verdict.current)  # today's errors are a part of it
+        print(f"{rel}: {len(verdict.fixed)} fixed error(s) dropped; commit it")
+        return 1 if verdict.strict else 0
+    if verdict.fixed:
+        _show(f"mypy --strict: {len(verdict.fixed)} error(s) in {rel} are fixed; drop them with "
+              f"`python tests/tools/mypy_baseline.py --update` and commit the smaller baseline:",
+              verdict.fixed)
+    if verdict.ok:
+        print(f"mypy --strict: cp/ and storage/ clean; api/ and controllers/ have "
+              f"{len(verdict.current)} error(s), all in {rel}")
+    return 0 if verdict.ok else 1
 
 
 if __name__ == "__main__":
