@@ -42,8 +42,8 @@ import msgspec
 import structlog
 
 from api import replay
-from cp.cli import log as log_command
 from bench import storage as bench_storage
+from cp.cli import log as log_command
 from storage import factory, ndjson
 
 OBJECTS = 10_000
