@@ -34,7 +34,6 @@ from typing import Any
 import aiohttp
 
 from bench import harness
-
 from controllers import fleet as fleets
 from controllers.fleet import objects as objs
 from controllers.runtime import client as clients

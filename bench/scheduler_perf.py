@@ -50,17 +50,15 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from bench import harness
 import msgspec
 
-from cp.dra import AllocatedState, Allocator, CelCache, Features
+from bench import harness
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors as cp_errors
 from cp import logs
+from cp.dra import AllocatedState, Allocator, CelCache, Features
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -181,7 +179,7 @@ def _start_server(data_dir: Path, db: str | None = None) -> subprocess.Popen[byt
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:
+async def _wait_ready(data_dir: Path, proc: subprocess.Popen[bytes], timeout: float = 30.0) -> str:  # noqa: ASYNC109 (a benchmark budget)
     return await harness.wait_ready(data_dir, proc, time.perf_counter() + timeout)
 
 
@@ -290,7 +288,7 @@ class Watcher:
         self.factory.start()
         await self.factory.wait_for_sync()
 
-    async def wait_for(self, n: int, timeout: float) -> None:
+    async def wait_for(self, n: int, timeout: float) -> None:  # noqa: ASYNC109 (a benchmark budget)
         deadline = time.perf_counter() + timeout
         while len(self.bound) < n:
             remaining = deadline - time.perf_counter()
@@ -362,7 +360,7 @@ async def create_pod(c: clients.Client, pod: dict[str, Any]) -> dict[str, Any]:
 
 
 async def measure_pods(c: clients.Client, ns: str, count: int, make: Callable[[int], dict[str, Any]],
-                       timeout: float, meter: CpuMeter | None = None) -> dict[str, float]:
+                       timeout: float, meter: CpuMeter | None = None) -> dict[str, float]:  # noqa: ASYNC109 (a benchmark budget)
     watcher = Watcher(c, ns)
     await watcher.start()
     if meter is not None:

@@ -6,7 +6,7 @@ Reasons, codes and message shapes follow `apimachinery/pkg/api/errors/errors.go`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 
 class StatusError(Exception):
@@ -161,7 +161,7 @@ class Cause:
     __slots__ = ("detail", "field", "type", "value")
 
     # field.ErrorType -> (cause reason, rendered phrase)
-    TYPES = {
+    TYPES: ClassVar[dict[str, tuple[str, str]]] = {
         "Invalid": ("FieldValueInvalid", "Invalid value"),
         "Required": ("FieldValueRequired", "Required value"),
         "Forbidden": ("FieldValueForbidden", "Forbidden"),

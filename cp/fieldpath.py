@@ -461,7 +461,7 @@ def element_string(pe: str) -> str:
     except ValueError:
         return "{{invalid path element}}"
     if t == "f":
-        return "." + v
+        return "." + str(v)  # a field name: already a str
     if t == "k":
         return "[" + ",".join(f"{k}={value_string(x)}" for k, x in v) + "]"
     if t == "v":

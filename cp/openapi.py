@@ -56,7 +56,7 @@ def _convert(node: Any) -> Any:
     return out
 
 
-_SPECIAL = {
+_SPECIAL: dict[str, dict[str, Any]] = {
     "io.k8s.apimachinery.pkg.util.intstr.IntOrString": {
         "description": "IntOrString is a type that can hold an int32 or a string.",
         "type": "string", "format": "int-or-string", "x-kubernetes-int-or-string": True},

@@ -137,10 +137,10 @@ def _format(amount: Decimal, fmt: str) -> str:
             m *= 10
             e -= 1
         return f"{sign}{m}" if e == 0 else f"{sign}{m}e{e}"
-    suffix = _DECIMAL_SUFFIX.get(exp)
-    if suffix is None:
+    decimal_suffix = _DECIMAL_SUFFIX.get(exp)
+    if decimal_suffix is None:
         return f"{sign}{n}e{exp}"
-    return f"{sign}{n}{suffix}"
+    return f"{sign}{n}{decimal_suffix}"
 
 
 _DECIMAL_SUFFIX = {power: suffix for suffix, power in DECIMAL.items()}

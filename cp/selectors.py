@@ -318,7 +318,7 @@ class LabelSelector:
             return False
         if labels is None:
             labels = _EMPTY_LABELS
-        for m in self._matchers:
+        for m in self._matchers:  # noqa: SIM110 (hot path: a loop is twice as fast as all() here)
             if not m(labels):
                 return False
         return True
@@ -467,10 +467,7 @@ class _Parser:
         if operator in (OP_EXISTS, OP_DOES_NOT_EXIST):
             return make_requirement(key=key, operator=operator, values=[])
         operator = self.operator()
-        if operator in (OP_IN, OP_NOT_IN):
-            values = self.value_set()
-        else:
-            values = self.exact_value()
+        values = self.value_set() if operator in (OP_IN, OP_NOT_IN) else self.exact_value()
         return make_requirement(key=key, operator=operator, values=sorted(values))
 
     def operator(self) -> str:
@@ -755,7 +752,7 @@ class FieldSelector:
         return not self.requirements
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
-        for get, equal, value in self._checks:
+        for get, equal, value in self._checks:  # noqa: SIM110 (hot path, as LabelSelector.matches)
             if (get(obj) == value) is not equal:
                 return False
         return True

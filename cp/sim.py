@@ -34,7 +34,8 @@ def device_health_causes(obj: dict[str, Any]) -> list[errors.Cause]:
     """DeviceHealth (what a DRA driver's health stream reports): spec.driver/pool/device required,
     spec.health one of Healthy|Unhealthy|Unknown, optional message, lastUpdated, timeoutSeconds."""
     causes: list[errors.Cause] = []
-    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    given = obj.get("spec")
+    spec: dict[str, Any] = given if isinstance(given, dict) else {}
     for field in ("driver", "pool", "device"):
         if not isinstance(spec.get(field), str) or not spec.get(field):
             causes.append(errors.Cause("Required", f"spec.{field}", ""))

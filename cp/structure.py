@@ -248,7 +248,7 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             if ck == QTY:
                 value[key] = _quantity(sub)
                 continue
-            if ck == TIME or ck == MICRO:
+            if ck in (TIME, MICRO):
                 value[key] = _walk(sub, child, "", "", sname, w)
                 continue
             _walk(sub, child, f"{path}.{key}" if path else key, f"{gopath}.{key}" if gopath else key,
@@ -330,7 +330,7 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
         if isinstance(value, float) or not -(1 << 31) <= value < (1 << 31):
             raise StructureError(f"json: cannot unmarshal number {value!r} into Go value of type int32")
         return value
-    if k == TIME or k == MICRO:
+    if k in (TIME, MICRO):
         if not isinstance(value, str):
             raise StructureError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type string")
         if not _TIME.match(value):

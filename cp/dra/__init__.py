@@ -21,8 +21,8 @@ from cp.dra.allocator import (
     namespace_allows_admin_access,
 )
 from cp.dra.celenv import CelCache, CelError
-from cp.quantity import Quantity, QuantityError
 from cp.dra.state import AllocatedState
+from cp.quantity import Quantity, QuantityError
 
 __all__ = [
     "ADMIN_ACCESS_NAMESPACE_LABEL",

@@ -56,8 +56,8 @@ from cp.dra.model import (
 )
 from cp.dra.nodeselector import NodeSelectorError, node_matches
 from cp.dra.pools import GatherError, Pool, gather_pools
-from cp.quantity import BINARY_SI, Quantity, QuantityError
 from cp.dra.state import AllocatedState
+from cp.quantity import BINARY_SI, Quantity, QuantityError
 
 __all__ = [
     "ADMIN_ACCESS_NAMESPACE_LABEL",

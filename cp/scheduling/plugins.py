@@ -129,9 +129,8 @@ def is_scalar_resource_name(name: str) -> bool:
         return True
     if "/" not in name:
         return False
-    if name.startswith("requests."):
-        return False
-    return True  # extended (`example.com/gpu`) or prefixed native (`kubernetes.io/...`)
+    # extended (`example.com/gpu`) or prefixed native (`kubernetes.io/...`), but not a quota name
+    return not name.startswith("requests.")
 
 
 class Resources:
@@ -391,9 +390,8 @@ class PodInfo:
             for taint in ni.hard_taints:
                 if not any(tolerates(t, taint) for t in tols):
                     return Status(UNRESOLVABLE, [ERR_REASON_TAINT], "TaintToleration")
-        if self.node_selector or self.affinity is not None:
-            if not self.affinity_matches(ni):
-                return Status(UNRESOLVABLE, [ERR_REASON_AFFINITY], "NodeAffinity")
+        if (self.node_selector or self.affinity is not None) and not self.affinity_matches(ni):
+            return Status(UNRESOLVABLE, [ERR_REASON_AFFINITY], "NodeAffinity")
         alloc = ni.alloc
         if self.req_zero and (usage.pods if usage is not None else 0) < alloc.pods:
             return None

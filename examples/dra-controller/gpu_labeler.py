@@ -8,6 +8,7 @@ work queue, reconcile by key), and would run unchanged against any Kubernetes AP
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from controllers.runtime import manager as managers
@@ -64,11 +65,9 @@ class GpuLabeler:
         want = ",".join(sorted(models)) or None
         if (pod["metadata"].get("labels") or {}).get(LABEL) == want:
             return reconcile.Result()
-        try:
+        with contextlib.suppress(errors.NotFound):
             await self.client.patch(PODS, request.name, {"metadata": {"labels": {LABEL: want}}},
                                     namespace=request.namespace, patch_type="merge")
-        except errors.NotFound:
-            pass
         return reconcile.Result()
 
 
