@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import structlog
-from aiohttp import web
+from aiohttp import typedefs, web
 
 from api import codec, discovery, handlers, metrics, metrics_apis, why
 from api import state as st
@@ -28,7 +28,7 @@ from storage import log
 logger = structlog.get_logger("cplane.api")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-Middleware = Callable[[web.Request, Handler], Awaitable[web.StreamResponse]]
+Middleware = typedefs.Middleware  # a Protocol: (request, handler) -> response
 
 BOOTSTRAP_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -225,7 +225,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     if auth is not None:
         middlewares = [auths.middleware(auth), *middlewares]
         routes = [*auths.routes(), *routes]
-    app = web.Application(middlewares=[_middleware, *middlewares], client_max_size=codec.MAX_BODY + 1)
+    chain: list[Middleware] = [_middleware, *middlewares]
+    app = web.Application(middlewares=chain, client_max_size=codec.MAX_BODY + 1)
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)

@@ -36,6 +36,8 @@ from storage.replay import WRITES_REFUSED, ReplayLog
 if TYPE_CHECKING:  # the server stack is imported only to serve
     from aiohttp import web
 
+    from api.app import Handler
+
 _logger = structlog.get_logger("cplane.replay")
 _encode = msgspec.json.Encoder().encode
 
@@ -264,7 +266,7 @@ def _int_param(request: web.Request, name: str, default: int | None = None) -> i
     if value in (None, ""):
         return default
     try:
-        return int(value)  # type: ignore[arg-type]
+        return int(str(value))
     except ValueError:
         raise errors.BadRequest(f'{name}: invalid value "{value}": must be an integer') from None
 
@@ -347,7 +349,7 @@ def write_guard(replayer: Replayer) -> Any:
     from aiohttp import web
 
     @web.middleware
-    async def guard(request: web.Request, handler: Any) -> web.StreamResponse:
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL):
             return await handler(request)
         if not replayer.fork_on_write:

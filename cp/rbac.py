@@ -154,7 +154,7 @@ def rule(verbs: Iterable[str], *, groups: Iterable[str] = (), resources: Iterabl
     for key, values in (("apiGroups", groups), ("resources", resources), ("resourceNames", names),
                         ("nonResourceURLs", urls)):
         values = list(values)
-        if values or key == "apiGroups" and resources:
+        if values or (key == "apiGroups" and resources):
             out[key] = values
     return out
 

@@ -78,7 +78,7 @@ class Sandbox:
         await self.client.update("clocks.sim.cplane.dev", obj)
         await asyncio.sleep(0)
 
-    async def wait_for(self, condition: Callable[[], Awaitable[Any] | Any], *, timeout: float = 10.0,
+    async def wait_for(self, condition: Callable[[], Awaitable[Any] | Any], *, timeout: float = 10.0,  # noqa: ASYNC109 (public API)
                        interval: float = 0.01) -> Any:
         """Poll `condition` (sync or async) until it returns something truthy; return that value.
         Raises TimeoutError after `timeout` seconds (`eventually` with the sandbox's defaults)."""

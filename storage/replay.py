@@ -71,7 +71,7 @@ class _ReplaySub:
         self._last = batch[-1].revision
         return batch
 
-    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:
+    async def next_batch(self, *, timeout: float | None) -> list[log.Event] | None:  # noqa: ASYNC109 (the contract)
         loop = asyncio.get_running_loop()
         deadline = None if timeout is None else loop.time() + timeout
         while True:
