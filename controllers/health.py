@@ -55,11 +55,8 @@ pod → its workload controller recreates it → the allocator picks an untainte
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import hashlib
 import re
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -661,60 +658,3 @@ async def heartbeat(client: clients.Client, driver: str, pool: str, device: str,
 
 
 # ---------------------------------------------------------------------- `cplane device health`
-
-
-def parse_device(text: str) -> tuple[str, str, str]:
-    """`DRIVER/POOL/DEVICE`; the pool may itself contain `/`."""
-    driver, sep, rest = text.partition("/")
-    pool, sep2, device = rest.rpartition("/")
-    if not sep or not sep2 or not driver or not pool or not device:
-        raise ValueError(f"{text!r} is not DRIVER/POOL/DEVICE")
-    return driver, pool, device
-
-
-def _client(args: argparse.Namespace) -> clients.Client:
-    if args.server:
-        return clients.Client(args.server)
-    return clients.Client.from_kubeconfig(args.kubeconfig)
-
-
-async def _set_async(args: argparse.Namespace) -> int:
-    driver, pool, device = parse_device(args.device)
-    async with _client(args) as client:
-        obj = await set_health(client, driver, pool, device, args.health, args.message or "",
-                               timeout_seconds=args.timeout)
-    spec = _dict(obj.get("spec"))
-    print(f"devicehealth.{res.SIM_GROUP}/{caches.meta(obj).get('name')} {spec.get('health')}")
-    return 0
-
-
-async def _list_async(args: argparse.Namespace) -> int:
-    async with _client(args) as client:
-        items = (await client.list(DEVICE_HEALTHS)).items
-        now = await server_now(client)
-    rows = [("NAME", "DRIVER", "POOL", "DEVICE", "REPORTED", "EFFECTIVE", "MESSAGE")]
-    for dh in sorted(items, key=lambda o: str(caches.meta(o).get("name"))):
-        spec = _dict(dh.get("spec"))
-        h = effective_health([dh], now)
-        rows.append((str(caches.meta(dh).get("name")), *device_of(dh), str(spec.get("health") or ""), h.state,
-                     h.message))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    for r in rows:
-        print("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "   " + r[-1])
-    return 0
-
-
-def _run(coro_fn: Callable[[argparse.Namespace], Any]) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(asyncio.run(coro_fn(args)))
-        except ValueError as exc:
-            print(f"cplane device health: {exc}", file=sys.stderr)
-            return 2
-        except errors.StatusError as exc:
-            print(f"cplane device health: {exc.message}", file=sys.stderr)
-            return 1
-        except OSError as exc:
-            print(f"cplane device health: {exc}", file=sys.stderr)
-            return 1
-    return run

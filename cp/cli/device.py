@@ -1,12 +1,19 @@
-"""`cplane device health set|list`: the argument parsers, kept free of heavy imports so that
-`cplane --help` stays fast; the commands themselves live in `controllers.health`."""
+"""`cplane device health set|list`: report and show the health of simulated DRA devices (DeviceHealth
+objects; the health controller, `controllers/health.py`, acts on them). Only the standard library is
+imported at module level, so that `cplane --help` stays fast."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import asyncio
+import sys
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from cp.cli import endpoint
+
+if TYPE_CHECKING:
+    from controllers.runtime import client as clients
 
 HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
 
@@ -17,15 +24,6 @@ def _health_arg(text: str) -> str:
         if value == h.lower():
             return h
     raise argparse.ArgumentTypeError("must be healthy, unhealthy or unknown")
-
-
-def _lazy(name: str) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        from controllers import health
-
-        return health._run(getattr(health, name))(args)
-
-    return run
 
 
 def add_health_cli(device_subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -43,10 +41,10 @@ def add_health_cli(device_subparsers: argparse._SubParsersAction[argparse.Argume
     s.add_argument("--timeout", type=int, default=None, metavar="SECONDS",
                    help="seconds without an update before the device counts as Unknown (default 30)")
     endpoint.add_args(s)
-    s.set_defaults(func=_lazy("_set_async"))
+    s.set_defaults(func=_set)
     ls = hsub.add_parser("list", help="list device health reports and their effective health now")
     endpoint.add_args(ls)
-    ls.set_defaults(func=_lazy("_list_async"))
+    ls.set_defaults(func=_list)
     return h
 
 
@@ -57,3 +55,80 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     dsub = p.add_subparsers(dest="device_command", metavar="COMMAND", required=True)
     add_health_cli(dsub)
     return p
+
+
+# -- the commands ------------------------------------------------------------------------------
+
+
+def parse_device(text: str) -> tuple[str, str, str]:
+    """`DRIVER/POOL/DEVICE`; the pool may itself contain `/`."""
+    driver, sep, rest = text.partition("/")
+    pool, sep2, device = rest.rpartition("/")
+    if not sep or not sep2 or not driver or not pool or not device:
+        raise ValueError(f"{text!r} is not DRIVER/POOL/DEVICE")
+    return driver, pool, device
+
+
+def _client(args: argparse.Namespace) -> clients.Client:
+    from controllers.runtime import client as clients
+
+    if args.server:
+        return clients.Client(args.server)
+    return clients.Client.from_kubeconfig(args.kubeconfig)
+
+
+async def _set_async(args: argparse.Namespace) -> int:
+    from controllers import health
+    from cp import objects
+    from cp import resources as res
+
+    driver, pool, device = parse_device(args.device)
+    async with _client(args) as client:
+        obj = await health.set_health(client, driver, pool, device, args.health, args.message or "",
+                                      timeout_seconds=args.timeout)
+    spec = objects.spec_of(obj)
+    print(f"devicehealth.{res.SIM_GROUP}/{objects.meta_of(obj).get('name')} {spec.get('health')}")
+    return 0
+
+
+async def _list_async(args: argparse.Namespace) -> int:
+    from controllers import health
+    from cp import objects
+
+    async with _client(args) as client:
+        items = (await client.list(health.DEVICE_HEALTHS)).items
+        now = await health.server_now(client)
+    rows = [("NAME", "DRIVER", "POOL", "DEVICE", "REPORTED", "EFFECTIVE", "MESSAGE")]
+    for dh in sorted(items, key=lambda o: str(objects.meta_of(o).get("name"))):
+        spec = objects.spec_of(dh)
+        h = health.effective_health([dh], now)
+        rows.append((str(objects.meta_of(dh).get("name")), *health.device_of(dh), str(spec.get("health") or ""),
+                     h.state, h.message))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for r in rows:
+        print("   ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "   " + r[-1])
+    return 0
+
+
+def _run(command: Callable[[argparse.Namespace], Coroutine[Any, Any, int]], args: argparse.Namespace) -> int:
+    from cp import errors
+
+    try:
+        return asyncio.run(command(args))
+    except ValueError as exc:
+        print(f"cplane device health: {exc}", file=sys.stderr)
+        return 2
+    except errors.StatusError as exc:
+        print(f"cplane device health: {exc.message}", file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"cplane device health: {exc}", file=sys.stderr)
+        return 1
+
+
+def _set(args: argparse.Namespace) -> int:
+    return _run(_set_async, args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    return _run(_list_async, args)

@@ -225,9 +225,9 @@ def test_names() -> None:
     assert odd != health.health_object_name("GPU.example.com", "rack/a-1", "gpu-0")
     long = health.health_object_name("d.example.com", "p" * 250, "x")
     assert len(long) <= 253
-    assert health.parse_device("gpu.example.com/rack/a/gpu-0") == ("gpu.example.com", "rack/a", "gpu-0")
+    assert health_cli.parse_device("gpu.example.com/rack/a/gpu-0") == ("gpu.example.com", "rack/a", "gpu-0")
     with pytest.raises(ValueError):
-        health.parse_device("gpu.example.com/gpu-0")
+        health_cli.parse_device("gpu.example.com/gpu-0")
 
 
 def test_validation_and_cli_parsing() -> None:
