@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -192,15 +191,6 @@ async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> Non
         await store.create(kind, "", body, ctx)
 
 
-def _tune_gc() -> None:
-    """Keep the collector off the long-lived start-up heap (schemas, registries: tens of thousands of
-    objects) and let young generations grow: a LIST decodes thousands of dicts at once, and with the
-    default thresholds every decode burst triggers full traversals of that heap (measured 5x slower).
-    No `gc.collect()` first: it costs 40-70 ms of start-up to reclaim a few start-up cycles."""
-    gc.freeze()
-    gc.set_threshold(20_000, 20, 20)
-
-
 async def _shutdown_watches(app: web.Application) -> None:
     watches = app[st.WATCHES]
     for task in list(watches):
@@ -242,7 +232,6 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
             await bootstrap(app[st.STORE])
         if auth is not None:
             await auths.start(app, write_defaults=bootstrap_objects)
-        _tune_gc()
         app[st.READY].set()
 
     app.on_startup.append(_on_startup)

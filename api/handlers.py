@@ -16,7 +16,7 @@ from aiohttp import web
 from api import codec, discovery, reads, watching
 from api import state as st
 from api import store as stores
-from cp import errors, patching, tables
+from cp import collector, errors, patching, tables
 from cp import resources as res
 
 _decode = codec.decoder.decode
@@ -194,7 +194,7 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     events, revision, token = await reads.collect(store, target, lq)
     if codec.wants_table(request.headers.get("Accept", "")):
         group, plural = kind.group, kind.plural
-        with tables.collector_paused():
+        with collector.paused():
             table = request.app[st.TABLE_ROWS].table(
                 (((group, plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events),
                 group=group, kind=kind.kind, now=store.clock.now(),

@@ -5,33 +5,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import signal
 import sys
 
 from controllers import registry
-from cp import logs
-
-GC_THRESHOLDS = (50_000, 20, 100)
-
-
-def tune_gc() -> None:
-    """Freeze the objects that exist once the informer caches have synced and run the
-    young-generation collection less often (this process only; the controllers do not touch the
-    collector themselves).
-
-    The caches hold hundreds of thousands of long-lived dicts that CPython's cyclic collector
-    otherwise re-traverses on every full collection — about 0.5 s each at 5,000 pods and 5,000
-    claims, a dozen times while 2,500 pods are scheduled, i.e. 3 ms per pod, more than the
-    scheduling cycle itself. Reference counting still frees everything that is not a cycle."""
-    gc.freeze()
-    current = gc.get_threshold()
-    gc.set_threshold(*(max(c, t) for c, t in zip(current, GC_THRESHOLDS, strict=True)))
-
-
-async def _tune_gc_when(ready: asyncio.Event) -> None:
-    await ready.wait()
-    tune_gc()
+from cp import collector, logs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         ready = asyncio.Event()
-        tuner = loop.create_task(_tune_gc_when(ready), name="controllers:tune-gc")
+        tuner = loop.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),
+                                 name="controllers:tune-gc")
         try:
             await registry.run_controllers(server_url=args.server, kubeconfig=args.kubeconfig, names=names,
                                            stop_event=stop, leader_election=args.leader_elect, ready=ready)

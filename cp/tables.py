@@ -7,10 +7,8 @@ and keeps rows of stored objects between requests (`RowCache`). Pure; no I/O.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
 import msgspec
@@ -18,7 +16,7 @@ import msgspec
 from cp.errors import BadRequest
 from cp.printers import Obj, RowFn, Since, columns, human_duration, render, row, row_fn
 
-__all__ = ["RowCache", "Since", "collector_paused", "columns", "human_duration", "row", "table"]
+__all__ = ["RowCache", "Since", "columns", "human_duration", "row", "table"]
 
 _E: Mapping[str, Any] = {}
 
@@ -92,20 +90,6 @@ def table(objs: list[dict[str, Any]], *, group: str, kind: str, now: float,
         append(r)
     return _table(rows, group=group, kind=kind, resource_version=resource_version,
                   continue_token=continue_token, headers=headers)
-
-
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection inside the block, for decoding thousands of objects and building
-    their table at once: decoded JSON holds no cycles, so the collections it would trigger are pure
-    cost (they doubled it). The block must not await: nothing else should run with it paused."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # ---------------------------------------------------------------------------------------------

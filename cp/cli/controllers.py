@@ -53,6 +53,7 @@ def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 async def _controllers_async(args: argparse.Namespace) -> int:
     from controllers import registry
+    from cp import collector
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -60,8 +61,15 @@ async def _controllers_async(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     names = [n for n in (args.only or "").split(",") if n] or None
     kwargs: dict[str, object] = {"server_url": args.server} if args.server else {"kubeconfig": args.kubeconfig}
-    await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
-                                   leader_election=args.leader_elect, overrides=fleet_overrides(args))
+    ready = asyncio.Event()
+    tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS), name="controllers:tune-gc")
+    try:
+        await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
+                                       leader_election=args.leader_elect, overrides=fleet_overrides(args),
+                                       ready=ready)
+    finally:
+        tuner.cancel()
+        await asyncio.gather(tuner, return_exceptions=True)
     return 0
 
 

@@ -286,9 +286,9 @@ async def log_show(args: argparse.Namespace) -> int:
         _note(f"# {source.description} at revision {revision} ({clocks.rfc3339_milli(now)})")
         _out("".join(f"{res.kind_prefix(kind)}/{ev.name}\n" for kind, evs in groups for ev in evs))
         return 0
-    from cp import tables  # here only: `log history|events` start faster without it
+    from cp import collector
 
-    with tables.collector_paused():  # decoding thousands of objects at once
+    with collector.paused():  # decoding thousands of objects at once
         decoded = [(kind, [msgspec.json.decode(ev.object) for ev in evs]) for kind, evs in groups]
     total = sum(len(objs) for _, objs in decoded)
     if fmt in ("yaml", "json"):
@@ -300,7 +300,7 @@ async def log_show(args: argparse.Namespace) -> int:
         where = f" in {namespace} namespace" if namespace else ""
         _note(f"No resources found{where} at revision {revision}.")
         return 0
-    with tables.collector_paused():
+    with collector.paused():
         text = render.tables_text(decoded, now=now, wide=fmt == "wide", all_namespaces=namespace is None)
     _out(text)
     return 0

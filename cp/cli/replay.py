@@ -80,6 +80,7 @@ async def _serve_replay(args: argparse.Namespace) -> int:
 
     from api import replay
     from cp import clock as clocks
+    from cp import collector
     from storage import recording
 
     speed = None if args.step else replay.parse_speed(args.speed) if args.speed else 1.0
@@ -99,8 +100,9 @@ async def _serve_replay(args: argparse.Namespace) -> int:
         loop.add_signal_handler(sig, stop.set)
     with tempfile.TemporaryDirectory(prefix="cplane-replay-") as tmp:
         async with replay.serving(source, data_dir=Path(tmp), host=args.host, port=args.port, start=args.start,
-                           until=args.until, speed=speed, fork=args.fork, fork_at=args.fork_at,
-                           max_gap=max_gap) as srv:
+                                  until=args.until, speed=speed, fork=args.fork, fork_at=args.fork_at,
+                                  max_gap=max_gap) as srv:
+            collector.tune(thresholds=collector.SERVER)
             kubeconfig = srv.kubeconfig
             if args.kubeconfig:
                 from api import server as servers

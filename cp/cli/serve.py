@@ -60,6 +60,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
     import structlog
 
     from api import server
+    from cp import collector
 
     log = structlog.get_logger("cplane")
     stop = asyncio.Event()
@@ -72,9 +73,11 @@ async def _serve_async(args: argparse.Namespace) -> int:
     async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
                               db_url=args.db, clock=the_clock, secure=not args.insecure,
                               token_auth_file=args.token_auth_file, insecure_limits=args.insecure) as srv:
+        collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
         controllers_task: asyncio.Task[None] | None = None
+        tuner: asyncio.Task[None] | None = None
         if not args.no_controllers:
             from controllers import registry
 
@@ -84,12 +87,18 @@ async def _serve_async(args: argparse.Namespace) -> int:
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
             identities = _controller_identities(srv) if srv.auth is not None else None
+            ready = asyncio.Event()
+            tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),
+                                        name="controllers:tune-gc")
             controllers_task = asyncio.create_task(
                 registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
-                                         overrides=overrides, identities=identities),
+                                         overrides=overrides, identities=identities, ready=ready),
                 name="controllers")
         await stop.wait()
         log.info("stopping")
+        if tuner is not None:
+            tuner.cancel()
+            await asyncio.gather(tuner, return_exceptions=True)
         if controllers_task is not None:
             await controllers_task
     return 0
