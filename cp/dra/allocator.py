@@ -30,6 +30,10 @@ Deviations (documented in `README.md` next to this file): an optional pruning st
 abandons a request's search as soon as fewer already-evaluated candidate devices remain than
 slots to fill; it never changes the outcome, only the work done (disable it to get upstream's
 exact `allocate_one` invocation counts). Pure; no I/O.
+
+One module on purpose, over the ~800 lines the project allows: the search, its candidate checks and
+the undo of every reservation share one mutable state per `allocate()` call and are read together
+against upstream's `allocator.go`; split, each half would only make sense beside the other.
 """
 
 from __future__ import annotations
