@@ -95,7 +95,9 @@ async def _offline(args: argparse.Namespace, name: str) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of `cplane why`."""
-    from cp import errors
+    from cp import errors, logs
+
+    logs.configure(level="warning")  # the event log's own lines would go to stderr with the answer
 
     try:
         name = parse_target(args.target)
@@ -113,8 +115,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    if args.output == "json":
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        sys.stdout.write(explain_text.render(doc, verbose=args.verbose))
+    text = json.dumps(doc, indent=2) + "\n" if args.output == "json" else explain_text.render(doc, verbose=args.verbose)
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # e.g. `| head`: stop quietly
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
