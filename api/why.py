@@ -26,7 +26,7 @@ from typing import Any
 
 from aiohttp import web
 
-from api import codec
+from api import codec, storage_errors
 from api import state as st
 from cp import errors
 from storage import log
@@ -74,11 +74,8 @@ async def explain(event_log: log.EventLog, *, namespace: str, name: str, node: s
     revision = at if at is not None else event_log.revision
     try:
         snap = await read_snapshot(_log_lister(event_log), revision)
-    except log.ExpiredError:
-        raise errors.Expired(f"too old resource version: {revision} ({event_log.compacted_revision})") from None
-    except log.FutureRevisionError as exc:
-        raise errors.Timeout(f"Too large resource version: {exc.requested}, current: {exc.current}",
-                             headers={"Retry-After": "1"}) from None
+    except (log.ExpiredError, log.FutureRevisionError) as exc:
+        raise storage_errors.status_of(exc) from None
     try:
         return await asyncio.to_thread(_explain, snap, namespace, name, node, suggest)
     except KeyError as exc:
