@@ -45,7 +45,7 @@ from api import codec, discovery
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
-from cp import errors, quantity, selectors
+from cp import errors, objects, quantity, selectors
 from cp import resources as res
 from cp import validation as v
 from cp.errors import Cause
@@ -95,16 +95,8 @@ def _d(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _d(obj.get("metadata"))
-
-
 def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
-def _labels(obj: Obj) -> dict[str, str]:
-    return {str(k): str(val) for k, val in _d(_meta(obj).get("labels")).items()}
+    return str(objects.meta_of(obj).get("name") or "")
 
 
 
@@ -284,7 +276,7 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
         for p in pods:
             by_node.setdefault(str(_d(p.get("spec")).get("nodeName")), []).append(p)
         items = [node_metrics(n, by_node.get(_name(n), []), loads, now) for n in nodes
-                 if (not name or _name(n) == name) and label.matches(_labels(n)) and field.matches(n)]
+                 if (not name or _name(n) == name) and label.matches(objects.labels_of(n)) and field.matches(n)]
         if name:
             if not items:
                 raise errors.NotFound.of(group=METRICS_GROUP, plural="nodes", name=name)
@@ -294,7 +286,7 @@ async def handle_metrics(request: web.Request) -> web.StreamResponse:
     pods = [p for p in await snap.objects("", "pods", namespace) if pod_reports(p, node_names)]
     loads = await snap.objects(res.SIM_GROUP, "podloads", namespace)
     items = [pod_metrics(p, load_for(p, loads), now) for p in pods
-             if (not name or _name(p) == name) and label.matches(_labels(p)) and field.matches(p)]
+             if (not name or _name(p) == name) and label.matches(objects.labels_of(p)) and field.matches(p)]
     if name:
         if not items:  # metrics-server names the pod namespace/name here
             raise errors.NotFound.of(group=METRICS_GROUP, plural="pods", name=f"{namespace}/{name}")
@@ -372,7 +364,7 @@ async def handle_custom(request: web.Request) -> web.StreamResponse:
         label = _label_selector(request)
         node_names = {_name(n) for n in await snap.reporting_nodes()}
         pods = [p for p in await snap.objects("", "pods", ns)
-                if pod_reports(p, node_names) and label.matches(_labels(p))]
+                if pod_reports(p, node_names) and label.matches(objects.labels_of(p))]
         oms = await snap.objects(res.SIM_GROUP, "objectmetrics", ns)
         loads = await snap.objects(res.SIM_GROUP, "podloads", ns)
         for pod in pods:
@@ -419,7 +411,7 @@ async def _names_by_label(snap: Snapshot, resource: str, namespace: str,
     if kind is None:
         return None if label.empty else set()
     return {_name(o) for o in await snap.objects(kind.group, kind.plural, namespace if kind.namespaced else None)
-            if label.matches(_labels(o))}
+            if label.matches(objects.labels_of(o))}
 
 
 # ---------------------------------------------------------------------- external.metrics.k8s.io

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from cp import clock as clocks
-from cp import errors, quantity, selectors
+from cp import errors, objects, quantity, selectors
 from cp import resources as res
 
 METRICS_GROUP, METRICS_VERSION = "metrics.k8s.io", "v1beta1"
@@ -27,16 +27,8 @@ def _d(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _meta(obj: Obj) -> Mapping[str, Any]:
-    return _d(obj.get("metadata"))
-
-
 def _name(obj: Obj) -> str:
-    return str(_meta(obj).get("name") or "")
-
-
-def _labels(obj: Obj) -> dict[str, str]:
-    return {str(k): str(val) for k, val in _d(_meta(obj).get("labels")).items()}
+    return str(objects.meta_of(obj).get("name") or "")
 
 
 # ---------------------------------------------------------------------- quantities and names
@@ -156,10 +148,10 @@ def _request(container: Mapping[str, Any], resource: str) -> int:
 
 def load_for(pod: Obj, loads: Sequence[Obj]) -> Obj | None:
     """The PodLoad that selects `pod` (same namespace; the first by name)."""
-    ns = str(_meta(pod).get("namespace") or "")
-    labels = _labels(pod)
+    ns = str(objects.meta_of(pod).get("namespace") or "")
+    labels = objects.labels_of(pod)
     for load in sorted(loads, key=_name):
-        if str(_meta(load).get("namespace") or "") != ns:
+        if str(objects.meta_of(load).get("namespace") or "") != ns:
             continue
         try:
             sel = selectors.from_label_selector_object(_d(load.get("spec")).get("selector"))
@@ -223,7 +215,7 @@ def pod_custom_value(pod: Obj, metric: str, loads: Sequence[Obj]) -> str | None:
 
 
 def pod_metrics(pod: Obj, load: Obj | None, now: float) -> dict[str, Any]:
-    meta = _meta(pod)
+    meta = objects.meta_of(pod)
     out_meta: dict[str, Any] = {"name": meta.get("name", ""), "namespace": meta.get("namespace", ""),
                                 "creationTimestamp": clocks.rfc3339(now)}
     if meta.get("labels"):
@@ -243,7 +235,7 @@ def node_metrics(node: Obj, pods: Iterable[Obj], loads: Sequence[Obj], now: floa
         for _, u in container_usage(pod, load_for(pod, loads)):
             cpu += u["cpu"]
             mem += u["memory"]
-    meta = _meta(node)
+    meta = objects.meta_of(node)
     out_meta: dict[str, Any] = {"name": meta.get("name", ""), "creationTimestamp": clocks.rfc3339(now)}
     if meta.get("labels"):
         out_meta["labels"] = dict(meta["labels"])
