@@ -1,4 +1,4 @@
-"""cp/render.py: pure rendering (names, diffs, tables, histories, progress bars)."""
+"""cp/cli/render.py: pure rendering (names, diffs, tables, histories, progress bars)."""
 
 from __future__ import annotations
 
