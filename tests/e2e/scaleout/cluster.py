@@ -288,7 +288,7 @@ class Watcher:
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                     self.failures.append(f"{url}: {type(exc).__name__}")
                     self._server += 1  # the load balancer's job: another replica
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.05)  # the client's reconnect backoff (behaviour, not a wait for state)
 
     def _line(self, line: bytes) -> None:
         if not line.strip():
