@@ -14,7 +14,6 @@ import pytest
 from api import server as servers
 from controllers.runtime import client as clients
 from cp import cli
-
 from tests.cp.scheduling.explain.support import GPU, claim, device_class, gpus, node, pod, rslice, taint_rule
 
 CLAIMS = "resourceclaims.resource.k8s.io"

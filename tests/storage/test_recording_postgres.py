@@ -13,9 +13,8 @@ from typing import Any
 import asyncpg
 import pytest
 
-from storage import recording
 from cp import cli
-from storage import factory, ndjson
+from storage import factory, ndjson, recording
 from tests import recordings
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")

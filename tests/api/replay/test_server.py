@@ -14,10 +14,11 @@ import aiohttp
 import pytest
 
 from api import replay
+from cp import clock as clocks
 from storage import recording
 from storage import replay as replay_log
-from cp import clock as clocks
 from tests import recordings
+from tests.kubectl.conftest import KUBECTL
 
 WRITES = [("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "x"}}),
           ("PUT", "/api/v1/namespaces/default/configmaps/owner", {"metadata": {"name": "owner"}}),
@@ -356,11 +357,9 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
 # ---------------------------------------------------------------------------------- a real kubectl
 
 
+@pytest.mark.skipif(KUBECTL is None, reason="no kubectl in .venv/bin (make test fetches it)")
 async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.ReplayServer,
                                                              recorded: recordings.Recorded, tmp_path: Path) -> None:
-    kubectl = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"
-    if not kubectl.exists():
-        pytest.skip("no kubectl in .venv/bin (make test fetches it)")
     bob = recorded.timeline.rev("MODIFIED", "pods/shop/web", manager="bob")
     replayed.replayer.until_revision(bob - 1)
     home = tmp_path / "home"  # kubectl caches discovery under $HOME/.kube
@@ -368,7 +367,7 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
     env = {"KUBECONFIG": str(replayed.kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(home)}
 
     async def run(*argv: str) -> tuple[int, str, str]:
-        proc = await asyncio.create_subprocess_exec(str(kubectl), *argv, env=env, cwd=home,
+        proc = await asyncio.create_subprocess_exec(str(KUBECTL), *argv, env=env, cwd=home,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         return proc.returncode or 0, out.decode(), err.decode()

@@ -38,7 +38,7 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: recordings.Re
         assert proc.returncode is None, (tmp_path / "replay.err").read_text()
         target = ["--kubeconfig", str(kubeconfig)]
         code, out, _ = await cplane(capsys, "replay", "status", *target)
-        assert code == 0 and out.startswith(f"revision 0 (") and f"paused; {recorded.last} events left" in out
+        assert code == 0 and out.startswith("revision 0 (") and f"paused; {recorded.last} events left" in out
         code, out, _ = await cplane(capsys, "replay", "step", "3", *target)
         lines = out.splitlines()
         assert code == 0 and [line.split()[0] for line in lines[:3]] == ["1", "2", "3"]
@@ -57,7 +57,7 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: recordings.Re
         assert code == 0
 
         async def finished() -> bool:
-            code, out, _ = await cplane(capsys, "replay", "status", *target, "-o", "json")
+            _code, out, _ = await cplane(capsys, "replay", "status", *target, "-o", "json")
             return json.loads(out)["mode"] == "finished"
 
         await recordings.eventually(finished, what="the replay to finish")

