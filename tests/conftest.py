@@ -1,5 +1,6 @@
-"""Shared fixtures: an in-process API server on a fresh store, and an HTTP client for it; and, for
-every async test, a guard that fails the test if asyncio tasks it started are still pending."""
+"""Shared fixtures: an in-process API server on a fresh store, and an HTTP client for it; for every
+async test, a guard that fails the test if asyncio tasks it started are still pending; and for every
+test, structlog's configuration put back after it (the `cplane` entry points configure it)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import aiohttp
 import pytest
 import pytest_asyncio
+import structlog
 
 from api import server as servers
 
@@ -69,6 +71,14 @@ def _where(task: asyncio.Task[object]) -> str:
         chain.append(f"{code.co_qualname} {where}:{coro.cr_frame.f_lineno}")
         coro = coro.cr_await
     return f"{task.get_name()} ({_name(task)}{' at ' + ' > '.join(chain[1:]) if chain[1:] else ''})"
+
+
+@pytest.fixture(autouse=True)
+def _restore_structlog() -> Iterator[None]:
+    """CLI entry points configure structlog for their process; put the test process's config back."""
+    saved = structlog.get_config()
+    yield
+    structlog.configure(**saved)
 
 
 @pytest.fixture

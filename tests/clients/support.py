@@ -46,9 +46,10 @@ class Cluster(msgspec.Struct, kw_only=True):
 
 async def watch_until(session: aiohttp.ClientSession, path: str,
                       predicate: Callable[[dict[str, Any]], bool], *, what: str,
-                      params: dict[str, str] | None = None, timeout: float = 15.0) -> dict[str, Any]:
-    """Open a raw watch on `path` and return the first event for which `predicate(event)` holds."""
-    query = {"watch": "true", "timeoutSeconds": str(int(timeout) + 5), **(params or {})}
+                      params: dict[str, str] | None = None, within: float = 15.0) -> dict[str, Any]:
+    """Open a raw watch on `path` and return the first event for which `predicate(event)` holds
+    (within `within` seconds)."""
+    query = {"watch": "true", "timeoutSeconds": str(int(within) + 5), **(params or {})}
     seen: list[str] = []
 
     async def run() -> dict[str, Any]:
@@ -64,9 +65,9 @@ async def watch_until(session: aiohttp.ClientSession, path: str,
         raise AssertionError(f"watch on {path} ended before {what}; saw {seen}")
 
     try:
-        return await asyncio.wait_for(run(), timeout)
+        return await asyncio.wait_for(run(), within)
     except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}; saw {seen}") from None
+        raise AssertionError(f"timed out after {within}s waiting for {what}; saw {seen}") from None
 
 
 # ------------------------------------------------------------------------------------------ schemas

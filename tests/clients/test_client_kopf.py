@@ -159,7 +159,7 @@ async def test_kopf_operator(cluster: support.Cluster, tmp_path: Path, initial_s
 def kopf_event_body(uid: str) -> dict[str, Any]:
     """The Event body kopf 1.45 posts (kopf/_cogs/clients/events.py): no kind/apiVersion,
     generateName, and timestamps from `datetime.isoformat()` (`+00:00`, microseconds)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     return {
         "metadata": {"namespace": NS, "generateName": "kopf-event-"},
         "action": "Action", "reason": "Allocated", "message": "allocated gpu-0", "type": "Normal",

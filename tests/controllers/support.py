@@ -1,11 +1,10 @@
-"""Helpers for controller tests: bounded polling, settling the loop, and a fake API client that
+"""Helpers for controller tests: settling the loop (bounded polling is `tests.waiting.eventually`), and a fake API client that
 records writes (sample-controller's fixture, in Python)."""
 
 from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import itertools
 import uuid
 from collections.abc import Iterable, Mapping
@@ -19,12 +18,6 @@ from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors, patching
 from cp import resources as res
-from tests import waiting
-
-eventually = functools.partial(waiting.eventually, within=5.0)
-
-
-eventually_async = functools.partial(waiting.eventually, within=5.0)
 
 
 async def settle(rounds: int = 10) -> None:

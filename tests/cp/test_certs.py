@@ -46,7 +46,7 @@ def test_service_account_tokens_verify_and_expire() -> None:
     assert certs.verify_token(pub, token, now=NOW, issuer="someone-else") is None
     forged = certs.sign_token(other, {"iss": "me", "sub": "system:serviceaccount:ns:admin"})
     assert certs.verify_token(pub, forged, now=NOW, issuer="me") is None
-    head, body, sig = token.split(".")
+    head, _body, sig = token.split(".")
     tampered = certs.sign_token(key, {"iss": "me", "sub": "system:serviceaccount:ns:other"}).split(".")[1]
     assert certs.verify_token(pub, f"{head}.{tampered}.{sig}", now=NOW, issuer="me") is None
     for junk in ("", "a.b", "a.b.c", "...", "x" * 9000):

@@ -445,8 +445,8 @@ def test_replicaset_row() -> None:
 
 def test_replicaset_empty_selector_prints_none() -> None:
     rs = {"metadata": meta("r"), "spec": {"replicas": 0, "selector": {}}, "status": {}}
-    assert row(rs, group="apps", kind="ReplicaSet", now=NOW)[1:4] + [row(
-        rs, group="apps", kind="ReplicaSet", now=NOW)[7]] == [0, 0, 0, "<none>"]
+    printed = row(rs, group="apps", kind="ReplicaSet", now=NOW)
+    assert [*printed[1:4], printed[7]] == [0, 0, 0, "<none>"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -174,11 +174,11 @@ def admin_token(kubeconfig: Path) -> str:
                 if line.strip().startswith("token:"))
 
 
-async def _ready(path: Path) -> bool:
+def _ready(path: Path) -> bool:
     return path.exists() and "https://" in path.read_text()
 
 
-async def _ok(result) -> bool:  # noqa: ANN001
+async def _ok(result) -> bool:
     code, _, _ = await result
     return code == 0
 

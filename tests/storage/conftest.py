@@ -19,6 +19,7 @@ import asyncpg
 import pytest
 
 from storage import compaction, factory, log, memory, recording, replay, sql
+from tests.recordings import recorded as recorded  # a recorded run, for the recording-source tests
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("CPLANE_REQUIRE_PG") == "1"

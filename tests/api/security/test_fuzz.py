@@ -268,8 +268,8 @@ class Harness:
             async with session.request(req["method"], url, data=req["body"], headers=req["headers"],
                                        timeout=aiohttp.ClientTimeout(total=30)) as r:
                 status = r.status
-                streaming = status == 200 and "watch" in r.headers.get("Content-Type", "") or \
-                    r.headers.get("Transfer-Encoding") == "chunked" and req["method"] == "GET" and status == 200
+                streaming = (status == 200 and "watch" in r.headers.get("Content-Type", "")) or \
+                    (r.headers.get("Transfer-Encoding") == "chunked" and req["method"] == "GET" and status == 200)
                 raw = b"" if streaming or req["method"] == "HEAD" else await r.read()
         except (aiohttp.InvalidURL, ValueError) as exc:
             if not isinstance(exc, aiohttp.ClientResponseError):

@@ -31,8 +31,8 @@ from controllers import resourceclaim as rcc
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
-from tests.controllers.support import eventually_async
 from tests.controllers.workload_support import rollout_status
+from tests.waiting import eventually
 
 CLAIMS = "resourceclaims.resource.k8s.io"
 LABELS = {"app": "web"}
@@ -89,7 +89,7 @@ async def test_deployment_pods_get_claims_and_everything_goes_with_the_deploymen
         pods = await _items(client, "pods")
         return len(pods) == 3 and all((p.get("status") or {}).get("resourceClaimStatuses") for p in pods)
 
-    await eventually_async(claims_recorded, within=10, what="3 pods with their claims")
+    await eventually(claims_recorded, within=10, what="3 pods with their claims")
     pod_hash = deploy.compute_hash(d["spec"]["template"])
     (rs,) = await _items(client, "replicasets.apps")
     assert rs["metadata"]["name"] == f"web-{pod_hash}"
@@ -124,7 +124,7 @@ async def test_deployment_pods_get_claims_and_everything_goes_with_the_deploymen
         return (current.get("status") or {}).get("reservedFor") == [
             {"resource": "pods", "name": some_pod["metadata"]["name"], "uid": some_pod["metadata"]["uid"]}]
 
-    await eventually_async(reserved, what="claim reserved for its pod")
+    await eventually(reserved, what="claim reserved for its pod")
 
     await client.delete("deployments.apps", "web", namespace="default", propagation_policy="Background")
 
@@ -132,7 +132,7 @@ async def test_deployment_pods_get_claims_and_everything_goes_with_the_deploymen
         return not any([await _items(client, "replicasets.apps"), await _items(client, "pods"),
                         await _items(client, CLAIMS)])
 
-    await eventually_async(all_gone, within=10, what="replicasets, pods and claims collected")
+    await eventually(all_gone, within=10, what="replicasets, pods and claims collected")
 
 
 # ---------------------------------------------------------------------- rollout + kubectl
@@ -241,7 +241,7 @@ async def test_rolling_update_respects_surge_and_unavailability_and_kubectl_agre
     async for _ in _run(srv, ["replicaset", "deployment"]):
         async with _Kubelet(client):
             await client.create("deployments.apps", _deployment(3))
-            await eventually_async(lambda: _rolled_out(client), within=10, what="first rollout")
+            await eventually(lambda: _rolled_out(client), within=10, what="first rollout")
             code, out, err = await _kubectl(home, srv, "rollout", "status", "deployment/web", "--timeout=20s")
             assert code == 0, err
             assert 'deployment "web" successfully rolled out' in out
@@ -256,7 +256,7 @@ async def test_rolling_update_respects_surge_and_unavailability_and_kubectl_agre
                 code, out, err = await _kubectl(home, srv, "rollout", "status", "deployment/web", "--timeout=20s")
                 assert code == 0, err
                 assert out.strip().splitlines()[-1] == 'deployment "web" successfully rolled out'
-                await eventually_async(lambda: _rolled_out(client), what="second rollout observed")
+                await eventually(lambda: _rolled_out(client), what="second rollout observed")
             finally:
                 await observer.stop()
             assert observer.max_total_replicas <= 4  # replicas + maxSurge

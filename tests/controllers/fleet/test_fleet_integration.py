@@ -22,7 +22,8 @@ from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
 from tests.controllers.fleet.conftest import START, running_fleet
-from tests.controllers.support import eventually_async, settle
+from tests.controllers.support import settle
+from tests.waiting import eventually
 
 SLICES = "resourceslices.resource.k8s.io"
 LEASES = "leases.coordination.k8s.io"
@@ -57,7 +58,7 @@ async def _fleet_up(client: clients.Client, nodes: int = 2, slices: int = 4) -> 
         ready = [n for n in (await client.list("nodes")).items if _cond(n, "Ready").get("status") == "True"]
         leases = (await client.list(LEASES, namespace="kube-node-lease")).items
         return len(ready) == nodes and len(leases) == nodes and len((await client.list(SLICES)).items) == slices
-    await eventually_async(up, what="fleet up")
+    await eventually(up, what="fleet up")
 
 
 async def test_nodes_ready_with_leases_slices_and_classes(srv: servers.Running, client: clients.Client,
@@ -122,8 +123,8 @@ async def test_heartbeats_follow_the_clock_and_a_restart_rewrites_nothing(
 
         for step in range(1, 5):  # 10 s lease renewals; the status heartbeat every 40 s
             clock.advance(10)
-            await eventually_async(lambda s=step: renewed(START + 10 * s), what=f"lease renewal {step}")
-        await eventually_async(lambda: heartbeat(START + 40), what="status heartbeat")
+            await eventually(lambda s=step: renewed(START + 10 * s), what=f"lease renewal {step}")
+        await eventually(lambda: heartbeat(START + 40), what="status heartbeat")
         node = await client.get("nodes", "gpu-node-0")
         assert _cond(node, "Ready")["lastTransitionTime"] == clocks.rfc3339(START)
     history = await srv.event_log.history(group="coordination.k8s.io", resource="leases",
@@ -147,8 +148,8 @@ async def test_a_bound_pod_runs_with_one_status_write(srv: servers.Running, clie
         await _fleet_up(client)
         await client.create("pods", _pod("web", "gpu-node-1", initContainers=[
             {"name": "setup", "image": "busybox"}]))
-        await eventually_async(lambda: _phase(client, "web"), what="pod status")
-        await eventually_async(lambda: _is(client, "web", "Running"), what="pod running")
+        await eventually(lambda: _phase(client, "web"), what="pod status")
+        await eventually(lambda: _is(client, "web", "Running"), what="pod running")
         pod = await client.get("pods", "web", namespace="default")
         status = pod["status"]
         assert [(c["type"], c["status"]) for c in status["conditions"]] == [
@@ -170,7 +171,7 @@ async def test_a_bound_pod_runs_with_one_status_write(srv: servers.Running, clie
         assert await _pod_writes(srv, "web") == ["ADDED", "kubelet"]
 
         await client.create("pods", _pod("web-2", "gpu-node-1"))
-        await eventually_async(lambda: _is(client, "web-2", "Running"), what="second pod running")
+        await eventually(lambda: _is(client, "web-2", "Running"), what="second pod running")
         second = await client.get("pods", "web-2", namespace="default")
         assert second["status"]["podIP"] != status["podIP"]
 
@@ -195,7 +196,7 @@ async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
             p = await client.get("pods", "trainer", namespace="default")
             states = [cs["state"] for cs in p["status"].get("containerStatuses") or []]
             return states == [{"waiting": {"reason": "ContainerCreating"}}]
-        await eventually_async(creating, what="ContainerCreating")
+        await eventually(creating, what="ContainerCreating")
         clock.advance(5)
         await settle(50)
         pending = await client.get("pods", "trainer", namespace="default")
@@ -217,7 +218,7 @@ async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
         reserved = [{"resource": "pods", "name": "trainer", "uid": pod["metadata"]["uid"]}]
         await client.patch(CLAIMS, "gpu-and-nic", {"status": {"reservedFor": reserved}}, namespace="default",
                            subresource="status")
-        await eventually_async(lambda: _is(client, "trainer", "Running"), what="running after reservation")
+        await eventually(lambda: _is(client, "trainer", "Running"), what="running after reservation")
 
         claim = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
         by_device = {d["device"]: d for d in claim["status"]["devices"]}
@@ -245,15 +246,15 @@ async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
         async def stopped() -> bool:
             p = await client.get("pods", "trainer", namespace="default")
             return all("terminated" in cs["state"] for cs in p["status"]["containerStatuses"])
-        await eventually_async(stopped, what="containers terminated")
+        await eventually(stopped, what="containers terminated")
         assert await _phase(client, "trainer") == "Succeeded"
         clock.advance(1)
-        await eventually_async(lambda: _is(client, "trainer", "<gone>"), what="pod deleted")
+        await eventually(lambda: _is(client, "trainer", "<gone>"), what="pod deleted")
 
         async def unprepared() -> bool:
             c = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
             return not c["status"].get("devices")
-        await eventually_async(unprepared, what="claim un-prepared")
+        await eventually(unprepared, what="claim un-prepared")
         claim = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
         assert claim["metadata"]["resourceVersion"] != prepared_rv
 
@@ -265,7 +266,7 @@ async def test_template_claims_are_resolved_through_the_pod_status(
         pod = await client.create("pods", _pod("tpl", "gpu-node-0", resourceClaims=[
             {"name": "gpu", "resourceClaimTemplateName": "one-gpu"}]))
         uid = pod["metadata"]["uid"]
-        await eventually_async(lambda: _is(client, "tpl", "Pending"), what="pending")
+        await eventually(lambda: _is(client, "tpl", "Pending"), what="pending")
         claim = await client.create(CLAIMS, {
             "metadata": {"name": "tpl-gpu-x1y2z", "namespace": "default", "ownerReferences": [
                 {"apiVersion": "v1", "kind": "Pod", "name": "tpl", "uid": uid, "controller": True,
@@ -280,7 +281,7 @@ async def test_template_claims_are_resolved_through_the_pod_status(
         assert await _phase(client, "tpl") == "Pending"  # the pod does not name its claim yet
         await client.patch("pods", "tpl", {"status": {"resourceClaimStatuses": [
             {"name": "gpu", "resourceClaimName": "tpl-gpu-x1y2z"}]}}, namespace="default", subresource="status")
-        await eventually_async(lambda: _is(client, "tpl", "Running"), what="running")
+        await eventually(lambda: _is(client, "tpl", "Running"), what="running")
         prepared = await client.get(CLAIMS, "tpl-gpu-x1y2z", namespace="default")
         assert [d["device"] for d in prepared["status"]["devices"]] == ["gpu-3"]
 
@@ -293,14 +294,14 @@ async def test_run_seconds_completes_a_pod_on_the_clock(srv: servers.Running, cl
                                          metadata={"annotations": {objs.RUN_SECONDS: "30"}}))
         await client.create("pods", _pod("fails", "gpu-node-0", restartPolicy="Never",
                                          metadata={"annotations": {objs.RUN_SECONDS: "30", objs.EXIT_CODE: "3"}}))
-        await eventually_async(lambda: _is(client, "job", "Running"), what="running")
-        await eventually_async(lambda: _is(client, "fails", "Running"), what="running")
+        await eventually(lambda: _is(client, "job", "Running"), what="running")
+        await eventually(lambda: _is(client, "fails", "Running"), what="running")
         clock.advance(29)
         await settle(50)
         assert await _phase(client, "job") == "Running"
         clock.advance(1)
-        await eventually_async(lambda: _is(client, "job", "Succeeded"), what="succeeded")
-        await eventually_async(lambda: _is(client, "fails", "Failed"), what="failed")
+        await eventually(lambda: _is(client, "job", "Succeeded"), what="succeeded")
+        await eventually(lambda: _is(client, "fails", "Failed"), what="failed")
         done = await client.get("pods", "job", namespace="default")
         term = done["status"]["containerStatuses"][0]["state"]["terminated"]
         assert term["exitCode"] == 0 and term["reason"] == "Completed"
@@ -321,10 +322,10 @@ async def test_deleting_a_node_deletes_its_pods(srv: servers.Running, client: cl
             await client.create("pods", _pod(f"p{i}", "gpu-node-0"))
         await client.create("pods", _pod("other", "gpu-node-1"))
         for i in range(3):
-            await eventually_async(lambda i=i: _is(client, f"p{i}", "Running"), what="running")
+            await eventually(lambda i=i: _is(client, f"p{i}", "Running"), what="running")
         await client.delete("nodes", "gpu-node-0")
         for i in range(3):
-            await eventually_async(lambda i=i: _is(client, f"p{i}", "<gone>"), what="pod collected")
+            await eventually(lambda i=i: _is(client, f"p{i}", "<gone>"), what="pod collected")
         assert (await _pod_writes(srv, "p0"))[-2:] == ["pod-garbage-collector", "DELETED"]
         assert await _phase(client, "other") == "Running"
         clock.advance(60)  # the deleted node stays deleted; the other keeps its heartbeat
@@ -341,14 +342,14 @@ async def test_nodes_made_by_hand_get_a_kubelet_unless_opted_out(
     async with running_fleet(srv, clock, None):
         async def ready() -> bool:
             return _cond(await client.get("nodes", "hand-made"), "Ready").get("status") == "True"
-        await eventually_async(ready, what="hand-made node Ready")
+        await eventually(ready, what="hand-made node Ready")
         node = await client.get("nodes", "hand-made")
         assert node["status"]["allocatable"]["pods"] == "110"
         assert node["status"]["nodeInfo"]["kubeletVersion"] == "v1.37.0"
         await client.get(LEASES, "hand-made", namespace="kube-node-lease")
         await client.create("pods", _pod("on-hand-made", "hand-made"))
         await client.create("pods", _pod("on-real", "real"))
-        await eventually_async(lambda: _is(client, "on-hand-made", "Running"), what="running")
+        await eventually(lambda: _is(client, "on-hand-made", "Running"), what="running")
         node = await client.get("nodes", "hand-made")
         assert node["spec"]["podCIDR"] == "10.244.1.0/24"  # a free block, kept in the Node
         assert {"type": "InternalIP", "address": "172.18.0.3"} in node["status"]["addresses"]
@@ -373,7 +374,7 @@ async def test_slices_edited_or_deleted_by_others_are_republished(
                 return bool(await client.get(SLICES, "gpu-node-0-nic.example.com"))
             except errors.NotFound:
                 return False
-        await eventually_async(back, what="deleted slice recreated")
+        await eventually(back, what="deleted slice recreated")
         edited = await client.get(SLICES, "gpu-node-1-gpu.example.com")
         edited["spec"]["devices"] = edited["spec"]["devices"][:1]
         await client.update(SLICES, edited)
@@ -381,6 +382,6 @@ async def test_slices_edited_or_deleted_by_others_are_republished(
         async def restored() -> bool:
             s = await client.get(SLICES, "gpu-node-1-gpu.example.com")
             return len(s["spec"]["devices"]) == 4
-        await eventually_async(restored, what="edited slice restored")
+        await eventually(restored, what="edited slice restored")
         restored_slice = await client.get(SLICES, "gpu-node-1-gpu.example.com")
         assert restored_slice["spec"]["pool"]["generation"] == 2

@@ -17,7 +17,7 @@ from api import server as servers
 from controllers import registry
 from controllers.runtime import client as clients
 from cp import errors
-from tests.controllers.support import eventually_async
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -77,7 +77,7 @@ async def test_background_deletion_collects_dependents(client: clients.Client) -
         await _cm(client, f"dep{i}", owners=[_ref(owner)])
     await _cm(client, "shared", owners=[_ref(owner), _ref(bystander)])
     await client.delete("deployments.apps", "web", namespace="default", propagation_policy="Background")
-    await eventually_async(lambda: _only(client, {"bystander", "shared"}), what="dependents collected")
+    await eventually(lambda: _only(client, {"bystander", "shared"}), what="dependents collected")
     shared = await client.get("configmaps", "shared", namespace="default")
     assert shared["metadata"]["ownerReferences"] == [_ref(bystander)]  # the dangling ref is dropped
 
@@ -103,7 +103,7 @@ async def test_foreground_deletion_removes_dependents_first(client: clients.Clie
         resp = await client.delete("configmaps", "owner", namespace="default", propagation_policy="Foreground")
         assert resp["metadata"]["finalizers"] == ["foregroundDeletion"]
         # the blocking dependent with its own finalizer holds the owner
-        await eventually_async(lambda: _only(client, {"owner", "held"}), what="free dependents deleted")
+        await eventually(lambda: _only(client, {"owner", "held"}), what="free dependents deleted")
         owner_now = await client.get("configmaps", "owner", namespace="default")
         assert owner_now["metadata"]["deletionTimestamp"] and owner_now["metadata"]["finalizers"] == [
             "foregroundDeletion"]
@@ -126,7 +126,7 @@ async def test_orphan_deletion_keeps_dependents(client: clients.Client) -> None:
     await _cm(client, "solo", owners=[_ref(owner)])
     await _cm(client, "both", owners=[_ref(owner), _ref(other)])
     await client.delete("configmaps", "owner", namespace="default", propagation_policy="Orphan")
-    await eventually_async(lambda: _gone(client, "configmaps", "owner"), what="owner deleted")
+    await eventually(lambda: _gone(client, "configmaps", "owner"), what="owner deleted")
     solo = await client.get("configmaps", "solo", namespace="default")
     both = await client.get("configmaps", "both", namespace="default")
     assert "ownerReferences" not in solo["metadata"]
@@ -142,4 +142,4 @@ async def test_dependents_of_vanished_owners_are_collected(client: clients.Clien
     current = await _cm(client, "reborn")
     stale = dict(_ref(current), uid="11111111-1111-1111-1111-111111111111")
     await _cm(client, "stale", owners=[stale])
-    await eventually_async(lambda: _only(client, {"reborn"}), what="dangling dependents collected")
+    await eventually(lambda: _only(client, {"reborn"}), what="dangling dependents collected")

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import json
 import time
 from collections.abc import AsyncIterator
@@ -20,13 +19,10 @@ from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
 from cp import errors
-from tests import waiting
+from tests.waiting import eventually
 
 DEPLOYMENTS = "deployments.apps"
 CLOCK_PATH = "/apis/sim.cplane.dev/v1alpha1/clocks/cluster"
-
-
-eventually = functools.partial(waiting.eventually, within=5.0)
 
 
 @dataclass

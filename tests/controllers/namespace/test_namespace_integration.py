@@ -18,7 +18,7 @@ from api import server as servers
 from controllers import registry
 from controllers.runtime import client as clients
 from cp import errors
-from tests.controllers.support import eventually_async
+from tests.waiting import eventually
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ async def test_deleting_a_namespace_empties_and_removes_it(client: clients.Clien
     await _fill(client, "app")
     await _fill(client, "neighbour")
     await client.delete("namespaces", "app")
-    await eventually_async(lambda: _gone(client, "app"), what="namespace removed")
+    await eventually(lambda: _gone(client, "app"), what="namespace removed")
     for resource in ("configmaps", "pods", "leases.coordination.k8s.io"):
         assert (await client.list(resource, namespace="app")).items == []
         assert (await client.list(resource, namespace="neighbour")).items != []
@@ -76,7 +76,7 @@ async def test_finalizer_on_content_holds_the_namespace(client: clients.Client) 
         conds = _conditions(await client.get("namespaces", "app"))
         return conds.get("NamespaceFinalizersRemaining") == ("True", "SomeFinalizersRemain")
 
-    await eventually_async(reports_the_holdout, what="conditions")
+    await eventually(reports_the_holdout, what="conditions")
     ns = await client.get("namespaces", "app")
     assert ns["status"]["phase"] == "Terminating"
     assert _conditions(ns)["NamespaceContentRemaining"] == ("True", "SomeResourcesRemain")
@@ -85,4 +85,4 @@ async def test_finalizer_on_content_holds_the_namespace(client: clients.Client) 
         await client.create("configmaps", {"metadata": {"name": "late", "namespace": "app"}})
     # The holdout goes: its deletion event brings the controller back without waiting ~8.5 s.
     await client.patch("configmaps", "held", {"metadata": {"finalizers": None}}, namespace="app")
-    await eventually_async(lambda: _gone(client, "app"), within=3, what="namespace removed")
+    await eventually(lambda: _gone(client, "app"), within=3, what="namespace removed")

@@ -17,7 +17,7 @@ import pytest
 from api import server as servers
 from controllers import registry
 from controllers.runtime import client as clients
-from tests.controllers.support import eventually_async
+from tests.waiting import eventually
 
 LABELS = {"app": "web"}
 
@@ -60,10 +60,10 @@ async def _scale(client: clients.Client, name: str, replicas: int) -> None:
 @pytest.mark.usefixtures("controllers")
 async def test_replicaset_scales_0_3_1_0(client: clients.Client) -> None:
     rs = await client.create("replicasets.apps", _rs("web", 0))
-    await eventually_async(lambda: _settled(client, "web", 0), what="observed at 0")
+    await eventually(lambda: _settled(client, "web", 0), what="observed at 0")
 
     await _scale(client, "web", 3)
-    await eventually_async(lambda: _settled(client, "web", 3), what="3 pods")
+    await eventually(lambda: _settled(client, "web", 3), what="3 pods")
     pods = await _pods(client)
     owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web", "uid": rs["metadata"]["uid"],
              "controller": True, "blockOwnerDeletion": True}
@@ -76,9 +76,9 @@ async def test_replicaset_scales_0_3_1_0(client: clients.Client) -> None:
     assert status["fullyLabeledReplicas"] == 3 and "readyReplicas" not in status
 
     await _scale(client, "web", 1)
-    await eventually_async(lambda: _settled(client, "web", 1), what="1 pod")
+    await eventually(lambda: _settled(client, "web", 1), what="1 pod")
     await _scale(client, "web", 0)
-    await eventually_async(lambda: _settled(client, "web", 0), what="0 pods")
+    await eventually(lambda: _settled(client, "web", 0), what="0 pods")
 
     events = (await client.list("events", namespace="default")).items
     created = [e for e in events if e["reason"] == "SuccessfulCreate"]
@@ -90,6 +90,6 @@ async def test_replicaset_scales_0_3_1_0(client: clients.Client) -> None:
 @pytest.mark.usefixtures("controllers")
 async def test_burst_creation_makes_exactly_the_replicas(client: clients.Client) -> None:
     await client.create("replicasets.apps", _rs("big", 1000))
-    await eventually_async(lambda: _settled(client, "big", 1000), within=30, what="1000 pods")
+    await eventually(lambda: _settled(client, "big", 1000), within=30, what="1000 pods")
     # the informer saw every pod before the controller looked again: no extra creates
     assert len(await _pods(client)) == 1000

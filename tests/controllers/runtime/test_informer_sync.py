@@ -20,7 +20,7 @@ from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors
 from cp import resources as res
-from tests.controllers.support import eventually
+from tests.waiting import eventually
 
 CONFIGMAPS = clients.resolve("configmaps")
 

@@ -20,7 +20,7 @@ from controllers.runtime import leaderelection as elections
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
-from tests.controllers.support import eventually
+from tests.waiting import eventually
 
 LEASES = "leases.coordination.k8s.io"
 
@@ -35,15 +35,21 @@ async def advance_until(clock: clocks.VirtualClock, predicate: Callable[[], obje
     """Move virtual time in steps (letting HTTP round trips finish in between) until `predicate`
     holds; returns the virtual seconds it took. `check` runs after every step (invariants)."""
     start = clock.now()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while not predicate():
-        if clock.now() - start > limit or loop.time() > deadline:
+    stepped = False
+
+    def reached() -> bool:
+        nonlocal stepped
+        if stepped and check is not None:
+            check()
+        if predicate():
+            return True
+        if clock.now() - start > limit:
             raise AssertionError(f"not reached after {clock.now() - start:.2f} virtual seconds")
         clock.advance(step)
-        await asyncio.sleep(0.01)
-        if check is not None:
-            check()
+        stepped = True
+        return False
+
+    await eventually(reached, within=20, what=f"the condition within {limit} virtual seconds")
     return clock.now() - start
 
 

@@ -17,7 +17,8 @@ from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
-from tests.controllers.support import FakeClient, cm, eventually, settle
+from tests.controllers.support import FakeClient, cm, settle
+from tests.waiting import eventually
 
 
 class Script:

@@ -20,6 +20,7 @@ from controllers import registry, scheduler
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
+from tests.controllers.scheduler.support import eventually
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 
@@ -83,15 +84,15 @@ class Cluster:
         return True
 
     async def settle(self, within: float = 10.0) -> None:
-        """Wait (bounded, real time) until every queue has been idle for a few polls in a row."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
+        """Wait (bounded, real time) until every queue is idle now and on the next 5 polls."""
         quiet = 0
-        while quiet < 5:
-            if loop.time() > deadline:
-                raise AssertionError("controllers did not settle")
-            await asyncio.sleep(0.01)
+
+        def calm() -> bool:
+            nonlocal quiet
             quiet = quiet + 1 if self.idle() else 0
+            return quiet > 5
+
+        await eventually(calm, within=within, what="the controllers to settle")
 
 
 StartCluster = Callable[..., Awaitable[Cluster]]
@@ -141,7 +142,6 @@ async def start_cluster(srv: servers.Running, clock: clocks.VirtualClock) -> Asy
 
 async def wait_fleet(client: clients.Client, fleet: fleets.Fleet) -> None:
     """Until every Node of the fleet, a slice for each node with drivers and the classes exist."""
-    from tests.controllers.scheduler.support import eventually
     with_devices = sum(p.count for p in fleet.node_pools if p.drivers)
 
     async def up() -> bool:

@@ -23,7 +23,7 @@ from api import server as servers
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from tests.controllers.scheduler import support as s
-from tests.controllers.scheduler.conftest import EXTENDED_GPU, StartCluster
+from tests.controllers.scheduler.conftest import EXTENDED_GPU, Cluster, StartCluster
 
 NOT_HELPFUL = "preemption: 0/{n} nodes are available: {n} Preemption is not helpful for scheduling."
 
@@ -112,13 +112,30 @@ async def test_unschedulable_pod_reports_and_does_not_spin(client: clients.Clien
     # Unrelated churn (a pod without claims comes and goes) moves it back at most a couple of
     # times; with nothing happening it is not retried at all.
     clock.advance(30)
-    await asyncio.sleep(0.2)
+    await _fleet_caught_up(client, cluster, at=clock.now())
     await cluster.settle()
     assert cluster.scheduler.stats.attempts == attempts
     pod = await client.get("pods", "big", namespace="default")
     assert not pod["spec"].get("nodeName") and pod["status"]["phase"] == "Pending"
     claim = await s.pod_claim(client, "big")
     assert "allocation" not in (claim.get("status") or {})
+
+
+async def _fleet_caught_up(client: clients.Client, cluster: Cluster, *, at: float) -> None:
+    """Until the churn a clock move brings has happened and reached the scheduler: every node's
+    Lease renewed at `at` by the fleet's kubelets, every queue idle (the fleet's status heartbeats
+    posted), and the scheduler's node informer holding every Node as the server has it."""
+    renewed = clocks.rfc3339_micro(at)
+
+    async def caught_up() -> bool:
+        leases = (await client.list("leases.coordination.k8s.io", namespace="kube-node-lease")).items
+        if not leases or any(lease["spec"].get("renewTime") != renewed for lease in leases) or not cluster.idle():
+            return False
+        seen = {n["metadata"]["name"]: n["metadata"]["resourceVersion"] for n in cluster.scheduler.nodes.cache}
+        nodes = (await client.list("nodes")).items
+        return all(seen.get(n["metadata"]["name"]) == n["metadata"]["resourceVersion"] for n in nodes)
+
+    await s.eventually(caught_up, what=f"the fleet's heartbeats at {renewed}, seen by the scheduler")
 
 
 async def test_deleting_pods_frees_devices_for_the_next_ones(client: clients.Client, clock: clocks.VirtualClock,

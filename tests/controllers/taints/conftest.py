@@ -15,6 +15,7 @@ from controllers import health, taint_evictor
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
+from tests.waiting import eventually
 
 START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, a whole second: timeAdded truncation is exact
 
@@ -59,16 +60,15 @@ class Running:
         return True
 
     async def settle(self, within: float = 5.0) -> None:
-        """Wait (bounded, real time) until every informer has delivered what the server has and
-        every queue is idle, twice in a row."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
+        """Wait (bounded, real time) until every queue is idle now and on the next 3 polls."""
         quiet = 0
-        while quiet < 3:
-            if loop.time() > deadline:
-                raise AssertionError("controllers did not settle")
-            await asyncio.sleep(0.01)
+
+        def calm() -> bool:
+            nonlocal quiet
             quiet = quiet + 1 if self.idle() else 0
+            return quiet > 3
+
+        await eventually(calm, within=within, what="the controllers to settle")
 
 
 StartControllers = Callable[..., Awaitable[Running]]

@@ -4,19 +4,15 @@ whose allocation and reservedFor are written through the status subresource, and
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from controllers.runtime import client as clients
 from cp import errors
-from tests import waiting
+from tests.waiting import eventually as eventually  # re-exported: `s.eventually(...)` in the taint tests
 
 DRIVER = "gpu.example.com"
 CLASS = "gpu.example.com"
-
-
-eventually = functools.partial(waiting.eventually, within=5.0)
 
 
 async def namespace(client: clients.Client, name: str) -> None:

@@ -10,6 +10,7 @@ Out of scope: each step's details (the other tests in this directory and each co
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -94,20 +95,17 @@ async def test_unhealthy_gpu_is_tainted_and_the_workload_moves(client: clients.C
 
     await s.eventually(evicted, what="the pod evicted")
 
-    # The fleet's kubelet finishes the graceful deletion on the clock; move it a second at a time
-    # (bounded) until the replacement runs.
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 15
-    second: dict[str, Any] | None = None
-    while second is None:
-        assert loop.time() < deadline, "no replacement pod running"
-        clock.advance(1)
-        for _ in range(20):
-            running = [p for p in await _running_pods(client) if p["metadata"]["uid"] != first["metadata"]["uid"]]
-            if running:
-                second = running[0]
-                break
-            await asyncio.sleep(0.01)
+    # The fleet's kubelet finishes the graceful deletion on the clock; move it a second every 20
+    # polls (bounded) until the replacement runs.
+    polls = itertools.count()
+
+    async def replacement() -> dict[str, Any] | None:
+        if next(polls) % 20 == 0:
+            clock.advance(1)
+        running = [p for p in await _running_pods(client) if p["metadata"]["uid"] != first["metadata"]["uid"]]
+        return running[0] if running else None
+
+    second = await s.eventually(replacement, within=15, what="a replacement pod running")
     assert await _device_of(client, second) != bad
 
     clock.advance(10)

@@ -14,9 +14,9 @@ from typing import Any
 
 from api import server as servers
 from controllers import health
-from cp.cli import device as health_cli
 from controllers.runtime import client as clients
 from cp import clock as clocks
+from cp.cli import device as health_cli
 from tests.controllers.taints import support as s
 from tests.controllers.taints.conftest import START, StartControllers
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from controllers import health
-from cp.cli import device as health_cli
 from controllers import taint_evictor as te
 from controllers.runtime import reconcile
+from cp.cli import device as health_cli
 from tests.controllers.support import seeded_informers
 from tests.controllers.taints.fakes import CLAIMS, DRIVER, NOW, PODS, RULES, Fake, claim, pod, ts
 

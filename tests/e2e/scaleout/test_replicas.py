@@ -77,7 +77,7 @@ async def test_writes_through_one_replica_reach_watches_on_the_other_in_order_wi
             # 4 concurrent writers: group-committed batches, not only one write at a time
             await asyncio.gather(*(writer(n * 50, 50) for n in range(4)))
             watcher.stop_at(max(acked))
-            await watcher.wait(timeout=10)
+            await watcher.wait(within=10)
         finally:
             watching.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -15,7 +15,7 @@ import aiohttp
 import pytest
 
 from cp import cli
-from tests.replay import support
+from tests import recordings
 
 
 async def cplane(capsys: Any, *argv: str) -> tuple[int, str, str]:
@@ -25,7 +25,7 @@ async def cplane(capsys: Any, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def test_replay_command_end_to_end(tmp_path: Path, recorded: support.Recorded, capsys: Any) -> None:
+async def test_replay_command_end_to_end(tmp_path: Path, recorded: recordings.Recorded, capsys: Any) -> None:
     kubeconfig = tmp_path / "replay.kubeconfig"
     err_file = (tmp_path / "replay.err").open("wb")
     proc = await asyncio.create_subprocess_exec(
@@ -33,12 +33,12 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: support.Recor
         "--kubeconfig", str(kubeconfig), "--fork", "--controllers", "garbage-collector",
         stdout=asyncio.subprocess.DEVNULL, stderr=err_file)
     try:
-        await support.eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30,
+        await recordings.eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30,
                                  what="the replay server's kubeconfig")
         assert proc.returncode is None, (tmp_path / "replay.err").read_text()
         target = ["--kubeconfig", str(kubeconfig)]
         code, out, _ = await cplane(capsys, "replay", "status", *target)
-        assert code == 0 and out.startswith(f"revision 0 (") and f"paused; {recorded.last} events left" in out
+        assert code == 0 and out.startswith("revision 0 (") and f"paused; {recorded.last} events left" in out
         code, out, _ = await cplane(capsys, "replay", "step", "3", *target)
         lines = out.splitlines()
         assert code == 0 and [line.split()[0] for line in lines[:3]] == ["1", "2", "3"]
@@ -57,10 +57,10 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: support.Recor
         assert code == 0
 
         async def finished() -> bool:
-            code, out, _ = await cplane(capsys, "replay", "status", *target, "-o", "json")
+            _code, out, _ = await cplane(capsys, "replay", "status", *target, "-o", "json")
             return json.loads(out)["mode"] == "finished"
 
-        await support.eventually(finished, what="the replay to finish")
+        await recordings.eventually(finished, what="the replay to finish")
         # Fork: the server becomes writable and the garbage collector starts in-process.
         code, out, _ = await cplane(capsys, "replay", "fork", *target)
         assert code == 0 and f"forked at {recorded.last}" in out
@@ -77,7 +77,7 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: support.Recor
                 async with http.get("/api/v1/namespaces/default/configmaps/orphan") as r:
                     return r.status == 404
 
-            await support.eventually(collected, within=20, what="the GC on the fork")
+            await recordings.eventually(collected, within=20, what="the GC on the fork")
         code, _, err = await cplane(capsys, "replay", "step", *target)
         assert code == 1 and "forked at revision" in err
     finally:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from cp.scheduling import explain_text as render
 from cp.scheduling import explain
+from cp.scheduling import explain_text as render
 
 from .support import claim, gpus, node, node_view, pod, request, rslice, snapshot, why
 

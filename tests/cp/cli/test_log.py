@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from cp.cli import log as log_command
+from controllers.runtime import client as clients
 from cp import cli
-from tests.replay import support
+from cp.cli import log as log_command
+from tests import recordings
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -26,7 +27,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture(params=["file", "data-dir"])
-def source(request: pytest.FixtureRequest, recorded: support.Recorded) -> list[str]:
+def source(request: pytest.FixtureRequest, recorded: recordings.Recorded) -> list[str]:
     """The same recording as `-f run.ndjson` and as `--data-dir live`."""
     if request.param == "file":
         return ["-f", str(recorded.ndjson)]
@@ -41,7 +42,7 @@ def _digest(path: Path) -> str:
 
 
 def test_show_prints_the_state_at_a_revision_like_kubectl(capsys: Any, source: list[str],
-                                                          recorded: support.Recorded) -> None:
+                                                          recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     at = tl.rev("ADDED", "configmaps/default/dependent")
     code, out, err = run(capsys, "log", "show", *source, "--at", str(at))
@@ -59,7 +60,7 @@ def test_show_prints_the_state_at_a_revision_like_kubectl(capsys: Any, source: l
     assert out.splitlines()[1].startswith("web ")
 
 
-def test_show_yaml_json_name_and_at_time(capsys: Any, source: list[str], recorded: support.Recorded) -> None:
+def test_show_yaml_json_name_and_at_time(capsys: Any, source: list[str], recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     at = tl.rev("MODIFIED", "configmaps/shop/cfg", manager="bob")
     code, out, _ = run(capsys, "log", "show", *source, "--at", str(at), "configmaps", "-o", "json")
@@ -87,7 +88,7 @@ def test_show_yaml_json_name_and_at_time(capsys: Any, source: list[str], recorde
 
 
 def test_history_lists_every_version_with_actor_and_diff(capsys: Any, source: list[str],
-                                                         recorded: support.Recorded) -> None:
+                                                         recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     versions = tl.of("pods/shop/web")
     code, out, err = run(capsys, "log", "history", *source, "pods/web", "-n", "shop")
@@ -117,7 +118,7 @@ def test_history_lists_every_version_with_actor_and_diff(capsys: Any, source: li
 # ---------------------------------------------------------------------------------- diff
 
 
-def test_diff_between_two_revisions(capsys: Any, source: list[str], recorded: support.Recorded) -> None:
+def test_diff_between_two_revisions(capsys: Any, source: list[str], recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     r1, r2 = tl.rev("ADDED", "namespaces/shop"), tl.rev("MODIFIED", "namespaces/shop", manager="alice-cli")
     code, out, err = run(capsys, "log", "diff", *source, str(r1), str(r2))
@@ -138,7 +139,7 @@ def test_diff_between_two_revisions(capsys: Any, source: list[str], recorded: su
     assert code == 1 and err.count("\n") == 1 and "give two revisions" in err
 
 
-def test_diff_against_itself_finds_no_change(capsys: Any, recorded: support.Recorded) -> None:
+def test_diff_against_itself_finds_no_change(capsys: Any, recorded: recordings.Recorded) -> None:
     code, out, err = run(capsys, "log", "diff", "-f", str(recorded.ndjson), "--against", str(recorded.data_dir),
                          "-o", "json")
     assert code == 0, err
@@ -150,7 +151,7 @@ def test_diff_against_itself_finds_no_change(capsys: Any, recorded: support.Reco
 # ---------------------------------------------------------------------------------- events
 
 
-def test_events_filters(capsys: Any, source: list[str], recorded: support.Recorded) -> None:
+def test_events_filters(capsys: Any, source: list[str], recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     code, out, err = run(capsys, "log", "events", *source)
     assert code == 0, err
@@ -181,7 +182,7 @@ def test_events_filters(capsys: Any, source: list[str], recorded: support.Record
     assert code == 0 and "No events match." in err
 
 
-def test_events_ndjson_is_the_export_format(capsys: Any, recorded: support.Recorded) -> None:
+def test_events_ndjson_is_the_export_format(capsys: Any, recorded: recordings.Recorded) -> None:
     code, out, _ = run(capsys, "log", "events", "-f", str(recorded.ndjson), "-o", "ndjson")
     assert code == 0 and out.encode() == recorded.ndjson.read_bytes()
 
@@ -198,9 +199,9 @@ async def test_follow_prints_new_events_of_a_live_log(tmp_path: Path) -> None:
         stop = asyncio.Event()
         out = io.BytesIO()
         task = asyncio.ensure_future(log_command.log_events(args, stop=stop, out=out))
-        async with support.clients.Client(live.url, user_agent="late/1.0") as client:
+        async with clients.Client(live.url, user_agent="late/1.0") as client:
             await client.create("configmaps", {"metadata": {"name": "late", "namespace": "default"}})
-        await support.eventually(lambda: b'"late"' in out.getvalue(), what="the followed event")
+        await recordings.eventually(lambda: b'"late"' in out.getvalue(), what="the followed event")
         stop.set()
         assert await asyncio.wait_for(task, 5) == 0
         lines = [json.loads(x) for x in out.getvalue().splitlines()]
@@ -210,7 +211,7 @@ async def test_follow_prints_new_events_of_a_live_log(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------- bad sources
 
 
-def _bad_sources(tmp: Path, recorded: support.Recorded) -> dict[str, tuple[list[str], str]]:
+def _bad_sources(tmp: Path, recorded: recordings.Recorded) -> dict[str, tuple[list[str], str]]:
     good = recorded.ndjson.read_bytes()
     truncated = tmp / "truncated.ndjson"
     truncated.write_bytes(good[: len(good) - 40])
@@ -246,7 +247,7 @@ def _bad_sources(tmp: Path, recorded: support.Recorded) -> dict[str, tuple[list[
 @pytest.mark.parametrize("case", ["truncated", "yaml", "array", "empty", "foreign-sqlite", "foreign-url",
                                   "dir-without-db", "missing", "reordered"])
 def test_bad_sources_give_one_error_line_and_write_nothing(capsys: Any, tmp_path: Path,
-                                                           recorded: support.Recorded, case: str) -> None:
+                                                           recorded: recordings.Recorded, case: str) -> None:
     cases = _bad_sources(tmp_path, recorded)
     argv, message = cases[case]
     before = {p.name: _digest(p) for p in tmp_path.rglob("*") if p.is_file()}
@@ -263,7 +264,7 @@ def test_bad_sources_give_one_error_line_and_write_nothing(capsys: Any, tmp_path
     assert code == 1 and err.count("\n") == 1 and message in err
 
 
-def test_revisions_and_names_out_of_range(capsys: Any, source: list[str], recorded: support.Recorded) -> None:
+def test_revisions_and_names_out_of_range(capsys: Any, source: list[str], recorded: recordings.Recorded) -> None:
     code, _, err = run(capsys, "log", "show", *source, "--at", str(recorded.last + 1))
     assert code == 1 and err == (f"cplane log show: revision {recorded.last + 1} is out of range: "
                                  f"{source[1]} holds revisions 0..{recorded.last}\n")

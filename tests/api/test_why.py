@@ -14,8 +14,7 @@ import pytest
 from api import server as servers
 from controllers.runtime import client as clients
 from cp import cli
-
-from .support import GPU, claim, device_class, gpus, node, pod, rslice, taint_rule
+from tests.cp.scheduling.explain.support import GPU, claim, device_class, gpus, node, pod, rslice, taint_rule
 
 CLAIMS = "resourceclaims.resource.k8s.io"
 WHY = "/apis/sim.cplane.dev/v1alpha1/namespaces/default/pods/web-0/why"

@@ -1,4 +1,4 @@
-"""cp/render.py: pure rendering (names, diffs, tables, histories, progress bars)."""
+"""cp/cli/render.py: pure rendering (names, diffs, tables, histories, progress bars)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def test_resolve_resource_accepts_what_kubectl_users_type() -> None:
     assert res.resolve_resource("deploy").kind == "Deployment"
     assert res.resolve_resource("resourceclaim.resource.k8s.io").plural == "resourceclaims"
     assert res.resolve_resource("clocks.sim.cplane.dev").kind == "Clock"
-    with pytest.raises(ValueError, match='unknown resource "widgets" \\(known: .*pods'):
+    with pytest.raises(ValueError, match=r'unknown resource "widgets" \(known: .*pods'):
         res.resolve_resource("widgets")
 
 

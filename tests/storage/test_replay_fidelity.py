@@ -16,7 +16,7 @@ import pytest
 
 from api import replay
 from storage import recording
-from tests.replay import support
+from tests import recordings
 
 
 async def _read_watch(resp: aiohttp.ClientResponse, *, count: int) -> list[dict[str, object]]:
@@ -32,7 +32,7 @@ async def _read_watch(resp: aiohttp.ClientResponse, *, count: int) -> list[dict[
 
 @pytest.mark.parametrize("source_kind", ["ndjson", "data-dir"])
 async def test_replay_reproduces_every_revision(tmp_path: Path, source_kind: str) -> None:
-    async with support.recorded_run(tmp_path) as (live, last, ndjson_path):
+    async with recordings.recorded_run(tmp_path) as (live, last, ndjson_path):
         recorded = await live.event_log.after(0, limit=100_000)
         assert [e.revision for e in recorded] == list(range(1, last + 1))
         kinds_seen = {(e.group, e.resource) for e in recorded}
@@ -64,7 +64,7 @@ async def test_replay_reproduces_every_revision(tmp_path: Path, source_kind: str
                         status = await r.json()
                     assert status["revision"] == revision
                     assert status["events"][-1]["revision"] == revision
-                for _kind, path in support.LIST_PATHS:
+                for _kind, path in recordings.LIST_PATHS:
                     async with b.get(path) as r:
                         latest = await r.read()
                         assert r.status == 200, latest
@@ -81,7 +81,7 @@ async def test_replay_reproduces_every_revision(tmp_path: Path, source_kind: str
                     assert got == want, f"{path} at revision {revision}"
                     assert latest == want, f"{path} at the cursor ({revision})"
                     compared += 1
-            assert compared == last * len(support.LIST_PATHS)
+            assert compared == last * len(recordings.LIST_PATHS)
 
             for res, reader in readers.items():
                 events = await reader

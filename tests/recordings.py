@@ -1,18 +1,23 @@
-"""Recording runs for the replay tests: an in-process server on SQLite with the controllers, writes
-by two "users", and the GC and namespace controllers reacting to them. No sleeps: every wait is a
-bounded poll on an observable condition."""
+"""Recorded runs, shared by the tests of what reads them (storage's recording sources and replay
+log, the replay server, the `cplane log` and `cplane replay` commands): an in-process server on
+SQLite with the controllers, writes by two "users", and the GC and namespace controllers reacting
+to them; synthetic NDJSON lines with exact times; and a `Timeline` to find revisions by content.
+No sleeps: every wait is a bounded poll on an observable condition.
+
+`recorded` is a module-scoped fixture: a directory's conftest exposes it with
+`from tests.recordings import recorded as recorded`."""
 
 from __future__ import annotations
 
-import functools
-
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+import functools
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import msgspec
+import pytest
 
 from api import server as servers
 from controllers import registry
@@ -134,6 +139,13 @@ async def record_to_disk(tmp: Path) -> Recorded:
     async with recorded_run(tmp) as (_srv, last, path):
         pass
     return Recorded(data_dir=tmp / "live", ndjson=path, last=last)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """One recorded run per module, on disk: the live data dir (SQLite) and its NDJSON export."""
+    tmp = tmp_path_factory.mktemp("recorded")
+    return asyncio.run(record_to_disk(tmp))
 
 
 # -- synthetic recordings (exact times, no server) ---------------------------------------------------

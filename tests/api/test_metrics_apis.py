@@ -2,7 +2,7 @@
 validation of the sim kinds, and the real kubectl's `top pod` / `top node` / `get --raw`.
 
 In scope: what a client of metrics.k8s.io, custom.metrics.k8s.io and external.metrics.k8s.io sees.
-Out of scope: what the HPA does with it (test_story.py, test_controller.py).
+Out of scope: what the HPA does with it (tests/controllers/hpa/test_story.py, test_controller.py).
 """
 
 from __future__ import annotations

@@ -13,10 +13,9 @@ from typing import Any
 import asyncpg
 import pytest
 
-from storage import recording
 from cp import cli
-from storage import factory, ndjson
-from tests.replay import support
+from storage import factory, ndjson, recording
+from tests import recordings
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 DSN = PG_URL.replace("postgresql+asyncpg://", "postgresql://", 1)
@@ -63,7 +62,7 @@ async def _import(url: str, path: Any) -> None:
         await event_log.close()
 
 
-def test_a_postgres_log_reads_as_its_export(capsys: Any, recorded: support.Recorded) -> None:
+def test_a_postgres_log_reads_as_its_export(capsys: Any, recorded: recordings.Recorded) -> None:
     if not asyncio.run(_reachable()):
         pytest.skip(f"PostgreSQL unreachable at {PG_URL}")
     schema = f"cplane_replay_{uuid.uuid4().hex[:8]}"

@@ -14,10 +14,11 @@ import aiohttp
 import pytest
 
 from api import replay
+from cp import clock as clocks
 from storage import recording
 from storage import replay as replay_log
-from cp import clock as clocks
-from tests.replay import support
+from tests import recordings
+from tests.kubectl.conftest import KUBECTL
 
 WRITES = [("POST", "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "x"}}),
           ("PUT", "/api/v1/namespaces/default/configmaps/owner", {"metadata": {"name": "owner"}}),
@@ -46,7 +47,7 @@ def _recording(lines: list[bytes]) -> recording.Recording:
 
 @pytest.mark.parametrize(("method", "path", "body"), WRITES)
 async def test_writes_are_refused_with_405(replayed: replay.ReplayServer, http: aiohttp.ClientSession,
-                                           recorded: support.Recorded, method: str, path: str, body: Any) -> None:
+                                           recorded: recordings.Recorded, method: str, path: str, body: Any) -> None:
     at = recorded.timeline.rev("ADDED", "leases.coordination.k8s.io/kube-system/lease-0")
     replayed.replayer.until_revision(at)
     async with http.request(method, path, json=body,
@@ -60,7 +61,7 @@ async def test_writes_are_refused_with_405(replayed: replay.ReplayServer, http: 
 
 
 async def test_status_step_and_until(replayed: replay.ReplayServer, http: aiohttp.ClientSession,
-                                     recorded: support.Recorded) -> None:
+                                     recorded: recordings.Recorded) -> None:
     code, status = await _control(http, "")
     assert code == 200
     assert status["kind"] == "ReplayStatus"
@@ -107,7 +108,7 @@ async def test_status_step_and_until(replayed: replay.ReplayServer, http: aiohtt
 
 async def test_time_travel_below_the_cursor_and_future_revisions(replayed: replay.ReplayServer,
                                                                  http: aiohttp.ClientSession,
-                                                                 recorded: support.Recorded) -> None:
+                                                                 recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     cursor = tl.rev("ADDED", "configmaps/default/dependent")
     past = tl.rev("MODIFIED", "configmaps/shop/cfg", manager="bob")
@@ -131,7 +132,7 @@ async def test_time_travel_below_the_cursor_and_future_revisions(replayed: repla
 
 async def test_watch_from_a_revision_sees_the_recorded_events(replayed: replay.ReplayServer,
                                                               http: aiohttp.ClientSession,
-                                                              recorded: support.Recorded) -> None:
+                                                              recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     start = tl.rev("MODIFIED", "configmaps/shop/cfg", manager="bob")
     replayed.replayer.until_revision(start)
@@ -154,7 +155,7 @@ async def test_watch_from_a_revision_sees_the_recorded_events(replayed: replay.R
 
 
 async def test_play_follows_the_recorded_pace_scaled_by_speed(tmp_path: Path) -> None:
-    rec = _recording(support.paced_lines([1000.0, 1010.0, 1010.0, 1030.0]))
+    rec = _recording(recordings.paced_lines([1000.0, 1010.0, 1010.0, 1030.0]))
     pacer = clocks.VirtualClock(start=0.0)
     async with replay.serving(rec, data_dir=tmp_path, speed=2.0, pacer=pacer) as srv:
         rp = srv.replayer
@@ -182,7 +183,7 @@ async def test_play_follows_the_recorded_pace_scaled_by_speed(tmp_path: Path) ->
 
 
 async def test_max_gap_caps_idle_time(tmp_path: Path) -> None:
-    rec = _recording(support.paced_lines([0.0, 3600.0]))
+    rec = _recording(recordings.paced_lines([0.0, 3600.0]))
     pacer = clocks.VirtualClock(start=0.0)
     async with replay.serving(rec, data_dir=tmp_path, speed=1.0, pacer=pacer, max_gap=2.0) as srv:
         for _ in range(10):
@@ -195,7 +196,7 @@ async def test_max_gap_caps_idle_time(tmp_path: Path) -> None:
 
 async def test_full_speed_delivers_every_event_to_a_watch(tmp_path: Path) -> None:
     n = 3000
-    rec = _recording(support.paced_lines([float(i) for i in range(n)]))
+    rec = _recording(recordings.paced_lines([float(i) for i in range(n)]))
     async with replay.serving(rec, data_dir=tmp_path, speed=None) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         resp = await http.get("/api/v1/configmaps", params={"watch": "1", "resourceVersion": "0"})
@@ -210,10 +211,10 @@ async def test_full_speed_delivers_every_event_to_a_watch(tmp_path: Path) -> Non
 
 
 async def test_the_virtual_clock_follows_the_recorded_clock_object(tmp_path: Path) -> None:
-    lines = [support.clock_line(1, time=100.0, to=100.0),
-             support.configmap_line(2, "a", time=100.0),
-             support.clock_line(3, time=100.0, to=3700.0, prev=1),
-             support.configmap_line(4, "b", time=3700.0)]
+    lines = [recordings.clock_line(1, time=100.0, to=100.0),
+             recordings.configmap_line(2, "a", time=100.0),
+             recordings.clock_line(3, time=100.0, to=3700.0, prev=1),
+             recordings.configmap_line(4, "b", time=3700.0)]
     async with replay.serving(_recording(lines), data_dir=tmp_path, speed=None) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         assert srv.clock.now() == 0.0 or srv.log.revision == 0
@@ -234,9 +235,9 @@ async def test_the_virtual_clock_follows_the_recorded_clock_object(tmp_path: Pat
 
 async def test_a_compacted_recording_starts_at_its_compacted_revision(tmp_path: Path) -> None:
     # Revisions 1-4 were compacted away, except the newest version of a key still live then.
-    lines = [support.configmap_line(3, "kept", time=3.0),
-             support.configmap_line(5, "new", time=5.0),
-             support.configmap_line(6, "kept", time=6.0, type_="MODIFIED", prev=3, data={"v": "2"})]
+    lines = [recordings.configmap_line(3, "kept", time=3.0),
+             recordings.configmap_line(5, "new", time=5.0),
+             recordings.configmap_line(6, "kept", time=6.0, type_="MODIFIED", prev=3, data={"v": "2"})]
     rec = _recording(lines)
     assert rec.compacted == 4
     async with replay.serving(rec, data_dir=tmp_path, speed=None) as srv, \
@@ -257,7 +258,7 @@ async def test_a_compacted_recording_starts_at_its_compacted_revision(tmp_path: 
 # ---------------------------------------------------------------------------------- forks
 
 
-async def test_a_write_forks_the_replay_when_allowed(recorded: support.Recorded, tmp_path: Path) -> None:
+async def test_a_write_forks_the_replay_when_allowed(recorded: recordings.Recorded, tmp_path: Path) -> None:
     rec = await recording.open_source(str(recorded.ndjson), in_memory=True)
     assert isinstance(rec, recording.Recording)
     at = recorded.timeline.rev("ADDED", "leases.coordination.k8s.io/kube-system/lease-2")
@@ -293,7 +294,7 @@ async def test_a_write_forks_the_replay_when_allowed(recorded: support.Recorded,
         assert saved[:at] == recorded.timeline.events[:at]
 
 
-async def test_fork_at_stops_there_and_forks(recorded: support.Recorded, tmp_path: Path) -> None:
+async def test_fork_at_stops_there_and_forks(recorded: recordings.Recorded, tmp_path: Path) -> None:
     rec = await recording.open_source(str(recorded.ndjson), in_memory=True)
     assert isinstance(rec, recording.Recording)
     async with replay.serving(rec, data_dir=tmp_path, speed=None, fork_at=10) as srv, \
@@ -320,7 +321,7 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
     to the owner's deletion, fork there with the GC running, and compare the branch with the original."""
     from cp import cli
 
-    async with support.recorded_run(tmp_path, controllers=["namespace"]) as (_live, _last, original):
+    async with recordings.recorded_run(tmp_path, controllers=["namespace"]) as (_live, _last, original):
         pass  # recorded without the garbage collector
     rec = recording.Recording.from_ndjson(original.read_bytes().splitlines(True), description=str(original))
     owner_deleted = next(e.revision for e in rec.index.events
@@ -330,12 +331,12 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
         srv.replayer.on_fork.append(lambda _rev: started.set())
         srv.replayer.until_revision(rec.last)
         assert started.is_set() and srv.log.forked_at == owner_deleted
-        async with support.controllers_running(srv.url, names=["garbage-collector"], clock=srv.clock), \
+        async with recordings.controllers_running(srv.url, names=["garbage-collector"], clock=srv.clock), \
                 aiohttp.ClientSession(base_url=srv.url) as http:
             async def orphan_gone() -> bool:
                 async with http.get("/api/v1/namespaces/default/configmaps/dependent") as r:
                     return r.status == 404
-            await support.eventually(orphan_gone, what="the GC on the branch")
+            await recordings.eventually(orphan_gone, what="the GC on the branch")
             async with http.get(f"{replay.CONTROL}/events") as r:
                 branch_bytes = await r.read()
     branch = tmp_path / "branch.ndjson"
@@ -356,11 +357,9 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
 # ---------------------------------------------------------------------------------- a real kubectl
 
 
+@pytest.mark.skipif(KUBECTL is None, reason="no kubectl in .venv/bin (make test fetches it)")
 async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.ReplayServer,
-                                                             recorded: support.Recorded, tmp_path: Path) -> None:
-    kubectl = Path(__file__).resolve().parents[2] / ".venv" / "bin" / "kubectl"
-    if not kubectl.exists():
-        pytest.skip("no kubectl in .venv/bin (make test fetches it)")
+                                                             recorded: recordings.Recorded, tmp_path: Path) -> None:
     bob = recorded.timeline.rev("MODIFIED", "pods/shop/web", manager="bob")
     replayed.replayer.until_revision(bob - 1)
     home = tmp_path / "home"  # kubectl caches discovery under $HOME/.kube
@@ -368,7 +367,7 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
     env = {"KUBECONFIG": str(replayed.kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(home)}
 
     async def run(*argv: str) -> tuple[int, str, str]:
-        proc = await asyncio.create_subprocess_exec(str(kubectl), *argv, env=env, cwd=home,
+        proc = await asyncio.create_subprocess_exec(str(KUBECTL), *argv, env=env, cwd=home,
                                                     stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
         out, err = await asyncio.wait_for(proc.communicate(), 30)
         return proc.returncode or 0, out.decode(), err.decode()
@@ -385,13 +384,13 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
 
 
 async def test_after_a_fork_the_clock_runs_on_unless_the_recording_was_virtual(tmp_path: Path) -> None:
-    wall = _recording(support.paced_lines([1000.0, 1010.0]))
+    wall = _recording(recordings.paced_lines([1000.0, 1010.0]))
     async with replay.serving(wall, data_dir=tmp_path / "a", speed=None, fork=True) as srv:
         srv.replayer.step(1)
         srv.replayer.fork()
         assert srv.clock.now() == 1000.0
-        await support.eventually(lambda: srv.clock.now() > 1000.0, within=5, what="the clock to run on")
-    virtual = _recording([support.clock_line(1, time=100.0, to=500.0), support.configmap_line(2, "a", time=500.0)])
+        await recordings.eventually(lambda: srv.clock.now() > 1000.0, within=5, what="the clock to run on")
+    virtual = _recording([recordings.clock_line(1, time=100.0, to=500.0), recordings.configmap_line(2, "a", time=500.0)])
     async with replay.serving(virtual, data_dir=tmp_path / "b", speed=None, fork=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         srv.replayer.step(2)
