@@ -25,7 +25,8 @@ API_VERSION = "sim.cplane.dev/v1alpha1"
 KIND = "PodSchedulingExplanation"
 
 
-# The scheduler's settings (controllers/scheduler/config.py; tests/why check they stay equal).
+# The scheduler's settings (controllers/scheduler/config.py; tests/cp/scheduling/explain/test_recorder.py
+# checks they stay equal).
 FEATURES = Features(list_type_attributes=False)
 
 
