@@ -19,6 +19,8 @@ from cp import clock as clocks
 from cp import errors, patching
 from cp import resources as res
 
+START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, a whole second: timeAdded truncation is exact; the tests' VirtualClock start
+
 
 async def settle(rounds: int = 10) -> None:
     """Let ready callbacks run (no time passes on any clock)."""

@@ -18,9 +18,8 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors, patching
 from cp import resources as res
-from tests.controllers.support import Action, FakeClient
+from tests.controllers.support import START, Action, FakeClient
 
-START = 1_800_000_000.0  # the fake's VirtualClock start
 ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 
 

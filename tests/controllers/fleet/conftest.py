@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,29 +15,15 @@ from controllers import fleet as fleets
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
+from tests.controllers.support import START
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLES = ROOT / "examples" / "fleets"
-START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 
 
 @pytest.fixture
 def clock() -> clocks.VirtualClock:
     return clocks.VirtualClock(start=START)
-
-
-@pytest.fixture
-async def srv(tmp_path: Path, clock: clocks.VirtualClock) -> AsyncIterator[servers.Running]:
-    db = os.environ.get("CPLANE_CONTROLLERS_TEST_DB", "memory:")
-    async with servers.running(data_dir=tmp_path / "data", db_url=None if db == "sqlite" else db,
-                               clock=clock) as running:
-        yield running
-
-
-@pytest.fixture
-async def client(srv: servers.Running) -> AsyncIterator[clients.Client]:
-    async with clients.Client(srv.url) as c:
-        yield c
 
 
 @contextlib.asynccontextmanager

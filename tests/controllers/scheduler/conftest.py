@@ -7,9 +7,7 @@ garbage collector and the ReplicaSet/Deployment controllers — under one Manage
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,8 +19,7 @@ from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
 from tests.controllers.scheduler.support import eventually
-
-START = 1_800_000_000.0  # 2027-01-15T08:00:00Z
+from tests.controllers.support import START
 
 GPU_DRIVER = "gpu.example.com"
 GPU_CLASS = "gpu.example.com"
@@ -48,20 +45,6 @@ FLEET = {
 @pytest.fixture
 def clock() -> clocks.VirtualClock:
     return clocks.VirtualClock(start=START)
-
-
-@pytest.fixture
-async def srv(tmp_path: Path, clock: clocks.VirtualClock) -> AsyncIterator[servers.Running]:
-    db = os.environ.get("CPLANE_CONTROLLERS_TEST_DB", "memory:")
-    async with servers.running(data_dir=tmp_path / "data", db_url=None if db == "sqlite" else db,
-                               clock=clock) as running:
-        yield running
-
-
-@pytest.fixture
-async def client(srv: servers.Running) -> AsyncIterator[clients.Client]:
-    async with clients.Client(srv.url) as c:
-        yield c
 
 
 class Cluster:

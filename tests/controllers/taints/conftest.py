@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from pathlib import Path
 
 import pytest
 
@@ -15,26 +14,13 @@ from controllers import health, taint_evictor
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
+from tests.controllers.support import START
 from tests.waiting import eventually
-
-START = 1_800_000_000.0  # 2027-01-15T08:00:00Z, a whole second: timeAdded truncation is exact
 
 
 @pytest.fixture
 def clock() -> clocks.VirtualClock:
     return clocks.VirtualClock(start=START)
-
-
-@pytest.fixture
-async def srv(tmp_path: Path, clock: clocks.VirtualClock) -> AsyncIterator[servers.Running]:
-    async with servers.running(data_dir=tmp_path / "data", db_url="memory:", clock=clock) as running:
-        yield running
-
-
-@pytest.fixture
-async def client(srv: servers.Running) -> AsyncIterator[clients.Client]:
-    async with clients.Client(srv.url) as c:
-        yield c
 
 
 class Running:
