@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from aiohttp import typedefs, web
 
-from api import codec, discovery, handlers, metrics, metrics_apis, why
+from api import codec, discovery, handlers, limits, metrics, metrics_apis, why
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
@@ -226,6 +226,9 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
     app[st.TABLE_ROWS] = tables.RowCache()
+    the_limits = auth.limits if auth is not None else limits.Limits()
+    app[st.LIMITS] = the_limits
+    app[st.WATCH_WRITES] = limits.Deadlines(the_limits.watch_write_timeout)
 
     async def _on_startup(app: web.Application) -> None:
         if bootstrap_objects:

@@ -17,6 +17,9 @@ YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
 
+# A request body read ahead of the handler (`api.auth.chain` reads it before the request takes a seat).
+BODY = web.RequestKey("body", bytes)
+
 decoder = msgspec.json.Decoder()
 encoder = msgspec.json.Encoder()
 
@@ -42,6 +45,10 @@ def wants_table(accept: str) -> bool:
 
 
 async def read_body(request: web.Request) -> bytes:
+    """The request body, at most MAX_BODY bytes (413 beyond), read once."""
+    read_ahead: bytes | None = request.get(BODY)
+    if read_ahead is not None:
+        return read_ahead
     if request.content_length is not None and request.content_length > MAX_BODY:
         raise errors.RequestEntityTooLarge("the server has received too large of a request body")
     chunks: list[bytes] = []

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import aiohttp
-import pytest
 
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
@@ -116,8 +115,6 @@ async def test_create_without_content_type_is_json(http: aiohttp.ClientSession) 
     assert cm["data"] == {"a": "b"} and "generation" not in cm["metadata"]
 
 
-@pytest.mark.leftover_tasks("RequestHandler.start", reason="aiohttp goes on reading a refused upload (lingering "
-                            "close, 10 s) after its client has gone, and api.server.running() does not end it")
 async def test_status_errors(http: aiohttp.ClientSession) -> None:
     async with http.get("/api/v1/namespaces/default/pods/nope") as r:
         assert r.status == 404
