@@ -31,10 +31,15 @@ CURRENT: contextvars.ContextVar[tuple[rbac.UserInfo, str] | None] = contextvars.
     "cplane_current_user", default=None)
 
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+_PROBES = ("/healthz/", "/livez/", "/readyz/")  # one named check each: also anonymous, never queued
 
 
 def _unauthorized() -> errors.Unauthorized:
     return errors.Unauthorized("Unauthorized")
+
+
+def _anonymous_path(path: str) -> bool:
+    return path in ANONYMOUS_PATHS or path.startswith(_PROBES)
 
 
 def _product(request: web.Request) -> str:
@@ -104,7 +109,7 @@ def middleware(config: AuthConfig) -> Any:
                 user = None
             if user is None:
                 raise _unauthorized()
-            if user.name == rbac.ANONYMOUS and info.path not in ANONYMOUS_PATHS:
+            if user.name == rbac.ANONYMOUS and not _anonymous_path(info.path):
                 raise _unauthorized()
             if any(k.lower().startswith("impersonate-") for k in request.headers):
                 user = _impersonate(config, request, user)
@@ -127,7 +132,7 @@ def middleware(config: AuthConfig) -> Any:
                         config.watches[user.name] = left
                     else:
                         config.watches.pop(user.name, None)
-            if info.path in ANONYMOUS_PATHS:  # probes: never queued, never refused
+            if _anonymous_path(info.path):  # probes: never queued, never refused
                 authorize(user, info)
                 return await handler(request)
             return await _seated(request, user, info, handler)
