@@ -14,6 +14,8 @@ bounds what it produces by `MAX_BYTES` of JSON before it builds it:
   its own anchor (400 "yaml: anchor 'a' value contains itself"; PyYAML would build a cyclic value) and
   an expanded document of more than `MAX_BYTES` of JSON (413);
 - JSON cannot expand (its decoded JSON is itself), so the raw bound covers it;
+- protobuf (`cp.protobuf`), JSON-patch `copy` operations and patched objects (`cp.patching`) use
+  `too_large` / `check_encoded_size` from here.
 
 Pure; PyYAML is imported on the first YAML body (it costs start-up time).
 """
@@ -51,6 +53,16 @@ _ANCHOR = re.compile(r"(?:![^\s&]*\s+)?&([^\s,\[\]{}]+)")
 def too_large(what: str) -> errors.RequestEntityTooLarge:
     """413 in the shape of kube-apiserver's size errors: `Request entity too large: <what>, limit is N`."""
     return errors.RequestEntityTooLarge(f"Request entity too large: {what}, limit is {MAX_BYTES}")
+
+
+def check_encoded_size(value: Any, *, what: str) -> None:
+    """413 when `value` encodes to more than `MAX_BYTES` of JSON (`what` names it in the message).
+
+    For values whose size is bounded already (a patched object: its parts are bounded), so one C-speed
+    encode is the cheap and exact measure."""
+    size = len(msgspec.json.encode(value))
+    if size > MAX_BYTES:
+        raise too_large(f"{what} is {size} bytes")
 
 
 def decode_yaml(body: bytes, *, error_prefix: str) -> Any:

@@ -37,7 +37,10 @@ Errors, as `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`:
 - a JSON patch whose operations fail (a `test` that does not match, a missing path, an unknown op): 422 with
   reason `Invalid` and upstream's generic message "the server rejected our request due to an error in our
   request" (kopf relies on the 422 for stale `resourceVersion` tests); the library's explanation is added as
-  `details.causes[0].message`. More than 10000 operations: 413;
+  `details.causes[0].message`. More than 10000 operations: 413. `copy` operations that together duplicate
+  more than `MAX_JSON_PATCH_COPY_BYTES` of JSON: 422 as any failed operation, with json-patch's
+  "Unable to complete the copy, ..." explanation, before the copy that passes the limit is made;
+- a patched object of more than `cp.bodies.MAX_BYTES` of JSON (what any body may decode to): 413;
 - malformed strategic-merge directives: 400 with apimachinery's `mergepatch` messages ("invalid patch format of
   retainKeys", ...); lists of lists: 422 as upstream. Upstream answers some other malformed SMP bodies (unknown
   `$patch` value, a patch item without its merge key, `$setElementOrder` out of step with the patch list) with
@@ -68,6 +71,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 MAX_JSON_PATCH_OPERATIONS = 10000
+# kube-apiserver's JSONPatchMaxCopyBytes, which it sets as evanphx/json-patch's AccumulatedCopySizeLimit:
+# the most the `copy` operations of one JSON patch may add, in bytes of JSON, in total.
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 
 _REJECTED = "the server rejected our request due to an error in our request"
 
@@ -148,6 +154,9 @@ def apply_patch(obj: dict[str, Any], patch_body: bytes, *, content_type: str, gr
                          "apply_yaml_body and hand them to server-side apply")
     else:
         raise unsupported_media_type()
+    # Each kind of patch adds at most its body (and JSON patch its bounded copies) to the object; this
+    # keeps what the store then defaults, validates and diffs to what a body may decode to.
+    bodies.check_encoded_size(out, what="the patched object")
     return _detach(obj, out)
 
 
@@ -209,7 +218,12 @@ def _apply_json_patch(obj: dict[str, Any], body: bytes) -> dict[str, Any]:
             "Request entity too large: The allowed maximum operations in a JSON patch is "
             f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
     try:
-        doc = jsonpatch.JsonPatch(ops).apply(_copy_json(obj), in_place=True)
+        patch = jsonpatch.JsonPatch(ops)  # checks the shape of every operation before any is applied
+        doc = _copy_json(obj)
+        if any(op.get("op") == "copy" for op in ops):
+            doc = _apply_bounding_copies(doc, ops)
+        else:
+            doc = patch.apply(doc, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         raise PatchRejected(str(exc)) from None
     except (TypeError, KeyError, IndexError, ValueError, AttributeError) as exc:
@@ -217,6 +231,34 @@ def _apply_json_patch(obj: dict[str, Any], body: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise errors.Invalid(kind="", group="", name="", causes=[errors.Cause(
             "Invalid", "patch", _go_type_error(doc, "map[string]interface {}"), value=_json_text(doc))])
+    return doc
+
+
+def _apply_bounding_copies(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """Apply `ops` one at a time, measuring what each `copy` duplicates before making the copy.
+
+    As evanphx/json-patch with AccumulatedCopySizeLimit: the JSON sizes of the copied values add up, and
+    the patch fails once the sum passes `MAX_JSON_PATCH_COPY_BYTES`. Only `copy` duplicates: `add` and
+    `replace` insert values the body carries (bounded by its size) and `move` relocates one. A value is
+    measured by encoding it (C speed): it is part of a document bounded by the stored object, the body and
+    the copies so far, and the measuring ends at the first copy that passes the limit, so all the
+    measuring of a patch costs at most the limit plus one such document.
+    """
+    copied = 0
+    for op in ops:
+        source = op.get("from")
+        if op.get("op") == "copy" and isinstance(source, str):
+            try:
+                size = len(msgspec.json.encode(jsonpatch.JsonPointer(source).resolve(doc)))
+            except (jsonpatch.JsonPointerException, TypeError):
+                size = 0  # nothing there to copy (`/a/-` names the end of a list): the operation says so
+            if size:
+                copied += size
+                if copied > MAX_JSON_PATCH_COPY_BYTES:
+                    raise PatchRejected(
+                        f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                        f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+        doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
     return doc
 
 

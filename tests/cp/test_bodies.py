@@ -154,3 +154,11 @@ def test_malformed_yaml_is_400_with_the_callers_prefix(body: bytes) -> None:
     with pytest.raises(errors.BadRequest) as info:
         bodies.decode_yaml(body, error_prefix=PREFIX)
     assert info.value.message.startswith(PREFIX)
+
+
+def test_encoded_size_check() -> None:
+    bodies.check_encoded_size({"k": "x" * (bodies.MAX_BYTES - 10)}, what="the thing")
+    with pytest.raises(errors.RequestEntityTooLarge) as info:
+        bodies.check_encoded_size({"k": "x" * bodies.MAX_BYTES}, what="the thing")
+    assert info.value.message == (f"Request entity too large: the thing is {bodies.MAX_BYTES + 8} bytes, "
+                                  f"limit is {bodies.MAX_BYTES}")
