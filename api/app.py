@@ -218,7 +218,10 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
         middlewares = [auths.middleware(auth), *middlewares]
         routes = [*auths.routes(), *routes]
     chain: list[Middleware] = [_middleware, *middlewares]
-    app = web.Application(middlewares=chain, client_max_size=codec.MAX_BODY + 1)
+    # Request bodies are read as sent, as kube-apiserver does (it has no request Content-Encoding): aiohttp
+    # would otherwise inflate a gzip body, and keep inflating a refused one while it drains the connection.
+    app = web.Application(middlewares=chain, client_max_size=codec.MAX_BODY + 1,
+                          handler_args={"auto_decompress": False})
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)

@@ -10,12 +10,12 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from cp import errors
+from cp import bodies, errors
 
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+MAX_BODY = bodies.MAX_BYTES  # kube-apiserver's MaxRequestBodyBytes
 
 # A request body read ahead of the handler (`api.auth.chain` reads it before the request takes a seat).
 BODY = web.RequestKey("body", bytes)
@@ -62,7 +62,10 @@ async def read_body(request: web.Request) -> bytes:
 
 
 def decode_object(body: bytes, content_type: str) -> dict[str, Any]:
-    """Decode a create/update body: JSON (or no Content-Type), YAML, or Kubernetes protobuf."""
+    """Decode a create/update body: JSON (or no Content-Type), YAML, or Kubernetes protobuf.
+
+    What a body decodes to is bounded (`cp.bodies`): JSON cannot expand past its raw size, and the YAML
+    and protobuf decoders refuse (413, or 400 for YAML aliasing) before building anything larger."""
     if content_type == PROTOBUF:
         from cp import protobuf
 
@@ -73,12 +76,7 @@ def decode_object(body: bytes, content_type: str) -> dict[str, Any]:
         except msgspec.DecodeError as exc:
             raise errors.BadRequest(f"couldn't get version/kind; json parse error: {exc}") from None
     elif content_type in (YAML, "application/x-yaml", "text/yaml"):
-        import yaml
-
-        try:
-            obj = yaml.load(body, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError as exc:
-            raise errors.BadRequest(f"couldn't get version/kind; yaml parse error: {exc}") from None
+        obj = bodies.decode_yaml(body, error_prefix="couldn't get version/kind; yaml parse error: ")
     else:
         raise errors.UnsupportedMediaType(
             f'the body of the request was in an unknown format - accepted media types include: '

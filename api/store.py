@@ -13,8 +13,8 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from cp import bodies, defaulting, errors, fieldmanager, objects, patching, sim, validation
 from cp import clock as clocks
-from cp import defaulting, errors, fieldmanager, objects, patching, sim, validation
 from cp import resources as res
 from storage import log
 
@@ -260,6 +260,7 @@ class Store:
             new, managed = fieldmanager.on_apply(
                 kind, current, applied, manager=ctx.field_manager, subresource=subresource, force=force,
                 now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+            bodies.check_encoded_size(new, what="the applied object")  # as any patched object
             if new is current:
                 new = dict(current)
             new["metadata"] = dict(new.get("metadata") or {})
