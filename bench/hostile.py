@@ -394,16 +394,21 @@ def _export(data_dir: Path, until: int) -> bytes:
                           check=True, capture_output=True).stdout
 
 
+def _start(data_dir: Path) -> subprocess.Popen[bytes]:
+    """`cplane serve` with TLS and the campaign's token file, in its own process."""
+    (data_dir / "tokens.csv").write_text(TOKEN_FILE)
+    return subprocess.Popen([str(CPLANE), "serve", "--data-dir", str(data_dir), "--port", "0", "--no-controllers",
+                             "--token-auth-file", str(data_dir / "tokens.csv"), "--log-level", "warning"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
 ATTACKS = ("yaml", "patch", "watch", "params", "slow-headers", "slow-bodies", "stalled-watches", "garbage")
 
 
 async def campaign(*, data_dir: Path, baseline_s: float, attack_s: float, scale: float = 1.0,
                    skip: frozenset[str] = frozenset()) -> Figures:
     """Start a server in `data_dir`, measure a baseline, attack, measure again; the figures."""
-    (data_dir / "tokens.csv").write_text(TOKEN_FILE)
-    proc = subprocess.Popen([str(CPLANE), "serve", "--data-dir", str(data_dir), "--port", "0", "--no-controllers",
-                             "--token-auth-file", str(data_dir / "tokens.csv"), "--log-level", "warning"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = _start(data_dir)
     try:
         url = await harness.wait_ready(data_dir, proc, time.perf_counter() + 60, verify=False)
         cafile = str(data_dir / "pki" / "ca.crt")
