@@ -41,6 +41,7 @@ import msgspec
 from bench import harness
 
 CPLANE = Path(sys.executable).parent / "cplane"
+ROOT = str(Path(__file__).resolve().parent.parent)
 CM = "/api/v1/namespaces/default/configmaps"
 TOKENS = {"writer": "writer-token-0123456789abcdef", "mallory": "mallory-token-0123456789abcdef"}
 TOKEN_FILE = "".join(f'{token},{user},uid-{user},"system:masters"\n' for user, token in TOKENS.items())
@@ -365,7 +366,7 @@ async def measure(*, url: str, cafile: str, seconds: float) -> Measure:
 async def _measure_in_child(*, url: str, cafile: str, seconds: float) -> asyncio.subprocess.Process:
     return await asyncio.create_subprocess_exec(
         sys.executable, "-m", "bench.hostile", "--measure", url, "--cafile", cafile, "--seconds", str(seconds),
-        stdout=asyncio.subprocess.PIPE, cwd=str(Path(__file__).resolve().parent.parent))
+        stdout=asyncio.subprocess.PIPE, cwd=ROOT)
 
 
 async def _result(proc: asyncio.subprocess.Process) -> Measure:
