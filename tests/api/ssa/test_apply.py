@@ -52,8 +52,8 @@ async def test_apply_creates_then_updates(api: Api) -> None:
 async def test_apply_request_checks(http: aiohttp.ClientSession) -> None:
     body = configmap("cm", a="1")
     code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm", body, APPLY)
-    assert code == 400 and st["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
-                                             'value: is required for apply patch')
+    assert (code, st["reason"]) == (422, "Invalid")  # ValidatePatchOptions: errors.NewInvalid
+    assert st["message"] == 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
     code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm", {**body, "apiVersion": "apps/v1", "kind": "Deployment"},
                           APPLY, fieldManager="m")
     assert code == 400 and st["message"] == "invalid object type: apps/v1, Kind=Deployment"
