@@ -239,6 +239,7 @@ class Store:
         options.check_write_options(options_kind="PatchOptions", field_manager=ctx.field_manager, apply=True)
         applied = patching.apply_yaml_body(patch_body)
         fieldmanager.check_apply_config(kind, applied)
+        ctx.warnings.extend(fieldmanager.drop_unknown_fields(kind, applied, field_validation=ctx.field_validation))
         ameta = objects.meta(applied)
         if ameta.get("name") and ameta["name"] != name:
             raise errors.BadRequest(
