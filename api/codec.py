@@ -119,12 +119,3 @@ def parse_bool(name: str, value: str | None) -> bool | None:
     if value in _FALSE or value == "":
         return False
     raise errors.BadRequest(f'invalid value for {name}: "{value}": must be a boolean')
-
-
-def parse_int(name: str, value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise errors.BadRequest(f'invalid value for {name}: "{value}": must be an integer') from None

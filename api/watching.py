@@ -23,7 +23,7 @@ from aiohttp import web
 from api import codec, connections, limits, reads, storage_errors
 from api import state as st
 from api import store as stores
-from cp import errors, tables
+from cp import errors, options, tables
 from storage import log
 
 _decode = codec.decoder.decode
@@ -110,8 +110,8 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
         raise errors.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=[
             errors.Cause("Forbidden", "resourceVersionMatch",
                          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")])
-    rv = reads.parse_rv(q.get("resourceVersion"))
-    timeout = codec.parse_int("timeoutSeconds", q.get("timeoutSeconds"))
+    rv = options.resource_version_param(q.get("resourceVersion"))
+    timeout = options.int64_param(q.get("timeoutSeconds"))
     if timeout is None or timeout <= 0:
         timeout = int(1800 * (1 + random.random()))  # upstream: min-request-timeout x [1, 2)
     timeout = min(timeout, MAX_TIMEOUT)

@@ -17,6 +17,10 @@ import msgspec
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
+# Revisions are 64-bit signed integers in both databases: no revision above this can ever be written.
+# A read asking for one is a FutureRevisionError before any SQL (the driver could not even bind it).
+MAX_REVISION = (1 << 63) - 1
+
 
 # gc=False: events hold only scalars, bytes and an Actor (no reference cycles), so the garbage
 # collector need not track them; a LIST of 10,000 objects then costs no collector passes.

@@ -390,6 +390,13 @@ class SqlEventLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._broadcaster.last_change(group=group, resource=resource)
 
+    def _check_representable(self, revision: int) -> None:
+        """A revision beyond int64 is in the future of every log, and must not reach the driver."""
+        if revision > log.MAX_REVISION:
+            raise log.FutureRevisionError(
+                f"revision {revision} is newer than the current revision {self.revision}",
+                requested=revision, current=self.revision)
+
     def _check_readable(self, revision: int, *, current: int, compacted: int) -> None:
         self._compacted = max(self._compacted, compacted)
         if revision > max(current, self.revision):
@@ -604,6 +611,7 @@ class SqlEventLog:
         if revision is None:
             rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
             return codec.event_from_row(rows[0]) if rows else None
+        self._check_representable(revision)
         current, compacted, rows = split_sentinel(await self._read(
             SQL_GET_AT, (revision, resource, group, namespace, name, revision)))
         self._check_readable(revision, current=current, compacted=compacted)
@@ -613,6 +621,8 @@ class SqlEventLog:
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check_started()
+        if revision is not None:
+            self._check_representable(revision)
         if self.list_from_memory:
             kept = await self._list_kept(group, resource, namespace, revision, start_after, limit)
             if kept is not None:
@@ -666,7 +676,7 @@ class SqlEventLog:
 
     async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,
                            start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:
-        fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
+        fetch = limit + 1 if limit is not None and 0 < limit < NO_LIMIT else NO_LIMIT  # int64 for the driver
         after_ns, after_name = start_after if start_after is not None else ("", "")
         args: list[Any] = [] if revision is None else [revision, revision]
         if namespace is None:

@@ -529,7 +529,9 @@ async def test_apply_on_scale(http: aiohttp.ClientSession) -> None:
         assert (await _json(r))["spec"]["replicas"] == 4
     async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/scale",
                           data=body, headers={"Content-Type": "application/apply-patch+yaml"}) as r:
-        assert r.status == 400
+        assert r.status == 422  # no fieldManager: PatchOptions are invalid, as on the main resource
+        assert (await _json(r))["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                                               'value: is required for apply patch')
 
 
 async def test_generate_name_collision_draws_another(http: aiohttp.ClientSession,
