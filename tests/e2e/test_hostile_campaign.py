@@ -11,7 +11,7 @@ from bench import hostile
 
 
 async def test_the_hostile_campaign_keeps_every_bound(tmp_path: Path) -> None:
-    figures = await hostile.campaign(data_dir=tmp_path, baseline_s=3.0, attack_s=8.0, scale=0.5)
+    figures = await hostile.campaign(data_dir=tmp_path, baseline_s=5.0, attack_s=10.0, scale=0.5)
     print(hostile.report(figures))
     assert not figures.failures(), hostile.report(figures)
     expected = {"yaml-alias-create", "yaml-alias-apply", "json-patch-copy", "watch-timeout-overflow",
