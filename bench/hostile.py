@@ -455,7 +455,6 @@ async def campaign(*, data_dir: Path, baseline_s: float, attack_s: float, scale:
         url = await harness.wait_ready(data_dir, proc, time.perf_counter() + 60, verify=False)
         cafile = str(data_dir / "pki" / "ca.crt")
         context = ssl.create_default_context(cafile=cafile)
-        port = int(url.rsplit(":", 1)[1])
         headers = {"Authorization": f"Bearer {TOKENS['writer']}"}
         async with aiohttp.ClientSession(base_url=url, headers=headers,
                                          connector=aiohttp.TCPConnector(ssl=context)) as http:
