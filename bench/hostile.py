@@ -213,26 +213,26 @@ class Campaign:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.stop.wait(), 0.05)
 
+    async def _hold(self, request: bytes) -> asyncio.StreamWriter:
+        """A connection (opened at the campaign's pace) that sent `request` and is never read."""
+        await self._pace()
+        reader, writer = await asyncio.open_connection("127.0.0.1", self.port, ssl=self.ssl,
+                                                       server_hostname="127.0.0.1", limit=1024)
+        writer.write(request)
+        writer.transport.pause_reading()  # type: ignore[attr-defined]
+        self.raw.append((reader, writer))
+        return writer
+
     async def slow_headers(self, count: int) -> None:
         for _ in range(count):
-            await self._pace()
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port, ssl=self.ssl,
-                                                           server_hostname="127.0.0.1")
-            writer.write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-            self.raw.append((reader, writer))
+            await self._hold(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: ")
         self.tallies["slow-headers"].requests += count
 
     async def slow_bodies(self, count: int) -> None:
-        writers = []
-        for i in range(count):
-            await self._pace()
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port, ssl=self.ssl,
-                                                           server_hostname="127.0.0.1")
-            writer.write(f"POST {CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKENS['mallory']}\r\n"
-                         f"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
-                         f'{{"metadata":{{"name":"slow-{i}"}},"data":{{"k":"'.encode())
-            self.raw.append((reader, writer))
-            writers.append(writer)
+        writers = [await self._hold(
+            f"POST {CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKENS['mallory']}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            f'{{"metadata":{{"name":"slow-{i}"}},"data":{{"k":"'.encode()) for i in range(count)]
         self.tallies["slow-bodies"].requests += count
         while not self.stop.is_set():
             for writer in writers:
@@ -245,13 +245,8 @@ class Campaign:
     # watch costs while events flow is tests/api/test_watch_bounds.py's; here, that they are all released)
     async def stalled_watches(self, count: int) -> None:
         for _ in range(count):
-            await self._pace()
-            reader, writer = await asyncio.open_connection("127.0.0.1", self.port, ssl=self.ssl,
-                                                           server_hostname="127.0.0.1", limit=1024)
-            writer.write(f"GET /api/v1/namespaces/kube-system/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n"
-                         f"Authorization: Bearer {TOKENS['mallory']}\r\n\r\n".encode())
-            writer.transport.pause_reading()  # type: ignore[attr-defined]
-            self.raw.append((reader, writer))
+            await self._hold(f"GET /api/v1/namespaces/kube-system/configmaps?watch=true HTTP/1.1\r\nHost: x\r\n"
+                             f"Authorization: Bearer {TOKENS['mallory']}\r\n\r\n".encode())
         self.tallies["stalled-watches"].requests += count
 
     # 8. requests the HTTP parser rejects

@@ -4,10 +4,8 @@ its 503 Status and throttled log line, and Status answers for requests the HTTP 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import ssl
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -17,21 +15,10 @@ import structlog
 from api import connections
 from api import server as servers
 from api.limits import Limits
-from storage import memory
+from tests.api.serving import limited_server
 from tests.waiting import eventually
 
 WAIT = 5.0  # bound on how long a test waits for the server to act on a deadline
-
-
-@contextlib.asynccontextmanager
-async def serving(tmp_path: Path, limits: Limits, *, secure: bool = False) -> AsyncIterator[servers.Running]:
-    log = memory.MemoryEventLog()
-    await log.start()
-    try:
-        async with servers.running(data_dir=tmp_path, event_log=log, limits=limits, secure=secure) as srv:
-            yield srv
-    finally:
-        await log.close()
 
 
 async def _raw(srv: servers.Running, *, tls: bool = False) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -59,7 +46,7 @@ async def _closed_by_server(reader: asyncio.StreamReader) -> bytes:
 
 @pytest.mark.parametrize("tls", [False, True])
 async def test_incomplete_headers_are_closed_after_the_header_timeout(tmp_path: Path, tls: bool) -> None:
-    async with serving(tmp_path, Limits(header_timeout=0.2), secure=tls) as srv:
+    async with limited_server(tmp_path, Limits(header_timeout=0.2), secure=tls) as srv:
         reader, writer = await _raw(srv, tls=tls)
         writer.write(b"GET /api/v1/namespaces HTTP/1.1\r\nHost: x\r\nX-Slow: 1")  # never finished
         assert await _closed_by_server(reader) == b""  # closed without an answer, as Go's server does
@@ -68,14 +55,14 @@ async def test_incomplete_headers_are_closed_after_the_header_timeout(tmp_path: 
 
 
 async def test_a_connection_that_sends_nothing_is_closed(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(header_timeout=0.2)) as srv:
+    async with limited_server(tmp_path, Limits(header_timeout=0.2)) as srv:
         reader, writer = await _raw(srv)
         assert await _closed_by_server(reader) == b""
         writer.close()
 
 
 async def test_header_timeout_applies_to_the_next_request_of_a_kept_alive_connection(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(header_timeout=0.3)) as srv:
+    async with limited_server(tmp_path, Limits(header_timeout=0.3)) as srv:
         reader, writer = await _raw(srv)
         writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         async with asyncio.timeout(WAIT):
@@ -89,21 +76,21 @@ async def test_header_timeout_applies_to_the_next_request_of_a_kept_alive_connec
 
 async def test_complete_requests_are_not_cut_by_the_header_timeout(tmp_path: Path) -> None:
     """A slow handler (a read waiting for a future revision) outlives the header timeout."""
-    async with serving(tmp_path, Limits(header_timeout=0.1)) as srv, \
+    async with limited_server(tmp_path, Limits(header_timeout=0.1)) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http, \
             http.get("/api/v1/namespaces/default/configmaps?resourceVersion=999&limit=1") as r:
         assert r.status == 504  # waited ~3 s for revision 999, long after the 0.1 s header deadline
 
 
 async def test_tls_handshake_must_complete_in_time(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(handshake_timeout=0.2), secure=True) as srv:
+    async with limited_server(tmp_path, Limits(handshake_timeout=0.2), secure=True) as srv:
         reader, writer = await _raw(srv)  # TCP only: no ClientHello
         assert await _closed_by_server(reader) == b""
         writer.close()
 
 
 async def test_connections_over_the_cap_get_a_503_status_and_one_log_line(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(max_connections=3)) as srv:
+    async with limited_server(tmp_path, Limits(max_connections=3)) as srv:
         held = [await _raw(srv) for _ in range(3)]
         await eventually(lambda: srv.connections.open == 3, what="three connections open")
         with structlog.testing.capture_logs() as logs:
@@ -144,7 +131,7 @@ async def test_the_connection_cap_follows_the_descriptor_limit() -> None:
 ])
 async def test_unparsable_requests_get_a_status_that_echoes_nothing(tmp_path: Path, request_bytes: bytes,
                                                                   code: int, reason: str) -> None:
-    async with serving(tmp_path, Limits()) as srv:
+    async with limited_server(tmp_path, Limits()) as srv:
         reader, writer = await _raw(srv)
         writer.write(request_bytes)
         got, headers, body = await _response(reader)

@@ -1,11 +1,11 @@
 """The server while its database cannot be reached (issue #17, items 8 and 10): `/readyz` fails naming
 the `etcd` check, reads and writes get a 503 `Status` with `Retry-After` quickly (not a 500, not aiohttp's
 plain text, not a 499), and once the database is back everything recovers by itself with no
-acknowledged write lost. PostgreSQL is reached through a TCP proxy the test cuts and restores."""
+acknowledged write lost. PostgreSQL is reached through a TCP proxy the test cuts and restores
+(`tests.tcp.Balancer`)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
@@ -15,7 +15,8 @@ import aiohttp
 import pytest
 
 from api import server as servers
-from tests.storage.conftest import PG_URL, fresh_pg_url
+from tests import tcp
+from tests.storage.conftest import fresh_pg_url
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.postgres
@@ -23,80 +24,14 @@ pytestmark = pytest.mark.postgres
 CM = "/api/v1/namespaces/default/configmaps"
 
 
-class CuttableProxy:
-    """127.0.0.1:PORT -> the PostgreSQL server; `cut()` drops every connection and refuses new ones
-    (as a stopped server does), `restore()` listens again on the same port."""
-
-    def __init__(self, target: tuple[str, int]) -> None:
-        self.target = target
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: set[asyncio.StreamWriter] = set()
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def cut(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for writer in list(self._writers):
-            writer.transport.abort()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-        self._server = None
-
-    async def restore(self) -> None:
-        await self.start()
-
-    async def close(self) -> None:
-        if self._server is not None:
-            await self.cut()
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self._writers.add(writer)
-        try:
-            up_reader, up_writer = await asyncio.open_connection(*self.target)
-        except OSError:
-            writer.transport.abort()
-            return
-        self._writers.add(up_writer)
-        try:
-            pipes = [asyncio.ensure_future(_pipe(reader, up_writer)), asyncio.ensure_future(_pipe(up_reader, writer))]
-            await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
-            for w in (writer, up_writer):
-                w.transport.abort()
-            await asyncio.gather(*pipes, return_exceptions=True)
-        finally:
-            self._writers.discard(writer)
-            self._writers.discard(up_writer)
-            self._tasks.discard(task)
-
-
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError, OSError):
-        while data := await src.read(65536):
-            dst.write(data)
-            await dst.drain()
-
-
 @contextlib.asynccontextmanager
-async def proxied_server(tmp_path: Path) -> AsyncIterator[tuple[servers.Running, CuttableProxy]]:
-    host_port = PG_URL.split("@", 1)[1].split("/", 1)[0]
-    host, _, port = host_port.partition(":")
-    proxy = CuttableProxy((host, int(port or 5432)))
-    await proxy.start()
-    try:
-        async with fresh_pg_url() as url:
-            proxied = url.replace(f"@{host_port}/", f"@127.0.0.1:{proxy.port}/")
-            async with servers.running(data_dir=tmp_path, db_url=proxied) as srv:
-                yield srv, proxy
-    finally:
-        await proxy.close()
+async def proxied_server(tmp_path: Path) -> AsyncIterator[tuple[servers.Running, tcp.Balancer]]:
+    """A server whose database is reached through a proxy the test can cut (`cut()`, `restore()`)."""
+    async with fresh_pg_url() as url, tcp.Balancer([url]) as proxy:
+        host, port = tcp.host_port(url)
+        proxied = url.replace(f"@{host}:{port}/", f"@127.0.0.1:{proxy.port}/")
+        async with servers.running(data_dir=tmp_path, db_url=proxied) as srv:
+            yield srv, proxy
 
 
 async def _call(http: aiohttp.ClientSession, method: str, path: str, **kw: object) -> tuple[int, dict[str, str], str]:

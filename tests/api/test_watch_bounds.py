@@ -5,9 +5,7 @@ per-user watch limit); a refused watch registers nothing; a client that goes awa
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import socket
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -16,8 +14,8 @@ import pytest
 from api import server as servers
 from api import state as st
 from api.limits import Limits
-from storage import memory
 from tests.api.security.conftest import secure_server
+from tests.api.serving import limited_server
 from tests.waiting import eventually
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -27,17 +25,6 @@ WAIT = 5.0
 def _registered(srv: servers.Running) -> float:
     gauge = srv.app[st.METRICS].watches.labels("", "configmaps")
     return float(gauge._value.get())
-
-
-@contextlib.asynccontextmanager
-async def serving(tmp_path: Path, limits: Limits) -> AsyncIterator[servers.Running]:
-    log = memory.MemoryEventLog()
-    await log.start()
-    try:
-        async with servers.running(data_dir=tmp_path, event_log=log, insecure_limits=True, limits=limits) as srv:
-            yield srv
-    finally:
-        await log.close()
 
 
 async def _fill(http: aiohttp.ClientSession, *, megabytes: int) -> None:
@@ -60,7 +47,7 @@ async def _stalled_watch(srv: servers.Running, *, token: str = "") -> socket.soc
 
 
 async def test_a_watch_whose_client_stops_reading_is_closed(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(watch_write_timeout=0.3)) as srv, \
+    async with limited_server(tmp_path, Limits(watch_write_timeout=0.3), insecure_limits=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         await _fill(http, megabytes=16)  # far more than the socket buffers hold
         sock = await _stalled_watch(srv)
@@ -107,7 +94,7 @@ async def test_a_stalled_watch_no_longer_counts_against_its_users_limit(tmp_path
 
 
 async def test_a_watch_that_reads_slowly_but_steadily_is_not_cut(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits(watch_write_timeout=0.5)) as srv, \
+    async with limited_server(tmp_path, Limits(watch_write_timeout=0.5), insecure_limits=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         await _fill(http, megabytes=8)
         received = 0
@@ -127,7 +114,8 @@ async def test_a_watch_that_reads_slowly_but_steadily_is_not_cut(tmp_path: Path)
     "labelSelector=a%20in%20(",
 ])
 async def test_watches_that_end_at_once_register_nothing(tmp_path: Path, query: str) -> None:
-    async with serving(tmp_path, Limits()) as srv, aiohttp.ClientSession(base_url=srv.url) as http:
+    async with limited_server(tmp_path, Limits(), insecure_limits=True) as srv, \
+            aiohttp.ClientSession(base_url=srv.url) as http:
         for _ in range(20):
             async with http.get(f"{CM}?watch=true&{query}", timeout=aiohttp.ClientTimeout(total=0.5)) as r:
                 if r.status == 200:  # a valid (huge) timeout: the stream opens; drop it
@@ -139,7 +127,8 @@ async def test_watches_that_end_at_once_register_nothing(tmp_path: Path, query: 
 
 
 async def test_a_client_that_goes_away_releases_its_watch(tmp_path: Path) -> None:
-    async with serving(tmp_path, Limits()) as srv, aiohttp.ClientSession(base_url=srv.url) as http:
+    async with limited_server(tmp_path, Limits(), insecure_limits=True) as srv, \
+            aiohttp.ClientSession(base_url=srv.url) as http:
         for _ in range(5):
             r = await http.get(f"{CM}?watch=true")
             assert r.status == 200
