@@ -5,17 +5,22 @@ Reused msgspec encoders/decoders; responses for stored objects are the stored by
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import msgspec
 from aiohttp import web
 
-from cp import bodies, errors
+from cp import bodies, collector, errors
 
 JSON = "application/json"
 YAML = "application/yaml"
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 MAX_BODY = bodies.MAX_BYTES  # kube-apiserver's MaxRequestBodyBytes
+
+_T = TypeVar("_T")
 
 # A request body read ahead of the handler (`api.auth.chain` reads it before the request takes a seat).
 BODY = web.RequestKey("body", bytes)
@@ -59,6 +64,32 @@ async def read_body(request: web.Request) -> bytes:
             raise errors.RequestEntityTooLarge("the server has received too large of a request body")
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+
+
+async def off_loop(decode: Callable[[bytes], _T], body: bytes) -> _T:
+    """`decode(body)`, in a worker thread when the body is large: PyYAML builds a 3 MiB document in
+    seconds, and the event loop must keep serving everyone else meanwhile (it shares the GIL with the
+    thread, so it slows down instead of stopping)."""
+    if len(body) <= bodies.LARGE_BYTES:
+        return decode(body)
+
+    def decoding() -> _T:
+        # Without the cyclic collector meanwhile: its collections run in the allocating thread with the
+        # GIL held, and the decode's thousands of new objects made them 50-180 ms stops of the event loop
+        # (decoded bodies hold no cycles; collections resume after).
+        with collector.paused():
+            return decode(body)
+
+    return await asyncio.to_thread(decoding)
+
+
+async def decode_body(body: bytes, content_type: str) -> dict[str, Any]:
+    """`decode_object`, off the event loop for a large YAML or protobuf body (JSON decodes at C speed)."""
+    if content_type in (JSON, "*/*"):
+        return decode_object(body, content_type)
+    return await off_loop(functools.partial(decode_object, content_type=content_type), body)
 
 
 def decode_object(body: bytes, content_type: str) -> dict[str, Any]:

@@ -228,7 +228,7 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
-    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     _check_type(obj, target.kind)
     result = await store.create(target.kind, target.namespace, obj, ctx)
     return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
@@ -254,7 +254,7 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="UpdateOptions")
     body = await codec.read_body(request)
-    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     kind = target.kind
     if target.subresource == "scale":
         _check_type(obj, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
@@ -439,7 +439,7 @@ async def create_binding(request: web.Request, target: reads.Target) -> web.Stre
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
-    binding = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    binding = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     await store.bind(target.namespace, target.name, binding, ctx)
     return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                         "status": "Success", "code": 201}), status=201)

@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from api import codec
 from cp import bodies, defaulting, errors, fieldmanager, objects, options, patching, sim, validation
 from cp import clock as clocks
 from cp import resources as res
@@ -237,7 +238,7 @@ class Store:
         """Server-side apply (`application/apply-patch+yaml`): field ownership, conflicts and removal of
         fields a manager stops applying, as structured-merge-diff (`cp.fieldmanager`)."""
         options.check_write_options(options_kind="PatchOptions", field_manager=ctx.field_manager, apply=True)
-        applied = patching.apply_yaml_body(patch_body)
+        applied = await codec.off_loop(patching.apply_yaml_body, patch_body)
         fieldmanager.check_apply_config(kind, applied)
         ctx.warnings.extend(fieldmanager.drop_unknown_fields(kind, applied, field_validation=ctx.field_validation))
         ameta = objects.meta(applied)

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     import yaml
 
 MAX_BYTES = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes: a raw body, and what one decodes to
+# A YAML or protobuf body larger than this is decoded off the event loop (`api.codec.off_loop`): PyYAML
+# needs seconds for a few MiB of small nested values.
+LARGE_BYTES = 64 * 1024
 
 # go-yaml's alias-ratio rule (its decoder's `allowedAliasRatio`): up to 400,000 decoded nodes, 99 % of
 # them may come from alias expansion; from 4,000,000 on, 10 %; linearly in between. A document is
@@ -74,6 +77,11 @@ def decode_yaml(body: bytes, *, error_prefix: str) -> Any:
     recursive aliasing, and `errors.RequestEntityTooLarge` when the document expands to more than
     `MAX_BYTES` of JSON. An empty document is None.
     """
+    if body.lstrip()[:1] in (b"{", b"["):  # JSON (which YAML includes), as kubectl sends: no YAML parser
+        try:
+            return msgspec.json.decode(body)
+        except msgspec.DecodeError:
+            pass  # YAML's flow style, or not valid at all: the YAML parser says which
     import yaml
 
     try:
