@@ -31,8 +31,9 @@ async def _open(port: int) -> socket.socket:
 
 
 async def test_a_thousand_stalled_connections_do_not_take_the_server_down(tmp_path: Path) -> None:
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    assert soft >= CONNECTIONS + 100, "the test's own process needs the descriptors for its clients"
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < CONNECTIONS + 100:  # this process needs the descriptors for its clients
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "cp.cli", "serve", "--data-dir", str(tmp_path), "--port", "0", "--insecure",
         "--no-controllers", "--log-level", "info", stdout=asyncio.subprocess.DEVNULL,
