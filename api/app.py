@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 from aiohttp import typedefs, web
 
-from api import codec, discovery, handlers, metrics, metrics_apis, why
+from api import codec, discovery, handlers, health, limits, metrics, metrics_apis, storage_errors, why
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
@@ -71,9 +71,21 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             status.code = exc.status
             status.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
         return codec.status_response(status)
-    except (ConnectionResetError, asyncio.CancelledError):
+    except log.UnavailableError as exc:
+        code = 503
+        logger.warning("request_failed", path=request.path, method=request.method, code=code,
+                       error_type=type(exc).__name__, error=str(exc))
+        return codec.status_response(storage_errors.unavailable(exc))
+    except asyncio.CancelledError:
         code = 499
         raise
+    except ConnectionResetError:
+        if request.transport is None or request.transport.is_closing():  # the client went away
+            code = 499
+            raise
+        logger.exception("request_failed", path=request.path, method=request.method)
+        return codec.status_response(errors.InternalError(
+            "an error on the server has prevented the request from succeeding"))
     except Exception:
         logger.exception("request_failed", path=request.path, method=request.method)
         return codec.status_response(errors.InternalError(
@@ -91,7 +103,7 @@ def _observe(request: web.Request, code: int, seconds: float) -> None:
     if target is not None:
         request.app[st.METRICS].observe_request(verb=verb.upper(), group=group, resource=resource,
                                                 subresource=sub, code=code, seconds=seconds)
-    if request.path in ("/healthz", "/livez", "/readyz", "/metrics"):
+    if request.path.startswith(health.PATHS) or request.path == "/metrics":
         return
     # Node heartbeats (Lease renewals) are the bulk of a fleet's traffic: log them at debug.
     quiet = resource == "leases" and code < 400
@@ -123,16 +135,6 @@ async def _apis_root(request: web.Request) -> web.StreamResponse:
         return web.Response(body=discovery.aggregated(False),
                             headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
     return await handlers.handle_group(request)
-
-
-async def _healthz(request: web.Request) -> web.StreamResponse:
-    return web.Response(text="ok")
-
-
-async def _readyz(request: web.Request) -> web.StreamResponse:
-    if not request.app[st.READY].is_set():
-        return web.Response(status=503, text="not ready")
-    return web.Response(text="ok")
 
 
 async def _metrics(request: web.Request) -> web.StreamResponse:
@@ -216,7 +218,10 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
         middlewares = [auths.middleware(auth), *middlewares]
         routes = [*auths.routes(), *routes]
     chain: list[Middleware] = [_middleware, *middlewares]
-    app = web.Application(middlewares=chain, client_max_size=codec.MAX_BODY + 1)
+    # Request bodies are read as sent, as kube-apiserver does (it has no request Content-Encoding): aiohttp
+    # would otherwise inflate a gzip body, and keep inflating a refused one while it drains the connection.
+    app = web.Application(middlewares=chain, client_max_size=codec.MAX_BODY + 1,
+                          handler_args={"auto_decompress": False})
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
@@ -226,6 +231,9 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
     app[st.TABLE_ROWS] = tables.RowCache()
+    the_limits = auth.limits if auth is not None else limits.Limits()
+    app[st.LIMITS] = the_limits
+    app[st.WATCH_WRITES] = limits.Deadlines(the_limits.watch_write_timeout)
 
     async def _on_startup(app: web.Application) -> None:
         if bootstrap_objects:
@@ -250,9 +258,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
         r.add_get(path, _apis_root)
     r.add_route("*", "/api/{tail:.*}", handlers.handle_core)
     r.add_route("*", "/apis/{tail:.*}", handlers.handle_group)
-    r.add_get("/healthz", _healthz)
-    r.add_get("/livez", _healthz)
-    r.add_get("/readyz", _readyz)
+    r.add_routes(health.routes())  # /healthz, /livez, /readyz and their checks
     r.add_get("/metrics", _metrics)
     r.add_get("/openapi/v3", _openapi_index)
     r.add_get("/openapi/v3/", _openapi_index)

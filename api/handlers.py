@@ -16,7 +16,7 @@ from aiohttp import web
 from api import codec, discovery, reads, watching
 from api import state as st
 from api import store as stores
-from cp import collector, errors, patching, tables
+from cp import collector, errors, options, patching, tables
 from cp import resources as res
 
 _decode = codec.decoder.decode
@@ -60,7 +60,10 @@ def parse_target(group: str, version: str, segments: list[str]) -> reads.Target 
                   name=name, subresource=sub)
 
 
-def write_context(request: web.Request) -> stores.WriteContext:
+def write_context(request: web.Request, *, options_kind: str, apply: bool = False) -> stores.WriteContext:
+    """The write's options from the query. `options_kind` names them as upstream does ("CreateOptions",
+    "UpdateOptions", "PatchOptions": their fieldManager is checked; "DeleteOptions" have none, so a
+    delete's manager is its User-Agent's)."""
     q = request.query
     dry = q.getall("dryRun", [])
     for d in dry:
@@ -70,9 +73,10 @@ def write_context(request: web.Request) -> stores.WriteContext:
     if validation not in ("Strict", "Warn", "Ignore"):
         raise errors.BadRequest(
             f'fieldValidation must be one of "Ignore", "Warn", or "Strict"; got "{validation}"')
-    manager = q.get("fieldManager", "")
-    if len(manager) > 128:
-        raise errors.BadRequest("fieldManager: Too long: may not be more than 128 bytes")
+    manager = ""
+    if options_kind != "DeleteOptions":
+        manager = q.get("fieldManager", "")
+        options.check_write_options(options_kind=options_kind, field_manager=manager, apply=apply)
     return stores.WriteContext(
         user=request.get(st.USER, "system:admin"),
         user_agent=request.headers.get("User-Agent", ""),
@@ -171,7 +175,7 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
     if target.subresource == "scale":
         scale = await store.get_scale(kind, target.namespace, target.name)
         return codec.json_response(_encode(scale))
-    rv = reads.parse_rv(request.query.get("resourceVersion"))
+    rv = options.resource_version_param(request.query.get("resourceVersion"))
     if rv:
         await reads.wait_until_fresh(store.log, revision=rv)
     ev = await store.get(kind, target.namespace, target.name)
@@ -188,7 +192,7 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     store = request.app[st.STORE]
     kind = target.kind
     lq = reads.list_query(request, target)
-    rv = reads.parse_rv(request.query.get("resourceVersion"))
+    rv = options.resource_version_param(request.query.get("resourceVersion"))
     if rv and lq.revision is None:
         await reads.wait_until_fresh(store.log, revision=rv)
     events, revision, token = await reads.collect(store, target, lq)
@@ -222,9 +226,9 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
 
 async def create_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
+    ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
-    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     _check_type(obj, target.kind)
     result = await store.create(target.kind, target.namespace, obj, ctx)
     return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
@@ -248,9 +252,9 @@ def _check_type(obj: dict[str, Any], kind: res.ResourceKind, *, sub_kind: str = 
 
 async def update_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
+    ctx = write_context(request, options_kind="UpdateOptions")
     body = await codec.read_body(request)
-    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     kind = target.kind
     if target.subresource == "scale":
         _check_type(obj, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
@@ -289,10 +293,10 @@ async def _finalize_namespace(store: stores.Store, target: reads.Target, obj: di
 
 async def patch_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
     content_type = codec.media_type(request.headers.get("Content-Type"))
     if content_type not in patching.PATCH_TYPES:
         raise patching.unsupported_media_type()
+    ctx = write_context(request, options_kind="PatchOptions", apply=content_type == patching.APPLY_PATCH)
     force = codec.parse_bool("force", request.query.get("force"))
     if force is not None and content_type != patching.APPLY_PATCH:
         raise errors.BadRequest("force: Forbidden: may not be specified for non-apply patch")
@@ -302,8 +306,6 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
         def mutate_scale(scale: dict[str, Any]) -> dict[str, Any]:
             if content_type == patching.APPLY_PATCH:
                 # Apply on /scale: the applied Scale's spec.replicas (the only field a Scale owns).
-                if not ctx.field_manager:
-                    raise errors.BadRequest("fieldManager: Required value: is required for apply patch")
                 applied = patching.apply_yaml_body(body)
                 _check_type(applied, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
                 replicas = (applied.get("spec") or {}).get("replicas")
@@ -341,9 +343,10 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
                 raise errors.BadRequest(f"invalid DeleteOptions: {exc}") from None
         if not isinstance(decoded, dict):
             raise errors.BadRequest("invalid DeleteOptions: must be a JSON object")
+        _check_delete_body(decoded)
         opts = decoded
     q = request.query
-    grace = codec.parse_int("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+    grace = options.int64_param(q.get("gracePeriodSeconds"))
     if grace is not None:
         opts["gracePeriodSeconds"] = grace
     if q.get("propagationPolicy"):
@@ -361,9 +364,41 @@ async def _delete_options(request: web.Request) -> dict[str, Any]:
     return opts
 
 
+def _check_delete_body(opts: dict[str, Any]) -> None:
+    """The DeleteOptions fields the store reads, typed as Go decodes them: `gracePeriodSeconds` an
+    int64, `preconditions` an object of strings (compared as strings, as upstream's Preconditions).
+    Anything else is a 400 in the decoder's words, not a failure further on."""
+    grace = opts.get("gracePeriodSeconds")
+    if grace is not None and (type(grace) is not int or not options.INT64_MIN <= grace <= options.INT64_MAX):
+        raise _undecodable(grace, "DeleteOptions.gracePeriodSeconds", "int64")
+    pre = opts.get("preconditions")
+    if pre is None:
+        return
+    if not isinstance(pre, dict):
+        raise _undecodable(pre, "DeleteOptions.preconditions", "v1.Preconditions")
+    for field, go_type in (("uid", "types.UID"), ("resourceVersion", "string")):
+        value = pre.get(field)
+        if value is not None and not isinstance(value, str):
+            raise _undecodable(value, f"Preconditions.preconditions.{field}", go_type)
+
+
+def _undecodable(value: Any, field: str, go_type: str) -> errors.BadRequest:
+    """Go's json.UnmarshalTypeError for a DeleteOptions field (numbers shown with their text)."""
+    if isinstance(value, bool):
+        what = "bool"
+    elif isinstance(value, int | float):
+        what = f"number {value}"
+    elif isinstance(value, str):
+        what = "string"
+    else:
+        what = "array" if isinstance(value, list) else "object"
+    return errors.BadRequest(f"invalid DeleteOptions: json: cannot unmarshal {what} into Go struct field {field} "
+                             f"of type {go_type}")
+
+
 async def delete_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
+    ctx = write_context(request, options_kind="DeleteOptions")
     opts = await _delete_options(request)
     if opts.get("dryRun") == ["All"]:
         ctx.dry_run = True
@@ -380,7 +415,7 @@ async def delete_object(request: web.Request, target: reads.Target) -> web.Strea
 
 async def delete_collection(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
+    ctx = write_context(request, options_kind="DeleteOptions")
     opts = await _delete_options(request)
     if opts.get("dryRun") == ["All"]:
         ctx.dry_run = True
@@ -402,9 +437,9 @@ async def delete_collection(request: web.Request, target: reads.Target) -> web.S
 
 async def create_binding(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
-    ctx = write_context(request)
+    ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
-    binding = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    binding = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     await store.bind(target.namespace, target.name, binding, ctx)
     return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                         "status": "Success", "code": 201}), status=201)

@@ -1,4 +1,4 @@
-"""What reads share: the resource a request addresses, resourceVersion parsing and waiting, LIST
+"""What reads share: the resource a request addresses, waiting for a resourceVersion, LIST
 queries (selectors, pagination, continue tokens) and the paged read behind LIST, DELETE of a
 collection and a watch's initial events. Used by `api.handlers` and `api.watching`.
 """
@@ -14,7 +14,7 @@ from aiohttp import web
 
 from api import codec, storage_errors
 from api import store as stores
-from cp import errors, selectors
+from cp import errors, options, selectors
 from cp import resources as res
 from storage import log
 
@@ -34,18 +34,6 @@ class Target(msgspec.Struct, kw_only=True):
     subresource: str
 
 
-def parse_rv(value: str | None) -> int | None:
-    if value is None or value == "":
-        return None
-    try:
-        rv = int(value)
-    except ValueError:
-        raise errors.BadRequest(f'invalid resource version: "{value}"') from None
-    if rv < 0:
-        raise errors.BadRequest(f'invalid resource version: "{value}"')
-    return rv
-
-
 async def wait_until_fresh(event_log: log.EventLog, *, revision: int) -> None:
     """Wait up to FUTURE_RV_WAIT for the log to reach `revision` (a client's resourceVersion newer than
     this server has seen); then 504 "Too large resource version", as upstream's watch cache."""
@@ -63,14 +51,33 @@ def encode_continue(revision: int, namespace: str, name: str) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+class _ContinueToken(msgspec.Struct):
+    """What a continue token encodes, typed as upstream's `continueToken`: `rv` is an int64 (a number
+    beyond it, a fraction or a string is a bad token, as Go's decoder has it), `start` the key after
+    which the list goes on."""
+
+    v: str = ""
+    rv: int = 0
+    start: str = ""
+
+
+_decode_token = msgspec.json.Decoder(_ContinueToken).decode
+
+
+def decode_continue(token: str) -> tuple[int | None, tuple[str, str]]:
+    """(revision to continue at, last key listed). As upstream's `DecodeContinue`: the version must be
+    meta.k8s.io/v1, the revision non-zero and the start key non-empty; a negative revision continues
+    at the latest one (None). Anything else is 400 "invalid continue token"."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = _decode(raw)
-        ns, _, name = str(data["start"]).partition("/")
-        return int(data["rv"]), (ns, name)
-    except (binascii.Error, msgspec.DecodeError, KeyError, TypeError, ValueError):
-        raise errors.BadRequest(f'invalid continue token: "{token}"') from None
+        data = _decode_token(raw)
+    except (binascii.Error, msgspec.DecodeError, ValueError):
+        data = None
+    if data is None or data.v != "meta.k8s.io/v1" or not data.rv or not data.start or \
+            not options.INT64_MIN <= data.rv <= options.INT64_MAX:
+        raise errors.BadRequest(f'invalid continue token: "{token}"')
+    ns, _, name = data.start.partition("/")
+    return (data.rv if data.rv > 0 else None), (ns, name)
 
 
 class ListQuery(msgspec.Struct, kw_only=True):
@@ -86,11 +93,11 @@ def list_query(request: web.Request, target: Target) -> ListQuery:
     kind = target.kind
     label = selectors.parse_label_selector(q.get("labelSelector", ""))
     field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group, resource=kind.plural)
-    limit = codec.parse_int("limit", q.get("limit"))
+    limit = options.int64_param(q.get("limit"))
     if limit is not None and limit <= 0:
         limit = None
     token = q.get("continue", "")
-    rv = parse_rv(q.get("resourceVersion"))
+    rv = options.resource_version_param(q.get("resourceVersion"))
     match = q.get("resourceVersionMatch", "")
     if match not in ("", "Exact", "NotOlderThan"):
         raise errors.BadRequest(f'resourceVersionMatch: Unsupported value: "{match}": supported values: '

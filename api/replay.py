@@ -27,7 +27,7 @@ import msgspec
 import structlog
 
 from cp import clock as clocks
-from cp import errors
+from cp import errors, options
 from cp import resources as res
 from storage import log, ndjson
 from storage.recording import NO_END, SCAN_PAGE, Key, Recording, SourceError
@@ -262,13 +262,11 @@ def _json_response(body: dict[str, Any]) -> web.Response:
 
 
 def _int_param(request: web.Request, name: str, default: int | None = None) -> int | None:
+    """An int64 parameter of the control endpoints, parsed as the API's (`cp.options`); empty: `default`."""
     value = request.query.get(name)
-    if value in (None, ""):
+    if value is None or value == "":
         return default
-    try:
-        return int(str(value))
-    except ValueError:
-        raise errors.BadRequest(f'{name}: invalid value "{value}": must be an integer') from None
+    return options.int64_param(value)
 
 
 def control_routes(replayer: Replayer) -> list[web.RouteDef]:

@@ -12,7 +12,9 @@ import msgspec
 from aiohttp import web
 
 from api import app as apps
+from api import connections
 from api import state as st
+from api.limits import Limits
 from cp import clock as clocks
 from storage import log
 
@@ -24,6 +26,7 @@ class Running(msgspec.Struct, kw_only=True):
     app: web.Application
     event_log: log.EventLog
     auth: Any = None  # api.auth.AuthConfig when serving TLS with authentication (issue #10)
+    connections: Any = None  # the api.connections.ConnectionGuard of its listening socket
 
 
 def open_log(url: str) -> log.EventLog:
@@ -87,7 +90,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
                   clock: clocks.Clock | None = None,
                   event_log: log.EventLog | None = None,
                   app_options: dict[str, Any] | None = None, secure: bool = False,
-                  token_auth_file: str | None = None, limits: Any = None,
+                  token_auth_file: str | None = None, limits: Limits | None = None,
                   insecure_limits: bool = False) -> AsyncIterator[Running]:
     """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
     `api.app.make_app` (its extension points).
@@ -96,7 +99,9 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     TLS with the CA and serving certificate of DATA_DIR/pki (created on first start), bearer-token,
     client-certificate and ServiceAccount-token authentication (`token_auth_file`: kube-apiserver's
     CSV), RBAC, and `limits` (an `api.auth.Limits`); the kubeconfig carries the CA and the admin
-    token. `insecure_limits=True`: plain HTTP without authentication but with the limits."""
+    token. `insecure_limits=True`: plain HTTP without authentication but with the limits.
+    The connection-level bounds of `limits` (header and handshake deadlines, the connection cap:
+    `api.connections`) apply in every mode."""
     from api import auth as auths
 
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
@@ -116,14 +121,16 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     if own_log:
         await the_log.start()
     app = apps.make_app(event_log=the_log, clock=clock, **options)
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0, handle_signals=False)
+    the_limits = config.limits if config is not None else (limits or Limits())
+    guard = connections.ConnectionGuard(limits=the_limits)
+    runner = connections.GuardedRunner(app, guard=guard, access_log=None, shutdown_timeout=2.0,
+                                       handle_signals=False)
     try:
         await runner.setup()
-        site = web.TCPSite(runner, host, port, reuse_address=True, ssl_context=ssl_context)
+        site = connections.GuardedSite(runner, host, port, ssl_context=ssl_context,
+                                       handshake_timeout=the_limits.handshake_timeout)
         await site.start()
-        server = site._server
-        assert server is not None
-        actual = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]  # an asyncio.Server
+        actual = site.port
         shown_host = f"[{host}]" if ":" in host else host
         if host in ("0.0.0.0", "::"):
             shown_host = "127.0.0.1" if host == "0.0.0.0" else "[::1]"
@@ -136,7 +143,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         else:
             write_kubeconfig(kubeconfig, server=url)
         await app[st.READY].wait()
-        yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log,
+        yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log, connections=guard,
                       auth=config if secure else None)
     finally:
         await runner.cleanup()

@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from api import limits as limits_
 from api import metrics as metrics_
 from api import reads
 from api import store as stores
@@ -18,6 +19,8 @@ WATCHES = web.AppKey("watches", set[asyncio.Task[object]])
 METRICS = web.AppKey("metrics", metrics_.Metrics)
 READY = web.AppKey("ready", asyncio.Event)
 TABLE_ROWS = web.AppKey("table_rows", tables.RowCache)
+LIMITS = web.AppKey("limits", limits_.Limits)
+WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-write bound of watches
 
 # Per-request keys.
 USER = web.RequestKey("user", str)

@@ -39,6 +39,11 @@ def too_large_after_wait(*, requested: int, current: int) -> errors.Timeout:
                           headers={"Retry-After": "1"})
 
 
+def unavailable(error: log.UnavailableError) -> errors.ServiceUnavailable:
+    """503 with Retry-After while the event log's database cannot be reached (a client retries)."""
+    return errors.ServiceUnavailable(str(error), details={"retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+
+
 def status_of(error: log.ExpiredError | log.FutureRevisionError) -> errors.StatusError:
     """The Status error for a revision out of range, from what the log reported."""
     if isinstance(error, log.ExpiredError):

@@ -13,8 +13,9 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from api import codec
+from cp import bodies, defaulting, errors, fieldmanager, objects, options, patching, sim, validation
 from cp import clock as clocks
-from cp import defaulting, errors, fieldmanager, objects, patching, sim, validation
 from cp import resources as res
 from storage import log
 
@@ -41,10 +42,8 @@ class WriteContext(msgspec.Struct, kw_only=True):
                          request_id=self.request_id)
 
     def manager(self) -> str:
-        if self.field_manager:
-            return self.field_manager
-        # Upstream default: the user agent up to the first "/".
-        return (self.user_agent.split("/", 1)[0] or "unknown")[:128]
+        """The field manager given, else upstream's default derived from the User-Agent."""
+        return self.field_manager or options.manager_from_user_agent(self.user_agent)
 
 
 class Result(msgspec.Struct, kw_only=True):
@@ -238,11 +237,10 @@ class Store:
                     ctx: WriteContext, *, subresource: str = "", force: bool = False) -> Result:
         """Server-side apply (`application/apply-patch+yaml`): field ownership, conflicts and removal of
         fields a manager stops applying, as structured-merge-diff (`cp.fieldmanager`)."""
-        if not ctx.field_manager:
-            raise errors.BadRequest("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: "
-                                    "is required for apply patch")
-        applied = patching.apply_yaml_body(patch_body)
+        options.check_write_options(options_kind="PatchOptions", field_manager=ctx.field_manager, apply=True)
+        applied = await codec.off_loop(patching.apply_yaml_body, patch_body)
         fieldmanager.check_apply_config(kind, applied)
+        ctx.warnings.extend(fieldmanager.drop_unknown_fields(kind, applied, field_validation=ctx.field_validation))
         ameta = objects.meta(applied)
         if ameta.get("name") and ameta["name"] != name:
             raise errors.BadRequest(
@@ -260,6 +258,7 @@ class Store:
             new, managed = fieldmanager.on_apply(
                 kind, current, applied, manager=ctx.field_manager, subresource=subresource, force=force,
                 now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+            bodies.check_encoded_size(new, what="the applied object")  # as any patched object
             if new is current:
                 new = dict(current)
             new["metadata"] = dict(new.get("metadata") or {})
@@ -296,8 +295,9 @@ class Store:
                 raise errors.BadRequest("the object must be a JSON object")
             new_meta = objects.meta(new)
             wanted_rv = new_meta.get("resourceVersion")
-            precondition = bool(wanted_rv)
-            if precondition and str(wanted_rv) != str(ev.revision):
+            # A resourceVersion the client sent is a precondition ("" or "0": none), parsed as upstream's
+            # ObjectResourceVersion ("05" is 5, " 5" a 400). Not a string: the structure check's 400.
+            if isinstance(wanted_rv, str) and options.object_resource_version(wanted_rv) not in (0, ev.revision):
                 raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
             new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
                                        fields=fields, operation=operation)
@@ -413,14 +413,14 @@ class Store:
 
     # ---------------------------------------------------------------- delete
 
-    async def delete(self, kind: res.ResourceKind, namespace: str, name: str, options: dict[str, Any],
+    async def delete(self, kind: res.ResourceKind, namespace: str, name: str, delete_options: dict[str, Any],
                      ctx: WriteContext) -> tuple[Result, bool]:
         """Delete one object. Returns (result, deleted_now)."""
         for _attempt in range(MAX_RETRIES):
             ev = await self.get(kind, namespace, name)
             obj = _decode(ev.object)
             meta = objects.meta(obj)
-            pre = options.get("preconditions") or {}
+            pre = delete_options.get("preconditions") or {}
             if pre.get("uid") and pre["uid"] != meta.get("uid"):
                 raise errors.Conflict(
                     f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
@@ -431,15 +431,15 @@ class Store:
                     f"ResourceVersion in object meta: {ev.revision}",
                     details={"name": name, "kind": kind.plural})
             now = self.clock.now()
-            policy = options.get("propagationPolicy")
-            if policy is None and options.get("orphanDependents") is True:
+            policy = delete_options.get("propagationPolicy")
+            if policy is None and delete_options.get("orphanDependents") is True:
                 policy = "Orphan"
             finalizers = list(meta.get("finalizers") or [])
             if policy == "Foreground" and "foregroundDeletion" not in finalizers:
                 finalizers.append("foregroundDeletion")
             elif policy == "Orphan" and "orphan" not in finalizers:
                 finalizers.append("orphan")
-            grace = _grace_period(kind, obj, options)
+            grace = _grace_period(kind, obj, delete_options)
             graceful = grace > 0
             namespace_kind = kind.group == "" and kind.plural == "namespaces"
             terminating = bool(meta.get("deletionTimestamp"))
@@ -452,7 +452,7 @@ class Store:
                 old_grace = meta.get("deletionGracePeriodSeconds")
                 if kind.plural == "pods" and old_grace is not None and grace < int(old_grace):
                     meta["deletionGracePeriodSeconds"] = grace
-                    meta["deletionTimestamp"] = clocks.rfc3339(now + grace)
+                    meta["deletionTimestamp"] = _deletion_time(now, grace)
                     changed = True
                 if not changed or ctx.dry_run:
                     return Result(body=ev.object, code=202 if finalizers else 200), False
@@ -464,7 +464,7 @@ class Store:
                     continue
                 return Result(body=out.object, code=202 if finalizers else 200), False
             if finalizers or graceful or namespace_kind:
-                meta["deletionTimestamp"] = clocks.rfc3339(now + (grace if graceful else 0))
+                meta["deletionTimestamp"] = _deletion_time(now, grace if graceful else 0)
                 meta["deletionGracePeriodSeconds"] = grace if graceful else 0
                 if finalizers:
                     meta["finalizers"] = finalizers
@@ -597,7 +597,7 @@ def scale_of(obj: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _grace_period(kind: res.ResourceKind, obj: dict[str, Any], options: dict[str, Any]) -> int:
+def _grace_period(kind: res.ResourceKind, obj: dict[str, Any], delete_options: dict[str, Any]) -> int:
     """Graceful deletion applies to pods that a kubelet must stop (upstream `podStrategy.CheckGracefulDelete`)."""
     if kind.group != "" or kind.plural != "pods":
         return 0
@@ -605,7 +605,7 @@ def _grace_period(kind: res.ResourceKind, obj: dict[str, Any], options: dict[str
     phase = (obj.get("status") or {}).get("phase")
     if not spec.get("nodeName") or phase in ("Succeeded", "Failed"):
         return 0
-    grace = options.get("gracePeriodSeconds")
+    grace = delete_options.get("gracePeriodSeconds")
     if grace is None:
         grace = spec.get("terminationGracePeriodSeconds", 30)
     try:
@@ -613,6 +613,16 @@ def _grace_period(kind: res.ResourceKind, obj: dict[str, Any], options: dict[str
     except (TypeError, ValueError):
         raise errors.BadRequest("gracePeriodSeconds must be an integer") from None
     return max(grace, 0)
+
+
+# The longest time.Duration, in seconds: upstream adds the grace period to now as a Duration, which
+# wraps beyond this; here the deletion time stops at it (about 290 years on), a time that can be written.
+_MAX_GRACE_SECONDS = options.INT64_MAX // 1_000_000_000
+
+
+def _deletion_time(now: float, grace: int) -> str:
+    """`deletionTimestamp` for a deletion `grace` seconds from `now` (any int64 grace period)."""
+    return clocks.rfc3339(now + min(grace, _MAX_GRACE_SECONDS))
 
 
 def _finalized(kind: res.ResourceKind, obj: dict[str, Any]) -> bool:

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable
 from typing import Any
 
+import structlog
 from aiohttp import web
 
-from api import codec, reads, storage_errors
+from api import codec, connections, limits, reads, storage_errors
 from api import state as st
 from api import store as stores
-from cp import errors, tables
+from cp import errors, options, tables
 from storage import log
 
 _decode = codec.decoder.decode
@@ -29,6 +31,9 @@ _encode = codec.encoder.encode
 
 BOOKMARK_INTERVAL = 5.0  # seconds between idle bookmarks (upstream: about a minute, "not guaranteed")
 INITIAL_END = "k8s.io/initial-events-end"
+MAX_TIMEOUT = 10 * 365 * 86400  # a longer timeoutSeconds is this (no deadline beyond the loop clock's range)
+
+_logger = structlog.get_logger("cplane.api")
 
 
 class _Encoder:
@@ -105,10 +110,11 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
         raise errors.Invalid(kind="ListOptions", group="meta.k8s.io", name="", causes=[
             errors.Cause("Forbidden", "resourceVersionMatch",
                          "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided")])
-    rv = reads.parse_rv(q.get("resourceVersion"))
-    timeout = codec.parse_int("timeoutSeconds", q.get("timeoutSeconds"))
+    rv = options.resource_version_param(q.get("resourceVersion"))
+    timeout = options.int64_param(q.get("timeoutSeconds"))
     if timeout is None or timeout <= 0:
         timeout = int(1800 * (1 + random.random()))  # upstream: min-request-timeout x [1, 2)
+    timeout = min(timeout, MAX_TIMEOUT)
     initial = bool(send_initial) if send_initial is not None else not rv
     enc = _Encoder(request, target)
     namespace = None if target.all_namespaces else target.namespace
@@ -133,37 +139,44 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
             lines.append(enc.bookmark(start, initial_end=True))
     else:
         start = rv or 0
+    # Everything that can refuse the request is above; from the subscription on, every exit path
+    # (a deadline, a stalled client, a disconnect, a cancellation, an error) goes through `finally`.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    sender = _Sender(request, resp, deadline=deadline)
     try:
         sub = await store.log.subscribe(group=kind.group, resource=kind.plural, namespace=namespace,
                                         after=start)
     except log.ExpiredError as exc:
         await resp.prepare(request)
-        await resp.write(_expired_line(exc.requested, exc.compacted))
+        await sender.send(_expired_line(exc.requested, exc.compacted))
         return resp
+    connections.cancel_on_disconnect(request)
     watches = request.app[st.WATCHES]
     task = asyncio.current_task()
     if task is not None:
         watches.add(task)
     gauge = request.app[st.METRICS].watches.labels(kind.group, kind.plural)
     gauge.inc()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
     last_bookmark = start
     try:
         await resp.prepare(request)
-        if lines:
-            await resp.write(b"".join(lines))
+        if lines and not await sender.send(b"".join(lines)):
+            return resp
         while True:
             remaining = deadline - loop.time()
             if remaining <= 0:
+                await sender.finish()  # the deadline: end the stream while still counted as a watch
                 break
             batch = await sub.next_batch(timeout=min(BOOKMARK_INTERVAL, remaining))
             if batch is None:
+                await sender.finish()
                 break
             if not batch:
                 if bookmarks and sub.revision > last_bookmark:
                     last_bookmark = sub.revision
-                    await resp.write(enc.bookmark(sub.revision))
+                    if not await sender.send(enc.bookmark(sub.revision)):
+                        break
                 continue
             out: list[bytes] = []
             for ev in batch:
@@ -173,8 +186,8 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
                 line = await _filtered(store, ev, lq, known, enc)
                 if line is not None:
                     out.append(line)
-            if out:
-                await resp.write(b"".join(out))
+            if out and not await sender.send(b"".join(out)):
+                break
     except (ConnectionResetError, asyncio.CancelledError):
         pass
     finally:
@@ -183,6 +196,63 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
         if task is not None:
             watches.discard(task)
     return resp
+
+
+class _Sender:
+    """Writes of one watch, each bounded: a write that waits (the client's send buffer is full) is
+    cancelled once it has waited `Limits.watch_write_timeout`, or at the watch's deadline, whichever
+    comes first; the connection is then aborted, since nothing more can be sent on it. Upstream sets
+    no write deadline on HTTP/1.1 watches, so a client that stops reading holds its watch (and its
+    place under the per-user watch limit) forever; here it is released.
+
+    Large writes go out in slices of `SLICE` bytes: a transport accepts any one write whole (over TLS,
+    asyncio pauses the writer only for what comes after it), so slicing is what makes a stalled client
+    hold at most about one slice of the server's memory, and be noticed."""
+
+    SLICE = 256 * 1024
+
+    def __init__(self, request: web.Request, resp: web.StreamResponse, *, deadline: float) -> None:
+        self.request = request
+        self.resp = resp
+        self.deadline = deadline
+        self.writes: limits.Deadlines = request.app[st.WATCH_WRITES]
+        self.loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task()
+
+    async def send(self, data: bytes) -> bool:
+        """Write `data`; False when the watch must end (a write stalled past its bound)."""
+        if len(data) <= self.SLICE:
+            return await self._bounded(self.resp.write(data))
+        view = memoryview(data)
+        for start in range(0, len(data), self.SLICE):
+            if not await self._bounded(self.resp.write(view[start:start + self.SLICE])):
+                return False
+        return True
+
+    async def finish(self) -> None:
+        """End the stream (the last chunk), under the same bound: a client that stopped reading gets
+        its connection aborted rather than a server task waiting on it forever."""
+        if self.request.transport is not None and not self.request.transport.is_closing():
+            await self._bounded(self.resp.write_eof(), at=self.loop.time() + self.writes.timeout)
+
+    async def _bounded(self, write: Awaitable[None], *, at: float | None = None) -> bool:
+        task = self.task
+        assert task is not None
+        self.writes.enter(task, at=at if at is not None else
+                          min(self.deadline, self.loop.time() + self.writes.timeout))
+        try:
+            await write
+        except asyncio.CancelledError:
+            if not self.writes.leave(task):
+                raise
+            _logger.info("watch_write_stalled", path=self.request.path,
+                         timeout_s=self.writes.timeout, user=self.request.get(st.USER, ""))
+            transport = self.request.transport
+            if transport is not None:
+                transport.abort()
+            return False
+        self.writes.leave(task)
+        return True
 
 
 async def _filtered(store: stores.Store, ev: log.Event, lq: reads.ListQuery, known: dict[tuple[str, str], bool],

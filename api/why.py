@@ -28,7 +28,7 @@ from aiohttp import web
 
 from api import codec, storage_errors
 from api import state as st
-from cp import errors
+from cp import errors, options
 from storage import log
 
 PATH = "/apis/sim.cplane.dev/v1alpha1/namespaces/{namespace}/pods/{name}/why"
@@ -124,7 +124,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
     q = request.query
     at_text = q.get("at") or q.get("resourceVersion") or None
-    at = codec.parse_int("at", at_text) if at_text else None
+    at = options.int64_param(at_text) if at_text else None
     if at is not None and at <= 0:
         raise errors.BadRequest(f"at: must be a positive revision, got {at_text!r}")
     doc = await explain(request.app[st.STORE].log, namespace=namespace, name=name, node=q.get("node") or None,

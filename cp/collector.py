@@ -3,7 +3,8 @@
 The process entry points (`cplane serve`, `cplane controllers`, `cplane replay`, `python -m
 controllers`) call `tune` once their long-lived state is built; library code and in-process test
 servers never change the collector for the whole process. The one local change is `paused()`, around a
-burst of decoding that allocates no cycles.
+burst of decoding that allocates no cycles (on the event loop, or in a worker thread decoding a large
+request body: the collector is process-wide, and the first pause to end enables it again).
 """
 
 from __future__ import annotations

@@ -155,6 +155,11 @@ class Timeout(StatusError):
     reason = "Timeout"
 
 
+class ServiceUnavailable(StatusError):
+    code = 503
+    reason = "ServiceUnavailable"
+
+
 class Cause:
     """One field error, as `field.Error` renders it."""
 

@@ -27,7 +27,7 @@ from typing import Any
 
 import msgspec
 
-from cp import errors, schemas, typed
+from cp import errors, schemas, structure, typed
 from cp import fieldpath as fp
 from cp import managedfields as mf
 from cp import resources as res
@@ -316,20 +316,31 @@ def check_apply_config(kind: res.ResourceKind, config: dict[str, Any]) -> None:
         raise errors.BadRequest("metadata.managedFields must be nil")
 
 
+def drop_unknown_fields(kind: res.ResourceKind, config: dict[str, Any], *, field_validation: str) -> list[str]:
+    """An applied configuration's fields the kind's schema does not declare, under `fieldValidation`
+    Warn or Ignore: removed in place (as create and update drop them), with Warn's warnings returned.
+    Under Strict they stay, and `on_apply` rejects the configuration (400). Upstream answers them with a
+    500 whatever the directive (kubernetes#122480); this is the fix proposed there."""
+    if field_validation == "Strict":
+        return []
+    dropped = typed.drop_undeclared(config, kind_info(kind).root)
+    return structure.unknown_field_warnings(dropped) if field_validation == "Warn" else []
+
+
 def on_apply(kind: res.ResourceKind, live: dict[str, Any] | None, config: dict[str, Any], *, manager: str,
              subresource: str, force: bool, now: str, namespace: str = "", name: str = ""
              ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """Server-side apply of `config` to `live` (None: the object is being created).
 
     Returns the object to store (the live object itself when nothing changes but managedFields) and
-    its managedFields. Raises errors.Conflict (409) on conflicts, errors.InternalError (500) when the
-    configuration does not fit the schema, as upstream's typed conversion does."""
+    its managedFields. Raises errors.Conflict (409) on conflicts, errors.BadRequest (400) when the
+    configuration does not fit the schema (undeclared fields, duplicate list keys), with the text of
+    upstream's typed conversion, whose error upstream lets become a 500 (kubernetes#122480)."""
     info = kind_info(kind)
     config_set, errs = typed.field_set(config, info.root)
     if errs:
         text = errs[0] if len(errs) == 1 else "errors:\n" + "\n".join("  " + e for e in errs)
-        raise errors.InternalError(f"failed to create typed patch object ({namespace}/{name}; {info.gvk}): "
-                                   f"{text}")
+        raise errors.BadRequest(f"failed to create typed patch object ({namespace}/{name}; {info.gvk}): {text}")
     if live is None:
         base: dict[str, Any] = {}
         managed: mf.Managed = {}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import traceback
+from collections.abc import MutableMapping
+from typing import Any
 
 if "structlog" not in sys.modules and "rich" not in sys.modules:
     # structlog imports `rich` whenever it is installed (the CEL package depends on it), only for
@@ -18,17 +21,35 @@ if "structlog" not in sys.modules and "rich" not in sys.modules:
 import structlog
 
 
+def exception_fields(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """For JSON lines: a logged exception (`exc_info`) as fixed keys a machine can read: `error_type`,
+    `error` (its message) and `traceback` (the formatted traceback), instead of `"exc_info": true`."""
+    exc_info = event.pop("exc_info", None)
+    if not exc_info:
+        return event
+    if exc_info is True:
+        exc_info = sys.exc_info()
+    elif isinstance(exc_info, BaseException):
+        exc_info = (type(exc_info), exc_info, exc_info.__traceback__)
+    if not isinstance(exc_info, tuple) or exc_info[0] is None:
+        return event
+    event.setdefault("error_type", exc_info[0].__name__)
+    event.setdefault("error", str(exc_info[1]))
+    event["traceback"] = "".join(traceback.format_exception(*exc_info))
+    return event
+
+
 def configure(*, fmt: str = "console", level: str = "info") -> None:
     lvl = getattr(logging, level.upper(), logging.INFO)
-    renderer: structlog.types.Processor = (
-        structlog.processors.JSONRenderer() if fmt == "json"
-        else structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback))
+    renderers: list[structlog.types.Processor] = (
+        [exception_fields, structlog.processors.JSONRenderer()] if fmt == "json"
+        else [structlog.dev.ConsoleRenderer(colors=False, exception_formatter=structlog.dev.plain_traceback)])
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            renderer,
+            *renderers,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),

@@ -37,7 +37,10 @@ Errors, as `staging/src/k8s.io/apiserver/pkg/endpoints/handlers/patch.go`:
 - a JSON patch whose operations fail (a `test` that does not match, a missing path, an unknown op): 422 with
   reason `Invalid` and upstream's generic message "the server rejected our request due to an error in our
   request" (kopf relies on the 422 for stale `resourceVersion` tests); the library's explanation is added as
-  `details.causes[0].message`. More than 10000 operations: 413;
+  `details.causes[0].message`. More than 10000 operations: 413. `copy` operations that together duplicate
+  more than `MAX_JSON_PATCH_COPY_BYTES` of JSON: 422 as any failed operation, with json-patch's
+  "Unable to complete the copy, ..." explanation, before the copy that passes the limit is made;
+- a patched object of more than `cp.bodies.MAX_BYTES` of JSON (what any body may decode to): 413;
 - malformed strategic-merge directives: 400 with apimachinery's `mergepatch` messages ("invalid patch format of
   retainKeys", ...); lists of lists: 422 as upstream. Upstream answers some other malformed SMP bodies (unknown
   `$patch` value, a patch item without its merge key, `$setElementOrder` out of step with the patch list) with
@@ -51,15 +54,13 @@ in-place edits of the result must copy first.
 
 from __future__ import annotations
 
-import base64
-import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import jsonpatch
 import msgspec
 
-from cp import errors, schemas
+from cp import bodies, errors, schemas
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -70,6 +71,9 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES: tuple[str, ...] = (JSON_PATCH, MERGE_PATCH, STRATEGIC_MERGE_PATCH, APPLY_PATCH)
 
 MAX_JSON_PATCH_OPERATIONS = 10000
+# kube-apiserver's JSONPatchMaxCopyBytes, which it sets as evanphx/json-patch's AccumulatedCopySizeLimit:
+# the most the `copy` operations of one JSON patch may add, in bytes of JSON, in total.
+MAX_JSON_PATCH_COPY_BYTES = 3 * 1024 * 1024
 
 _REJECTED = "the server rejected our request due to an error in our request"
 
@@ -150,29 +154,25 @@ def apply_patch(obj: dict[str, Any], patch_body: bytes, *, content_type: str, gr
                          "apply_yaml_body and hand them to server-side apply")
     else:
         raise unsupported_media_type()
+    # Each kind of patch adds at most its body (and JSON patch its bounded copies) to the object; this
+    # keeps what the store then defaults, validates and diffs to what a body may decode to.
+    bodies.check_encoded_size(out, what="the patched object")
     return _detach(obj, out)
 
 
 def apply_yaml_body(body: bytes) -> dict[str, Any]:
     """Parse an `application/apply-patch+yaml` body (YAML, so JSON too) into a JSON-shaped dict.
 
-    Timestamps stay strings and non-string keys become strings, as `sigs.k8s.io/yaml` does.
-    Raises `errors.BadRequest` ("error decoding YAML: ...") on a parse error or when the body is not an object.
+    `cp.bodies.decode_yaml` does the work (bounded alias expansion; timestamps stay strings and
+    non-string keys become strings, as `sigs.k8s.io/yaml`). Raises `errors.BadRequest` ("error decoding
+    YAML: ...") on a parse error, excessive or recursive aliasing, or when the body is not an object, and
+    `errors.RequestEntityTooLarge` when the document expands past `cp.bodies.MAX_BYTES`.
     """
-    import yaml  # only server-side apply bodies need it (keeps ~15 ms off start-up)
-
-    try:
-        data = yaml.load(body, Loader=_yaml_loader())  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        raise errors.BadRequest(f"error decoding YAML: {exc}") from None
-    except (UnicodeDecodeError, ValueError, TypeError) as exc:
-        raise errors.BadRequest(f"error decoding YAML: {exc}") from None
+    data = bodies.decode_yaml(body, error_prefix="error decoding YAML: ")
     if not isinstance(data, dict):
         what = "an empty document" if data is None else _go_type_error(data, "map[string]interface {}")
         raise errors.BadRequest(f"error decoding YAML: {what}")
-    out = _jsonify(data)
-    assert isinstance(out, dict)
-    return out
+    return data
 
 
 def json_merge_patch(target: Any, patch: Any) -> Any:
@@ -218,7 +218,12 @@ def _apply_json_patch(obj: dict[str, Any], body: bytes) -> dict[str, Any]:
             "Request entity too large: The allowed maximum operations in a JSON patch is "
             f"{MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}")
     try:
-        doc = jsonpatch.JsonPatch(ops).apply(_copy_json(obj), in_place=True)
+        patch = jsonpatch.JsonPatch(ops)  # checks the shape of every operation before any is applied
+        doc = _copy_json(obj)
+        if any(op.get("op") == "copy" for op in ops):
+            doc = _apply_bounding_copies(doc, ops)
+        else:
+            doc = patch.apply(doc, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as exc:
         raise PatchRejected(str(exc)) from None
     except (TypeError, KeyError, IndexError, ValueError, AttributeError) as exc:
@@ -226,6 +231,34 @@ def _apply_json_patch(obj: dict[str, Any], body: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise errors.Invalid(kind="", group="", name="", causes=[errors.Cause(
             "Invalid", "patch", _go_type_error(doc, "map[string]interface {}"), value=_json_text(doc))])
+    return doc
+
+
+def _apply_bounding_copies(doc: Any, ops: list[dict[str, Any]]) -> Any:
+    """Apply `ops` one at a time, measuring what each `copy` duplicates before making the copy.
+
+    As evanphx/json-patch with AccumulatedCopySizeLimit: the JSON sizes of the copied values add up, and
+    the patch fails once the sum passes `MAX_JSON_PATCH_COPY_BYTES`. Only `copy` duplicates: `add` and
+    `replace` insert values the body carries (bounded by its size) and `move` relocates one. A value is
+    measured by encoding it (C speed): it is part of a document bounded by the stored object, the body and
+    the copies so far, and the measuring ends at the first copy that passes the limit, so all the
+    measuring of a patch costs at most the limit plus one such document.
+    """
+    copied = 0
+    for op in ops:
+        source = op.get("from")
+        if op.get("op") == "copy" and isinstance(source, str):
+            try:
+                size = len(msgspec.json.encode(jsonpatch.JsonPointer(source).resolve(doc)))
+            except (jsonpatch.JsonPointerException, TypeError):
+                size = 0  # nothing there to copy (`/a/-` names the end of a list): the operation says so
+            if size:
+                copied += size
+                if copied > MAX_JSON_PATCH_COPY_BYTES:
+                    raise PatchRejected(
+                        f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                        f"exceeding the limit {MAX_JSON_PATCH_COPY_BYTES}")
+        doc = jsonpatch.JsonPatch([op]).apply(doc, in_place=True)
     return doc
 
 
@@ -587,37 +620,3 @@ def _go_type_error(value: Any, go_type: str) -> str:
     else:
         what = "null"
     return f"json: cannot unmarshal {what} into Go value of type {go_type}"
-
-
-@functools.cache
-def _yaml_loader() -> type:
-    import yaml
-
-    class YamlLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-        """Safe loading, but timestamps stay strings (JSON has no dates)."""
-
-    YamlLoader.add_constructor(
-        "tag:yaml.org,2002:timestamp",
-        lambda loader, node: loader.construct_scalar(node))
-    return YamlLoader
-
-
-def _jsonify(value: Any) -> Any:
-    """Make YAML data JSON-shaped: string keys, `!!binary` as base64 text."""
-    if isinstance(value, dict):
-        return {_json_key(k): _jsonify(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_jsonify(v) for v in value]
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode("ascii")
-    return value
-
-
-def _json_key(key: Any) -> str:
-    if isinstance(key, str):
-        return key
-    if isinstance(key, bool):
-        return "true" if key else "false"
-    if key is None:
-        return "null"
-    return str(key)

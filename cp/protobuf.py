@@ -49,7 +49,7 @@ import functools
 import json
 from typing import Any
 
-from cp import errors
+from cp import bodies, errors
 from cp.protobuf_messages import CORE_PKG, META_PKG, PACKAGES, message_for, supported_kinds
 
 __all__ = ["MAGIC", "PROTOBUF", "Field", "Message", "decode", "message_for", "messages", "supported_kinds"]
@@ -71,9 +71,13 @@ _VARINT_KINDS = frozenset((_INT64, _INT32, _BOOL))
 
 
 class Field:
-    """One compiled field of a message description."""
+    """One compiled field of a message description.
 
-    __slots__ = ("inline", "keep", "kind", "map", "message", "name", "omitzero", "repeated")
+    `cost`: what one occurrence adds to the decoded JSON besides its value's own bytes (which the body
+    holds): `"name":` and a comma for a singular field, quotes and separators for a list item (the list's
+    name is not counted) or a map entry, nothing for an inlined struct (its fields count themselves)."""
+
+    __slots__ = ("cost", "inline", "keep", "kind", "map", "message", "name", "omitzero", "repeated")
 
     def __init__(self, *, name: str, kind: int, message: str, repeated: bool, map: bool,
                  keep: bool, omitzero: bool, inline: bool) -> None:
@@ -85,16 +89,20 @@ class Field:
         self.keep = keep
         self.omitzero = omitzero
         self.inline = inline
+        self.cost = 0 if inline else 6 if map else 3 if repeated else len(name) + 4
 
 
 class Message:
-    """A compiled description: fields by number, and the lists that are `null` when absent."""
+    """A compiled description: fields by number, and the lists that are `null` when absent.
 
-    __slots__ = ("fields", "nulls")
+    `cost`: what one occurrence adds to the decoded JSON by itself (braces and its `"list":null`s)."""
+
+    __slots__ = ("cost", "fields", "nulls")
 
     def __init__(self, *, fields: dict[int, Field]) -> None:
         self.fields = fields
         self.nulls: tuple[str, ...] = ()
+        self.cost = 2
 
 
 def _resolve(*, name: str, package: str) -> str:
@@ -156,12 +164,34 @@ def messages() -> dict[str, Message]:
 
     for message in out.values():
         message.nulls = nulls(message)
+        message.cost = 2 + sum(len(name) + 8 for name in message.nulls)
     return out
 
 
 # --------------------------------------------------------------------------------------------
 # Wire format.
 # --------------------------------------------------------------------------------------------
+
+class _Decoding:
+    """One body's decoding: the message tables, and how many bytes of JSON the output may still grow by.
+
+    The body's own bytes are the output's content (strings, numbers, base64 of bytes within a small
+    factor), so the budget starts at `bodies.MAX_BYTES` less the body's length, and every field occurrence
+    and message spends its `cost` (the names, braces and nulls the wire does not carry). A body whose
+    output would pass the bound stops there, before building it: a tag byte can stand for a 30-byte JSON
+    key, and an empty message for a dict with nulls, so a 3 MiB body could otherwise decode into
+    hundreds of megabytes."""
+
+    __slots__ = ("left", "table")
+
+    def __init__(self, *, table: dict[str, Message], body_size: int) -> None:
+        self.table = table
+        self.left = bodies.MAX_BYTES - body_size
+
+
+class _TooLarge(Exception):
+    pass
+
 
 class _Malformed(Exception):
     def __init__(self, detail: str) -> None:
@@ -363,7 +393,7 @@ def _scalar(kind: int, value: int) -> int | bool:
     return value != 0
 
 
-def _value(field: Field, buf: bytes, start: int, end: int, table: dict[str, Message]) -> Any:
+def _value(field: Field, buf: bytes, start: int, end: int, state: _Decoding) -> Any:
     """A length-delimited value of `field`'s type (not a map)."""
     kind = field.kind
     if kind == _STR:
@@ -372,13 +402,13 @@ def _value(field: Field, buf: bytes, start: int, end: int, table: dict[str, Mess
         return base64.b64encode(buf[start:end]).decode("ascii")
     if kind == _MSG:
         out: dict[str, Any] = {}
-        _decode_into(buf, start, end, table[field.message], table, out)
+        _decode_into(buf, start, end, state.table[field.message], state, out)
         return out
     return _special(kind, buf, start, end)
 
 
 def _map_entry(field: Field, buf: bytes, start: int, end: int,
-               table: dict[str, Message]) -> tuple[str, Any]:
+               state: _Decoding) -> tuple[str, Any]:
     key = ""
     value: Any = None
     pos = start
@@ -391,31 +421,39 @@ def _map_entry(field: Field, buf: bytes, start: int, end: int,
         elif number == 2:
             if wire != 2:
                 raise _Malformed(f"map value has wire type {_WIRE_NAMES[wire]}")
-            value = _value(field, buf, at, pos, table)
+            value = _value(field, buf, at, pos, state)
     if value is None:  # absent value: the zero value of its type
-        value = _value(field, buf, end, end, table)
+        value = _value(field, buf, end, end, state)
     return key, value
 
 
-def _decode_into(buf: bytes, start: int, end: int, message: Message, table: dict[str, Message],
+def _decode_into(buf: bytes, start: int, end: int, message: Message, state: _Decoding,
                  out: dict[str, Any]) -> None:
+    spent = message.cost
+    field_of = message.fields.get
     pos = start
     while pos < end:
         number, wire, value, pos = _read_field(buf, pos, end)
-        field = message.fields.get(number)
+        field = field_of(number)
         if field is None:
             continue  # unknown field: skipped, as upstream does
+        spent += field.cost
         try:
-            _apply(field, wire, value, pos, buf, table, out)
+            _apply(field, wire, value, pos, buf, state, out)
         except _Malformed as e:
             if field.name:
                 e.path.insert(0, field.name)
             raise
+    # Settled once per message (nested ones settle as they end): what one message's own fields add
+    # beyond the body's bytes is a small multiple of them, so the check cannot be outrun by much.
+    state.left -= spent
+    if state.left < 0:
+        raise _TooLarge
     for name in message.nulls:
         out.setdefault(name, None)
 
 
-def _apply(field: Field, wire: int, value: int, end: int, buf: bytes, table: dict[str, Message],
+def _apply(field: Field, wire: int, value: int, end: int, buf: bytes, state: _Decoding,
            out: dict[str, Any]) -> None:
     kind = field.kind
     name = field.name
@@ -442,23 +480,23 @@ def _apply(field: Field, wire: int, value: int, end: int, buf: bytes, table: dic
     if wire != 2:
         raise _Malformed(f"wire type {_WIRE_NAMES[wire]} where length-delimited data was expected")
     if field.map:
-        key, item = _map_entry(field, buf, value, end, table)
+        key, item = _map_entry(field, buf, value, end, state)
         entries = out.get(name)
         if entries is None:
             entries = out[name] = {}
         entries[key] = item
     elif field.inline:
-        _decode_into(buf, value, end, table[field.message], table, out)
+        _decode_into(buf, value, end, state.table[field.message], state, out)
     elif field.repeated:
-        _list(out, name).append(_value(field, buf, value, end, table))
+        _list(out, name).append(_value(field, buf, value, end, state))
     elif kind == _MSG:
         # A repeated occurrence of a singular message merges into the first, as in proto.
         sub = out.get(name)
         if not isinstance(sub, dict):
             sub = out[name] = {}
-        _decode_into(buf, value, end, table[field.message], table, sub)
+        _decode_into(buf, value, end, state.table[field.message], state, sub)
     else:
-        item = _value(field, buf, value, end, table)
+        item = _value(field, buf, value, end, state)
         if (kind in (_STR, _BYTES) and not item and not field.keep) or (item is None and field.omitzero):
             out.pop(name, None)
         else:
@@ -510,8 +548,9 @@ def _envelope(body: bytes) -> tuple[str, str, int, int]:
 def decode(body: bytes) -> dict[str, Any]:
     """Decode a protobuf request body into the JSON-shaped dict of the object it carries.
 
-    Raises `BadRequest` for malformed data and `UnsupportedMediaType` for kinds without a
-    message description here.
+    Raises `BadRequest` for malformed data, `UnsupportedMediaType` for kinds without a
+    message description here, and `RequestEntityTooLarge` when the object would be more than
+    `bodies.MAX_BYTES` of JSON (see `_Decoding`).
     """
     body = bytes(body)
     if not body.startswith(MAGIC):
@@ -534,7 +573,10 @@ def decode(body: bytes) -> dict[str, Any]:
     table = messages()
     out: dict[str, Any] = {"kind": kind, "apiVersion": api_version}
     try:
-        _decode_into(body, start, end, table[name], table, out)
+        _decode_into(body, start, end, table[name], _Decoding(table=table, body_size=len(body)), out)
+    except _TooLarge:
+        raise bodies.too_large(f"the protobuf body for {kind} ({api_version}) decodes to more than "
+                               f"{bodies.MAX_BYTES} bytes of JSON") from None
     except _Malformed as e:
         where = ".".join(e.path)
         raise errors.BadRequest(

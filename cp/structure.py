@@ -366,6 +366,11 @@ def _bad_b64_offset(text: str) -> int:
     return len(text)
 
 
+def unknown_field_warnings(paths: list[str]) -> list[str]:
+    """How strict decoding names unknown fields, in Strict's error and in Warn's warnings."""
+    return [f'unknown field "{p}"' for p in paths]
+
+
 def check(obj: dict[str, Any], *, group: str, version: str, kind: str,
           field_validation: str) -> tuple[dict[str, Any], list[str]]:
     node = root_node(group, version, kind)
@@ -381,7 +386,7 @@ def check(obj: dict[str, Any], *, group: str, version: str, kind: str,
         raise errors.BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: {exc}') from None
     if not w.unknown:
         return obj, []
-    fields = [f'unknown field "{p}"' for p in w.unknown]
+    fields = unknown_field_warnings(w.unknown)
     if field_validation == "Strict":
         raise errors.BadRequest(f'{kind} in version "{version}" cannot be handled as a {kind}: '
                                 f'strict decoding error: {", ".join(fields)}')

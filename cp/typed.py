@@ -429,6 +429,37 @@ def field_set(obj: dict[str, Any], t: Type) -> tuple[Set, list[str]]:
     return s, errs
 
 
+def drop_undeclared(obj: dict[str, Any], t: Type) -> list[str]:
+    """Remove, in place, the fields `field_set` would report as "not declared in schema" (walking as it
+    does: into granular maps and lists, not atomic ones); return their paths (`spec.x`,
+    `spec.containers[0].x`), the way strict decoding names unknown fields."""
+    dropped: list[str] = []
+    _drop_map(obj, t, "", dropped)
+    return dropped
+
+
+def _drop_map(m: dict[str, Any], t: Type, path: str, dropped: list[str]) -> None:
+    undeclared = []
+    for k, cv in m.items():
+        if t.skip and k in t.skip:
+            continue
+        ct = t.fields.get(k) or t.elem
+        where = f"{path}.{k}" if path else k
+        if ct is None:
+            undeclared.append(k)
+            dropped.append(where)
+        elif type(cv) is dict and ct.kind == KIND_MAP and not ct.atomic:
+            _drop_map(cv, ct, where, dropped)
+        elif type(cv) is list and ct.kind == KIND_LIST and not ct.atomic:
+            elem = ct.elem or UNTYPED
+            if elem.kind == KIND_MAP and not elem.atomic:
+                for i, item in enumerate(cv):
+                    if type(item) is dict:
+                        _drop_map(item, elem, f"{where}[{i}]", dropped)
+    for k in undeclared:
+        del m[k]
+
+
 def ensure_named(s: Set, t: Type) -> Set:
     """`Set.EnsureNamedFieldsAreMembers`: struct fields leading to members are members too."""
     out: Set = {}

@@ -17,6 +17,10 @@ import msgspec
 
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
+# Revisions are 64-bit signed integers in both databases: no revision above this can ever be written.
+# A read asking for one is a FutureRevisionError before any SQL (the driver could not even bind it).
+MAX_REVISION = (1 << 63) - 1
+
 
 # gc=False: events hold only scalars, bytes and an Actor (no reference cycles), so the garbage
 # collector need not track them; a LIST of 10,000 objects then costs no collector passes.
@@ -109,6 +113,12 @@ class FutureRevisionError(StorageError):
         self.current = current
 
 
+class UnavailableError(StorageError):
+    """The database cannot be reached now (connection refused or lost, the server restarting, a disk
+    that fails writes): the request may succeed if retried (→ 503 with Retry-After). A write that
+    fails so may or may not have been committed, as with any database."""
+
+
 class ImportRejectedError(StorageError):
     """An import was rejected; `line` is the 1-based NDJSON line number (0 when not line-bound)."""
 
@@ -142,6 +152,11 @@ class EventLog(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+    async def ping(self) -> None:
+        """A round trip to the storage; raises UnavailableError if it cannot be reached (the
+        readiness check). Bound it with `asyncio.timeout`."""
+        ...
 
     @property
     def revision(self) -> int:

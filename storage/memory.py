@@ -106,6 +106,9 @@ class MemoryEventLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._changed.get((group, resource), 0)
 
+    async def ping(self) -> None:
+        """In memory: always reachable."""
+
     async def wait_for_revision(self, *, revision: int) -> None:
         if self.revision >= revision:
             return

@@ -30,6 +30,7 @@ from storage import codec, compaction, migrating, schema, sql
 _logger = structlog.get_logger(__name__)
 
 READERS = 3
+CONNECT_TIMEOUT = 5.0  # seconds to open a connection: while the database is unreachable, requests fail this fast
 
 _SQL_LOOKUP = (
     "SELECT k.i - 1, h.revision, CASE WHEN h.deleted THEN 1 ELSE 0 END, 0::bigint "
@@ -90,7 +91,8 @@ class PostgresEventLog(sql.SqlEventLog):
         if self.schema:
             server_settings["search_path"] = self.schema
         engine = self._engine = sa_asyncio.create_async_engine(
-            self._url, pool_size=READERS + 2, max_overflow=4, connect_args={"server_settings": server_settings})
+            self._url, pool_size=READERS + 2, max_overflow=4,
+            connect_args={"server_settings": server_settings, "timeout": CONNECT_TIMEOUT})
         if self.schema:
             # Replicas of a new deployment start together, and CREATE SCHEMA IF NOT EXISTS is not safe
             # against a concurrent creator (one of them fails on the catalog's unique index): the
@@ -170,8 +172,28 @@ class PostgresEventLog(sql.SqlEventLog):
             connection = await self._replace_if_broken(connection)  # e.g. after a server restart
             rows: list[sql.Row] = await connection.fetch(_numbered(sql_text), *args)
             return rows
+        except Exception as error:
+            raise self._translated(error) from error
         finally:
             self._readers.put_nowait(connection)
+
+    def _unavailable(self, error: BaseException) -> bool:
+        """Lost or refused connections, a server shutting down or starting, connect timeouts: the
+        database cannot be reached (SQLAlchemy wraps asyncpg's errors when it opens connections)."""
+        import asyncpg
+
+        seen: set[int] = set()
+        current: BaseException | None = error
+        while current is not None and id(current) not in seen:
+            seen.add(id(current))
+            if isinstance(current, OSError | TimeoutError | asyncpg.exceptions.InterfaceError
+                          | asyncpg.exceptions.PostgresConnectionError | asyncpg.exceptions.CannotConnectNowError
+                          | asyncpg.exceptions.AdminShutdownError | asyncpg.exceptions.CrashShutdownError):
+                return True
+            if getattr(current, "connection_invalidated", False):
+                return True
+            current = getattr(current, "orig", None) or current.__cause__
+        return False
 
     async def _begin_write(self) -> None:
         self._writer = await self._replace_if_broken(self._writer)

@@ -130,6 +130,9 @@ class ReplayLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._cursor  # the cursor moves both ways (seek): treat everything as just changed
 
+    async def ping(self) -> None:
+        """A recording read into memory: always reachable."""
+
     async def wait_for_revision(self, *, revision: int) -> None:
         while self._cursor < revision:  # the player (or a forked write) moves the cursor
             if self._closed:

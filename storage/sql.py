@@ -36,6 +36,7 @@ _logger = structlog.get_logger(__name__)
 NO_LIMIT = 1 << 62
 _AFTER_EVERY_NAME = "\U0010ffff"  # sorts (UTF-8 bytes) after every name
 POLL_PAGE = 1000
+POLL_FAILURE_LOG_PERIOD = 30.0  # seconds between "poll_failed" lines while the database stays unreachable
 LIST_CATCH_UP_WAIT = 2.0  # seconds a LIST served from memory waits for this process to catch up
 
 _COLS = ("revision, type, api_group, resource, namespace, name, uid, prev_revision, time, actor_user, "
@@ -127,6 +128,13 @@ SQL_DELETE_HEAD = ("DELETE FROM heads WHERE resource = ? AND api_group = ? AND n
                    "AND revision = ?")
 
 Row = Sequence[Any]
+
+
+def _describe(error: BaseException) -> str:
+    """`Type: message` of an error, with the database driver's error the cause of a wrapper (SQLAlchemy)."""
+    cause = getattr(error, "orig", None) or error.__cause__ or error
+    text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
+    return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
 def split_sentinel(rows: Sequence[Row]) -> tuple[int, int, list[Row]]:
@@ -242,6 +250,8 @@ class SqlEventLog:
         self._work = asyncio.Event()
         self._idle = asyncio.Event()
         self._wake_poller = asyncio.Event()
+        self._poll_failing = False
+        self._poll_failure_logged = -POLL_FAILURE_LOG_PERIOD
         self._write_lock = asyncio.Lock()
         self._revision_waiters: list[tuple[int, asyncio.Future[None]]] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -296,6 +306,20 @@ class SqlEventLog:
     async def _after_bulk_load(self) -> None:
         """Inside the import transaction, after the last row."""
 
+    def _unavailable(self, error: BaseException) -> bool:
+        """Whether `error` means the database cannot be reached (backends say which errors do)."""
+        return False
+
+    def _translated(self, error: Exception) -> Exception:
+        """`error` as the log reports it: UnavailableError when the database cannot be reached."""
+        if isinstance(error, log.StorageError) or not self._unavailable(error):
+            return error
+        return log.UnavailableError(f"the event log's database is unavailable: {_describe(error)}")
+
+    async def ping(self) -> None:
+        self._check_started()
+        await self._read(SQL_META, ())
+
     # -- lifecycle ----------------------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -305,9 +329,14 @@ class SqlEventLog:
         try:
             await self._open()
             current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
-        except BaseException:
+        except BaseException as error:
             await self._close_backend()
             self._state = "closed"
+            if isinstance(error, Exception) and not isinstance(error, log.StorageError | ValueError):
+                translated = self._translated(error)
+                if translated is error:
+                    translated = log.StorageError(f"the event log cannot be opened: {_describe(error)}")
+                raise translated from error
             raise
         self._broadcaster.revision = max(current, compacted)
         self._compacted = compacted
@@ -361,6 +390,13 @@ class SqlEventLog:
     def last_change(self, *, group: str, resource: str) -> int:
         return self._broadcaster.last_change(group=group, resource=resource)
 
+    def _check_representable(self, revision: int) -> None:
+        """A revision beyond int64 is in the future of every log, and must not reach the driver."""
+        if revision > log.MAX_REVISION:
+            raise log.FutureRevisionError(
+                f"revision {revision} is newer than the current revision {self.revision}",
+                requested=revision, current=self.revision)
+
     def _check_readable(self, revision: int, *, current: int, compacted: int) -> None:
         self._compacted = max(self._compacted, compacted)
         if revision > max(current, self.revision):
@@ -411,10 +447,14 @@ class SqlEventLog:
             async with self._write_lock:
                 results = await self._commit_writes([write for write, _ in batch])
         except Exception as error:
-            _logger.error("append_failed", writes=len(batch), outcome="error", error=repr(error))
+            failure = self._translated(error)
+            if not isinstance(failure, log.UnavailableError):
+                failure = log.StorageError(f"append failed: {error!r}")
+            _logger.error("append_failed", writes=len(batch), outcome="error", error_type=type(error).__name__,
+                          error=_describe(error))
             for _, future in batch:
                 if not future.done():
-                    future.set_exception(log.StorageError(f"append failed: {error!r}"))
+                    future.set_exception(failure)
             return
         except BaseException:
             for _, future in batch:
@@ -521,7 +561,17 @@ class SqlEventLog:
             try:
                 await self._catch_up()
             except Exception as error:
-                _logger.warning("poll_failed", revision=self.revision, outcome="error", error=repr(error))
+                now = time.monotonic()
+                if now - self._poll_failure_logged >= POLL_FAILURE_LOG_PERIOD:  # not once per poll
+                    self._poll_failure_logged = now
+                    _logger.warning("poll_failed", revision=self.revision, outcome="error",
+                                    error_type=type(error).__name__, error=_describe(error))
+                self._poll_failing = True
+            else:
+                if self._poll_failing:
+                    self._poll_failing = False
+                    self._poll_failure_logged = -POLL_FAILURE_LOG_PERIOD
+                    _logger.info("poll_recovered", revision=self.revision, outcome="ok")
 
     async def _catch_up(self) -> None:
         """Publish every committed event newer than `revision` (written by any process)."""
@@ -561,6 +611,7 @@ class SqlEventLog:
         if revision is None:
             rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
             return codec.event_from_row(rows[0]) if rows else None
+        self._check_representable(revision)
         current, compacted, rows = split_sentinel(await self._read(
             SQL_GET_AT, (revision, resource, group, namespace, name, revision)))
         self._check_readable(revision, current=current, compacted=compacted)
@@ -570,6 +621,8 @@ class SqlEventLog:
                    revision: int | None = None, start_after: tuple[str, str] | None = None,
                    limit: int | None = None) -> log.ListResult:
         self._check_started()
+        if revision is not None:
+            self._check_representable(revision)
         if self.list_from_memory:
             kept = await self._list_kept(group, resource, namespace, revision, start_after, limit)
             if kept is not None:
@@ -623,7 +676,7 @@ class SqlEventLog:
 
     async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,
                            start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:
-        fetch = limit + 1 if limit is not None and limit > 0 else NO_LIMIT
+        fetch = limit + 1 if limit is not None and 0 < limit < NO_LIMIT else NO_LIMIT  # int64 for the driver
         after_ns, after_name = start_after if start_after is not None else ("", "")
         args: list[Any] = [] if revision is None else [revision, revision]
         if namespace is None:

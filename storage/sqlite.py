@@ -34,6 +34,9 @@ import msgspec
 from storage import codec, compaction, log, migrating, sql
 
 READERS = 2
+# sqlite3.OperationalError texts that mean the file cannot be used now, not that the statement is wrong.
+_UNAVAILABLE = ("disk I/O error", "database or disk is full", "unable to open database file", "database is locked",
+                "readonly database")
 
 _T = TypeVar("_T")
 _json = msgspec.json.Encoder()
@@ -166,8 +169,15 @@ class SqliteEventLog(sql.SqlEventLog):
         try:
             rows = await connection.execute_fetchall(sql_text, args)
             return rows if isinstance(rows, list) else list(rows)  # a list already (fetchall)
+        except Exception as error:
+            raise self._translated(error) from error
         finally:
             self._readers.put_nowait(connection)
+
+    def _unavailable(self, error: BaseException) -> bool:
+        """A file the database cannot read or write now: I/O errors, a full disk, a lock held too long."""
+        return isinstance(error, sqlite3.OperationalError) and any(
+            text in str(error) for text in _UNAVAILABLE)
 
     # -- writes: the group commit in two hops ---------------------------------------------------------
 

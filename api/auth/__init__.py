@@ -48,10 +48,10 @@ from api.auth.credentials import (
     parse_token_file,
     server_ssl_context,
 )
-from api.auth.limits import Limits
 from api.auth.policy import bootstrap_policy
 from api.auth.requestinfo import RequestInfo, request_info
 from api.auth.reviews import routes
+from api.limits import Limits
 
 
 async def start(app: web.Application, *, write_defaults: bool) -> None:

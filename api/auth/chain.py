@@ -11,9 +11,11 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from api import codec
 from api import state as st
 from api.auth.config import AuthConfig
 from api.auth.requestinfo import RequestInfo, attributes, request_info
+from api.fairness import too_many_requests
 from cp import errors, rbac
 
 logger = structlog.get_logger("cplane.auth")
@@ -29,15 +31,21 @@ CURRENT: contextvars.ContextVar[tuple[rbac.UserInfo, str] | None] = contextvars.
     "cplane_current_user", default=None)
 
 ANONYMOUS_PATHS = frozenset({"/healthz", "/livez", "/readyz", "/version", "/version/"})
+_PROBES = ("/healthz/", "/livez/", "/readyz/")  # one named check each: also anonymous, never queued
 
 
 def _unauthorized() -> errors.Unauthorized:
     return errors.Unauthorized("Unauthorized")
 
 
-def _too_many() -> errors.TooManyRequests:
-    return errors.TooManyRequests("Too many requests, please try again later.",
-                                  details={"retryAfterSeconds": 1}, headers={"Retry-After": "1"})
+def _anonymous_path(path: str) -> bool:
+    return path in ANONYMOUS_PATHS or path.startswith(_PROBES)
+
+
+def _product(request: web.Request) -> str:
+    """The product of a User-Agent (`kubectl/v1.37.1 (linux/amd64) ...` -> `kubectl`): without
+    authentication everyone is the same user, so this tells the flows apart."""
+    return request.headers.get("User-Agent", "").split("/", 1)[0].split(" ", 1)[0]
 
 
 def forbid(attrs: rbac.Attributes, reason: str = "") -> errors.Forbidden:
@@ -101,7 +109,7 @@ def middleware(config: AuthConfig) -> Any:
                 user = None
             if user is None:
                 raise _unauthorized()
-            if user.name == rbac.ANONYMOUS and info.path not in ANONYMOUS_PATHS:
+            if user.name == rbac.ANONYMOUS and not _anonymous_path(info.path):
                 raise _unauthorized()
             if any(k.lower().startswith("impersonate-") for k in request.headers):
                 user = _impersonate(config, request, user)
@@ -109,21 +117,12 @@ def middleware(config: AuthConfig) -> Any:
             user = rbac.UserInfo(name="system:admin", groups=(rbac.MASTERS, rbac.AUTHENTICATED))
         request[USER_INFO] = user
         request[st.USER] = user.name
-        if info.long_running:
-            if config.watches.get(user.name, 0) >= limits.max_watches_per_user:
-                raise _too_many()
-        elif info.path not in ANONYMOUS_PATHS and (
-                config.inflight >= limits.max_inflight
-                or (info.mutating and config.mutating_inflight >= limits.max_mutating_inflight)):
-            raise _too_many()
-        if config.authenticator is not None:
-            attrs = attributes(user, info)
-            decision = config.authorize(attrs)
-            if not decision.allowed:
-                raise forbid(attrs, decision.reason)
         token = CURRENT.set((user, info.verb))
         try:
             if info.long_running:
+                if config.watches.get(user.name, 0) >= limits.max_watches_per_user:
+                    raise too_many_requests()
+                authorize(user, info)
                 config.watches[user.name] = config.watches.get(user.name, 0) + 1
                 try:
                     return await handler(request)
@@ -133,31 +132,78 @@ def middleware(config: AuthConfig) -> Any:
                         config.watches[user.name] = left
                     else:
                         config.watches.pop(user.name, None)
-            config.inflight += 1
-            if info.mutating:
-                config.mutating_inflight += 1
-            task = asyncio.current_task()
-            assert task is not None
-            deadlines = config.deadlines
-            deadlines.enter(task)
-            try:
+            if _anonymous_path(info.path):  # probes: never queued, never refused
+                authorize(user, info)
                 return await handler(request)
-            except asyncio.CancelledError:
-                if deadlines.leave(task) and not task.cancelling():  # by the deadline sweep only
-                    raise _timed_out() from None
-                raise
-            except TimeoutError:
-                raise _timed_out() from None
-            finally:
-                deadlines.leave(task)
-                config.inflight -= 1
-                if info.mutating:
-                    config.mutating_inflight -= 1
+            return await _seated(request, user, info, handler)
         except RecursionError:
             raise errors.BadRequest(f"the request is nested too deeply (more than {limits.max_depth} "
                                     "levels)") from None
         finally:
             CURRENT.reset(token)
+
+    def authorize(user: rbac.UserInfo, info: RequestInfo) -> None:
+        if config.authenticator is not None:
+            attrs = attributes(user, info)
+            decision = config.authorize(attrs)
+            if not decision.allowed:
+                raise forbid(attrs, decision.reason)
+
+    async def _seated(request: web.Request, user: rbac.UserInfo, info: RequestInfo,
+                      handler: Handler) -> web.StreamResponse:
+        """A request that is not a watch: its body is read first (bounded in time and, over all
+        clients, in bytes), so that a slow upload holds no seat; then it takes a seat of its pool
+        (fairly among flows), is authorized and served under the request timeout."""
+        task = asyncio.current_task()
+        assert task is not None
+        deadlines = config.deadlines
+        buffered = 0
+        if request.body_exists:
+            buffered = await _read_body(request, task)
+        pool = config.writes if info.mutating else config.reads
+        flow = user.name if config.authenticator is not None else f"{user.name}/{_product(request)}"
+        try:
+            await pool.acquire(flow)
+            try:
+                authorize(user, info)
+                deadlines.enter(task)
+                try:
+                    return await handler(request)
+                except asyncio.CancelledError:
+                    if deadlines.leave(task) and not task.cancelling():  # by the deadline sweep only
+                        raise _timed_out() from None
+                    raise
+                except TimeoutError:
+                    raise _timed_out() from None
+                finally:
+                    deadlines.leave(task)
+            finally:
+                pool.release(flow)
+        finally:
+            config.buffered_body_bytes -= buffered
+
+    async def _read_body(request: web.Request, task: asyncio.Task[Any]) -> int:
+        """Read the body into `codec.BODY` within `body_timeout`; the bytes it holds, counted in
+        `config.buffered_body_bytes` (the caller gives them back)."""
+        declared = request.content_length or 0
+        if config.buffered_body_bytes + declared > limits.max_buffered_body_bytes:
+            raise too_many_requests()
+        deadlines = config.deadlines
+        deadlines.enter(task, at=asyncio.get_running_loop().time() + limits.body_timeout)
+        try:
+            body = await codec.read_body(request)
+        except asyncio.CancelledError:
+            if deadlines.leave(task) and not task.cancelling():
+                raise _timed_out() from None
+            raise
+        finally:
+            deadlines.leave(task)
+        size = max(len(body), declared)
+        if config.buffered_body_bytes + size > limits.max_buffered_body_bytes:
+            raise too_many_requests()
+        config.buffered_body_bytes += size
+        request[codec.BODY] = body
+        return size
 
     return _auth
 

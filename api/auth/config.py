@@ -8,8 +8,9 @@ from aiohttp import web
 
 from api.auth.authentication import ADMIN_USER, Authenticator
 from api.auth.credentials import Credentials, parse_token_file
-from api.auth.limits import Deadlines, Limits
 from api.auth.policy import PolicyCache
+from api.fairness import FairSeats
+from api.limits import Deadlines, Limits
 from cp import rbac
 
 
@@ -24,10 +25,23 @@ class AuthConfig:
         self.credentials = credentials
         self.bootstrap_policy = bootstrap_policy
         self.cache = PolicyCache()
-        self.inflight = 0
-        self.mutating_inflight = 0
+        lim = self.limits
+        self.reads = FairSeats(seats=lim.max_inflight, queue_length=lim.queue_length, queue_wait=lim.queue_wait)
+        self.writes = FairSeats(seats=lim.max_mutating_inflight, queue_length=lim.queue_length,
+                                queue_wait=lim.queue_wait)
+        self.buffered_body_bytes = 0  # request bodies read and held, over all requests
         self.watches: dict[str, int] = {}
-        self.deadlines = Deadlines(self.limits.request_timeout)
+        shortest = min(lim.request_timeout, lim.body_timeout)
+        self.deadlines = Deadlines(lim.request_timeout, interval=max(0.01, min(1.0, shortest / 2)))
+
+    @property
+    def inflight(self) -> int:
+        """Requests holding a seat (reads and writes; not watches)."""
+        return self.reads.in_use + self.writes.in_use
+
+    @property
+    def mutating_inflight(self) -> int:
+        return self.writes.in_use
 
     @property
     def secure(self) -> bool:

@@ -17,7 +17,7 @@ _encode = msgspec.json.Encoder().encode
 
 async def _review_body(request: web.Request) -> dict[str, Any]:
     body = await codec.read_body(request)
-    obj = codec.decode_object(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     return obj
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ipaddress
+import re
 import signal
 import sys
 from pathlib import Path
@@ -143,8 +144,14 @@ def run(args: argparse.Namespace) -> int:
         if not controller_commands.load_fleet(args, command="serve"):
             return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
+    from api import connections
+    from storage import log as event_logs
+
+    connections.raise_descriptor_limit()
     try:
         return asyncio.run(_serve_async(args))
-    except OSError as exc:
-        print(f"cplane serve: {exc}", file=sys.stderr)
+    except (OSError, event_logs.StorageError) as exc:  # a full disk, a port in use, a database it cannot open
+        db = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", args.db) if args.db else args.data_dir / "cplane.db"
+        where = f" ({db})" if isinstance(exc, event_logs.StorageError) else ""
+        print(f"cplane serve: {exc}{where}", file=sys.stderr)
         return 1

@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 import aiohttp
-import pytest
 
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
@@ -116,8 +115,6 @@ async def test_create_without_content_type_is_json(http: aiohttp.ClientSession) 
     assert cm["data"] == {"a": "b"} and "generation" not in cm["metadata"]
 
 
-@pytest.mark.leftover_tasks("RequestHandler.start", reason="aiohttp goes on reading a refused upload (lingering "
-                            "close, 10 s) after its client has gone, and api.server.running() does not end it")
 async def test_status_errors(http: aiohttp.ClientSession) -> None:
     async with http.get("/api/v1/namespaces/default/pods/nope") as r:
         assert r.status == 404
@@ -532,7 +529,9 @@ async def test_apply_on_scale(http: aiohttp.ClientSession) -> None:
         assert (await _json(r))["spec"]["replicas"] == 4
     async with http.patch("/apis/apps/v1/namespaces/default/deployments/web/scale",
                           data=body, headers={"Content-Type": "application/apply-patch+yaml"}) as r:
-        assert r.status == 400
+        assert r.status == 422  # no fieldManager: PatchOptions are invalid, as on the main resource
+        assert (await _json(r))["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
+                                               'value: is required for apply patch')
 
 
 async def test_generate_name_collision_draws_another(http: aiohttp.ClientSession,

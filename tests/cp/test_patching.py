@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from typing import Any
 
 import pytest
@@ -566,6 +567,73 @@ def test_json_patch_too_many_operations_is_413() -> None:
         jpatch(pod(), ops)
     assert info.value.message == ("Request entity too large: The allowed maximum operations in a JSON patch "
                                   "is 10000, got 10001")
+
+
+def doubling_copies(count: int) -> list[dict[str, Any]]:
+    """A 100-character list, then `count` copies of it into itself: each doubles what the next copies."""
+    return [{"op": "add", "path": "/spec/x", "value": ["y" * 100]}] + [
+        {"op": "copy", "from": "/spec/x", "path": "/spec/x/-"}] * count
+
+
+def test_json_patch_copies_are_bounded_as_upstream() -> None:
+    # 23 doublings would build 2**23 copies (seconds and gigabytes); json-patch's accumulated copy limit,
+    # which kube-apiserver sets to 3 MiB, fails the patch at the copy that passes it.
+    copied, size = 0, len(json.dumps(["y" * 100], separators=(",", ":")))
+    while copied + size <= patching.MAX_JSON_PATCH_COPY_BYTES:
+        copied += size
+        size = 2 * size + 1  # [v..., copy of v]
+    start = time.perf_counter()
+    with pytest.raises(patching.PatchRejected) as info:
+        jpatch(pod(), doubling_copies(23))
+    assert time.perf_counter() - start < 2.0
+    assert info.value.code == 422 and info.value.reason == "Invalid"
+    assert info.value.message == "the server rejected our request due to an error in our request"
+    assert info.value.details == {"causes": [{"message": (
+        f"Unable to complete the copy, the accumulated size increase of copy is {copied + size}, "
+        "exceeding the limit 3145728")}]}
+
+
+def test_json_patch_copies_within_the_limit_apply() -> None:
+    out = jpatch(pod(), doubling_copies(10))
+    assert len(json.dumps(out["spec"]["x"])) > 100 * 2**10
+    big = "z" * (1024 * 1024)
+    out = jpatch(pod(), [{"op": "add", "path": "/metadata/annotations", "value": {"a": big}},
+                         {"op": "copy", "from": "/metadata/annotations/a", "path": "/metadata/annotations/b"}])
+    assert out["metadata"]["annotations"] == {"a": big, "b": big}
+
+
+@pytest.mark.parametrize(("source", "explanation"), [("/spec/nope", "'nope'"),
+                                                     ("/spec/containers/-", "invalid array index '-'"),
+                                                     ("spec", "Location must start with /")])
+def test_json_patch_copy_from_nowhere_is_explained_by_the_operation(source: str, explanation: str) -> None:
+    with pytest.raises(patching.PatchRejected) as info:
+        jpatch(pod(), [{"op": "copy", "from": source, "path": "/spec/x"}])
+    assert info.value.detail.startswith(explanation)
+
+
+def test_json_patch_add_and_move_are_not_copies() -> None:
+    # Only `copy` duplicates: moving a 1 MiB value twenty times adds nothing.
+    big = "z" * (1024 * 1024)
+    ops: list[dict[str, Any]] = [{"op": "add", "path": "/metadata/annotations", "value": {"k0": big}}]
+    ops += [{"op": "move", "from": f"/metadata/annotations/k{i}", "path": f"/metadata/annotations/k{i + 1}"}
+            for i in range(20)]
+    ops += [{"op": "replace", "path": "/metadata/annotations/k20", "value": big + "!"}]
+    assert jpatch(pod(), ops)["metadata"]["annotations"] == {"k20": big + "!"}
+
+
+@pytest.mark.parametrize("content_type", [patching.JSON_PATCH, patching.MERGE_PATCH, patching.STRATEGIC_MERGE_PATCH])
+def test_a_patched_object_larger_than_a_body_may_decode_to_is_413(content_type: str) -> None:
+    obj = pod()
+    obj["metadata"]["annotations"] = {"a": "x" * (2 * 1024 * 1024)}
+    value = "y" * (1024 * 1024 + 100)
+    body = ([{"op": "add", "path": "/metadata/annotations/b", "value": value}] if content_type == patching.JSON_PATCH
+            else {"metadata": {"annotations": {"b": value}}})
+    with pytest.raises(errors.RequestEntityTooLarge) as info:
+        patching.apply_patch(obj, json.dumps(body).encode(), content_type=content_type, group="", version="v1",
+                             kind="Pod")
+    assert info.value.code == 413
+    assert info.value.message.startswith("Request entity too large: the patched object is ")
+    assert info.value.message.endswith(" bytes, limit is 3145728")
 
 
 def test_json_patch_empty_or_null_is_a_no_op() -> None:

@@ -18,6 +18,7 @@ import json
 import os
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -332,6 +333,34 @@ def test_unknown_kind_is_unsupported_media_type() -> None:
     assert e.value.status()["code"] == 415
     assert e.value.message == ("this server cannot decode StatefulSet (apps/v1) from "
                                "application/vnd.kubernetes.protobuf; send it as application/json")
+
+
+def role(rules: int) -> bytes:
+    """A Role with `rules` empty PolicyRules: 2 bytes on the wire each, `{"verbs":null},` in JSON."""
+    return envelope("rbac.authorization.k8s.io/v1", "Role", f(1, meta("r")) + f(2, b"") * rules)
+
+
+def test_decoded_size_is_bounded_before_it_is_built() -> None:
+    # A tag and a zero length stand for a dict with a null: a 3 MB body of them was ~290 MB of Python
+    # objects and seconds of work; it now stops when the JSON it builds passes 3 MiB, and at once when the
+    # body itself nearly fills the bound.
+    assert protobuf.decode(role(2))["rules"] == [{"verbs": None}, {"verbs": None}]
+    for rules in (300_000, 1_500_000):
+        start = time.perf_counter()
+        with pytest.raises(errors.RequestEntityTooLarge) as e:
+            protobuf.decode(role(rules))
+        assert time.perf_counter() - start < 2.0
+        assert e.value.code == 413
+        assert e.value.message == ("Request entity too large: the protobuf body for Role "
+                                   "(rbac.authorization.k8s.io/v1) decodes to more than 3145728 bytes of JSON, "
+                                   "limit is 3145728")
+
+
+def test_a_large_body_without_amplification_decodes() -> None:
+    # 2.5 MB of ConfigMap data is 2.5 MB of JSON too.
+    raw = f(1, meta("big")) + b"".join(entry(2, f"k{i}", "v" * 2500) for i in range(1000))
+    got = protobuf.decode(envelope("v1", "ConfigMap", raw))
+    assert len(got["data"]) == 1000 and got["data"]["k999"] == "v" * 2500
 
 
 def test_delete_options_of_any_group_version() -> None:

@@ -102,6 +102,23 @@ async def test_revisions_out_of_range(event_log: log.EventLog) -> None:
         assert await call(2) is not None
 
 
+async def test_revisions_and_limits_beyond_int64(event_log: log.EventLog) -> None:
+    """A revision past the databases' 64-bit integers is a future one like any other (the SQL logs must
+    not hand it to the driver); the largest int64 limit lists everything."""
+    await event_log.append(writes.added("a"))
+    await event_log.append(writes.added("b"))
+    for revision in (log.MAX_REVISION, log.MAX_REVISION + 1, 1 << 64):
+        with pytest.raises(log.FutureRevisionError) as future:
+            await event_log.get(group="", resource="pods", namespace="default", name="a", revision=revision)
+        assert (future.value.requested, future.value.current) == (revision, 2)
+        with pytest.raises(log.FutureRevisionError):
+            await event_log.list_objects(group="", resource="pods", namespace=None, revision=revision)
+    for revision in (None, 2):
+        listed = await event_log.list_objects(group="", resource="pods", namespace=None, revision=revision,
+                                              limit=log.MAX_REVISION)
+        assert [e.name for e in listed.events] == ["a", "b"] and not listed.more
+
+
 async def test_paginated_list_is_pinned_to_the_first_page_revision(event_log: log.EventLog) -> None:
     created = {}
     for i in range(25):

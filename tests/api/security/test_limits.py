@@ -12,8 +12,8 @@ import aiohttp
 import pytest
 
 from api import auth
-from api.auth import limits as auth_limits
-from tests.api.security.conftest import Secure, call, secure_server
+from api import limits as auth_limits
+from tests.api.security.conftest import Secure, binding, call, secure_server
 from tests.waiting import eventually
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -25,7 +25,9 @@ def nested(depth: int) -> bytes:
 
 
 async def test_inflight_limit_is_429_with_retry_after(tmp_path: Path) -> None:
-    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, max_mutating_inflight=1)) as s:
+    """Without a queue (queue_length=0), a request that finds every seat taken is refused at once."""
+    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, max_mutating_inflight=1,
+                                                          queue_length=0)) as s:
         admin = s.session("admin")
         slow = asyncio.create_task(call(admin, "GET", FUTURE))
         await eventually(lambda: s.config.inflight == 1, what="the slow request in flight")
@@ -40,6 +42,86 @@ async def test_inflight_limit_is_429_with_retry_after(tmp_path: Path) -> None:
         code, _ = await slow
         assert code == 504
         assert (await call(admin, "GET", CM))[0] == 200
+
+
+async def test_a_request_that_finds_every_seat_taken_waits_its_turn(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, queue_wait=30)) as s:
+        admin = s.session("admin")
+        slow = asyncio.create_task(call(admin, "GET", FUTURE))
+        await eventually(lambda: s.config.inflight == 1, what="the slow request in flight")
+        queued = asyncio.create_task(call(admin, "GET", CM))
+        await eventually(lambda: s.config.reads.queued == 1, what="the second request queued")
+        assert (await slow)[0] == 504
+        assert (await queued)[0] == 200  # served once the seat was free, not refused
+
+
+async def test_a_request_queued_too_long_gets_429(tmp_path: Path) -> None:
+    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=1, queue_wait=0.2)) as s:
+        admin = s.session("admin")
+        slow = asyncio.create_task(call(admin, "GET", FUTURE))
+        await eventually(lambda: s.config.inflight == 1, what="the slow request in flight")
+        code, body = await call(admin, "GET", CM)
+        assert code == 429 and body["reason"] == "TooManyRequests" and body["details"] == {"retryAfterSeconds": 1}
+        assert s.config.reads.queued == 0
+        assert (await slow)[0] == 504
+
+
+async def test_one_user_flooding_the_seats_does_not_starve_another(tmp_path: Path) -> None:
+    """alice fills every read seat and queues more; bob's request takes the next free seat, ahead of
+    alice's queued requests (fair shares, as API Priority and Fairness)."""
+    async with secure_server(tmp_path, limits=auth.Limits(max_inflight=2, queue_length=20, queue_wait=30)) as s:
+        admin = s.session("admin")
+        code, _ = await call(admin, "POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+                             binding("readers", "view", kind="Group", subject="system:authenticated"))
+        assert code == 201
+        alice, bob = s.session("alice"), s.session("bob")
+        order: list[str] = []
+
+        async def get(session: aiohttp.ClientSession, who: str, path: str) -> int:
+            code, _ = await call(session, "GET", path)
+            order.append(who)
+            return code
+
+        held = [asyncio.create_task(get(alice, "alice-held", FUTURE)) for _ in range(2)]  # ~3 s each
+        await eventually(lambda: s.config.reads.in_use == 2, what="alice holds both read seats")
+        queued = [asyncio.create_task(get(alice, "alice", CM)) for _ in range(6)]
+        await eventually(lambda: s.config.reads.queued == 6, what="alice's requests queued")
+        bobs = asyncio.create_task(get(bob, "bob", CM))
+        await eventually(lambda: s.config.reads.queued == 7, what="bob queued")
+        assert await bobs == 200
+        assert await asyncio.gather(*queued) == [200] * 6
+        assert await asyncio.gather(*held) == [504, 504]
+        # Two seats freed at once: bob's request was handed one, before all but one of alice's.
+        served = [who for who in order if who != "alice-held"]
+        assert served.index("bob") <= 1, order
+
+
+async def test_a_slow_upload_holds_no_seat(tmp_path: Path) -> None:
+    """Bodies are read before the request takes a seat: uploads trickling in keep nobody else out,
+    and an upload that does not finish in time gets a 504 Status."""
+    async with secure_server(tmp_path, limits=auth.Limits(max_mutating_inflight=1, body_timeout=0.5)) as s:
+        import ssl as ssl_
+
+        context = ssl_.create_default_context(cadata=s.creds.ca_cert.decode())
+        slow: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []
+        for i in range(5):
+            reader, writer = await asyncio.open_connection("127.0.0.1", s.srv.port, ssl=context,
+                                                           server_hostname="127.0.0.1")
+            writer.write(f"POST {CM} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {s.tokens['admin']}\r\n"
+                         f"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                         f'{{"metadata":{{"name":"slow-{i}"'.encode())  # then nothing more
+            slow.append((reader, writer))
+        admin = s.session("admin")
+        code, _ = await call(admin, "POST", CM, {"metadata": {"name": "fast"}})
+        assert code == 201  # not 429: the slow uploads hold no write seat
+        for reader, writer in slow:
+            async with asyncio.timeout(5):
+                head = await reader.readline()
+            assert b" 504 " in head
+            writer.close()
+        assert s.config.buffered_body_bytes == 0
+        code, body = await call(admin, "GET", CM)
+        assert [i["metadata"]["name"] for i in body["items"]] == ["fast"]
 
 
 async def test_watches_per_user_are_bounded(tmp_path: Path) -> None:
@@ -70,8 +152,6 @@ async def test_requests_time_out_with_504(tmp_path: Path) -> None:
             await asyncio.wait_for(r.read(), 5)
 
 
-@pytest.mark.leftover_tasks("RequestHandler.start", reason="aiohttp goes on reading a refused upload (lingering "
-                            "close, 10 s) after its client has gone, and api.server.running() does not end it")
 async def test_body_depth_and_object_size(tmp_path: Path) -> None:
     async with secure_server(tmp_path, limits=auth.Limits(max_object_bytes=20_000)) as s:
         admin = s.session("admin")

@@ -52,8 +52,8 @@ async def test_apply_creates_then_updates(api: Api) -> None:
 async def test_apply_request_checks(http: aiohttp.ClientSession) -> None:
     body = configmap("cm", a="1")
     code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm", body, APPLY)
-    assert code == 400 and st["message"] == ('PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required '
-                                             'value: is required for apply patch')
+    assert (code, st["reason"]) == (422, "Invalid")  # ValidatePatchOptions: errors.NewInvalid
+    assert st["message"] == 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
     code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm", {**body, "apiVersion": "apps/v1", "kind": "Deployment"},
                           APPLY, fieldManager="m")
     assert code == 400 and st["message"] == "invalid object type: apps/v1, Kind=Deployment"
@@ -63,15 +63,14 @@ async def test_apply_request_checks(http: aiohttp.ClientSession) -> None:
                           {**body, "metadata": {"name": "cm", "managedFields": [{"manager": "x"}]}},
                           APPLY, fieldManager="m")
     assert code == 400 and st["message"] == "metadata.managedFields must be nil"
-    code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm", {**body, "spec": {"x": 1}}, APPLY, fieldManager="m")
-    assert code == 500
-    assert st["message"] == ("failed to create typed patch object (default/cm; /v1, Kind=ConfigMap): "
-                             ".spec: field not declared in schema")
+    # A configuration the schema cannot type is the client's error: 400 with the typed conversion's text
+    # (upstream answers 500, kubernetes#122480).
     dup = deployment("web", containers=[container("a"), container("a", "other")])
     code, st = await _raw(http, "PATCH", "/apis/apps/v1/namespaces/default/deployments/web", dup, APPLY,
                           fieldManager="m")
-    assert code == 500
-    assert st["message"].endswith(': .spec.template.spec.containers: duplicate entries for key [name="a"]')
+    assert (code, st["reason"]) == (400, "BadRequest")
+    assert st["message"] == ("failed to create typed patch object (default/web; apps/v1, Kind=Deployment): "
+                             '.spec.template.spec.containers: duplicate entries for key [name="a"]')
     code, st = await _raw(http, "PATCH", f"{CM_PATH}/cm/status", body, APPLY, fieldManager="m")
     assert code == 404  # configmaps have no status subresource
     # YAML works as well as JSON.
@@ -79,6 +78,52 @@ async def test_apply_request_checks(http: aiohttp.ClientSession) -> None:
                           b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  a: '1'\n", APPLY,
                           fieldManager="m")
     assert code == 201 and st["data"] == {"a": "1"}
+
+
+async def _apply_raw(http: aiohttp.ClientSession, path: str, body: Any,
+                     **params: str) -> tuple[int, dict[str, Any], list[str]]:
+    """An apply PATCH: code, body and the Warning headers."""
+    async with http.patch(path, data=json.dumps(body).encode(), params={"fieldManager": "m", **params},
+                          headers={"Content-Type": APPLY}) as r:
+        return r.status, json.loads(await r.read()), r.headers.getall("Warning", [])
+
+
+async def test_apply_unknown_fields_follow_field_validation(http: aiohttp.ClientSession) -> None:
+    """Fields the schema does not declare, at the top or nested: Strict rejects the apply (400, nothing
+    stored), Warn (the default) drops them with a warning each, Ignore drops them silently; the manager
+    owns only the declared fields it applied."""
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    bogus = {**configmap("cm", a="1"), "bogus": 1}
+    code, st, _ = await _apply_raw(http, f"{CM_PATH}/cm", bogus, fieldValidation="Strict")
+    assert (code, st["reason"]) == (400, "BadRequest")
+    assert st["message"] == ("failed to create typed patch object (default/cm; /v1, Kind=ConfigMap): "
+                             ".bogus: field not declared in schema")
+    async with http.get(f"{CM_PATH}/cm") as r:
+        assert r.status == 404
+
+    code, st, warnings = await _apply_raw(http, f"{CM_PATH}/cm", bogus)
+    assert code == 201 and warnings == ['299 - "unknown field \\"bogus\\""']
+    assert "bogus" not in st and st["data"] == {"a": "1"}
+    assert owners(st) == {"m/Apply": {".data.a"}}
+    code, st, warnings = await _apply_raw(http, f"{CM_PATH}/cm", {**bogus, "data": {"a": "2"}},
+                                          fieldValidation="Ignore")
+    assert (code, warnings) == (200, []) and "bogus" not in st and st["data"] == {"a": "2"}
+
+    nested = deployment("web", containers=[container("web", bogus="x")])
+    nested["spec"]["template"]["spec"]["bogusToo"] = True
+    code, st, _ = await _apply_raw(http, f"{deployments}/web", nested, fieldValidation="Strict")
+    assert code == 400
+    assert st["message"] == (
+        "failed to create typed patch object (default/web; apps/v1, Kind=Deployment): errors:\n"
+        '  .spec.template.spec.containers[name="web"].bogus: field not declared in schema\n'
+        "  .spec.template.spec.bogusToo: field not declared in schema")
+    code, st, warnings = await _apply_raw(http, f"{deployments}/web", nested)
+    assert code == 201
+    assert sorted(warnings) == ['299 - "unknown field \\"spec.template.spec.bogusToo\\""',
+                                '299 - "unknown field \\"spec.template.spec.containers[0].bogus\\""']
+    pod_spec = st["spec"]["template"]["spec"]
+    assert "bogusToo" not in pod_spec and "bogus" not in pod_spec["containers"][0]
+    assert not any("bogus" in path for path in owners(st)["m/Apply"])
 
 
 async def test_apply_dry_run(api: Api, http: aiohttp.ClientSession) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import aiohttp
 
 from cp import testing
+from tests.tcp import Balancer as Balancer  # the scale-out tests' load balancer
 
 ROOT = Path(__file__).resolve().parents[3]
 READY_TIMEOUT = 60.0
@@ -166,80 +167,6 @@ async def cluster(*, db_url: str, workdir: Path) -> AsyncIterator[Cluster]:
         raise
     finally:
         await the_cluster.close()
-
-
-class Balancer:
-    """A TCP load balancer on 127.0.0.1: each connection goes to the first backend that accepts it
-    (haproxy's server + backup), and is cut when that backend goes away."""
-
-    def __init__(self, backends: Sequence[str]) -> None:
-        self.backends = [_host_port(url) for url in backends]
-        self.server: asyncio.Server | None = None
-        self.url = ""
-        self.connections: dict[int, int] = {}  # backend index -> connections made
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._writers: set[asyncio.StreamWriter] = set()
-
-    async def __aenter__(self) -> Balancer:
-        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        port = self.server.sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self.server is not None
-        self.server.close()
-        for writer in list(self._writers):  # ends every spliced connection; no task is cancelled
-            writer.close()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.server.wait_closed()
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self._writers.add(writer)
-        try:
-            for index, (host, port) in enumerate(self.backends):
-                try:
-                    up_reader, up_writer = await asyncio.open_connection(host, port)
-                except OSError:
-                    continue
-                self.connections[index] = self.connections.get(index, 0) + 1
-                self._writers.add(up_writer)
-                try:
-                    await _splice(reader, writer, up_reader, up_writer)
-                finally:
-                    self._writers.discard(up_writer)
-                    up_writer.close()
-                return
-        finally:
-            self._writers.discard(writer)
-            writer.close()
-            self._tasks.discard(task)
-
-
-async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-    with contextlib.suppress(ConnectionError, OSError):
-        while data := await src.read(65536):
-            dst.write(data)
-            await dst.drain()
-
-
-async def _splice(r1: asyncio.StreamReader, w1: asyncio.StreamWriter, r2: asyncio.StreamReader,
-                  w2: asyncio.StreamWriter) -> None:
-    """Copy both ways until either side ends, then end both (as haproxy in TCP mode does)."""
-    tasks = [asyncio.ensure_future(_pipe(r1, w2)), asyncio.ensure_future(_pipe(r2, w1))]
-    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-    w1.close()
-    w2.close()
-    await asyncio.gather(*tasks, return_exceptions=True)
-
-
-def _host_port(url: str) -> tuple[str, int]:
-    rest = url.split("://", 1)[1].rstrip("/")
-    host, _, port = rest.rpartition(":")
-    return host, int(port)
 
 
 class Watcher:

@@ -1,0 +1,41 @@
+"""`cplane serve` that cannot start says why in one line (issue #17, item 10): a disk that fails
+writes (a full disk), a database it cannot reach — exit 1, no traceback, no password."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import sys
+from pathlib import Path
+
+CPLANE = (sys.executable, "-m", "cp.cli")
+
+
+async def _serve(*args: str, file_size_limit: int | None = None) -> tuple[int, str]:
+    def limit() -> None:  # in the child: writes past this size fail, as on a full disk
+        if file_size_limit is not None:
+            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+
+    proc = await asyncio.create_subprocess_exec(
+        *CPLANE, "serve", "--port", "0", "--insecure", "--no-controllers", *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=limit)
+    async with asyncio.timeout(60):
+        _, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+async def test_a_full_disk_is_one_clear_line(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), file_size_limit=8 * 1024)
+    assert code == 1
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("cplane serve: ") and "disk I/O error" in last and str(tmp_path / "cplane.db") in last
+
+
+async def test_an_unreachable_database_is_one_clear_line_without_its_password(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--db", "postgresql+asyncpg://u:hunter2@127.0.0.1:9/x")
+    assert code == 1
+    assert "Traceback" not in err and "hunter2" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("cplane serve: ") and "unavailable" in last and "u:***@127.0.0.1:9" in last
