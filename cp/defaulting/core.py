@@ -1,4 +1,5 @@
-"""Server-side defaulting, in place, as kube-apiserver applies it before validation.
+"""Defaulting of the kinds served first: pods (and the pod specs of templates), namespaces, nodes,
+deployments, replica sets, HPAs and the DRA claims.
 
 Sources of behaviour (read, not copied): `pkg/apis/core/v1/defaults.go` (PodSpec, containers,
 probes, volumes, Namespace), `pkg/apis/apps/v1/defaults.go`, `pkg/apis/autoscaling/v2/defaults.go`,
@@ -10,6 +11,7 @@ idempotent: running it again on a defaulted object changes nothing. Pure.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cp import resources as res
@@ -23,12 +25,6 @@ SYSTEM_PRIORITY_CLASSES = {
 DEFAULT_TOLERATION_SECONDS = 300
 _NOT_READY = "node.kubernetes.io/not-ready"
 _UNREACHABLE = "node.kubernetes.io/unreachable"
-
-
-def apply_defaults(obj: dict[str, Any], *, group: str, version: str, kind: str) -> None:
-    fn = _DEFAULTERS.get((group, version, kind))
-    if fn is not None:
-        fn(obj)
 
 
 def default_device_taints(obj: dict[str, Any], *, now_rfc3339: str) -> None:
@@ -405,7 +401,7 @@ def _default_claim_template(obj: dict[str, Any]) -> None:
         default_claim_spec(spec.get("spec"))
 
 
-_DEFAULTERS = {
+DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = {
     ("", "v1", "Pod"): _default_pod,
     ("", "v1", "Namespace"): _default_namespace,
     ("", "v1", "Node"): _default_node,
@@ -416,4 +412,4 @@ _DEFAULTERS = {
     ("resource.k8s.io", "v1", "ResourceClaimTemplate"): _default_claim_template,
 }
 
-assert all(res.by_kind(g, k) is not None for (g, _v, k) in _DEFAULTERS)
+assert all(res.by_kind(g, k) is not None for (g, _v, k) in DEFAULTERS)
