@@ -135,6 +135,8 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     request[st.TARGET] = target
     method = request.method
     kind = target.kind
+    if not kind.stored:
+        return await _virtual(request, target)
     if target.subresource:
         sub = kind.subresource(target.subresource)
         verbs = sub.verbs if sub else ("update",)
@@ -164,6 +166,54 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
         if not target.name and "deletecollection" in kind.verbs and not target.all_namespaces:
             return await delete_collection(request, target)
     raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+# -------------------------------------------------------------------------------- not stored
+
+
+async def _virtual(request: web.Request, target: reads.Target) -> web.StreamResponse:
+    """Resources that are not objects of the event log: `bindings` (a pod's binding, as
+    `pods/{name}/binding`), the computed `componentstatuses`; the reviews are routes of `api.auth`
+    (without authentication they are not served)."""
+    kind = target.kind
+    if kind.plural == "bindings" and request.method == "POST" and not target.name and not target.all_namespaces:
+        return await create_binding(request, target)
+    if kind.plural == "componentstatuses" and request.method == "GET" and not \
+            codec.parse_bool("watch", request.query.get("watch")):
+        return await _component_statuses(request, target)
+    if request.method == "POST" and "create" in kind.verbs:
+        raise _not_found()
+    raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+COMPONENTSTATUS_WARNING = '299 - "v1 ComponentStatus is deprecated in v1.19+"'
+
+
+async def _component_statuses(request: web.Request, target: reads.Target) -> web.StreamResponse:
+    """`kubectl get componentstatuses`: etcd-0 is the event log's database (a round trip, as the
+    readiness check); the scheduler and controller manager are not probed (they may run in other
+    processes or not at all), so they are not listed."""
+    store = request.app[st.STORE]
+    try:
+        await store.log.ping()
+        condition = {"type": "Healthy", "status": "True", "message": "ok"}
+    except Exception as exc:  # any failure of the round trip is the component's ill health
+        condition = {"type": "Healthy", "status": "False", "message": "", "error": str(exc)}
+    item = {"kind": "ComponentStatus", "apiVersion": "v1", "metadata": {"name": "etcd-0"},
+            "conditions": [condition]}
+    items = [item] if target.name in ("", "etcd-0") else []
+    if target.name and not items:
+        raise errors.NotFound.of(group="", plural="componentstatuses", name=target.name)
+    body = items[0] if target.name else {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {},
+                                          "items": items}
+    if codec.wants_table(request.headers.get("Accept", "")):
+        table = tables.table(items, group="", kind="ComponentStatus", now=store.clock.now(),
+                             include_object=request.query.get("includeObject", "Metadata"), resource_version="")
+        resp = codec.json_response(_encode(table))
+    else:
+        resp = codec.json_response(_encode(body))
+    resp.headers.add("Warning", COMPONENTSTATUS_WARNING)
+    return resp
 
 
 # -------------------------------------------------------------------------------- reads
@@ -436,10 +486,15 @@ async def delete_collection(request: web.Request, target: reads.Target) -> web.S
 
 
 async def create_binding(request: web.Request, target: reads.Target) -> web.StreamResponse:
+    """`pods/{name}/binding`, or `bindings` whose body names the pod (`metadata.name`)."""
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
     binding = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
-    await store.bind(target.namespace, target.name, binding, ctx)
+    meta = binding.get("metadata")
+    name = target.name or (str(meta.get("name") or "") if isinstance(meta, dict) else "")
+    if not name:
+        raise errors.BadRequest("name is required for Binding")
+    await store.bind(target.namespace, name, binding, ctx)
     return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
                                         "status": "Success", "code": 201}), status=201)

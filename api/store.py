@@ -14,7 +14,18 @@ from typing import Any, TypedDict
 import msgspec
 
 from api import codec
-from cp import bodies, defaulting, errors, fieldmanager, objects, options, patching, sim, validation
+from cp import (
+    bodies,
+    defaulting,
+    errors,
+    fieldmanager,
+    objects,
+    options,
+    patching,
+    sim,
+    strategies,
+    validation,
+)
 from cp import clock as clocks
 from cp import resources as res
 from storage import log
@@ -129,7 +140,7 @@ class Store:
             meta["managedFields"] = managed
         else:
             meta.pop("managedFields", None)
-        _prepare_for_create(kind, obj, now=now)
+        strategies.prepare_for_create(kind, obj, now=now)
         validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
                                    namespaced=kind.namespaced)
         if kind.group == res.SIM_GROUP:
@@ -340,29 +351,13 @@ class Store:
         new = self._structure(kind, new, ctx)
         old_meta = old.get("metadata") or {}
         if subresource == "status":
-            # Status writes change status only (metav1.ResetObjectMetaForStatus + spec from old),
-            # except that apps' status strategies keep metadata from the write: Deployments all but
-            # labels (the controller records its revision annotations there), ReplicaSets all of it.
-            status = new.get("status")
-            written_meta = new.get("metadata") or {}
-            new = copy.deepcopy(old)
-            if status is None:
-                new.pop("status", None)
-            else:
-                new["status"] = status
-            if kind.group == "apps":
-                kept = ("annotations",) if kind.plural == "deployments" else ("labels", "annotations")
-                for field in kept:
-                    if field in written_meta:
-                        new["metadata"][field] = written_meta[field]
-                    else:
-                        new["metadata"].pop(field, None)
+            # Status writes change status only (spec and metadata from old), but for the metadata the
+            # kind's status strategy keeps from the write.
+            new = strategies.status_write(kind, new, old)
         elif kind.subresource("status") is not None and "status" in old:
             new["status"] = copy.deepcopy(old["status"])
         elif kind.subresource("status") is not None:
             new.pop("status", None)
-        if kind.group == "resource.k8s.io" and kind.plural == "resourceclaims":
-            _drop_deallocated_status_devices(new)
         meta = objects.meta(new)
         for keep in ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds",
                      "namespace", "name"):
@@ -380,8 +375,7 @@ class Store:
                                                           f"finalizers {sorted(added)!r}")])
         meta["resourceVersion"] = old_meta.get("resourceVersion", "")
         defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
-        if kind.group == "resource.k8s.io":
-            _refresh_taint_times(new, old, now=now)
+        strategies.prepare_for_update(kind, new, old, now=now, subresource=subresource)
         if kind.has_spec:
             generation = int(old_meta.get("generation") or 1)
             if objects.spec_changed(new, old):
@@ -634,75 +628,6 @@ def _finalized(kind: res.ResourceKind, obj: dict[str, Any]) -> bool:
     if kind.group == "" and kind.plural == "pods":
         return not meta.get("deletionGracePeriodSeconds")
     return True
-
-
-def _prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: float) -> None:
-    """Per-kind `PrepareForCreate`: status is not settable on create where a status subresource exists."""
-    if kind.group == "" and kind.plural == "pods":
-        obj["status"] = {"phase": "Pending", "qosClass": _qos_class(obj.get("spec") or {})}
-    elif kind.group == "" and kind.plural == "namespaces":
-        obj["status"] = {"phase": "Active"}
-    elif kind.group == "" and kind.plural == "nodes":
-        pass  # nodes may set all fields, status included, on create
-    elif kind.group == "autoscaling":
-        obj["status"] = {"desiredReplicas": 0}  # desiredReplicas has no omitempty upstream
-    elif kind.group == "apps" and kind.plural == "replicasets":
-        obj["status"] = {"replicas": 0}  # ReplicaSetStatus.replicas has no omitempty upstream
-    elif kind.subresource("status") is not None:
-        obj["status"] = {}
-    if kind.group == "resource.k8s.io":
-        defaulting.default_device_taints(obj, now_rfc3339=clocks.rfc3339(now))
-
-
-def _drop_deallocated_status_devices(claim: dict[str, Any]) -> None:
-    """`status.devices` entries of devices that are not (or no longer) allocated are dropped, as the
-    upstream claim strategy does when a claim is deallocated."""
-    status = claim.get("status")
-    if not isinstance(status, dict) or not status.get("devices"):
-        return
-    allocation = status.get("allocation") or {}
-    allocated = {(r.get("driver"), r.get("pool"), r.get("device"))
-                 for r in (allocation.get("devices") or {}).get("results") or [] if isinstance(r, dict)}
-    kept = [d for d in status["devices"]
-            if isinstance(d, dict) and (d.get("driver"), d.get("pool"), d.get("device")) in allocated]
-    if kept:
-        status["devices"] = kept
-    else:
-        status.pop("devices")
-
-
-def _refresh_taint_times(new: dict[str, Any], old: dict[str, Any], *, now: float) -> None:
-    """Device taints get `timeAdded` when missing, and a fresh one when their effect changes
-    (upstream resets it so eviction timing starts over)."""
-    if new.get("kind") == "DeviceTaintRule":
-        taint = (new.get("spec") or {}).get("taint")
-        old_taint = (old.get("spec") or {}).get("taint") or {}
-        if isinstance(taint, dict) and old_taint.get("timeAdded") and \
-                taint.get("effect") == old_taint.get("effect") and not taint.get("timeAdded"):
-            taint["timeAdded"] = old_taint["timeAdded"]
-        elif isinstance(taint, dict) and taint.get("effect") != old_taint.get("effect"):
-            taint.pop("timeAdded", None)
-    defaulting.default_device_taints(new, now_rfc3339=clocks.rfc3339(now))
-
-
-def _qos_class(spec: dict[str, Any]) -> str:
-    requests: dict[str, bool] = {}
-    limits_all = True
-    any_set = False
-    for c in list(spec.get("containers") or []) + list(spec.get("initContainers") or []):
-        r = (c.get("resources") or {})
-        req = r.get("requests") or {}
-        lim = r.get("limits") or {}
-        for res_name in ("cpu", "memory"):
-            value = req.get(res_name, lim.get(res_name))
-            if value is not None or lim.get(res_name) is not None:
-                any_set = True
-            if lim.get(res_name) is None or value is None or str(value) != str(lim.get(res_name)):
-                limits_all = False
-            requests[res_name] = True
-    if not any_set:
-        return "BestEffort"
-    return "Guaranteed" if limits_all else "Burstable"
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:

@@ -41,8 +41,8 @@ def _convert(node: Any) -> Any:
         return node
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key == "$ref":
-            out[key] = _COMPONENTS + str(value).rsplit("/", 1)[-1]
+        if key == "$ref" and isinstance(value, str):  # not a property named "$ref" (JSONSchemaProps has one)
+            out[key] = _COMPONENTS + value.rsplit("/", 1)[-1]
         elif key == "type" and isinstance(value, list):
             types = [t for t in value if t != "null"]
             out[key] = types[0] if len(types) == 1 else types

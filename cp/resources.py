@@ -32,9 +32,12 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     categories: tuple[str, ...] = ()
     subresources: tuple[Subresource, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
-    # Whether writes to the main resource ignore .status (true when a status subresource exists).
-    # Kinds without spec/status split (ConfigMap, Event, Lease...) have no generation bumps.
+    # Whether the kind tracks metadata.generation (set to 1 on create, bumped when the spec changes), as
+    # kinds with a spec/status split do. Kinds without (ConfigMap, Secret, Event...) have no generation.
     has_spec: bool = True
+    # False for resources that are not objects in the event log: create-only reviews (TokenReview,
+    # SubjectAccessReview...), `bindings`, the computed `componentstatuses`.
+    stored: bool = True
 
     @property
     def group_version(self) -> str:
@@ -76,55 +79,99 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 SIM_VERSION = "v1alpha1"
 
 KINDS: tuple[ResourceKind, ...] = (
-    # core/v1
-    ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", singular="namespace",
-                 namespaced=False, short_names=("ns",), subresources=(_status("Namespace"),),
-                 verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
-    ResourceKind(group="", version="v1", kind="Node", plural="nodes", singular="node", namespaced=False,
-                 short_names=("no",), subresources=(_status("Node"),)),
-    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True,
-                 short_names=("po",), categories=("all",),
-                 subresources=(_status("Pod"),
-                               Subresource(name="binding", kind="Binding", verbs=("create",)))),
-    ResourceKind(group="", version="v1", kind="Event", plural="events", singular="event", namespaced=True,
-                 short_names=("ev",), has_spec=False),
-    ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", singular="configmap",
-                 namespaced=True, short_names=("cm",), has_spec=False),
+    # The resources a default 1.37 kube-apiserver serves (docs/api.md), in its discovery order (groups
+    # by APIService priority, resources by name). `stored=False`: computed or create-only reviews.
+    # v1
+    ResourceKind(group="", version="v1", kind="Binding", plural="bindings", singular="binding", namespaced=True, verbs=("create",), has_spec=False, stored=False),
+    ResourceKind(group="", version="v1", kind="ComponentStatus", plural="componentstatuses", singular="componentstatus", namespaced=False, short_names=("cs",), verbs=("get", "list"), has_spec=False, stored=False),
+    ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", singular="configmap", namespaced=True, short_names=("cm",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="Endpoints", plural="endpoints", singular="endpoints", namespaced=True, short_names=("ep",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="Event", plural="events", singular="event", namespaced=True, short_names=("ev",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="LimitRange", plural="limitranges", singular="limitrange", namespaced=True, short_names=("limits",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", singular="namespace", namespaced=False, short_names=("ns",), subresources=(_status("Namespace"),), verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    ResourceKind(group="", version="v1", kind="Node", plural="nodes", singular="node", namespaced=False, short_names=("no",), subresources=(_status("Node"),)),
+    ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", singular="persistentvolumeclaim", namespaced=True, short_names=("pvc",), subresources=(_status("PersistentVolumeClaim"),)),
+    ResourceKind(group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", singular="persistentvolume", namespaced=False, short_names=("pv",), subresources=(_status("PersistentVolume"),)),
+    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True, short_names=("po",), categories=("all",), subresources=(Subresource(name="binding", kind="Binding", verbs=("create",)), _status("Pod"),)),
+    ResourceKind(group="", version="v1", kind="PodTemplate", plural="podtemplates", singular="podtemplate", namespaced=True, has_spec=False),
+    ResourceKind(group="", version="v1", kind="ReplicationController", plural="replicationcontrollers", singular="replicationcontroller", namespaced=True, short_names=("rc",), categories=("all",), subresources=(_scale(), _status("ReplicationController"),)),
+    ResourceKind(group="", version="v1", kind="ResourceQuota", plural="resourcequotas", singular="resourcequota", namespaced=True, short_names=("quota",), subresources=(_status("ResourceQuota"),)),
+    ResourceKind(group="", version="v1", kind="Secret", plural="secrets", singular="secret", namespaced=True, has_spec=False),
+    ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", singular="serviceaccount", namespaced=True, short_names=("sa",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="Service", plural="services", singular="service", namespaced=True, short_names=("svc",), categories=("all",), subresources=(_status("Service"),)),
+    # apiregistration.k8s.io/v1
+    ResourceKind(group="apiregistration.k8s.io", version="v1", kind="APIService", plural="apiservices", singular="apiservice", namespaced=False, categories=("api-extensions",), subresources=(_status("APIService"),)),
     # apps/v1
-    ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", singular="deployment",
-                 namespaced=True, short_names=("deploy",), categories=("all",),
-                 subresources=(_status("Deployment"), _scale())),
-    ResourceKind(group="apps", version="v1", kind="ReplicaSet", plural="replicasets", singular="replicaset",
-                 namespaced=True, short_names=("rs",), categories=("all",),
-                 subresources=(_status("ReplicaSet"), _scale())),
+    ResourceKind(group="apps", version="v1", kind="ControllerRevision", plural="controllerrevisions", singular="controllerrevision", namespaced=True, has_spec=False),
+    ResourceKind(group="apps", version="v1", kind="DaemonSet", plural="daemonsets", singular="daemonset", namespaced=True, short_names=("ds",), categories=("all",), subresources=(_status("DaemonSet"),)),
+    ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", singular="deployment", namespaced=True, short_names=("deploy",), categories=("all",), subresources=(_scale(), _status("Deployment"),)),
+    ResourceKind(group="apps", version="v1", kind="ReplicaSet", plural="replicasets", singular="replicaset", namespaced=True, short_names=("rs",), categories=("all",), subresources=(_scale(), _status("ReplicaSet"),)),
+    ResourceKind(group="apps", version="v1", kind="StatefulSet", plural="statefulsets", singular="statefulset", namespaced=True, short_names=("sts",), categories=("all",), subresources=(_scale(), _status("StatefulSet"),)),
+    # authentication.k8s.io/v1
+    ResourceKind(group="authentication.k8s.io", version="v1", kind="SelfSubjectReview", plural="selfsubjectreviews", singular="selfsubjectreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
+    ResourceKind(group="authentication.k8s.io", version="v1", kind="TokenReview", plural="tokenreviews", singular="tokenreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
+    # authorization.k8s.io/v1
+    ResourceKind(group="authorization.k8s.io", version="v1", kind="LocalSubjectAccessReview", plural="localsubjectaccessreviews", singular="localsubjectaccessreview", namespaced=True, verbs=("create",), has_spec=False, stored=False),
+    ResourceKind(group="authorization.k8s.io", version="v1", kind="SelfSubjectAccessReview", plural="selfsubjectaccessreviews", singular="selfsubjectaccessreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
+    ResourceKind(group="authorization.k8s.io", version="v1", kind="SelfSubjectRulesReview", plural="selfsubjectrulesreviews", singular="selfsubjectrulesreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
+    ResourceKind(group="authorization.k8s.io", version="v1", kind="SubjectAccessReview", plural="subjectaccessreviews", singular="subjectaccessreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
     # autoscaling/v2
-    ResourceKind(group="autoscaling", version="v2", kind="HorizontalPodAutoscaler",
-                 plural="horizontalpodautoscalers", singular="horizontalpodautoscaler", namespaced=True,
-                 short_names=("hpa",), categories=("all",),
-                 subresources=(_status("HorizontalPodAutoscaler"),)),
+    ResourceKind(group="autoscaling", version="v2", kind="HorizontalPodAutoscaler", plural="horizontalpodautoscalers", singular="horizontalpodautoscaler", namespaced=True, short_names=("hpa",), categories=("all",), subresources=(_status("HorizontalPodAutoscaler"),)),
+    # batch/v1
+    ResourceKind(group="batch", version="v1", kind="CronJob", plural="cronjobs", singular="cronjob", namespaced=True, short_names=("cj",), categories=("all",), subresources=(_status("CronJob"),)),
+    ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", singular="job", namespaced=True, categories=("all",), subresources=(_status("Job"),)),
+    # certificates.k8s.io/v1
+    ResourceKind(group="certificates.k8s.io", version="v1", kind="CertificateSigningRequest", plural="certificatesigningrequests", singular="certificatesigningrequest", namespaced=False, short_names=("csr",), subresources=(_status("CertificateSigningRequest"),)),
+    ResourceKind(group="certificates.k8s.io", version="v1", kind="ClusterTrustBundle", plural="clustertrustbundles", singular="clustertrustbundle", namespaced=False, has_spec=False),
+    ResourceKind(group="certificates.k8s.io", version="v1", kind="PodCertificateRequest", plural="podcertificaterequests", singular="podcertificaterequest", namespaced=True, subresources=(_status("PodCertificateRequest"),)),
+    # networking.k8s.io/v1
+    ResourceKind(group="networking.k8s.io", version="v1", kind="IngressClass", plural="ingressclasses", singular="ingressclass", namespaced=False),
+    ResourceKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses", singular="ingress", namespaced=True, short_names=("ing",), subresources=(_status("Ingress"),)),
+    ResourceKind(group="networking.k8s.io", version="v1", kind="IPAddress", plural="ipaddresses", singular="ipaddress", namespaced=False, short_names=("ip",), has_spec=False),
+    ResourceKind(group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", singular="networkpolicy", namespaced=True, short_names=("netpol",)),
+    ResourceKind(group="networking.k8s.io", version="v1", kind="ServiceCIDR", plural="servicecidrs", singular="servicecidr", namespaced=False, subresources=(_status("ServiceCIDR"),)),
+    # policy/v1
+    ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", singular="poddisruptionbudget", namespaced=True, short_names=("pdb",), subresources=(_status("PodDisruptionBudget"),)),
+    # rbac.authorization.k8s.io/v1
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings", singular="clusterrolebinding", namespaced=False, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRole", plural="clusterroles", singular="clusterrole", namespaced=False, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="RoleBinding", plural="rolebindings", singular="rolebinding", namespaced=True, has_spec=False),
+    ResourceKind(group=RBAC_GROUP, version="v1", kind="Role", plural="roles", singular="role", namespaced=True, has_spec=False),
+    # storage.k8s.io/v1
+    ResourceKind(group="storage.k8s.io", version="v1", kind="CSIDriver", plural="csidrivers", singular="csidriver", namespaced=False, has_spec=False),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="CSINode", plural="csinodes", singular="csinode", namespaced=False, subresources=(_status("CSINode"),)),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="CSIStorageCapacity", plural="csistoragecapacities", singular="csistoragecapacity", namespaced=True, has_spec=False),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="StorageClass", plural="storageclasses", singular="storageclass", namespaced=False, short_names=("sc",), has_spec=False),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="VolumeAttachment", plural="volumeattachments", singular="volumeattachment", namespaced=False, subresources=(_status("VolumeAttachment"),)),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="VolumeAttributesClass", plural="volumeattributesclasses", singular="volumeattributesclass", namespaced=False, short_names=("vac",), has_spec=False),
+    # admissionregistration.k8s.io/v1
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="MutatingAdmissionPolicy", plural="mutatingadmissionpolicies", singular="mutatingadmissionpolicy", namespaced=False, categories=("api-extensions",)),
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="MutatingAdmissionPolicyBinding", plural="mutatingadmissionpolicybindings", singular="mutatingadmissionpolicybinding", namespaced=False, categories=("api-extensions",)),
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="MutatingWebhookConfiguration", plural="mutatingwebhookconfigurations", singular="mutatingwebhookconfiguration", namespaced=False, categories=("api-extensions",)),
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="ValidatingAdmissionPolicy", plural="validatingadmissionpolicies", singular="validatingadmissionpolicy", namespaced=False, categories=("api-extensions",), subresources=(_status("ValidatingAdmissionPolicy"),)),
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="ValidatingAdmissionPolicyBinding", plural="validatingadmissionpolicybindings", singular="validatingadmissionpolicybinding", namespaced=False, categories=("api-extensions",)),
+    ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="ValidatingWebhookConfiguration", plural="validatingwebhookconfigurations", singular="validatingwebhookconfiguration", namespaced=False, categories=("api-extensions",)),
+    # apiextensions.k8s.io/v1
+    ResourceKind(group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition", plural="customresourcedefinitions", singular="customresourcedefinition", namespaced=False, short_names=("crd", "crds"), categories=("api-extensions",), subresources=(_status("CustomResourceDefinition"),)),
+    # scheduling.k8s.io/v1
+    ResourceKind(group="scheduling.k8s.io", version="v1", kind="PriorityClass", plural="priorityclasses", singular="priorityclass", namespaced=False, short_names=("pc",), has_spec=False),
     # coordination.k8s.io/v1
-    ResourceKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases", singular="lease",
-                 namespaced=True),
+    ResourceKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases", singular="lease", namespaced=True),
+    # node.k8s.io/v1
+    ResourceKind(group="node.k8s.io", version="v1", kind="RuntimeClass", plural="runtimeclasses", singular="runtimeclass", namespaced=False, has_spec=False),
+    # discovery.k8s.io/v1
+    ResourceKind(group="discovery.k8s.io", version="v1", kind="EndpointSlice", plural="endpointslices", singular="endpointslice", namespaced=True, has_spec=False),
     # resource.k8s.io/v1
-    ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceClass", plural="deviceclasses",
-                 singular="deviceclass", namespaced=False),
-    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaim", plural="resourceclaims",
-                 singular="resourceclaim", namespaced=True, subresources=(_status("ResourceClaim"),)),
-    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaimTemplate",
-                 plural="resourceclaimtemplates", singular="resourceclaimtemplate", namespaced=True),
-    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceSlice", plural="resourceslices",
-                 singular="resourceslice", namespaced=False),
-    ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules",
-                 singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),
-    # rbac.authorization.k8s.io/v1 (issue #10: authorization; evaluated by cp/rbac.py, enforced by api/auth/)
-    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRole", plural="clusterroles",
-                 singular="clusterrole", namespaced=False, has_spec=False),
-    ResourceKind(group=RBAC_GROUP, version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings",
-                 singular="clusterrolebinding", namespaced=False, has_spec=False),
-    ResourceKind(group=RBAC_GROUP, version="v1", kind="Role", plural="roles", singular="role",
-                 namespaced=True, has_spec=False),
-    ResourceKind(group=RBAC_GROUP, version="v1", kind="RoleBinding", plural="rolebindings",
-                 singular="rolebinding", namespaced=True, has_spec=False),
+    ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceClass", plural="deviceclasses", singular="deviceclass", namespaced=False),
+    ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules", singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),
+    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaim", plural="resourceclaims", singular="resourceclaim", namespaced=True, subresources=(_status("ResourceClaim"),)),
+    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaimTemplate", plural="resourceclaimtemplates", singular="resourceclaimtemplate", namespaced=True),
+    ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceSlice", plural="resourceslices", singular="resourceslice", namespaced=False),
+    # flowcontrol.apiserver.k8s.io/v1
+    ResourceKind(group="flowcontrol.apiserver.k8s.io", version="v1", kind="FlowSchema", plural="flowschemas", singular="flowschema", namespaced=False, subresources=(_status("FlowSchema"),)),
+    ResourceKind(group="flowcontrol.apiserver.k8s.io", version="v1", kind="PriorityLevelConfiguration", plural="prioritylevelconfigurations", singular="prioritylevelconfiguration", namespaced=False, subresources=(_status("PriorityLevelConfiguration"),)),
+    # storagemigration.k8s.io/v1
+    ResourceKind(group="storagemigration.k8s.io", version="v1", kind="StorageVersionMigration", plural="storageversionmigrations", singular="storageversionmigration", namespaced=False, subresources=(_status("StorageVersionMigration"),)),
     # sim.cplane.dev/v1alpha1: the sandbox's own kinds (no upstream schema)
     ResourceKind(group=SIM_GROUP, version=SIM_VERSION, kind="Clock", plural="clocks", singular="clock",
                  namespaced=False, has_spec=True),

@@ -50,7 +50,8 @@ def test_show_prints_the_state_at_a_revision_like_kubectl(capsys: Any, source: l
     assert f"at revision {at}" in err
     assert "namespace/shop" in out and "pod/web" in out and "configmap/dependent" in out
     lines = out.splitlines()
-    assert lines[0].split() == ["NAME", "STATUS", "AGE"]
+    ns_row = next(i for i, line in enumerate(lines) if line.startswith("namespace/shop"))
+    assert lines[max(i for i in range(ns_row) if lines[i].startswith("NAME"))].split() == ["NAME", "STATUS", "AGE"]
     pod_head = next(line for line in lines if line.startswith("NAMESPACE") and "READY" in line)
     assert pod_head.split() == ["NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"]
 

@@ -1,0 +1,77 @@
+"""Per-kind registry strategies: what kube-apiserver's `rest.RESTCreateStrategy` and
+`RESTUpdateStrategy` of a kind do to an object as it is created or updated, beyond defaulting
+(`cp.defaulting`) and validation (`cp.validation`): the status a new object starts with, fields reset or
+carried over on update, what a status write may change of metadata.
+
+The generic rules live here (`prepare_for_create`, `prepare_for_update`); each module covers an API
+area and declares `STRATEGIES` {(group, kind): Strategy} for the kinds that differ. The store
+(`api.store`) calls the two functions. Pure.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cp import resources as res
+from cp.strategies import core, dra, workloads
+from cp.strategies.model import Strategy
+
+STRATEGIES: dict[tuple[str, str], Strategy] = {}
+for _module in (core, workloads, dra):
+    STRATEGIES.update(_module.STRATEGIES)
+
+_DEFAULT = Strategy()
+
+
+def of(kind: res.ResourceKind) -> Strategy:
+    return STRATEGIES.get((kind.group, kind.kind), _DEFAULT)
+
+
+def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: float) -> None:
+    """`PrepareForCreate`: where a status subresource exists, status is not settable on create; it
+    starts as the kind's strategy says (empty by default)."""
+    strategy = of(kind)
+    if strategy.initial_status is not None:
+        obj["status"] = strategy.initial_status(obj)
+    elif kind.subresource("status") is not None and not strategy.status_on_create:
+        obj["status"] = {}
+    if strategy.prepare_for_create is not None:
+        strategy.prepare_for_create(obj, now)
+
+
+def status_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
+    """A write to `/status`: the old object with the new status (metav1.ResetObjectMetaForStatus),
+    keeping of the written metadata only what the kind's status strategy keeps."""
+    status = new.get("status")
+    written_meta = new.get("metadata") or {}
+    out: dict[str, Any] = _copy(old)
+    if status is None:
+        out.pop("status", None)
+    else:
+        out["status"] = status
+    for field in of(kind).status_keeps_metadata:
+        if field in written_meta:
+            out["metadata"][field] = written_meta[field]
+        else:
+            out["metadata"].pop(field, None)
+    return out
+
+
+def prepare_for_update(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any], *, now: float,
+                       subresource: str) -> None:
+    """`PrepareForUpdate` after the generic rules (status carried over on writes to the main resource,
+    metadata the server owns): what the kind's strategy adds."""
+    strategy = of(kind)
+    if strategy.prepare_for_update is not None:
+        strategy.prepare_for_update(new, old, now, subresource)
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    return value
+
+
+__all__ = ["STRATEGIES", "Strategy", "of", "prepare_for_create", "prepare_for_update", "status_write"]

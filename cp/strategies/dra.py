@@ -1,0 +1,61 @@
+"""Strategies of resource.k8s.io kinds: device taint times, a deallocated claim's device statuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cp import clock as clocks
+from cp import defaulting
+from cp.strategies.model import Obj, Strategy
+
+
+def _taint_times_on_create(obj: Obj, now: float) -> None:
+    defaulting.default_device_taints(obj, now_rfc3339=clocks.rfc3339(now))
+
+
+def refresh_taint_times(new: Obj, old: Obj, now: float, _subresource: str = "") -> None:
+    """Device taints get `timeAdded` when missing, and a fresh one when their effect changes
+    (upstream resets it so eviction timing starts over)."""
+    if new.get("kind") == "DeviceTaintRule":
+        taint = (new.get("spec") or {}).get("taint")
+        old_taint = (old.get("spec") or {}).get("taint") or {}
+        if isinstance(taint, dict) and old_taint.get("timeAdded") and \
+                taint.get("effect") == old_taint.get("effect") and not taint.get("timeAdded"):
+            taint["timeAdded"] = old_taint["timeAdded"]
+        elif isinstance(taint, dict) and taint.get("effect") != old_taint.get("effect"):
+            taint.pop("timeAdded", None)
+    defaulting.default_device_taints(new, now_rfc3339=clocks.rfc3339(now))
+
+
+def drop_deallocated_status_devices(claim: dict[str, Any]) -> None:
+    """`status.devices` entries of devices that are not (or no longer) allocated are dropped, as the
+    upstream claim strategy does when a claim is deallocated."""
+    status = claim.get("status")
+    if not isinstance(status, dict) or not status.get("devices"):
+        return
+    allocation = status.get("allocation") or {}
+    allocated = {(r.get("driver"), r.get("pool"), r.get("device"))
+                 for r in (allocation.get("devices") or {}).get("results") or [] if isinstance(r, dict)}
+    kept = [d for d in status["devices"]
+            if isinstance(d, dict) and (d.get("driver"), d.get("pool"), d.get("device")) in allocated]
+    if kept:
+        status["devices"] = kept
+    else:
+        status.pop("devices")
+
+
+def _claim_update(new: Obj, old: Obj, now: float, subresource: str) -> None:
+    drop_deallocated_status_devices(new)
+    refresh_taint_times(new, old, now)
+
+
+_TAINTED = Strategy(prepare_for_create=_taint_times_on_create, prepare_for_update=refresh_taint_times)
+
+STRATEGIES: dict[tuple[str, str], Strategy] = {
+    ("resource.k8s.io", "ResourceClaim"): Strategy(prepare_for_create=_taint_times_on_create,
+                                                   prepare_for_update=_claim_update),
+    ("resource.k8s.io", "DeviceClass"): _TAINTED,
+    ("resource.k8s.io", "ResourceClaimTemplate"): _TAINTED,
+    ("resource.k8s.io", "ResourceSlice"): _TAINTED,
+    ("resource.k8s.io", "DeviceTaintRule"): _TAINTED,
+}

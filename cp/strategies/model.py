@@ -1,0 +1,23 @@
+"""What a kind's strategy can say (`cp.strategies`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgspec
+
+Obj = dict[str, Any]
+
+
+class Strategy(msgspec.Struct, frozen=True, kw_only=True):
+    # The status a new object starts with (None: `{}` where a status subresource exists).
+    initial_status: Callable[[Obj], Obj] | None = None
+    # Status may be set on create (nodes: the kubelet registers a node with its status).
+    status_on_create: bool = False
+    # More of `PrepareForCreate` (obj, now as unix seconds).
+    prepare_for_create: Callable[[Obj, float], None] | None = None
+    # More of `PrepareForUpdate` (new, old, now as unix seconds, subresource "" or "status").
+    prepare_for_update: Callable[[Obj, Obj, float, str], None] | None = None
+    # Metadata fields a `/status` write may change (upstream resets all of metadata for most kinds).
+    status_keeps_metadata: tuple[str, ...] = ()
