@@ -84,6 +84,7 @@ def write_context(request: web.Request, *, options_kind: str, apply: bool = Fals
         field_manager=manager,
         dry_run=bool(dry),
         field_validation=validation,
+        user_info=request.get(st.USER_INFO),
     )
 
 

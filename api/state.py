@@ -11,6 +11,7 @@ from api import metrics as metrics_
 from api import reads
 from api import store as stores
 from cp import clock as clocks
+from cp import rbac
 from cp import tables
 
 STORE = web.AppKey("store", stores.Store)
@@ -24,5 +25,6 @@ WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-writ
 
 # Per-request keys.
 USER = web.RequestKey("user", str)
+USER_INFO = web.RequestKey("user_info", rbac.UserInfo)  # set by authentication (api.auth)
 REQUEST_ID = web.RequestKey("request_id", str)
 TARGET = web.RequestKey("target", reads.Target)

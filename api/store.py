@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 
 import msgspec
 
+from api import admission as admissions
 from api import codec
 from cp import (
     bodies,
@@ -22,6 +23,7 @@ from cp import (
     objects,
     options,
     patching,
+    rbac,
     sim,
     strategies,
     validation,
@@ -47,6 +49,7 @@ class WriteContext(msgspec.Struct, kw_only=True):
     dry_run: bool = False
     field_validation: str = "Warn"  # Strict | Warn | Ignore
     warnings: list[str] = msgspec.field(default_factory=list)
+    user_info: rbac.UserInfo | None = None  # groups and extras of `user`, for admission
 
     def actor(self) -> log.Actor:
         return log.Actor(user=self.user, field_manager=self.manager(), user_agent=self.user_agent,
@@ -82,6 +85,7 @@ class Store:
         # Namespace -> (revision it was read at, terminating): admission reads it on every create
         # of a namespaced object; valid while no namespace changed since (`log.last_change`).
         self._namespaces: dict[str, tuple[int, bool]] = {}
+        self.admission = admissions.Chain()  # the app installs the plugins (api.app.make_app)
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
@@ -130,6 +134,11 @@ class Store:
         else:
             meta.pop("generation", None)
         defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+        attrs, plugins = self._admission_for(kind, admissions.CREATE, namespace, name, obj, None, ctx)
+        if plugins:
+            await self.admission.admit(plugins, attrs, self)
+            obj = attrs.obj or obj
+            meta = objects.meta(obj)
         # As the field manager upstream: on the defaulted object, before PrepareForCreate.
         if operation == "Apply":
             managed = managed_fields
@@ -147,6 +156,21 @@ class Store:
             sim.validate(obj, None, kind=kind.kind)
         if kind.namespaced:
             await self._check_namespace_open(namespace, kind=kind, name=name)
+        if plugins:
+            await self.admission.validate(plugins, attrs, self)
+        try:
+            result = await self._create_now(kind, namespace, obj, ctx, generated=generated, now=now)
+        except BaseException:
+            if plugins:
+                await self.admission.committed(plugins, attrs, self, succeeded=False)
+            raise
+        if plugins:
+            await self.admission.committed(plugins, attrs, self, succeeded=not ctx.dry_run)
+        return result
+
+    async def _create_now(self, kind: res.ResourceKind, namespace: str, obj: dict[str, Any], ctx: WriteContext,
+                          *, generated: bool, now: float) -> Result:
+        name = str(obj["metadata"]["name"])
         if ctx.dry_run:
             existing = await self.log.get(**_key(kind, namespace, name))
             if existing is not None:
@@ -166,6 +190,15 @@ class Store:
                 raise errors.AlreadyExists.of(group=kind.group, plural=kind.plural, name=name) from exc
             return Result(body=ev.object, code=201)
         raise AssertionError("unreachable")
+
+    def _admission_for(self, kind: res.ResourceKind, operation: str, namespace: str, name: str,
+                       obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: WriteContext, *,
+                       subresource: str = "") -> tuple[admissions.Attributes, list[admissions.Plugin]]:
+        """The write's admission attributes and the plugins that handle it (usually none)."""
+        attrs = admissions.Attributes(kind=kind, operation=operation, namespace=namespace, name=name,
+                                      subresource=subresource, obj=obj, old=old, user=ctx.user_info,
+                                      dry_run=ctx.dry_run)
+        return attrs, self.admission.for_write(attrs) if self.admission.plugins else []
 
     def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:
         if kind.namespaced:
@@ -310,6 +343,12 @@ class Store:
             # ObjectResourceVersion ("05" is 5, " 5" a 400). Not a string: the structure check's 400.
             if isinstance(wanted_rv, str) and options.object_resource_version(wanted_rv) not in (0, ev.revision):
                 raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+            attrs, plugins = self._admission_for(kind, admissions.UPDATE, namespace, name, new, current, ctx,
+                                                 subresource=subresource)
+            if plugins:  # mutating admission sees the defaulted object, as upstream's
+                defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+                await self.admission.admit(plugins, attrs, self)
+                new = attrs.obj if attrs.obj is not None else new
             new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
                                        fields=fields, operation=operation)
             if _same(new, current):
@@ -325,7 +364,11 @@ class Store:
                         expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
                 except log.ConflictError:
                     continue  # re-read and re-apply: a stale client resourceVersion fails the check above
+                await self._removed(kind, namespace, name, new, ctx)
                 return Result(body=out.object)
+            if plugins:
+                attrs.obj = new
+                await self.admission.validate(plugins, attrs, self)
             if ctx.dry_run:
                 new["metadata"]["resourceVersion"] = str(ev.revision)
                 return Result(body=_encode(new))
@@ -334,11 +377,28 @@ class Store:
                     type="MODIFIED", **_key(kind, namespace, name), object=new,
                     expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
             except log.ConflictError as exc:
+                if plugins:
+                    await self.admission.committed(plugins, attrs, self, succeeded=False)
                 if exc.current is None:
                     raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name) from None
                 continue  # as upstream GuaranteedUpdate: re-read, re-mutate; stale client RVs then get 409
+            except BaseException:
+                if plugins:
+                    await self.admission.committed(plugins, attrs, self, succeeded=False)
+                raise
+            if plugins:
+                await self.admission.committed(plugins, attrs, self, succeeded=True)
             return Result(body=out.object)
         raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+
+    async def _removed(self, kind: res.ResourceKind, namespace: str, name: str, obj: dict[str, Any],
+                       ctx: WriteContext) -> None:
+        """After an object left the log (a delete, or its last finalizer removed): admission plugins
+        that hold something for it release it."""
+        if self.admission.plugins:
+            attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx)
+            if plugins:
+                await self.admission.committed(plugins, attrs, self, succeeded=True)
 
     def _prepare_update(self, kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any],
                         ctx: WriteContext, *, subresource: str, fields: dict[str, Any] | None,
@@ -414,6 +474,10 @@ class Store:
             ev = await self.get(kind, namespace, name)
             obj = _decode(ev.object)
             meta = objects.meta(obj)
+            if self.admission.plugins:
+                attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx)
+                if plugins:
+                    await self.admission.validate(plugins, attrs, self)
             pre = delete_options.get("preconditions") or {}
             if pre.get("uid") and pre["uid"] != meta.get("uid"):
                 raise errors.Conflict(
@@ -483,6 +547,7 @@ class Store:
                     expected_revision=ev.revision, time=now, actor=ctx.actor()))
             except log.ConflictError:
                 continue
+            await self._removed(kind, namespace, name, obj, ctx)
             return Result(body=out.object), True
         raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
 

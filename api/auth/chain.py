@@ -22,7 +22,7 @@ logger = structlog.get_logger("cplane.auth")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
-USER_INFO = web.RequestKey("user_info", rbac.UserInfo)
+USER_INFO = st.USER_INFO
 REQUEST_INFO = web.RequestKey("request_info", RequestInfo)
 
 # The identity (and request verb) of the request being served, for admission checks that run inside

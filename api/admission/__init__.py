@@ -1,0 +1,110 @@
+"""Admission plugins: the step of kube-apiserver's write path between decoding and storage where
+built-in plugins (LimitRanger, Priority, ResourceQuota, ServiceAccount...) and, later, webhooks and
+admission policies see, change or refuse a write.
+
+The store (`api.store.Store`) runs its `Chain` in upstream's order:
+
+- create: defaults → **mutating** plugins (`admit`) → PrepareForCreate and validation → **validating**
+  plugins (`validate`) → the write → `committed` (the outcome, also a failure);
+- update (each attempt of the read-mutate-write loop): the patch or new object → defaults →
+  `admit` → PrepareForUpdate and validation → `validate` → the write → `committed`;
+- delete: `validate` → the write → `committed`.
+
+A plugin declares which writes it `handles` (cheap: asked for every write) and may read or write
+other objects through the store it is given (with its own `WriteContext`). Errors it raises are
+`cp.errors.StatusError`s, answered as they are (upstream's admission errors are 403 `Forbidden` or
+the plugin's own Status). `committed` lets a plugin that reserved something for a write (an IP
+address, quota) release it when the write failed, or when the object is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import msgspec
+
+from cp import rbac
+from cp import resources as res
+
+# The `api.store.Store` running the chain: plugins read and write other objects through it. Typed Any
+# because the store imports this module.
+Store = Any
+
+CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
+
+
+class Attributes(msgspec.Struct, kw_only=True):
+    """One write as admission sees it (k8s.io/apiserver admission.Attributes)."""
+
+    kind: res.ResourceKind
+    operation: str  # CREATE | UPDATE | DELETE
+    namespace: str
+    name: str
+    subresource: str = ""
+    obj: dict[str, Any] | None = None  # the object being written (plugins may change it in `admit`)
+    old: dict[str, Any] | None = None  # the stored object (update, delete)
+    user: rbac.UserInfo | None = None
+    dry_run: bool = False
+
+
+class Plugin(Protocol):
+    name: str
+
+    def handles(self, attrs: Attributes) -> bool: ...
+
+    async def admit(self, attrs: Attributes, store: Store) -> None:
+        """Mutating admission: change `attrs.obj` in place, or raise to refuse."""
+
+    async def validate(self, attrs: Attributes, store: Store) -> None:
+        """Validating admission: raise to refuse; no changes."""
+
+    async def committed(self, attrs: Attributes, store: Store, *, succeeded: bool) -> None:
+        """After the write: `succeeded` False when it failed (release what `admit` reserved)."""
+
+
+class BasePlugin:
+    """A plugin that does nothing at every step: subclasses override what they need."""
+
+    name = "base"
+
+    def handles(self, attrs: Attributes) -> bool:
+        return False
+
+    async def admit(self, attrs: Attributes, store: Store) -> None:
+        return None
+
+    async def validate(self, attrs: Attributes, store: Store) -> None:
+        return None
+
+    async def committed(self, attrs: Attributes, store: Store, *, succeeded: bool) -> None:
+        return None
+
+
+class Chain:
+    """Plugins in order; each step runs the plugins that handle the write."""
+
+    def __init__(self, plugins: Sequence[Plugin] = ()) -> None:
+        self.plugins: list[Plugin] = list(plugins)
+
+    def add(self, plugin: Plugin) -> None:
+        self.plugins.append(plugin)
+
+    def for_write(self, attrs: Attributes) -> list[Plugin]:
+        return [p for p in self.plugins if p.handles(attrs)]
+
+    async def admit(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
+        for plugin in plugins:
+            await plugin.admit(attrs, store)
+
+    async def validate(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
+        for plugin in plugins:
+            await plugin.validate(attrs, store)
+
+    async def committed(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store, *,
+                        succeeded: bool) -> None:
+        for plugin in plugins:
+            await plugin.committed(attrs, store, succeeded=succeeded)
+
+
+__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin"]
