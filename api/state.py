@@ -11,8 +11,7 @@ from api import metrics as metrics_
 from api import reads
 from api import store as stores
 from cp import clock as clocks
-from cp import rbac
-from cp import tables
+from cp import rbac, tables
 
 STORE = web.AppKey("store", stores.Store)
 CLOCK = web.AppKey("clock", clocks.Clock)
