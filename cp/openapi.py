@@ -50,7 +50,7 @@ def _convert(node: Any) -> Any:
             out[key] = [v for v in value if v is not None]
         else:
             out[key] = _convert(value)
-    if "$ref" in out and len(out) > 1:
+    if isinstance(out.get("$ref"), str) and len(out) > 1:  # not in a `properties` that names a field "$ref"
         ref = out.pop("$ref")
         out["allOf"] = [{"$ref": ref}]
     return out
