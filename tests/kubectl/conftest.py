@@ -70,8 +70,8 @@ class KubectlError(AssertionError):
     pass
 
 
-def _describe(args: tuple[str, ...], code: int | None, out: str, err: str) -> str:
-    return (f"kubectl {shlex.join(args)} -> exit {code}\n--- stdout ---\n{out}\n--- stderr ---\n{err}")
+def _describe(args: tuple[str, ...], code: int | None, out: str, err: str, *, tool: str = "kubectl") -> str:
+    return (f"{tool} {shlex.join(args)} -> exit {code}\n--- stdout ---\n{out}\n--- stderr ---\n{err}")
 
 
 class Background:
@@ -183,11 +183,11 @@ class Kubectl:
             out, err = await proc.communicate()
             raise KubectlError(f"timed out after {timeout}s\n"
                                + _describe(args, None, out.decode(errors="replace"),
-                                           err.decode(errors="replace"))) from None
+                                           err.decode(errors="replace"), tool=self.binary.name)) from None
         result = Result(proc.returncode if proc.returncode is not None else -1,
                         out.decode(errors="replace"), err.decode(errors="replace"))
         if check and result.code != 0:
-            raise KubectlError(_describe(args, result.code, result.stdout, result.stderr))
+            raise KubectlError(_describe(args, result.code, result.stdout, result.stderr, tool=self.binary.name))
         return result
 
     async def jsonpath(self, *target: str, path: str) -> str:
