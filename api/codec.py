@@ -121,20 +121,38 @@ def json_response(body: bytes, *, status: int = 200, headers: dict[str, str] | N
     return web.Response(body=body, status=status, content_type=JSON, headers=headers)
 
 
+# What Go's encoding/json escapes beyond msgspec (it escapes HTML by default, and the JavaScript line
+# separators); these bytes occur only inside strings of encoded JSON, so replacing them is safe.
+_GO_ESCAPES = ((b"<", b"\\u003c"), (b">", b"\\u003e"), (b"&", b"\\u0026"),
+               (b"\xe2\x80\xa8", b"\\u2028"), (b"\xe2\x80\xa9", b"\\u2029"))
+
+
+def go_json(obj: Any) -> bytes:
+    """`obj` encoded as Go's `json.Marshal` writes it (keys in the order given): kube-apiserver's
+    JSON serializer escapes `<`, `>`, `&` and U+2028/U+2029 in strings."""
+    out = encoder.encode(obj)
+    for raw, escaped in _GO_ESCAPES:
+        if raw in out:
+            out = out.replace(raw, escaped)
+    return out
+
+
+def status_body(status: dict[str, Any]) -> bytes:
+    """A `metav1.Status` response body byte for byte as kube-apiserver writes it: Go's field order
+    (`cp.errors.StatusError.status`), Go's escapes and the newline its `json.Encoder` ends with."""
+    return go_json(status) + b"\n"
+
+
 def status_response(err: errors.StatusError) -> web.Response:
-    return web.Response(body=encoder.encode(err.status()), status=err.code, content_type=JSON,
+    return web.Response(body=status_body(err.status()), status=err.code, content_type=JSON,
                         headers=err.headers or None)
 
 
 def success_status(*, name: str, group: str, kind: str, uid: str) -> bytes:
-    details: dict[str, Any] = {"name": name}
-    if group:
-        details["group"] = group
-    details["kind"] = kind
-    if uid:
-        details["uid"] = uid
-    return encoder.encode({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                           "details": details})
+    """The `Success` Status of a delete that removed the object (upstream's `finalizeDelete`)."""
+    details = errors.go_details({"name": name, "group": group, "kind": kind, "uid": uid})
+    return status_body({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                        "details": details})
 
 
 _TRUE = {"1", "t", "T", "TRUE", "true", "True"}

@@ -74,10 +74,6 @@ def cancel_on_disconnect(request: web.Request) -> None:
         request[_CANCEL_ON_DISCONNECT] = task
 
 
-def _status_bytes(err: errors.StatusError) -> bytes:
-    return codec.encoder.encode(err.status())
-
-
 class _Throttled:
     """A log line at most once per period, carrying how many times it happened since the last."""
 
@@ -115,7 +111,7 @@ class ConnectionGuard:
 _REFUSED = errors.StatusError("the server has too many open connections, please try again later",
                               details={"retryAfterSeconds": 1})
 _REFUSED.code, _REFUSED.reason = 503, "ServiceUnavailable"
-_REFUSED_BODY = _status_bytes(_REFUSED)
+_REFUSED_BODY = codec.status_body(_REFUSED.status())
 REFUSED_RESPONSE = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
                     b"Connection: close\r\nContent-Length: " + str(len(_REFUSED_BODY)).encode() + b"\r\n\r\n"
                     + _REFUSED_BODY)
@@ -215,7 +211,7 @@ class GuardedRequestHandler(web_protocol.RequestHandler):
         if request.writer.output_size > 0:  # the response has begun: nothing to do but close
             raise ConnectionError("Response is sent already, cannot send another response "
                                   "with the error message")
-        resp = web.Response(status=err.code, body=_status_bytes(err), content_type=codec.JSON)
+        resp = web.Response(status=err.code, body=codec.status_body(err.status()), content_type=codec.JSON)
         resp.force_close()
         return resp
 

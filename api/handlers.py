@@ -497,5 +497,5 @@ async def create_binding(request: web.Request, target: reads.Target) -> web.Stre
     if not name:
         raise errors.BadRequest("name is required for Binding")
     await store.bind(target.namespace, name, binding, ctx)
-    return codec.json_response(_encode({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                        "status": "Success", "code": 201}), status=201)
+    return codec.json_response(codec.status_body({"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                                  "status": "Success", "code": 201}), status=201)

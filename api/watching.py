@@ -83,7 +83,7 @@ def _json_line(type_: str, raw: bytes) -> bytes:
 
 def _expired_line(requested: int, compacted: int) -> bytes:
     status = storage_errors.too_old(requested=requested, compacted=compacted).status()
-    return _encode({"type": "ERROR", "object": status}) + b"\n"
+    return codec.go_json({"type": "ERROR", "object": status}) + b"\n"
 
 
 async def watch(request: web.Request, target: reads.Target) -> web.StreamResponse:

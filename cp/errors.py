@@ -10,31 +10,52 @@ from typing import Any, ClassVar
 
 
 class StatusError(Exception):
-    """Base: an error that becomes a `Status` response."""
+    """Base: an error that becomes a `Status` response.
+
+    `details` is `metav1.StatusDetails`: None when upstream's constructor leaves the pointer nil (no
+    `details` key), a dict (possibly empty: `"details":{}`) when it sets one. Classes whose upstream
+    constructors always set it (`NewNotFound`, `NewForbidden`, `NewInvalid`...) default to `{}`."""
 
     code: int = 500
     reason: str = "InternalError"
+    always_details: ClassVar[bool] = False
 
     def __init__(self, message: str, *, details: dict[str, Any] | None = None,
                  headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.details = details
+        self.details = details if details is not None or not self.always_details else {}
         self.headers = headers or {}
 
     def status(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "kind": "Status",
-            "apiVersion": "v1",
-            "metadata": {},
-            "status": "Failure",
-            "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
-        }
-        if self.details:
-            out["details"] = self.details
+        """The `Status` object, its keys in the order Go's encoder writes `metav1.Status` (every
+        field but `metadata` is `omitempty`)."""
+        out: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure"}
+        if self.message:
+            out["message"] = self.message
+        if self.reason:
+            out["reason"] = self.reason
+        if self.details is not None:
+            out["details"] = go_details(self.details)
+        if self.code:
+            out["code"] = self.code
         return out
+
+
+_DETAIL_KEYS = ("name", "group", "kind", "uid")
+_CAUSE_KEYS = ("reason", "message", "field")
+
+
+def go_details(details: dict[str, Any]) -> dict[str, Any]:
+    """`metav1.StatusDetails` as Go writes it: name, group, kind, uid, causes (each reason, message,
+    field), retryAfterSeconds; empty values left out (`omitempty`)."""
+    out = {k: details[k] for k in _DETAIL_KEYS if details.get(k)}
+    causes = details.get("causes")
+    if causes:
+        out["causes"] = [{k: c[k] for k in _CAUSE_KEYS if c.get(k)} for c in causes]
+    if details.get("retryAfterSeconds"):
+        out["retryAfterSeconds"] = details["retryAfterSeconds"]
+    return out
 
 
 def _details(name: str, group: str, kind: str, **more: Any) -> dict[str, Any]:
@@ -59,11 +80,13 @@ class Unauthorized(StatusError):
 class Forbidden(StatusError):
     code = 403
     reason = "Forbidden"
+    always_details = True
 
 
 class NotFound(StatusError):
     code = 404
     reason = "NotFound"
+    always_details = True
 
     @classmethod
     def of(cls, *, group: str, plural: str, name: str) -> NotFound:
@@ -74,11 +97,13 @@ class NotFound(StatusError):
 class MethodNotAllowed(StatusError):
     code = 405
     reason = "MethodNotAllowed"
+    always_details = True
 
 
 class AlreadyExists(StatusError):
     code = 409
     reason = "AlreadyExists"
+    always_details = True
 
     @classmethod
     def of(cls, *, group: str, plural: str, name: str) -> AlreadyExists:
@@ -89,6 +114,7 @@ class AlreadyExists(StatusError):
 class Conflict(StatusError):
     code = 409
     reason = "Conflict"
+    always_details = True
 
     @classmethod
     def modified(cls, *, group: str, plural: str, name: str) -> Conflict:
@@ -125,6 +151,7 @@ class Invalid(StatusError):
 
     code = 422
     reason = "Invalid"
+    always_details = True
 
     def __init__(self, *, kind: str, group: str, name: str, causes: list[Cause]) -> None:
         qualified = f"{kind}.{group}" if group else kind
@@ -153,6 +180,7 @@ class InternalError(StatusError):
 class Timeout(StatusError):
     code = 504
     reason = "Timeout"
+    always_details = True
 
 
 class ServiceUnavailable(StatusError):

@@ -50,7 +50,7 @@ def _convert(node: Any) -> Any:
             out[key] = [v for v in value if v is not None]
         else:
             out[key] = _convert(value)
-    if "$ref" in out and len(out) > 1:
+    if isinstance(out.get("$ref"), str) and len(out) > 1:  # not in a `properties` that names a field "$ref"
         ref = out.pop("$ref")
         out["allOf"] = [{"$ref": ref}]
     return out
@@ -223,8 +223,13 @@ def _sim_name(kind: res.ResourceKind, list_kind: bool = False) -> str:
     return ".".join([*parts, kind.version, kind.list_kind if list_kind else kind.kind])
 
 
+def spec(path: str) -> dict[str, Any] | None:
+    """The document of one group/version as a dict (shared and cached: not to be modified)."""
+    return _spec(path.strip("/"))
+
+
 @functools.cache
-def _document(path: str) -> bytes | None:
+def _spec(path: str) -> dict[str, Any] | None:
     pairs = {gv_path(g, v): (g, v) for g, v in res.group_versions()}
     if path not in pairs:
         return None
@@ -263,13 +268,18 @@ def _document(path: str) -> bytes | None:
         for n in found:
             if n not in components:
                 components[n] = component(n)
-    doc = {
+    return {
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": f"v{schemas.K8S_VERSION}"},
         "paths": paths,
         "components": {"schemas": dict(sorted(components.items()))},
     }
-    return _enc.encode(doc)
+
+
+@functools.cache
+def _document(path: str) -> bytes | None:
+    doc = _spec(path)
+    return None if doc is None else _enc.encode(doc)
 
 
 def document(path: str) -> bytes | None:

@@ -25,8 +25,7 @@ def _too_large(requested: int, current: int, **details: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                             "message": f"Too large resource version: {requested}, current: {current}",
                             "reason": "Timeout", "code": 504}
-    if details:
-        body["details"] = details
+    body["details"] = details  # NewTimeoutError always sets the pointer: `"details":{}` at least
     return body
 
 

@@ -93,7 +93,8 @@ async def test_an_exact_list_beyond_int64_is_too_large(backend: Backend) -> None
     for rv in (BEYOND_INT64, str((1 << 64) - 1)):
         async with backend.http.get(CONFIGMAPS, params={"resourceVersion": rv, "resourceVersionMatch": "Exact"}) as r:
             assert r.status == 504 and r.headers["Retry-After"] == "1"
-            assert await r.json() == _status(504, "Timeout", f"Too large resource version: {rv}, current: {current}")
+            assert await r.json() == _status(504, "Timeout", f"Too large resource version: {rv}, current: {current}",
+                                                 details={})  # NewTimeoutError always sets details
     code, body = await _call(backend.http, "GET", CONFIGMAPS, resourceVersion=BEYOND_UINT64,
                              resourceVersionMatch="Exact")
     assert (code, body) == (400, _bad(
@@ -237,7 +238,7 @@ def _invalid_options(kind: str, *causes: tuple[str, str, str]) -> dict[str, Any]
     texts = [f"{field}: {message}" for _, field, message in causes]
     joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
     return _status(422, "Invalid", f'{kind}.meta.k8s.io "" is invalid: {joined}', details={
-        "name": "", "group": "meta.k8s.io", "kind": kind,
+        "group": "meta.k8s.io", "kind": kind,  # the empty name is `omitempty`
         "causes": [{"reason": reason, "message": message, "field": field} for reason, field, message in causes]})
 
 

@@ -131,7 +131,7 @@ async def test_discovery_lists_the_metrics_groups(http: aiohttp.ClientSession) -
 async def _status405() -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
             "message": "the server does not allow this method on the requested resource",
-            "reason": "MethodNotAllowed", "code": 405}
+            "reason": "MethodNotAllowed", "details": {}, "code": 405}  # NewGenericServerResponse sets details
 
 
 async def test_pod_and_node_metrics_follow_the_usage_model(http: aiohttp.ClientSession) -> None:

@@ -56,3 +56,12 @@ def test_explain_has_descriptions_and_no_null_types() -> None:
 
 def test_unknown_group_version() -> None:
     assert openapi.document("apis/nope/v1") is None
+
+
+def test_fields_named_like_keywords_stay_fields() -> None:
+    """JSONSchemaProps has fields named "$ref" and "allOf": neither is taken for a reference."""
+    doc = json.loads(openapi.document("apis/apiextensions.k8s.io/v1") or b"{}")
+    props = doc["components"]["schemas"][
+        "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps"]["properties"]
+    assert props["$ref"]["type"] == "string"
+    assert props["allOf"]["type"] == "array" and props["allOf"]["items"]["$ref"].endswith(".JSONSchemaProps")

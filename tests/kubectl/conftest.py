@@ -33,17 +33,19 @@ from api import server as servers
 COMMAND_TIMEOUT = 30.0  # seconds per kubectl command; a hang fails the test instead of pytest-timeout
 
 
-def _find_kubectl() -> Path | None:
-    override = os.environ.get("CPLANE_KUBECTL")
-    candidates = [Path(override)] if override else []
-    candidates += [Path(sys.prefix) / "bin" / "kubectl", Path(__file__).resolve().parents[2] / ".venv/bin/kubectl"]
+def _find(tool: str, override: str) -> Path | None:
+    """`tool` from $override, else the virtualenv's bin (where `make test` installs it)."""
+    given = os.environ.get(override)
+    candidates = [Path(given)] if given else []
+    candidates += [Path(sys.prefix) / "bin" / tool, Path(__file__).resolve().parents[2] / ".venv/bin" / tool]
     for c in candidates:
         if c.is_file() and os.access(c, os.X_OK):
             return c
     return None
 
 
-KUBECTL = _find_kubectl()
+KUBECTL = _find("kubectl", "CPLANE_KUBECTL")
+HELM = _find("helm", "CPLANE_HELM")  # Helm v4, from the same package as kubectl (tests/kubectl/test_helm.py)
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,8 @@ class KubectlError(AssertionError):
     pass
 
 
-def _describe(args: tuple[str, ...], code: int | None, out: str, err: str) -> str:
-    return (f"kubectl {shlex.join(args)} -> exit {code}\n--- stdout ---\n{out}\n--- stderr ---\n{err}")
+def _describe(args: tuple[str, ...], code: int | None, out: str, err: str, *, tool: str = "kubectl") -> str:
+    return (f"{tool} {shlex.join(args)} -> exit {code}\n--- stdout ---\n{out}\n--- stderr ---\n{err}")
 
 
 class Background:
@@ -145,10 +147,13 @@ class Background:
 
 
 class Kubectl:
-    """Runs the real kubectl against one server, in a fresh HOME, from a scratch working directory."""
+    """Runs the real kubectl (or another client-go tool: `binary`, e.g. Helm) against one server, in a
+    fresh HOME, from a scratch working directory."""
 
-    def __init__(self, server: servers.Running, *, home: Path, workdir: Path) -> None:
-        assert KUBECTL is not None
+    def __init__(self, server: servers.Running, *, home: Path, workdir: Path, binary: Path | None = None) -> None:
+        binary = binary or KUBECTL
+        assert binary is not None
+        self.binary = binary
         self.server = server
         self.home = home
         self.workdir = workdir
@@ -156,7 +161,7 @@ class Kubectl:
         workdir.mkdir(parents=True, exist_ok=True)
         # A hermetic environment: nothing from the caller's kubectl configuration leaks in.
         env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("KUBE", "KUBECTL_")) and k not in ("EDITOR", "VISUAL", "HTTP_PROXY",
+               if not k.startswith(("KUBE", "KUBECTL_", "HELM_")) and k not in ("EDITOR", "VISUAL", "HTTP_PROXY",
                                                                        "HTTPS_PROXY", "http_proxy",
                                                                        "https_proxy")}
         tmp = workdir / "tmp"  # kubectl edit and diff write temporary files here, not in /tmp
@@ -178,11 +183,11 @@ class Kubectl:
             out, err = await proc.communicate()
             raise KubectlError(f"timed out after {timeout}s\n"
                                + _describe(args, None, out.decode(errors="replace"),
-                                           err.decode(errors="replace"))) from None
+                                           err.decode(errors="replace"), tool=self.binary.name)) from None
         result = Result(proc.returncode if proc.returncode is not None else -1,
                         out.decode(errors="replace"), err.decode(errors="replace"))
         if check and result.code != 0:
-            raise KubectlError(_describe(args, result.code, result.stdout, result.stderr))
+            raise KubectlError(_describe(args, result.code, result.stdout, result.stderr, tool=self.binary.name))
         return result
 
     async def jsonpath(self, *target: str, path: str) -> str:
@@ -202,9 +207,8 @@ class Kubectl:
 
     async def _spawn(self, args: tuple[str, ...], *, env: dict[str, str] | None,
                      stdin: bool) -> asyncio.subprocess.Process:
-        assert KUBECTL is not None
         return await asyncio.create_subprocess_exec(
-            str(KUBECTL), *args, cwd=self.workdir, env={**self.env, **(env or {})},
+            str(self.binary), *args, cwd=self.workdir, env={**self.env, **(env or {})},
             stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
 
@@ -237,6 +241,18 @@ async def kubectl(server: servers.Running, tmp_path: Path) -> AsyncIterator[Kube
         yield k
     finally:
         await k.close()
+
+
+@pytest.fixture
+async def helm(server: servers.Running, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    """Helm v4 against the same server, sharing kubectl's HOME and working directory."""
+    if HELM is None:
+        pytest.skip("helm not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_HELM")
+    h = Kubectl(server, home=tmp_path / "home", workdir=tmp_path / "work", binary=HELM)
+    try:
+        yield h
+    finally:
+        await h.close()
 
 
 @pytest.fixture
