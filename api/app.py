@@ -167,9 +167,9 @@ def server_context() -> stores.WriteContext:
 def install_admission(store: stores.Store) -> None:
     """The built-in admission plugins, in kube-apiserver's order (LimitRanger, Priority, ...,
     ResourceQuota last of the validating ones)."""
-    store.admission.add(limitranger.LimitRangerPlugin())
+    store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
     store.admission.add(priority.PriorityPlugin(writer=server_context))
-    store.admission.add(resourcequota.ResourceQuotaPlugin(writer=server_context))
+    store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 
 
 async def bootstrap(store: stores.Store) -> None:

@@ -45,7 +45,7 @@ def _containers(spec: Mapping[str, Any], key: str) -> list[dict[str, Any]]:
 def join_errors(messages: Sequence[str]) -> str:
     """`utilerrors.NewAggregate(errs).Error()`: one message alone, several (deduplicated) in brackets."""
     unique = list(dict.fromkeys(messages))
-    if len(messages) == 1 or len(unique) == 1:
+    if len(unique) <= 1:
         return unique[0] if unique else ""
     return "[" + ", ".join(unique) + "]"
 

@@ -11,17 +11,21 @@ from typing import Any
 from api import admission
 from api.admission import listers
 from cp import limitranges
+from storage import log
 
 
 class LimitRangerPlugin(admission.BasePlugin):
     name = "LimitRanger"
 
-    def __init__(self) -> None:
+    def __init__(self, *, event_log: log.EventLog) -> None:
+        self.event_log = event_log
         self.ranges = listers.Lister(group="", resource="limitranges")
 
     def handles(self, attrs: admission.Attributes) -> bool:
         if attrs.subresource or attrs.kind.group != "":
             return False
+        if self.ranges.peek(self.event_log, attrs.namespace) == []:
+            return False  # known to have no LimitRange
         if attrs.kind.plural == "pods":
             return attrs.operation == admission.CREATE
         return attrs.kind.plural == "persistentvolumeclaims" and attrs.operation in (admission.CREATE,

@@ -5,6 +5,7 @@ log reports no change to that resource since they were read (`EventLog.last_chan
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import msgspec
@@ -29,14 +30,18 @@ class Lister:
 
     async def list(self, event_log: log.EventLog, namespace: str = "") -> list[dict[str, Any]]:
         """The live objects, ordered by name. Callers must not change them (copy first)."""
-        cached = self._cache.get(namespace)
-        if cached is not None and cached[0] >= event_log.last_change(group=self.group, resource=self.resource):
-            return cached[1]
+        cached = self.peek(event_log, namespace)
+        if cached is not None:
+            return cached
         as_of = event_log.revision
         listed = await event_log.list_objects(group=self.group, resource=self.resource, namespace=namespace)
         objects = [decode(ev.object) for ev in listed.events]
         self._cache[namespace] = (as_of, objects)
         return objects
 
-    def forget(self, namespace: str = "") -> None:
-        self._cache.pop(namespace, None)
+    def peek(self, event_log: log.EventLog, namespace: str = "") -> builtins.list[dict[str, Any]] | None:
+        """What `list` would answer from memory, or None when it would have to read the log."""
+        cached = self._cache.get(namespace)
+        if cached is not None and cached[0] >= event_log.last_change(group=self.group, resource=self.resource):
+            return cached[1]
+        return None

@@ -39,11 +39,21 @@ async def ensure_system_classes(store: admission.Store, ctx: Any) -> None:
                 logger.info("system_priority_class_created", name=name)
 
 
+def _drops_priority(obj: dict[str, Any] | None, old: dict[str, Any] | None) -> bool:
+    """A pod update that leaves out a priority or preemptionPolicy the stored pod has."""
+    spec = (obj or {}).get("spec")
+    old_spec = (old or {}).get("spec")
+    if not isinstance(spec, dict) or not isinstance(old_spec, dict):
+        return False
+    return any(spec.get(key) is None and old_spec.get(key) is not None for key in ("priority", "preemptionPolicy"))
+
+
 class PriorityPlugin(admission.BasePlugin):
     name = "Priority"
 
     def __init__(self, *, writer: Callable[[], Any]) -> None:
         self.classes = listers.Lister(group=priority.GROUP, resource=priority.PLURAL)
+        self._by_name_of: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] = ([], {})
         self.writer = writer  # a new WriteContext of the server itself, for the classes it creates
 
     def handles(self, attrs: admission.Attributes) -> bool:
@@ -51,12 +61,17 @@ class PriorityPlugin(admission.BasePlugin):
             return False
         gr = (attrs.kind.group, attrs.kind.plural)
         if gr == PODS:
-            return attrs.operation in (admission.CREATE, admission.UPDATE)
+            if attrs.operation == admission.UPDATE:
+                return _drops_priority(attrs.obj, attrs.old)
+            return attrs.operation == admission.CREATE
         return gr == PRIORITY_CLASSES
 
     async def _by_name(self, store: admission.Store) -> dict[str, dict[str, Any]]:
-        return {str((pc.get("metadata") or {}).get("name") or ""): pc
-                for pc in await self.classes.list(store.log)}
+        """The PriorityClasses by name (indexed once per list the lister reads)."""
+        listed = await self.classes.list(store.log)
+        if self._by_name_of[0] is not listed:
+            self._by_name_of = (listed, {str((pc.get("metadata") or {}).get("name") or ""): pc for pc in listed})
+        return self._by_name_of[1]
 
     async def admit(self, attrs: admission.Attributes, store: admission.Store) -> None:
         if (attrs.kind.group, attrs.kind.plural) != PODS or attrs.obj is None:

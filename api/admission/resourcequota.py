@@ -23,6 +23,7 @@ from api.admission import listers
 from cp import errors, quota
 from cp import resourcelists as rl
 from cp import resources as res
+from storage import log
 
 logger = structlog.get_logger("cplane.api.admission")
 
@@ -54,7 +55,8 @@ class _NamespaceLocks:
 class ResourceQuotaPlugin(admission.BasePlugin):
     name = "ResourceQuota"
 
-    def __init__(self, *, writer: Callable[[], Any]) -> None:
+    def __init__(self, *, event_log: log.EventLog, writer: Callable[[], Any]) -> None:
+        self.event_log = event_log
         self.quotas = listers.Lister(group="", resource="resourcequotas")
         self.device_classes = listers.Lister(group="resource.k8s.io", resource="deviceclasses")
         self.writer = writer  # a new WriteContext of the server itself, for quota status writes
@@ -67,6 +69,8 @@ class ResourceQuotaPlugin(admission.BasePlugin):
         kind = attrs.kind
         if not attrs.namespace or attrs.operation not in (admission.CREATE, admission.UPDATE):
             return False
+        if self.quotas.peek(self.event_log, attrs.namespace) == []:
+            return False  # known to have no quota: the common case costs nothing more
         return kind.stored and not quota.is_ignored(kind.group, kind.plural)
 
     async def validate(self, attrs: admission.Attributes, store: admission.Store) -> None:
