@@ -118,14 +118,12 @@ class ResourceQuotaController:
         that makes the object count less."""
         if change.type == "add":
             return []  # admission charged it
+        ns = str(caches.meta(change.obj).get("namespace") or "")
+        quotas = self.informers.cache(RESOURCE_QUOTAS).list(namespace=ns) if ns else []
+        if not quotas:
+            return []
         if change.type == "update" and (change.old is None or
                                         not stops_counting(change.kind, change.old, change.obj, now=self.clock.now())):
-            return []
-        ns = str(caches.meta(change.obj).get("namespace") or "")
-        if not ns:
-            return []
-        quotas = self.informers.cache(RESOURCE_QUOTAS).list(namespace=ns)
-        if not quotas:
             return []
         evaluator = quota.evaluator_for(change.kind.group, change.kind.plural, ctx=self._context())
         return [reconcile.Request(namespace=ns, name=str(caches.meta(q).get("name") or ""))

@@ -79,3 +79,40 @@ async def test_usage_is_measured_charged_and_given_back(client: clients.Client) 
     await eventually(given_back, what="usage goes down when a pod goes away")
     await client.create("pods", _pod("third"))
     assert (await _used(client))["requests.cpu"] == "200m"
+
+
+@pytest.mark.usefixtures("controllers")
+async def test_spec_changes_and_objects_that_stop_counting(client: clients.Client) -> None:
+    await client.create("namespaces", {"metadata": {"name": "team"}})
+    await client.create("resourcequotas", {"metadata": {"name": "compute", "namespace": "team"}, "spec": {"hard": {
+        "pods": "5", "count/pods": "5", "services.nodeports": "4"}}})
+
+    async def used_is(want: dict[str, str]) -> bool:
+        return await _used(client) == want
+
+    await eventually(lambda: used_is({"count/pods": "0", "pods": "0", "services.nodeports": "0"}), what="measured")
+    await client.create("pods", _pod("job"))
+    await client.create("services", {"metadata": {"name": "web", "namespace": "team"}, "spec": {
+        "type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}})
+    assert await _used(client) == {"count/pods": "1", "pods": "1", "services.nodeports": "2"}
+
+    pod = await client.get("pods", "job", namespace="team")
+    pod["status"] = {"phase": "Succeeded"}
+    await client.update_status("pods", pod)
+    svc = await client.get("services", "web", namespace="team")
+    svc["spec"]["type"] = "ClusterIP"
+    for port in svc["spec"]["ports"]:
+        port.pop("nodePort", None)
+    await client.update("services", svc)
+    await eventually(lambda: used_is({"count/pods": "1", "pods": "0", "services.nodeports": "0"}),
+                     what="a finished pod and a ClusterIP service count no more")
+
+    rq = await client.get("resourcequotas", "compute", namespace="team")
+    rq["spec"]["hard"] = {"pods": "1", "count/configmaps": "2"}
+    await client.update("resourcequotas", rq)
+
+    async def follows_the_spec() -> bool:
+        status = (await client.get("resourcequotas", "compute", namespace="team"))["status"]
+        return status == {"hard": {"count/configmaps": "2", "pods": "1"}, "used": {"count/configmaps": "0", "pods": "0"}}
+
+    await eventually(follows_the_spec, what="status.hard follows spec.hard")
