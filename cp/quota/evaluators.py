@@ -33,10 +33,11 @@ from typing import Any
 
 import msgspec
 
-from cp import podresources
+from cp import clock, errors, podresources, selectors
 from cp import resourcelists as rl
 from cp.quantity import Quantity
 from cp.resourcelists import ResourceList
+from cp.strategies import core as strategies_core
 
 ONE = Quantity.from_int(1)
 
@@ -88,8 +89,6 @@ class Scope(msgspec.Struct, frozen=True, kw_only=True):
     def matches_values(self, present: Iterable[str]) -> bool:
         """The requirement as a label selector with the scope name as key, true when one of the
         present values (or, with none, the empty label set) satisfies it."""
-        from cp import errors, selectors
-
         op = {OP_IN: selectors.OP_IN, OP_NOT_IN: selectors.OP_NOT_IN, OP_EXISTS: selectors.OP_EXISTS,
               OP_DOES_NOT_EXIST: selectors.OP_DOES_NOT_EXIST}.get(self.operator)
         if op is None:
@@ -138,16 +137,11 @@ def is_extended_resource_name_for_quota(name: str) -> bool:
         not is_native_resource(name) or name.startswith(REQUESTS_PREFIX + DEVICE_CLASS_RESOURCE_PREFIX))
 
 
-def is_extended_resource_name(name: str) -> bool:
-    """`v1helper.IsExtendedResourceName` (cp.dra.extended has the same rule; loaded lazily there)."""
-    from cp.dra import extended
-
-    return extended.is_dra_extended_resource_name(name) and not name.startswith(DEVICE_CLASS_RESOURCE_PREFIX)
-
-
 def is_dra_extended_resource_name(name: str) -> bool:
+    """An extended resource name, or an implicit one of a device class (`schedutil`'s rule, kept in
+    `cp.dra.extended`; the DRA package loads only for names that can be one)."""
     if is_native_resource(name) and not name.startswith(DEVICE_CLASS_RESOURCE_PREFIX):
-        return False  # the common case (cpu, memory...) without loading the DRA package
+        return False
     from cp.dra import extended
 
     return extended.is_dra_extended_resource_name(name)
@@ -275,9 +269,7 @@ def qos_class(pod: Mapping[str, Any]) -> str:
     recorded = _dict(pod.get("status")).get("qosClass")
     if isinstance(recorded, str) and recorded:
         return recorded
-    from cp.strategies import core
-
-    return core.qos_class(dict(_dict(pod.get("spec"))))
+    return strategies_core.qos_class(dict(_dict(pod.get("spec"))))
 
 
 def _cross_namespace(terms: Any, weighted: bool) -> bool:
@@ -299,8 +291,6 @@ def uses_cross_namespace_pod_affinity(pod: Mapping[str, Any]) -> bool:
 
 
 def _parse_time(value: Any) -> float | None:
-    from cp import clock
-
     try:
         return clock.parse_time(str(value))
     except ValueError:
