@@ -83,13 +83,13 @@ def check_request(quotas: Sequence[QuotaState], *, evaluator: ev.Evaluator, oper
         if any(name not in quota.used for name in restricted):
             raise QuotaRefused(f"status unknown for quota: {quota.name}, resources: {rl.pretty_names(restricted)}")
         interesting.append(i)
-    if not interesting:
-        return out
 
     usage = evaluator.usage(obj, ctx)
     negative = rl.negative(usage)
     if negative:
         raise QuotaRefused(f"quota usage is negative for resource(s): {rl.pretty_names(negative)}")
+    if not interesting:
+        return out
     deltas: dict[int, ResourceList] = dict.fromkeys(interesting, usage)
     if operation == "UPDATE" and old is not None:
         grown = rl.subtract_non_negative(usage, evaluator.usage(old, ctx))

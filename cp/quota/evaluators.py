@@ -60,10 +60,13 @@ LEGACY_COUNT_ALIASES = {
 REQUESTS_PREFIX = "requests."
 LIMITS_PREFIX = "limits."
 HUGEPAGES_PREFIX = "hugepages-"
-DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"  # implicit extended resource names
 CLAIMS_PER_CLASS_SUFFIX = ".deviceclass.resource.k8s.io/devices"
 STORAGE_CLASS_SUFFIX = ".storageclass.storage.k8s.io/"
-ALLOCATION_RESULTS_MAX_SIZE = 32  # resource.k8s.io AllocationResultsMaxSize: the most an "All" request can get
+# cp.dra's constants, repeated so that quota loads the DRA package only for DRA names (a test keeps
+# them equal): implicit extended resource names, the most devices an "All" request can get, and
+# the annotation of the scheduler's special claim for a pod's extended resources.
+DEVICE_CLASS_RESOURCE_PREFIX = "deviceclass.resource.kubernetes.io/"
+ALLOCATION_RESULTS_MAX_SIZE = 32
 EXTENDED_RESOURCE_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 
 # Scope names and selector operators (core/v1 ResourceQuotaScope, ScopeSelectorOperator).

@@ -26,6 +26,15 @@ def _pod(**spec: Any) -> dict[str, Any]:
                                                                              "example.com/fpga": "1"}}}], **spec}}
 
 
+def test_the_dra_names_are_the_dra_packages() -> None:
+    from cp import dra
+    from cp.dra import extended
+
+    assert ev.ALLOCATION_RESULTS_MAX_SIZE == dra.ALLOCATION_RESULTS_MAX_SIZE
+    assert ev.DEVICE_CLASS_RESOURCE_PREFIX == extended.DEVICE_CLASS_RESOURCE_PREFIX
+    assert ev.EXTENDED_RESOURCE_CLAIM_ANNOTATION == extended.EXTENDED_RESOURCE_CLAIM_ANNOTATION
+
+
 def test_pod_usage_while_charged() -> None:
     assert rl.render(ev.pod_usage(_pod(), now=NOW)) == {
         "count/pods": "1", "cpu": "1", "hugepages-2Mi": "4Mi", "pods": "1", "requests.cpu": "1",
