@@ -30,6 +30,7 @@ from api import (
 )
 from api import state as st
 from api import store as stores
+from api.admission import limitranger, priority, resourcequota
 from cp import clock as clocks
 from cp import errors, objects, sim, tables
 from cp import resources as res
@@ -157,15 +158,30 @@ async def _not_found(request: web.Request) -> web.StreamResponse:
     raise errors.NotFound("the server could not find the requested resource")
 
 
+def server_context() -> stores.WriteContext:
+    """How the server writes objects of its own (the default namespaces, system PriorityClasses,
+    quota usage charged at admission): as kube-apiserver's loopback client."""
+    return stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="kube-apiserver")
+
+
+def install_admission(store: stores.Store) -> None:
+    """The built-in admission plugins, in kube-apiserver's order (LimitRanger, Priority, ...,
+    ResourceQuota last of the validating ones)."""
+    store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
+    store.admission.add(priority.PriorityPlugin(writer=server_context))
+    store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
+
+
 async def bootstrap(store: stores.Store) -> None:
-    """Create the namespaces every cluster has (idempotent)."""
-    ctx = stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="cplane")
+    """Create the namespaces and system PriorityClasses every cluster has (idempotent)."""
+    ctx = server_context()
     for name in BOOTSTRAP_NAMESPACES:
         if await store.log.get(group="", resource="namespaces", namespace="", name=name) is None:
             ns_kind = res.lookup("", "v1", "namespaces")
             assert ns_kind is not None
             with contextlib.suppress(errors.AlreadyExists):
                 await store.create(ns_kind, "", {"metadata": {"name": name}}, ctx)
+    await priority.ensure_system_classes(store, ctx)
     if isinstance(store.clock, clocks.VirtualClock):
         await _bootstrap_clock(store, ctx)
 
@@ -217,6 +233,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
+    install_admission(app[st.STORE])
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()

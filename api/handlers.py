@@ -16,7 +16,7 @@ from aiohttp import web
 from api import codec, discovery, reads, watching
 from api import state as st
 from api import store as stores
-from cp import collector, errors, options, patching, tables
+from cp import collector, errors, options, patching, priority, tables
 from cp import resources as res
 
 _decode = codec.decoder.decode
@@ -454,6 +454,8 @@ async def delete_object(request: web.Request, target: reads.Target) -> web.Strea
     if opts.get("dryRun") == ["All"]:
         ctx.dry_run = True
     kind = target.kind
+    if (kind.group, kind.plural) == (priority.GROUP, priority.PLURAL):
+        priority.refuse_system_class_delete(target.name)  # the PriorityClass storage's own Delete
     result, deleted = await store.delete(kind, target.namespace, target.name, opts, ctx)
     if deleted and (kind.group, kind.plural) not in RETURNS_DELETED_OBJECT:
         uid = (_decode(result.body).get("metadata") or {}).get("uid", "")

@@ -8,8 +8,9 @@ error: ...`).
 
 The checks: `ping` (the process answers), `log` (logging works), `etcd` (a round trip to the event
 log's database, at most `STORAGE_CHECK_TIMEOUT`: kube-apiserver's name for its storage check, kept
-so that probes and dashboards written for it work) and `poststarthook/bootstrap-controller` (the
-default namespaces exist, and with authentication the default RBAC policy is loaded). `/livez`
+so that probes and dashboards written for it work), `poststarthook/bootstrap-controller` (the
+default namespaces exist, and with authentication the default RBAC policy is loaded) and
+`poststarthook/scheduling/bootstrap-system-priority-classes` (the system PriorityClasses exist). `/livez`
 leaves out `etcd`, as upstream does since storage outages must not restart API servers.
 """
 
@@ -54,12 +55,14 @@ async def _bootstrapped(app: web.Application) -> None:
         raise CheckFailed("not finished")
 
 
+_HOOKS: tuple[tuple[str, Check], ...] = (
+    ("poststarthook/bootstrap-controller", _bootstrapped),
+    ("poststarthook/scheduling/bootstrap-system-priority-classes", _bootstrapped),
+)
 CHECKS: dict[str, tuple[tuple[str, Check], ...]] = {
-    "livez": (("ping", _ping), ("log", _ping), ("poststarthook/bootstrap-controller", _bootstrapped)),
-    "readyz": (("ping", _ping), ("log", _ping), ("etcd", _storage),
-               ("poststarthook/bootstrap-controller", _bootstrapped)),
-    "healthz": (("ping", _ping), ("log", _ping), ("etcd", _storage),
-                ("poststarthook/bootstrap-controller", _bootstrapped)),
+    "livez": (("ping", _ping), ("log", _ping), *_HOOKS),
+    "readyz": (("ping", _ping), ("log", _ping), ("etcd", _storage), *_HOOKS),
+    "healthz": (("ping", _ping), ("log", _ping), ("etcd", _storage), *_HOOKS),
 }
 PATHS = tuple(f"/{name}" for name in CHECKS)
 

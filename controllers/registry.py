@@ -21,6 +21,7 @@ from controllers import (
     namespace,
     replicaset,
     resourceclaim,
+    resourcequota,
     scheduler,
     taint_evictor,
 )
@@ -39,6 +40,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
     resourceclaim.NAME: resourceclaim.new,
+    resourcequota.NAME: resourcequota.new,
     fleet.NAME: fleet.new,
     hpa.NAME: hpa.new,
     scheduler.NAME: scheduler.new,
@@ -53,6 +55,7 @@ ALIASES = {
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
     "resourceclaim-controller": resourceclaim.NAME,
+    resourcequota.COMPONENT: resourcequota.NAME,
     "horizontal-pod-autoscaler-controller": hpa.NAME,
     "horizontalpodautoscaling": hpa.NAME,
     "kube-scheduler": scheduler.NAME,

@@ -82,6 +82,12 @@ class Forbidden(StatusError):
     reason = "Forbidden"
     always_details = True
 
+    @classmethod
+    def of(cls, *, group: str, plural: str, name: str, reason: str) -> Forbidden:
+        """`errors.NewForbidden(resource, name, err)`: `<resource> "<name>" is forbidden: <err>`."""
+        gr = f"{plural}.{group}" if group else plural
+        return cls(f'{gr} "{name}" is forbidden: {reason}', details=_details(name, group, plural))
+
 
 class NotFound(StatusError):
     code = 404

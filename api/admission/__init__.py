@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from cp import rbac
+from cp import errors, rbac
 from cp import resources as res
 
 # The `api.store.Store` running the chain: plugins read and write other objects through it. Typed Any
@@ -46,6 +46,15 @@ class Attributes(msgspec.Struct, kw_only=True):
     old: dict[str, Any] | None = None  # the stored object (update, delete)
     user: rbac.UserInfo | None = None
     dry_run: bool = False
+
+
+def forbidden(attrs: Attributes, reason: str) -> errors.Forbidden:
+    """`admission.NewForbidden`: a 403 about the object written, `<resource> "<name>" is forbidden:
+    <reason>` (its generateName while it has no name yet)."""
+    meta = (attrs.obj or {}).get("metadata") if attrs.obj is not None else None
+    generate = str(meta.get("generateName") or "") if isinstance(meta, dict) else ""
+    return errors.Forbidden.of(group=attrs.kind.group, plural=attrs.kind.plural,
+                               name=attrs.name or generate or "Unknown", reason=reason)
 
 
 class Plugin(Protocol):
@@ -107,4 +116,4 @@ class Chain:
             await plugin.committed(attrs, store, succeeded=succeeded)
 
 
-__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin"]
+__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "forbidden"]

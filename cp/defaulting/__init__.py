@@ -13,7 +13,6 @@ from typing import Any
 from cp.defaulting import core
 from cp.defaulting.core import (
     DEFAULT_TOLERATION_SECONDS,
-    SYSTEM_PRIORITY_CLASSES,
     VOLUME_SOURCES,
     default_claim_spec,
     default_device_taints,
@@ -32,5 +31,5 @@ def apply_defaults(obj: dict[str, Any], *, group: str, version: str, kind: str) 
         fn(obj)
 
 
-__all__ = ["DEFAULTERS", "DEFAULT_TOLERATION_SECONDS", "SYSTEM_PRIORITY_CLASSES", "VOLUME_SOURCES",
+__all__ = ["DEFAULTERS", "DEFAULT_TOLERATION_SECONDS", "VOLUME_SOURCES",
            "apply_defaults", "default_claim_spec", "default_device_taints", "default_pod_spec", "image_tag"]

@@ -4,8 +4,9 @@ deployments, replica sets, HPAs and the DRA claims.
 Sources of behaviour (read, not copied): `pkg/apis/core/v1/defaults.go` (PodSpec, containers,
 probes, volumes, Namespace), `pkg/apis/apps/v1/defaults.go`, `pkg/apis/autoscaling/v2/defaults.go`,
 `pkg/apis/resource/v1/defaults.go` plus the declarative `+default` tags of k8s.io/api, and the
-defaults that kube-apiserver's built-in admission plugins write into pods (Priority,
-DefaultTolerationSeconds) and that the namespace strategy writes on create. Defaulting is
+defaults that kube-apiserver's built-in DefaultTolerationSeconds admission plugin writes into pods
+and that the namespace strategy writes on create (pod priority is the Priority admission plugin's,
+`api.admission.priority`, as it depends on the stored PriorityClasses). Defaulting is
 idempotent: running it again on a defaulted object changes nothing. Pure.
 """
 
@@ -16,11 +17,6 @@ from typing import Any
 
 from cp import resources as res
 
-# kube-apiserver's built-in PriorityClasses (scheduling/v1 SystemPriorityClasses).
-SYSTEM_PRIORITY_CLASSES = {
-    "system-node-critical": 2000001000,
-    "system-cluster-critical": 2000000000,
-}
 # DefaultTolerationSeconds admission: 300 s for these NoExecute taints.
 DEFAULT_TOLERATION_SECONDS = 300
 _NOT_READY = "node.kubernetes.io/not-ready"
@@ -216,16 +212,6 @@ def _default_pod(obj: dict[str, Any]) -> None:
                 for port in _dicts(c.get("ports")):
                     if not port.get("hostPort"):
                         port["hostPort"] = port.get("containerPort", 0)
-    # Priority admission (create only): without a class (and no global default class) priority 0;
-    # system classes have fixed values; a resolved class carries preemptionPolicy PreemptLowerPriority.
-    if _creating(obj) and spec.get("priority") is None:
-        pc = spec.get("priorityClassName") or ""
-        if not pc:
-            spec["priority"] = 0
-        elif pc in SYSTEM_PRIORITY_CLASSES:
-            spec["priority"] = SYSTEM_PRIORITY_CLASSES[pc]
-    if _creating(obj) and spec.get("preemptionPolicy") is None and spec.get("priority") is not None:
-        spec["preemptionPolicy"] = "PreemptLowerPriority"
     # DefaultTolerationSeconds admission (create and update).
     tolerations = spec.get("tolerations")
     tols = _dicts(tolerations)

@@ -79,7 +79,9 @@ async def test_readyz_lists_its_checks(tmp_path: Path) -> None:
         code, _, text = await _call(http, "GET", "/readyz?verbose")
         assert code == 200
         assert text.splitlines() == ["[+]ping ok", "[+]log ok", "[+]etcd ok",
-                                     "[+]poststarthook/bootstrap-controller ok", "readyz check passed"]
+                                     "[+]poststarthook/bootstrap-controller ok",
+                                     "[+]poststarthook/scheduling/bootstrap-system-priority-classes ok",
+                                     "readyz check passed"]
         code, _, text = await _call(http, "GET", "/readyz?verbose&exclude=etcd&exclude=nosuch")
         assert "[+]etcd excluded: ok" in text and "no matches for nosuch" in text
         assert (await _call(http, "GET", "/readyz/etcd"))[:3:2] == (200, "ok")

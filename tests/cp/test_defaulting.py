@@ -39,8 +39,7 @@ ADMISSION_TOLERATIONS = [
 def test_pod_defaults() -> None:
     spec = defaulted(pod())["spec"]
     assert spec == {"containers": [{"name": "app", "image": "nginx", **CONTAINER_DEFAULTS}],
-                    **POD_SPEC_DEFAULTS, "enableServiceLinks": True, "priority": 0,
-                    "preemptionPolicy": "PreemptLowerPriority", "tolerations": ADMISSION_TOLERATIONS}
+                    **POD_SPEC_DEFAULTS, "enableServiceLinks": True, "tolerations": ADMISSION_TOLERATIONS}
 
 
 @pytest.mark.parametrize(("image", "policy"), [
@@ -94,17 +93,15 @@ def test_volume_defaults() -> None:
                        {"serviceAccountToken": {"path": "t", "expirationSeconds": 3600}}]}}]
 
 
-def test_priority_admission_defaults() -> None:
-    assert defaulted(pod(priorityClassName="system-node-critical"))["spec"]["priority"] == 2000001000
-    custom = defaulted(pod(priorityClassName="high"))["spec"]
-    assert "priority" not in custom and "preemptionPolicy" not in custom
+def test_pod_priority_is_left_to_admission() -> None:
+    """Priority comes from the stored PriorityClasses (api.admission.priority), not from defaulting."""
+    for spec in (defaulted(pod(priorityClassName="system-node-critical"))["spec"], defaulted(pod())["spec"]):
+        assert "priority" not in spec and "preemptionPolicy" not in spec
     kept = defaulted(pod(preemptionPolicy="Never"))["spec"]
     assert kept["preemptionPolicy"] == "Never"
-    # Admission runs on create only: an update (the store carries the resourceVersion) adds nothing.
     update = pod()
     update["metadata"]["resourceVersion"] = "7"
     spec = defaulted(update)["spec"]
-    assert "priority" not in spec and "preemptionPolicy" not in spec
     assert spec["tolerations"] == ADMISSION_TOLERATIONS and spec["enableServiceLinks"] is True
 
 
