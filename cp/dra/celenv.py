@@ -29,6 +29,7 @@ IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile tim
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import threading
@@ -54,6 +55,7 @@ __all__ = [
     "CelDevice",
     "CelError",
     "CompiledExpression",
+    "compile_expression",
     "quantity_value",
     "semver_value",
 ]
@@ -432,7 +434,22 @@ def _rewrite_bind(src: str) -> str:
         start = m.start()
 
 
-def _compile(expression: str) -> CompiledExpression:
+def compile_expression(expression: str, *, variables: frozenset[str],
+                       functions: frozenset[str] = frozenset()) -> CompiledExpression:
+    """Compile `expression` in an environment that declares `variables` (besides the extension
+    namespaces) and, beyond this module's library and CEL's own functions, the function names
+    `functions` (libraries other callers provide, such as the admission policies' `authorizer`, URL and IP
+    functions: their calls compile, evaluation is theirs). Cached per (expression, variables, functions)."""
+    return _compile_cached(expression, variables, functions)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_cached(expression: str, variables: frozenset[str], functions: frozenset[str]) -> CompiledExpression:
+    return _compile(expression, declared=variables, extra_functions=functions)
+
+
+def _compile(expression: str, *, declared: frozenset[str] = frozenset({"device"}),
+             extra_functions: frozenset[str] = frozenset()) -> CompiledExpression:
     library = _LIBRARY
     source = _rewrite_bind(expression) if "bind" in expression else expression
     try:
@@ -443,7 +460,7 @@ def _compile(expression: str) -> CompiledExpression:
         detail = text[idx:] if idx >= 0 else text
         return CompiledExpression(expression, None, f"compilation failed: {detail}", frozenset())
     refs = program.references()
-    bound = {"device"} | _NAMESPACES
+    bound = set(declared) | _NAMESPACES
     for m in _MACRO_VARS_RE.finditer(source):
         bound.update(g for g in m.groups() if g)
     for name in refs["variables"]:
@@ -457,7 +474,7 @@ def _compile(expression: str) -> CompiledExpression:
             used.update(dotted)
             if fn not in library:
                 continue
-        if fn[0] in "_@!" or fn in _BUILTIN_FUNCTIONS:
+        if fn[0] in "_@!" or fn in _BUILTIN_FUNCTIONS or fn in extra_functions:
             continue
         if fn in library:
             used.add(fn)
