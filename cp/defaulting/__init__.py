@@ -10,7 +10,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from cp.defaulting import core
+from cp.defaulting import (
+    admission,
+    certificates,
+    core,
+    extensions,
+    flowcontrol,
+    networking,
+    scheduling,
+    storage,
+)
 from cp.defaulting.core import (
     DEFAULT_TOLERATION_SECONDS,
     VOLUME_SOURCES,
@@ -21,7 +30,7 @@ from cp.defaulting.core import (
 )
 
 DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = {}
-for _module in (core,):
+for _module in (core, networking, storage, scheduling, certificates, admission, flowcontrol, extensions):
     DEFAULTERS.update(_module.DEFAULTERS)
 
 
