@@ -5,11 +5,14 @@ and `validate_update` run the per-kind rules of upstream's `pkg/apis/*/validatio
 `errors.Invalid` that carries every cause found (upstream aggregates). Field paths, error types and
 messages follow upstream (`field.Invalid`, `Required`, `NotSupported`...). Pure.
 
-The package: `common` (shared helpers and apimachinery's string formats), `meta` (object metadata,
-label selectors), `registry` (the per-kind rules table), and one rule module per API area — `pod`,
-`workloads` (apps, autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and
-`dra_slices` (resource.k8s.io, sharing `dra_fields`), `rbac`. Every rule module declares its `RULES`;
-they are all registered here, at import, with no install step.
+The package: `common` (shared helpers and apimachinery's string formats), `ip` (IP and CIDR formats),
+`meta` (object metadata, label selectors, conditions), `webhook` (webhook client configurations),
+`registry` (the per-kind rules table), and one rule module per API area — `pod`, `workloads` (apps,
+autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and `dra_slices` (resource.k8s.io,
+sharing `dra_fields`), `rbac`, `networking` (networking.k8s.io, discovery.k8s.io), `storage`,
+`scheduling` (PriorityClass, RuntimeClass), `certificates`, `admission` (admissionregistration),
+`flowcontrol`, `extensions` (APIService, CustomResourceDefinition, StorageVersionMigration). Every rule
+module declares its `RULES`; they are all registered here, at import, with no install step.
 """
 
 from __future__ import annotations
@@ -18,7 +21,21 @@ from typing import Any
 
 from cp import errors, structure
 from cp.errors import Cause
-from cp.validation import core, dra_claims, dra_slices, pod, rbac, workloads
+from cp.validation import (
+    admission,
+    certificates,
+    core,
+    dra_claims,
+    dra_slices,
+    extensions,
+    flowcontrol,
+    networking,
+    pod,
+    rbac,
+    scheduling,
+    storage,
+    workloads,
+)
 from cp.validation.common import (
     GoValue,
     is_dns1123_label,
@@ -34,7 +51,8 @@ from cp.validation.common import (
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
 from cp.validation.registry import Rules, register, register_all, rules_for
 
-for _module in (pod, workloads, core, dra_claims, dra_slices, rbac):
+for _module in (pod, workloads, core, dra_claims, dra_slices, rbac, networking, storage, scheduling, certificates,
+                admission, flowcontrol, extensions):
     register_all(_module.RULES)
 
 
