@@ -13,11 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from cp import resources as res
-from cp.strategies import core, dra, workloads
+from cp.strategies import cluster, core, dra, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra):
+for _module in (core, workloads, dra, cluster):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
