@@ -13,6 +13,7 @@ from cp.defaulting.fields import setdefault
 
 
 def _priority_class(obj: dict[str, Any]) -> None:
+    setdefault(obj, "value", 0)  # an int32 Go always writes
     setdefault(obj, "preemptionPolicy", "PreemptLowerPriority")
 
 
