@@ -13,17 +13,30 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from cp.rbac import UserInfo
 from cp.strategies.model import Obj, Strategy
 
 _REQUESTER = ("username", "uid", "groups", "extra")
 
 
 def _csr_create(obj: Obj, _now: float) -> None:
-    """Requester fields come from the server (the request's user), never from the body."""
+    """Requester fields come from the server (`record_requester`), never from the body."""
     spec = obj.get("spec")
     if isinstance(spec, dict):
         for key in _REQUESTER:
             spec.pop(key, None)
+
+
+def _csr_requester(obj: Obj, user: UserInfo) -> None:
+    """The requesting user as the CSR's requester (its fields are omitted when empty)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = obj["spec"] = {}
+    values: dict[str, Any] = {"username": user.name, "uid": user.uid, "groups": list(user.groups),
+                              "extra": {k: list(v) for k, v in user.extra.items()}}
+    for key in _REQUESTER:
+        if values[key]:
+            spec[key] = values[key]
 
 
 def _csr_update(new: Obj, old: Obj, _now: float, subresource: str) -> None:
@@ -82,6 +95,7 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     # VolumeAttachmentStatus{} serializes `attached: false`.
     ("storage.k8s.io", "VolumeAttachment"): Strategy(initial_status=_initial({"attached": False})),
     ("certificates.k8s.io", "CertificateSigningRequest"): Strategy(prepare_for_create=_csr_create,
+                                                                 record_requester=_csr_requester,
                                                                  prepare_for_update=_csr_update),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): Strategy(initial_status=_crd_status,
                                                                   prepare_for_update=_crd_update),

@@ -282,12 +282,13 @@ async def test_generation_follows_upstream_strategies(http: aiohttp.ClientSessio
         assert body["metadata"].get("generation") == (1 if kind in tracked else None), kind
 
 
-async def test_csr_requester_and_spec_are_not_the_clients(http: aiohttp.ClientSession,
+async def test_csr_requester_is_the_user_and_spec_fixed(http: aiohttp.ClientSession,
                                                           typical: dict[str, tuple[str, dict[str, Any]]]) -> None:
     path, obj = typical["CertificateSigningRequest"]
     status, body = await _post(http, path, obj)
     assert status == 201
-    assert "username" not in body["spec"]
+    # The requester is who sent the request, not what the body claims.
+    assert body["spec"]["username"] == "system:admin"
     assert body["status"] == {}
     # A write to the main resource keeps the spec as created (only subresources change a CSR).
     body["spec"]["usages"] = ["server auth"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cp import rbac, strategies
 from cp import resources as res
-from cp import strategies
 
 
 def kind(group: str, name: str) -> res.ResourceKind:
@@ -33,6 +33,10 @@ def test_csr_spec_and_approval_are_not_writable_here() -> None:
                                "status": {"conditions": [{"type": "Approved", "status": "True"}]}}
     strategies.prepare_for_create(csr_kind, created, now=0)
     assert created == {"spec": {"request": "x"}, "status": {}}
+    user = rbac.UserInfo(name="alice", uid="42", groups=("dev", "system:authenticated"), extra={"scopes": ("a",)})
+    strategies.prepare_for_create(csr_kind, created, now=0, user=user)
+    assert created["spec"] == {"request": "x", "username": "alice", "uid": "42",
+                               "groups": ["dev", "system:authenticated"], "extra": {"scopes": ["a"]}}
     old = {"spec": {"request": "x", "usages": ["client auth"]},
            "status": {"conditions": [{"type": "Approved", "status": "True"}]}}
     write = {"spec": {"request": "y"}, "status": {"certificate": "Y2VydA==", "conditions": []}}
