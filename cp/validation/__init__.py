@@ -12,7 +12,8 @@ autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and `dra_sli
 sharing `dra_fields`), `rbac`, `networking` (networking.k8s.io, discovery.k8s.io), `storage`,
 `scheduling` (PriorityClass, RuntimeClass), `certificates`, `admission` (admissionregistration),
 `flowcontrol`, `extensions` (APIService, CustomResourceDefinition, StorageVersionMigration). Every rule
-module declares its `RULES`; they are all registered here, at import, with no install step.
+module declares its `RULES`; they are registered here with no install step, the modules of the
+cluster configuration groups by name (imported on the first object of their group).
 """
 
 from __future__ import annotations
@@ -21,21 +22,7 @@ from typing import Any
 
 from cp import errors, structure
 from cp.errors import Cause
-from cp.validation import (
-    admission,
-    certificates,
-    core,
-    dra_claims,
-    dra_slices,
-    extensions,
-    flowcontrol,
-    networking,
-    pod,
-    rbac,
-    scheduling,
-    storage,
-    workloads,
-)
+from cp.validation import core, dra_claims, dra_slices, pod, rbac, workloads
 from cp.validation.common import (
     GoValue,
     is_dns1123_label,
@@ -49,11 +36,20 @@ from cp.validation.common import (
     validate_path_segment_name,
 )
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
-from cp.validation.registry import Rules, register, register_all, rules_for
+from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
-for _module in (pod, workloads, core, dra_claims, dra_slices, rbac, networking, storage, scheduling, certificates,
-                admission, flowcontrol, extensions):
+for _module in (pod, workloads, core, dra_claims, dra_slices, rbac):
     register_all(_module.RULES)
+# The cluster configuration groups: their modules load on the first object of the group.
+register_lazily({
+    "networking.k8s.io": "cp.validation.networking", "discovery.k8s.io": "cp.validation.networking",
+    "storage.k8s.io": "cp.validation.storage", "scheduling.k8s.io": "cp.validation.scheduling",
+    "node.k8s.io": "cp.validation.scheduling", "certificates.k8s.io": "cp.validation.certificates",
+    "admissionregistration.k8s.io": "cp.validation.admission",
+    "flowcontrol.apiserver.k8s.io": "cp.validation.flowcontrol",
+    "apiregistration.k8s.io": "cp.validation.extensions", "apiextensions.k8s.io": "cp.validation.extensions",
+    "storagemigration.k8s.io": "cp.validation.extensions",
+})
 
 
 def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,
