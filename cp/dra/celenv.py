@@ -22,6 +22,9 @@ map `{"__k8s_quantity__": "<value in nano units>"}` and a version as
 `{"__k8s_semver__": "<version without build metadata>"}`. Both are canonical, so CEL's `==`
 compares them by value, as the Go types' `Equal` does.
 
+`compile_expression` compiles other Kubernetes expressions (admission policies, webhook match
+conditions) in the same engine with the variables their caller declares.
+
 Differences from cel-go that remain: no static type checking (a non-bool result is reported at
 evaluation, not compile time), no runtime cost limit, no two-variable comprehensions, and no
 IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile time.
