@@ -47,6 +47,7 @@ _REINVOCATION = ("IfNeeded", "Never")
 _VALIDATION_ACTIONS = ("Audit", "Deny", "Warn")
 _REASONS = ("Forbidden", "Invalid", "RequestEntityTooLarge")
 _PATCH_TYPES = ("ApplyConfiguration", "JSONPatch")
+_MUTABLE_OPERATIONS = ("*", "CONNECT", "CREATE", "UPDATE")
 _MAX_AUDIT_ANNOTATIONS = 20
 _MAX_AUDIT_VALUE_EXPRESSION = 5 * 1024
 _MAX_MATCH_CONDITIONS = 64
@@ -349,7 +350,8 @@ def _variables(items: Any, path: str, errs: list[Cause], *, params: bool, check_
             _expression(expression, f"{vpath}.expression", errs, params=params, variables=True)
 
 
-def _policy_common(spec: dict[str, Any], errs: list[Cause], *, check_conditions: bool) -> bool:
+def _policy_common(spec: dict[str, Any], errs: list[Cause], *, check_conditions: bool, mutating: bool = False
+                   ) -> bool:
     """failurePolicy, paramKind, matchConstraints, matchConditions and variables; True with a paramKind."""
     failure = spec.get("failurePolicy")
     if failure is None:
@@ -366,6 +368,8 @@ def _policy_common(spec: dict[str, Any], errs: list[Cause], *, check_conditions:
         _match_resources(constraints, "spec.matchConstraints", errs)
         if not as_list(as_dict(constraints).get("resourceRules")):
             errs.append(Cause("Required", "spec.matchConstraints.resourceRules", ""))
+        if mutating:
+            _mutable_operations(constraints, "spec.matchConstraints.resourceRules.operations", errs)
     if check_conditions:
         _match_conditions(spec.get("matchConditions"), "spec.matchConditions", errs, params=params, check_cel=True)
     _variables(spec.get("variables"), "spec.variables", errs, params=params, check_cel=True)
@@ -469,6 +473,7 @@ def _vap_status_update(new: dict[str, Any], old: dict[str, Any], errs: list[Caus
 
 
 def _mutation(m: dict[str, Any], path: str, errs: list[Cause], *, params: bool, composed: bool) -> None:
+    """validateMutation: `patchType` chooses which of `jsonPatch` and `applyConfiguration` is given."""
     patch_type = as_str(m.get("patchType"))
     if not patch_type:
         errs.append(Cause("Required", f"{path}.patchType", ""))
@@ -482,18 +487,27 @@ def _mutation(m: dict[str, Any], path: str, errs: list[Cause], *, params: bool, 
     if body is None:
         errs.append(Cause("Required", f"{path}.{own}", f"must be specified when patchType is {patch_type}"))
     else:
-        expression = as_str(as_dict(body).get("expression"))
-        if not expression.strip():
+        expression = as_str(as_dict(body).get("expression")).strip()
+        if not expression:
             errs.append(Cause("Required", f"{path}.{own}.expression", ""))
         else:
             _expression(expression, f"{path}.{own}.expression", errs, params=params, variables=composed)
     if m.get(other) is not None:
-        errs.append(Cause("Forbidden", f"{path}.{other}", f"must not be specified when patchType is {patch_type}"))
+        errs.append(Cause("Invalid", f"{path}.{other}", f"must not be specified when patchType is {patch_type}",
+                          "{" + other + "}"))
+
+
+def _mutable_operations(match: Any, path: str, errs: list[Cause]) -> None:
+    """Only creates, updates and connects can be mutated: a DELETE rule is reported at `path` (no index)."""
+    for rule in as_list(as_dict(match).get("resourceRules")):
+        for op in as_list(as_dict(rule).get("operations")):
+            if op not in _MUTABLE_OPERATIONS:
+                not_supported(errs, path, op, _MUTABLE_OPERATIONS)
 
 
 def _map_spec(obj: dict[str, Any], errs: list[Cause], *, check_conditions: bool) -> None:
     spec = as_dict(obj.get("spec"))
-    params = _policy_common(spec, errs, check_conditions=check_conditions)
+    params = _policy_common(spec, errs, check_conditions=check_conditions, mutating=True)
     composed = bool(as_list(spec.get("variables")))
     mutations = as_list(spec.get("mutations"))
     if not mutations:
@@ -548,8 +562,13 @@ def _binding_spec(obj: dict[str, Any], errs: list[Cause], *, validating: bool) -
     else:
         each(errs, "spec.policyName", policy, name_is_dns_subdomain(policy, False))
     _param_ref(spec.get("paramRef"), "spec.paramRef", errs)
-    # Upstream's path for a binding's match resources is spelled `matchResouces`.
-    _match_resources(spec.get("matchResources"), "spec.matchResouces", errs)
+    if validating:
+        # Upstream's path for a validating binding's match resources is spelled `matchResouces`.
+        _match_resources(spec.get("matchResources"), "spec.matchResouces", errs)
+    else:
+        _match_resources(spec.get("matchResources"), "spec.matchResources", errs)
+        if spec.get("matchResources") is not None:
+            _mutable_operations(spec.get("matchResources"), "spec.matchResources.resourceRules.operations", errs)
     if validating:
         actions = as_list(spec.get("validationActions"))
         seen: set[str] = set()

@@ -148,7 +148,13 @@ def mutating_policy(**spec: Any) -> dict[str, Any]:
       "spec.reinvocationPolicy: Required value"]),
     ({"mutations": [{"patchType": "ApplyConfiguration", "jsonPatch": {"expression": "[]"}}]},
      ["spec.mutations[0].applyConfiguration: Required value: must be specified when patchType is ApplyConfiguration",
-      "spec.mutations[0].jsonPatch: Forbidden: must not be specified when patchType is ApplyConfiguration"]),
+      'spec.mutations[0].jsonPatch: Invalid value: "{jsonPatch}": must not be specified when patchType is '
+      "ApplyConfiguration"]),
+    ({"mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": " "}}]},
+     ["spec.mutations[0].jsonPatch.expression: Required value"]),
+    ({"matchConstraints": {"resourceRules": [dict(RULE, operations=["CREATE", "DELETE"])]}},
+     ['spec.matchConstraints.resourceRules.operations: Unsupported value: "DELETE": supported values: "*", '
+      '"CONNECT", "CREATE", "UPDATE"']),
     ({"mutations": [{"patchType": "Merge"}]},
      ['spec.mutations[0].patchType: Unsupported value: "Merge": supported values: "ApplyConfiguration", '
       '"JSONPatch"']),
