@@ -38,6 +38,13 @@ def csr_pem(common_name: str = "system:node:node-1") -> str:
     return base64.b64encode(request.public_bytes(serialization.Encoding.PEM)).decode()
 
 
+def stub_request() -> str:
+    """A kubelet's stub PKCS#10 request (DER, base64 as `stubPKCS10Request` carries it)."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    request = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([])).sign(key, hashes.SHA256())
+    return base64.b64encode(request.public_bytes(serialization.Encoding.DER)).decode()
+
+
 def ca_pem() -> str:
     cert, _key = certs.new_ca(now=dt.datetime.now(dt.UTC).timestamp())
     return cert.decode()
@@ -128,6 +135,11 @@ def manifests() -> list[tuple[str, dict[str, Any]]]:
             "spec": {"request": csr_pem(), "signerName": "kubernetes.io/kube-apiserver-client",
                      "usages": ["digital signature", "client auth"], "expirationSeconds": 86400,
                      "username": "mallory"}}),
+        ("/apis/certificates.k8s.io/v1/namespaces/default/podcertificaterequests", {
+            "apiVersion": "certificates.k8s.io/v1", "kind": "PodCertificateRequest", "metadata": {"name": "web-0-pcr"},
+            "spec": {"signerName": "example.com/workload", "podName": "web-0", "podUID": "7d3c-pod",
+                     "serviceAccountName": "web", "serviceAccountUID": "7d3c-sa", "nodeName": "node-1",
+                     "nodeUID": "7d3c-node", "stubPKCS10Request": stub_request()}}),
         ("/apis/certificates.k8s.io/v1/clustertrustbundles", {
             "apiVersion": "certificates.k8s.io/v1", "kind": "ClusterTrustBundle",
             "metadata": {"name": "example.com:signer:roots"},
@@ -228,7 +240,7 @@ async def test_defaults_as_kube_apiserver_writes_them(http: aiohttp.ClientSessio
     for kind in ("NetworkPolicy", "IngressClass", "Ingress", "EndpointSlice", "StorageClass", "CSIDriver",
                  "VolumeAttachment", "PriorityClass", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
                  "ValidatingAdmissionPolicy", "PriorityLevelConfiguration", "FlowSchema", "APIService",
-                 "CustomResourceDefinition"):
+                 "CustomResourceDefinition", "PodCertificateRequest"):
         status, created[kind] = await _post(http, *typical[kind])
         assert status == 201, created[kind]
     np = created["NetworkPolicy"]["spec"]
@@ -245,6 +257,7 @@ async def test_defaults_as_kube_apiserver_writes_them(http: aiohttp.ClientSessio
         "seLinuxMount": False}
     assert created["VolumeAttachment"]["status"] == {"attached": False}
     assert created["PriorityClass"]["preemptionPolicy"] == "PreemptLowerPriority"
+    assert created["PodCertificateRequest"]["spec"]["maxExpirationSeconds"] == 86400
     for kind, extra in (("ValidatingWebhookConfiguration", {}), ("MutatingWebhookConfiguration",
                                                                  {"reinvocationPolicy": "Never"})):
         hook = created[kind]["webhooks"][0]
