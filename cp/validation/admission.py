@@ -33,7 +33,7 @@ from cp.validation.common import (
     validate_qualified_name,
 )
 from cp.validation.meta import validate_conditions, validate_label_selector, validate_object_meta
-from cp.validation.registry import Rules
+from cp.validation.registry import CreateFn, Rules, UpdateFn
 from cp.validation.webhook import REVIEW_VERSIONS, validate_client_config, validate_review_versions
 
 GROUP = "admissionregistration.k8s.io"
@@ -280,14 +280,14 @@ def _webhooks(obj: dict[str, Any], errs: list[Cause], opts: _HookOptions, *, mut
             names.add(name)
 
 
-def _webhooks_create(mutating: bool) -> Any:
+def _webhooks_create(mutating: bool) -> CreateFn:
     def create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
         validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_subdomain)
         _webhooks(obj, errs, _HookOptions(), mutating=mutating)
     return create
 
 
-def _webhooks_update(mutating: bool) -> Any:
+def _webhooks_update(mutating: bool) -> UpdateFn:
     def update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
         hooks, old_hooks = as_list(new.get("webhooks")), [as_dict(h) for h in as_list(old.get("webhooks"))]
         unchanged_conditions = len(hooks) == len(old_hooks) and all(
@@ -587,14 +587,14 @@ def _binding_spec(obj: dict[str, Any], errs: list[Cause], *, validating: bool) -
     errs.extend(dv)
 
 
-def _binding_create(validating: bool) -> Any:
+def _binding_create(validating: bool) -> CreateFn:
     def create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
         validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_subdomain)
         _binding_spec(obj, errs, validating=validating)
     return create
 
 
-def _binding_update(validating: bool) -> Any:
+def _binding_update(validating: bool) -> UpdateFn:
     def update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
         _binding_spec(new, errs, validating=validating)
     return update

@@ -30,7 +30,7 @@ from cp.validation.common import (
     too_long,
     validate_annotations,
 )
-from cp.validation.meta import validate_conditions, validate_object_meta
+from cp.validation.meta import NameFn, validate_conditions, validate_object_meta
 from cp.validation.registry import Rules
 
 LEGACY_SIGNER = "kubernetes.io/legacy-unknown"
@@ -286,7 +286,7 @@ def _csr_status_update(new: dict[str, Any], old: dict[str, Any], errs: list[Caus
 
 # ---------------------------------------------------------------- ClusterTrustBundle
 
-def _trust_bundle_name(signer: str) -> Any:
+def _trust_bundle_name(signer: str) -> NameFn:
     def check(name: str, prefix: bool) -> list[str]:
         if not signer:
             if ":" in name:
@@ -341,7 +341,7 @@ def _trust_bundle(data: str, path: str, errs: list[Cause]) -> None:
                               "<value omitted>"))
 
 
-def _ctb_validate(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], *, parse: bool) -> None:
+def _ctb_validate(obj: dict[str, Any], errs: list[Cause], *, parse: bool) -> None:
     spec = as_dict(obj.get("spec"))
     signer = as_str(spec.get("signerName"))
     if signer:
@@ -353,12 +353,12 @@ def _ctb_validate(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], 
 def _ctb_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
     signer = as_str(as_dict(obj.get("spec")).get("signerName"))
     validate_object_meta(meta, errs, namespaced=False, name_fn=_trust_bundle_name(signer))
-    _ctb_validate(obj, meta, errs, parse=True)
+    _ctb_validate(obj, errs, parse=True)
 
 
 def _ctb_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
-    _ctb_validate(new, as_dict(new.get("metadata")), errs, parse=spec.get("trustBundle") != old_spec.get("trustBundle"))
+    _ctb_validate(new, errs, parse=spec.get("trustBundle") != old_spec.get("trustBundle"))
     if as_str(spec.get("signerName")) != as_str(old_spec.get("signerName")):
         errs.append(Cause("Invalid", "spec.signerName", "field is immutable", as_str(spec.get("signerName"))))
 

@@ -30,7 +30,7 @@ from cp.validation.common import (
     not_supported,
     validate_path_segment_name,
 )
-from cp.validation.meta import validate_conditions, validate_object_meta
+from cp.validation.meta import NameFn, validate_conditions, validate_object_meta
 from cp.validation.registry import Rules
 from cp.validation.webhook import validate_client_config, validate_review_versions
 
@@ -76,7 +76,7 @@ def _api_service_fields(obj: dict[str, Any], errs: list[Cause]) -> None:
         errs.append(Cause("Invalid", "spec.insecureSkipTLSVerify", "may not be true if caBundle is present", True))
 
 
-def _api_service_name(obj: dict[str, Any]) -> Any:
+def _api_service_name(obj: dict[str, Any]) -> NameFn:
     spec = as_dict(obj.get("spec"))
     required = f"{as_str(spec.get('version'))}.{as_str(spec.get('group'))}"
 
@@ -107,7 +107,7 @@ def _api_service_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cau
 
 # ---------------------------------------------------------------- CustomResourceDefinition
 
-def _crd_name(obj: dict[str, Any]) -> Any:
+def _crd_name(obj: dict[str, Any]) -> NameFn:
     spec = as_dict(obj.get("spec"))
     required = f"{as_str(as_dict(spec.get('names')).get('plural'))}.{as_str(spec.get('group'))}"
 
