@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cp.defaulting import SYSTEM_PRIORITY_CLASSES
+from cp import priority
 from cp.errors import Cause
 from cp.validation.common import (
     GoValue,
@@ -33,10 +33,11 @@ _PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
 
 def _system_class_problem(name: str, value: Any, global_default: Any) -> str | None:
     """IsKnownSystemPriorityClass: None for one of the built-in classes as they are defined."""
-    if name not in SYSTEM_PRIORITY_CLASSES:
+    if name not in priority.SYSTEM_PRIORITY_CLASSES:
         return f"{name} is not a known system priority class"
-    if value != SYSTEM_PRIORITY_CLASSES[name]:
-        return f"value of {name} PriorityClass must be {SYSTEM_PRIORITY_CLASSES[name]}"
+    expected = priority.SYSTEM_PRIORITY_CLASSES[name][0]
+    if value != expected:
+        return f"value of {name} PriorityClass must be {expected}"
     if global_default is True:
         return f"globalDefault of {name} PriorityClass must be false"
     return None
