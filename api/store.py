@@ -49,7 +49,7 @@ class WriteContext(msgspec.Struct, kw_only=True):
     dry_run: bool = False
     field_validation: str = "Warn"  # Strict | Warn | Ignore
     warnings: list[str] = msgspec.field(default_factory=list)
-    user_info: rbac.UserInfo | None = None  # groups and extras of `user`, for admission
+    user_info: rbac.UserInfo | None = None  # groups and extras of `user`, for admission and requesters
 
     def actor(self) -> log.Actor:
         return log.Actor(user=self.user, field_manager=self.manager(), user_agent=self.user_agent,
@@ -149,7 +149,7 @@ class Store:
             meta["managedFields"] = managed
         else:
             meta.pop("managedFields", None)
-        strategies.prepare_for_create(kind, obj, now=now)
+        strategies.prepare_for_create(kind, obj, now=now, user=ctx.user_info or rbac.UserInfo(name=ctx.user))
         validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
                                    namespaced=kind.namespaced)
         if kind.group == res.SIM_GROUP:

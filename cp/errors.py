@@ -236,9 +236,27 @@ class Cause:
         return {"reason": reason, "message": msg, "field": self.field}
 
 
+_GO_ESCAPES = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v",
+               "\\": "\\\\", '"': '\\"'}
+
+
+def _go_quote(value: str) -> str:
+    """Go's `%q` (strconv.Quote): backslash escapes for quotes, backslashes and control characters."""
+    out = []
+    for ch in value:
+        escaped = _GO_ESCAPES.get(ch)
+        if escaped is not None:
+            out.append(escaped)
+        elif ch < " " or ch == "\x7f":
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 def _render(value: Any) -> str:
     if isinstance(value, str):
-        return '"' + value.replace('"', '\\"') + '"'
+        return _go_quote(value)
     if value is None:
         return "null"
     if isinstance(value, bool):

@@ -100,7 +100,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", singular="serviceaccount", namespaced=True, short_names=("sa",), has_spec=False),
     ResourceKind(group="", version="v1", kind="Service", plural="services", singular="service", namespaced=True, short_names=("svc",), categories=("all",), subresources=(_status("Service"),)),
     # apiregistration.k8s.io/v1
-    ResourceKind(group="apiregistration.k8s.io", version="v1", kind="APIService", plural="apiservices", singular="apiservice", namespaced=False, categories=("api-extensions",), subresources=(_status("APIService"),)),
+    ResourceKind(group="apiregistration.k8s.io", version="v1", kind="APIService", plural="apiservices", singular="apiservice", namespaced=False, categories=("api-extensions",), subresources=(_status("APIService"),), has_spec=False),
     # apps/v1
     ResourceKind(group="apps", version="v1", kind="ControllerRevision", plural="controllerrevisions", singular="controllerrevision", namespaced=True, has_spec=False),
     ResourceKind(group="apps", version="v1", kind="DaemonSet", plural="daemonsets", singular="daemonset", namespaced=True, short_names=("ds",), categories=("all",), subresources=(_status("DaemonSet"),)),
@@ -121,7 +121,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="batch", version="v1", kind="CronJob", plural="cronjobs", singular="cronjob", namespaced=True, short_names=("cj",), categories=("all",), subresources=(_status("CronJob"),)),
     ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", singular="job", namespaced=True, categories=("all",), subresources=(_status("Job"),)),
     # certificates.k8s.io/v1
-    ResourceKind(group="certificates.k8s.io", version="v1", kind="CertificateSigningRequest", plural="certificatesigningrequests", singular="certificatesigningrequest", namespaced=False, short_names=("csr",), subresources=(_status("CertificateSigningRequest"),)),
+    ResourceKind(group="certificates.k8s.io", version="v1", kind="CertificateSigningRequest", plural="certificatesigningrequests", singular="certificatesigningrequest", namespaced=False, short_names=("csr",), subresources=(_status("CertificateSigningRequest"),), has_spec=False),
     ResourceKind(group="certificates.k8s.io", version="v1", kind="ClusterTrustBundle", plural="clustertrustbundles", singular="clustertrustbundle", namespaced=False, has_spec=False),
     ResourceKind(group="certificates.k8s.io", version="v1", kind="PodCertificateRequest", plural="podcertificaterequests", singular="podcertificaterequest", namespaced=True, subresources=(_status("PodCertificateRequest"),)),
     # networking.k8s.io/v1
@@ -129,7 +129,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="networking.k8s.io", version="v1", kind="Ingress", plural="ingresses", singular="ingress", namespaced=True, short_names=("ing",), subresources=(_status("Ingress"),)),
     ResourceKind(group="networking.k8s.io", version="v1", kind="IPAddress", plural="ipaddresses", singular="ipaddress", namespaced=False, short_names=("ip",), has_spec=False),
     ResourceKind(group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", singular="networkpolicy", namespaced=True, short_names=("netpol",)),
-    ResourceKind(group="networking.k8s.io", version="v1", kind="ServiceCIDR", plural="servicecidrs", singular="servicecidr", namespaced=False, subresources=(_status("ServiceCIDR"),)),
+    ResourceKind(group="networking.k8s.io", version="v1", kind="ServiceCIDR", plural="servicecidrs", singular="servicecidr", namespaced=False, subresources=(_status("ServiceCIDR"),), has_spec=False),
     # policy/v1
     ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", singular="poddisruptionbudget", namespaced=True, short_names=("pdb",), subresources=(_status("PodDisruptionBudget"),)),
     # rbac.authorization.k8s.io/v1
@@ -138,11 +138,11 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group=RBAC_GROUP, version="v1", kind="RoleBinding", plural="rolebindings", singular="rolebinding", namespaced=True, has_spec=False),
     ResourceKind(group=RBAC_GROUP, version="v1", kind="Role", plural="roles", singular="role", namespaced=True, has_spec=False),
     # storage.k8s.io/v1
-    ResourceKind(group="storage.k8s.io", version="v1", kind="CSIDriver", plural="csidrivers", singular="csidriver", namespaced=False, has_spec=False),
-    ResourceKind(group="storage.k8s.io", version="v1", kind="CSINode", plural="csinodes", singular="csinode", namespaced=False, subresources=(_status("CSINode"),)),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="CSIDriver", plural="csidrivers", singular="csidriver", namespaced=False),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="CSINode", plural="csinodes", singular="csinode", namespaced=False, subresources=(_status("CSINode"),), has_spec=False),
     ResourceKind(group="storage.k8s.io", version="v1", kind="CSIStorageCapacity", plural="csistoragecapacities", singular="csistoragecapacity", namespaced=True, has_spec=False),
     ResourceKind(group="storage.k8s.io", version="v1", kind="StorageClass", plural="storageclasses", singular="storageclass", namespaced=False, short_names=("sc",), has_spec=False),
-    ResourceKind(group="storage.k8s.io", version="v1", kind="VolumeAttachment", plural="volumeattachments", singular="volumeattachment", namespaced=False, subresources=(_status("VolumeAttachment"),)),
+    ResourceKind(group="storage.k8s.io", version="v1", kind="VolumeAttachment", plural="volumeattachments", singular="volumeattachment", namespaced=False, subresources=(_status("VolumeAttachment"),), has_spec=False),
     ResourceKind(group="storage.k8s.io", version="v1", kind="VolumeAttributesClass", plural="volumeattributesclasses", singular="volumeattributesclass", namespaced=False, short_names=("vac",), has_spec=False),
     # admissionregistration.k8s.io/v1
     ResourceKind(group="admissionregistration.k8s.io", version="v1", kind="MutatingAdmissionPolicy", plural="mutatingadmissionpolicies", singular="mutatingadmissionpolicy", namespaced=False, categories=("api-extensions",)),
@@ -156,11 +156,11 @@ KINDS: tuple[ResourceKind, ...] = (
     # scheduling.k8s.io/v1
     ResourceKind(group="scheduling.k8s.io", version="v1", kind="PriorityClass", plural="priorityclasses", singular="priorityclass", namespaced=False, short_names=("pc",), has_spec=False),
     # coordination.k8s.io/v1
-    ResourceKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases", singular="lease", namespaced=True),
+    ResourceKind(group="coordination.k8s.io", version="v1", kind="Lease", plural="leases", singular="lease", namespaced=True, has_spec=False),
     # node.k8s.io/v1
     ResourceKind(group="node.k8s.io", version="v1", kind="RuntimeClass", plural="runtimeclasses", singular="runtimeclass", namespaced=False, has_spec=False),
     # discovery.k8s.io/v1
-    ResourceKind(group="discovery.k8s.io", version="v1", kind="EndpointSlice", plural="endpointslices", singular="endpointslice", namespaced=True, has_spec=False),
+    ResourceKind(group="discovery.k8s.io", version="v1", kind="EndpointSlice", plural="endpointslices", singular="endpointslice", namespaced=True),
     # resource.k8s.io/v1
     ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceClass", plural="deviceclasses", singular="deviceclass", namespaced=False),
     ResourceKind(group="resource.k8s.io", version="v1", kind="DeviceTaintRule", plural="devicetaintrules", singular="devicetaintrule", namespaced=False, subresources=(_status("DeviceTaintRule"),)),

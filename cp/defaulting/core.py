@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from cp import resources as res
+from cp.defaulting.fields import dicts as _dicts
+from cp.defaulting.fields import sub as _sub
 
 # DefaultTolerationSeconds admission: 300 s for these NoExecute taints.
 DEFAULT_TOLERATION_SECONDS = 300
@@ -42,17 +44,6 @@ def default_device_taints(obj: dict[str, Any], *, now_rfc3339: str) -> None:
 
 
 # ---------------------------------------------------------------- helpers
-
-def _dicts(value: Any) -> list[dict[str, Any]]:
-    if isinstance(value, list):
-        return [v for v in value if isinstance(v, dict)]
-    return []
-
-
-def _sub(parent: dict[str, Any], key: str) -> dict[str, Any] | None:
-    value = parent.get(key)
-    return value if isinstance(value, dict) else None
-
 
 def image_tag(image: str) -> str:
     """The tag docker reference parsing yields: "latest" when neither tag nor digest is given."""

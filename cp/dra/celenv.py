@@ -22,6 +22,9 @@ map `{"__k8s_quantity__": "<value in nano units>"}` and a version as
 `{"__k8s_semver__": "<version without build metadata>"}`. Both are canonical, so CEL's `==`
 compares them by value, as the Go types' `Equal` does.
 
+`compile_expression` compiles other Kubernetes expressions (admission policies, webhook match
+conditions) in the same engine with the variables their caller declares.
+
 Differences from cel-go that remain: no static type checking (a non-bool result is reported at
 evaluation, not compile time), no runtime cost limit, no two-variable comprehensions, and no
 IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile time.
@@ -29,6 +32,7 @@ IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile tim
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 import threading
@@ -54,6 +58,7 @@ __all__ = [
     "CelDevice",
     "CelError",
     "CompiledExpression",
+    "compile_expression",
     "quantity_value",
     "semver_value",
 ]
@@ -432,7 +437,22 @@ def _rewrite_bind(src: str) -> str:
         start = m.start()
 
 
-def _compile(expression: str) -> CompiledExpression:
+def compile_expression(expression: str, *, variables: frozenset[str],
+                       functions: frozenset[str] = frozenset()) -> CompiledExpression:
+    """Compile `expression` in an environment that declares `variables` (besides the extension
+    namespaces) and, beyond this module's library and CEL's own functions, the function names
+    `functions` (libraries other callers provide, such as the admission policies' `authorizer`, URL and IP
+    functions: their calls compile, evaluation is theirs). Cached per (expression, variables, functions)."""
+    return _compile_cached(expression, variables, functions)
+
+
+@functools.lru_cache(maxsize=4096)
+def _compile_cached(expression: str, variables: frozenset[str], functions: frozenset[str]) -> CompiledExpression:
+    return _compile(expression, declared=variables, extra_functions=functions)
+
+
+def _compile(expression: str, *, declared: frozenset[str] = frozenset({"device"}),
+             extra_functions: frozenset[str] = frozenset()) -> CompiledExpression:
     library = _LIBRARY
     source = _rewrite_bind(expression) if "bind" in expression else expression
     try:
@@ -443,7 +463,7 @@ def _compile(expression: str) -> CompiledExpression:
         detail = text[idx:] if idx >= 0 else text
         return CompiledExpression(expression, None, f"compilation failed: {detail}", frozenset())
     refs = program.references()
-    bound = {"device"} | _NAMESPACES
+    bound = set(declared) | _NAMESPACES
     for m in _MACRO_VARS_RE.finditer(source):
         bound.update(g for g in m.groups() if g)
     for name in refs["variables"]:
@@ -457,7 +477,7 @@ def _compile(expression: str) -> CompiledExpression:
             used.update(dotted)
             if fn not in library:
                 continue
-        if fn[0] in "_@!" or fn in _BUILTIN_FUNCTIONS:
+        if fn[0] in "_@!" or fn in _BUILTIN_FUNCTIONS or fn in extra_functions:
             continue
         if fn in library:
             used.add(fn)

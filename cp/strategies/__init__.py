@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from cp import rbac
 from cp import resources as res
-from cp.strategies import core, dra, workloads
+from cp.strategies import cluster, core, dra, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra):
+for _module in (core, workloads, dra, cluster):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
@@ -27,9 +28,11 @@ def of(kind: res.ResourceKind) -> Strategy:
     return STRATEGIES.get((kind.group, kind.kind), _DEFAULT)
 
 
-def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: float) -> None:
+def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: float,
+                       user: rbac.UserInfo | None = None) -> None:
     """`PrepareForCreate`: where a status subresource exists, status is not settable on create; it
-    starts as the kind's strategy says (empty by default)."""
+    starts as the kind's strategy says (empty by default). `user` is the requesting user, for kinds
+    that record it."""
     strategy = of(kind)
     if strategy.initial_status is not None:
         obj["status"] = strategy.initial_status(obj)
@@ -37,6 +40,8 @@ def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: floa
         obj["status"] = {}
     if strategy.prepare_for_create is not None:
         strategy.prepare_for_create(obj, now)
+    if strategy.record_requester is not None and user is not None:
+        strategy.record_requester(obj, user)
 
 
 def status_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import Any
 
 import msgspec
 
+from cp.rbac import UserInfo
+
 Obj = dict[str, Any]
 
 
@@ -19,5 +21,7 @@ class Strategy(msgspec.Struct, frozen=True, kw_only=True):
     prepare_for_create: Callable[[Obj, float], None] | None = None
     # More of `PrepareForUpdate` (new, old, now as unix seconds, subresource "" or "status").
     prepare_for_update: Callable[[Obj, Obj, float, str], None] | None = None
+    # Records the requesting user in a new object (obj, user), as CertificateSigningRequests do.
+    record_requester: Callable[[Obj, UserInfo], None] | None = None
     # Metadata fields a `/status` write may change (upstream resets all of metadata for most kinds).
     status_keeps_metadata: tuple[str, ...] = ()

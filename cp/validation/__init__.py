@@ -5,11 +5,15 @@ and `validate_update` run the per-kind rules of upstream's `pkg/apis/*/validatio
 `errors.Invalid` that carries every cause found (upstream aggregates). Field paths, error types and
 messages follow upstream (`field.Invalid`, `Required`, `NotSupported`...). Pure.
 
-The package: `common` (shared helpers and apimachinery's string formats), `meta` (object metadata,
-label selectors), `registry` (the per-kind rules table), and one rule module per API area — `pod`,
-`workloads` (apps, autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and
-`dra_slices` (resource.k8s.io, sharing `dra_fields`), `rbac`. Every rule module declares its `RULES`;
-they are all registered here, at import, with no install step.
+The package: `common` (shared helpers and apimachinery's string formats), `ip` (IP and CIDR formats),
+`meta` (object metadata, label selectors, conditions), `webhook` (webhook client configurations),
+`registry` (the per-kind rules table), and one rule module per API area — `pod`, `workloads` (apps,
+autoscaling), `core` (the other core/v1 kinds, Lease), `dra_claims` and `dra_slices` (resource.k8s.io,
+sharing `dra_fields`), `rbac`, `networking` (networking.k8s.io, discovery.k8s.io), `storage`,
+`scheduling` (PriorityClass, RuntimeClass), `certificates`, `admission` (admissionregistration),
+`flowcontrol`, `extensions` (APIService, CustomResourceDefinition, StorageVersionMigration). Every rule
+module declares its `RULES`; they are registered here with no install step, the modules of the
+cluster configuration groups by name (imported on the first object of their group).
 """
 
 from __future__ import annotations
@@ -32,10 +36,20 @@ from cp.validation.common import (
     validate_path_segment_name,
 )
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
-from cp.validation.registry import Rules, register, register_all, rules_for
+from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
 for _module in (pod, workloads, core, dra_claims, dra_slices, rbac):
     register_all(_module.RULES)
+# The cluster configuration groups: their modules load on the first object of the group.
+register_lazily({
+    "networking.k8s.io": "cp.validation.networking", "discovery.k8s.io": "cp.validation.networking",
+    "storage.k8s.io": "cp.validation.storage", "scheduling.k8s.io": "cp.validation.scheduling",
+    "node.k8s.io": "cp.validation.scheduling", "certificates.k8s.io": "cp.validation.certificates",
+    "admissionregistration.k8s.io": "cp.validation.admission",
+    "flowcontrol.apiserver.k8s.io": "cp.validation.flowcontrol",
+    "apiregistration.k8s.io": "cp.validation.extensions", "apiextensions.k8s.io": "cp.validation.extensions",
+    "storagemigration.k8s.io": "cp.validation.extensions",
+})
 
 
 def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,

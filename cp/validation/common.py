@@ -189,6 +189,16 @@ def is_dns1123_subdomain(value: str) -> list[str]:
     return out
 
 
+def is_dns1123_subdomain_caseless(value: str) -> list[str]:
+    """content.IsDNS1123SubdomainCaseless: upper case letters are allowed."""
+    out = []
+    if len(value) > 253:
+        out.append(max_len_error(253))
+    if not _DNS1123_SUBDOMAIN_CASELESS.match(value):
+        out.append(_SUBDOMAIN_CASELESS_MSG)
+    return out
+
+
 def is_dns1035_label(value: str) -> list[str]:
     out = []
     if len(value) > 63:
@@ -292,7 +302,7 @@ def validate_path_segment_name(name: str, prefix: bool) -> list[str]:
     return out
 
 
-def each(errs: list[Cause], path: str, value: str, msgs: list[str]) -> None:
+def each(errs: list[Cause], path: str, value: Any, msgs: list[str]) -> None:
     for m in msgs:
         errs.append(Cause("Invalid", path, m, value))
 
@@ -331,3 +341,88 @@ def validate_driver_name(name: str, path: str, errs: list[Cause]) -> None:
     for m in ([] if _DNS1123_SUBDOMAIN_CASELESS.match(name.lower()) else [_SUBDOMAIN_CASELESS_MSG]):
         errs.append(Cause("Invalid", path, m, name))
 
+
+
+# ---------------------------------------------------------------- more formats (apimachinery util/validation)
+
+_WILDCARD_SUBDOMAIN_FMT = "\\*\\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_SUBDOMAIN = re.compile("^" + _WILDCARD_SUBDOMAIN_FMT + "$")
+_WILDCARD_SUBDOMAIN_MSG = regex_error(
+    "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist "
+    "of lower case alphanumeric characters, '-' or '.' and end with an alphanumeric character",
+    _WILDCARD_SUBDOMAIN_FMT, "*.example.com")
+_HTTP_PATH_FMT = "[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+"
+_HTTP_PATH = re.compile("^" + _HTTP_PATH_FMT + "$")
+
+
+def go_json(value: Any, *, sort_keys: bool = False) -> GoValue:
+    """A composite bad value as apimachinery renders it: Go's `json.Marshal` (compact, `<`, `>` and `&`
+    escaped; map keys sorted, so `sort_keys` for Go maps). Structs are shown with their v1 JSON field
+    names in the order the client sent them."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, sort_keys=sort_keys)
+    return GoValue(text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+
+
+def inclusive_range_error(lo: int, hi: int) -> str:
+    return f"must be between {lo} and {hi}, inclusive"
+
+
+def is_valid_port_num(port: Any) -> list[str]:
+    return [] if is_int(port) and 1 <= port <= 65535 else [inclusive_range_error(1, 65535)]
+
+
+def is_wildcard_dns1123_subdomain(value: str) -> list[str]:
+    out = []
+    if len(value) > 253:
+        out.append(max_len_error(253))
+    if not _WILDCARD_SUBDOMAIN.match(value):
+        out.append(_WILDCARD_SUBDOMAIN_MSG)
+    return out
+
+
+def validate_qualified_name(value: str, path: str, errs: list[Cause]) -> None:
+    """apivalidation.ValidateQualifiedName."""
+    each(errs, path, value, is_qualified_name(value))
+
+
+def is_fully_qualified_name(path: str, name: str) -> list[Cause]:
+    """`IsFullyQualifiedName`: a DNS subdomain of at least three segments."""
+    if not name:
+        return [Cause("Required", path, "")]
+    msgs = is_dns1123_subdomain(name)
+    if msgs:
+        return [Cause("Invalid", path, ",".join(msgs), name)]
+    if len(name.split(".")) < 3:
+        return [Cause("Invalid", path, "should be a domain with at least three segments separated by dots", name)]
+    return []
+
+
+def is_fully_qualified_domain_name(path: str, name: str) -> list[Cause]:
+    """`IsFullyQualifiedDomainName`: a DNS subdomain of at least two segments, a trailing dot allowed."""
+    if not name:
+        return [Cause("Required", path, "")]
+    if name.endswith("."):
+        name = name[:-1]
+    msgs = is_dns1123_subdomain(name)
+    if msgs:
+        return [Cause("Invalid", path, ",".join(msgs), name)]
+    if len(name.split(".")) < 2:
+        return [Cause("Invalid", path, "should be a domain with at least two segments separated by dots", name)]
+    for label in name.split("."):
+        msgs = is_dns1123_label(label)
+        if msgs:
+            return [Cause("Invalid", path, ",".join(msgs), label)]
+    return []
+
+
+def is_domain_prefixed_path(path: str, value: str) -> list[Cause]:
+    """`IsDomainPrefixedPath`: `example.com/some/path`."""
+    if not value:
+        return [Cause("Required", path, "")]
+    host, slash, rest = value.partition("/")
+    if not slash or not host or not rest:
+        return [Cause("Invalid", path, 'must be a domain-prefixed path (such as "acme.io/foo")', value)]
+    out = [Cause("Invalid", path, m, host) for m in is_dns1123_subdomain(host)]
+    if not _HTTP_PATH.match(rest):
+        out.append(Cause("Invalid", path, regex_error("Invalid path", _HTTP_PATH_FMT), rest))
+    return out

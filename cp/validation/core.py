@@ -33,6 +33,7 @@ from cp.validation.pod import (
 from cp.validation.registry import Rules
 
 _CONFIG_MAP_MAX = 1024 * 1024
+_LEASE_STRATEGIES = ("OldestEmulationVersion",)
 
 # ---------------------------------------------------------------- core/v1 others
 
@@ -170,6 +171,17 @@ def _validate_lease_spec(obj: dict[str, Any], errs: list[Cause]) -> None:
     lt = spec.get("leaseTransitions")
     if is_int(lt) and lt < 0:
         errs.append(Cause("Invalid", "spec.leaseTransitions", "must be greater than or equal to 0", lt))
+    strategy = spec.get("strategy")
+    if isinstance(strategy, str):
+        # ValidateCoordinatedLeaseStrategy, which upstream reports at `spec.strategy.strategy`.
+        if "/" not in strategy:
+            if strategy not in _LEASE_STRATEGIES:
+                errs.append(Cause("NotSupported", "spec.strategy.strategy",
+                                  "supported values: " + ", ".join(f'"{s}"' for s in _LEASE_STRATEGIES), strategy))
+        else:
+            each(errs, "spec.strategy.strategy", strategy, is_qualified_name(strategy))
+    if spec.get("preferredHolder") and not strategy:
+        errs.append(Cause("Forbidden", "spec.preferredHolder", "may only be specified if `strategy` is defined"))
 
 
 def _validate_lease_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:

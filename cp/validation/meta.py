@@ -5,6 +5,7 @@ selectors, as every kind's rules check them. Pure.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +20,9 @@ from cp.validation.common import (
     is_int,
     is_qualified_name,
     nonnegative,
+    not_supported,
+    regex_error,
+    too_long,
     validate_annotations,
     validate_label_name,
     validate_labels,
@@ -176,3 +180,53 @@ def selector_matches(sel: dict[str, Any], labels: dict[str, Any]) -> bool:
             return False
     return True
 
+
+
+# ---------------------------------------------------------------- metav1 conditions
+
+_CONDITION_REASON_FMT = "[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?"
+_CONDITION_REASON = re.compile("^" + _CONDITION_REASON_FMT + "$")
+_CONDITION_REASON_MSG = regex_error(
+    "a condition reason must start with alphabetic character, optionally followed by a string of alphanumeric "
+    "characters or '_,:', and must end with an alphanumeric character or '_'", _CONDITION_REASON_FMT,
+    "my_name", "MY_NAME", "MyName", "ReasonA,ReasonB", "ReasonA:ReasonB")
+
+
+def validate_conditions(conditions: Any, path: str, errs: list[Cause]) -> None:
+    """metav1validation.ValidateConditions: unique types, each a valid `metav1.Condition`."""
+    seen: set[str] = set()
+    for i, c in enumerate(as_list(conditions)):
+        c = as_dict(c)
+        ctype = as_str(c.get("type"))
+        if ctype in seen:
+            errs.append(Cause("Duplicate", f"{path}[{i}]", "", ctype))
+        seen.add(ctype)
+        validate_condition(c, f"{path}[{i}]", errs)
+
+
+def validate_condition(c: dict[str, Any], path: str, errs: list[Cause]) -> None:
+    ctype = as_str(c.get("type"))
+    if not ctype:
+        errs.append(Cause("Required", f"{path}.type", "is required"))
+    else:
+        validate_label_name(ctype, f"{path}.type", errs)
+    status = as_str(c.get("status"))
+    if not status:
+        errs.append(Cause("Required", f"{path}.status", ""))
+    elif status not in ("False", "True", "Unknown"):
+        not_supported(errs, f"{path}.status", status, ("False", "True", "Unknown"))
+    observed = c.get("observedGeneration")
+    if is_int(observed) and observed < 0:
+        errs.append(Cause("Invalid", f"{path}.observedGeneration", "must be greater than or equal to zero", observed))
+    if not c.get("lastTransitionTime"):
+        errs.append(Cause("Required", f"{path}.lastTransitionTime", ""))
+    reason = as_str(c.get("reason"))
+    if not reason:
+        errs.append(Cause("Required", f"{path}.reason", ""))
+    else:
+        if not _CONDITION_REASON.match(reason):
+            errs.append(Cause("Invalid", f"{path}.reason", _CONDITION_REASON_MSG, reason))
+        if len(reason) > 1024:
+            too_long(errs, f"{path}.reason", 1024)
+    if len(as_str(c.get("message"))) > 32 * 1024:
+        too_long(errs, f"{path}.message", 32 * 1024)

@@ -85,6 +85,11 @@ def _validate_resource_requirements(r: Any, path: str, errs: list[Cause], pod_cl
         _validate_container_claims(r.get("claims"), pod_claims, f"{path}.claims", errs)
 
 
+def validate_resource_limits(limits: Any, path: str, errs: list[Cause]) -> None:
+    """ValidateResourceRequirements of limits alone (RuntimeClass overhead): `<path>.limits[<name>]`."""
+    _validate_resource_requirements({"limits": limits}, path, errs, None)
+
+
 def _validate_resource_quantity(name: str, raw: Any, path: str, errs: list[Cause]) -> None:
     q = parse_quantity(raw)
     if q is None:

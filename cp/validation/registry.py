@@ -1,11 +1,14 @@
 """The per-kind rules table: which create, update and status-update checks run for a (group, kind).
 
-Rule modules declare their `RULES`; the package (`cp.validation`) collects them at import, and modules
-outside the package that serve their own kinds add theirs with `register`. Pure.
+Rule modules declare their `RULES`; the package (`cp.validation`) collects them at import, or names the
+module of an API group with `register_lazily` so that it is imported on the first object of that group
+(start-up does not pay for rules of kinds nobody writes); modules outside the package that serve their
+own kinds add theirs with `register`. Pure.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +32,7 @@ class Rules:
 
 
 _RULES: dict[tuple[str, str], Rules] = {}
+_LAZY: dict[str, str] = {}  # API group -> module whose RULES cover it, until imported
 
 
 def register(group: str, kind: str, rules: Rules) -> None:
@@ -39,5 +43,17 @@ def register_all(table: dict[tuple[str, str], Rules]) -> None:
     _RULES.update(table)
 
 
+def register_lazily(groups: dict[str, str]) -> None:
+    """Rules for these API groups are the named modules' `RULES`, imported on first use."""
+    _LAZY.update(groups)
+
+
 def rules_for(*, group: str, kind: str) -> Rules | None:
-    return _RULES.get((group, kind))
+    rules = _RULES.get((group, kind))
+    if rules is None and group in _LAZY:
+        module = importlib.import_module(_LAZY[group])
+        _RULES.update(module.RULES)
+        for g in [g for g, name in _LAZY.items() if name == module.__name__]:
+            del _LAZY[g]
+        rules = _RULES.get((group, kind))
+    return rules

@@ -13,6 +13,7 @@ import pytest
 from api import auth
 from cp import certs
 from tests.api.security.conftest import Secure, binding, call, rbac_path
+from tests.api.test_builtin_manifests import csr_pem
 
 CM = "/api/v1/namespaces/default/configmaps"
 
@@ -254,3 +255,23 @@ async def test_client_certificates(secure: Secure) -> None:
     code, body = await call(secure.session("alice", cert=cert, key=key), "POST",
                             "/apis/authentication.k8s.io/v1/selfsubjectreviews", {})
     assert body["status"]["userInfo"]["username"] == "alice"
+
+
+async def test_a_csr_records_the_authenticated_requester(secure: Secure) -> None:
+    """spec.username, uid and groups come from the authenticated user, whatever the body says."""
+    csr = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest", "metadata": {"name": "c"},
+           "spec": {"request": csr_pem(), "signerName": "example.com/signer", "usages": ["client auth"],
+                    "username": "someone-else", "groups": ["system:masters"]}}
+    code, _ = await call(secure.session("admin"), "POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "csr-creator"},
+        "rules": [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+                   "verbs": ["create"]}]})
+    assert code == 201
+    code, _ = await call(secure.session("admin"), "POST", rbac_path("clusterrolebindings"),
+                         binding("bob-csr", "csr-creator", subject="bob"))
+    assert code == 201
+    code, body = await call(secure.session("bob"), "POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+                            csr)
+    assert code == 201, body
+    spec = body["spec"]
+    assert (spec["username"], spec["uid"], spec["groups"]) == ("bob", "uid-bob", ["devs", "system:authenticated"])
