@@ -30,7 +30,7 @@ from api import (
 )
 from api import state as st
 from api import store as stores
-from api.admission import limitranger, priority, resourcequota
+from api.admission import certificates, limitranger, priority, resourcequota
 from cp import clock as clocks
 from cp import errors, objects, sim, tables
 from cp import resources as res
@@ -164,11 +164,14 @@ def server_context() -> stores.WriteContext:
     return stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="kube-apiserver")
 
 
-def install_admission(store: stores.Store) -> None:
+def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None) -> None:
     """The built-in admission plugins, in kube-apiserver's order (LimitRanger, Priority, ...,
-    ResourceQuota last of the validating ones)."""
+    ResourceQuota last of the validating ones). `authorize`: the server's authorizer, for the plugins
+    that check the writer's permissions (CertificateApproval)."""
     store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
     store.admission.add(priority.PriorityPlugin(writer=server_context))
+    if authorize is not None:
+        store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 
 
@@ -233,7 +236,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
-    install_admission(app[st.STORE])
+    install_admission(app[st.STORE], authorize=(lambda attrs: auth.authorize(attrs).allowed)
+                      if auth is not None and auth.secure else None)
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()

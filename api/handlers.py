@@ -312,7 +312,7 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
         scale = await store.update_scale(kind, target.namespace, target.name, lambda _s: obj, ctx)
         return codec.json_response(_encode(scale))
     _check_type(obj, kind)
-    sub = "status" if target.subresource == "status" else ""
+    sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.subresource == "finalize":
         result = await _finalize_namespace(store, target, obj, ctx)
     else:
@@ -370,7 +370,7 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
 
         scale = await store.update_scale(kind, target.namespace, target.name, mutate_scale, ctx)
         return codec.json_response(_encode(scale))
-    sub = "status" if target.subresource == "status" else ""
+    sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
                                subresource=sub, force=bool(force))
     return _with_warnings(codec.json_response(result.body, status=result.code), ctx)

@@ -410,9 +410,9 @@ class Store:
         new["kind"] = kind.kind
         new = self._structure(kind, new, ctx)
         old_meta = old.get("metadata") or {}
-        if subresource == "status":
+        if subresource in res.PARTIAL_WRITES:
             # Status writes change status only (spec and metadata from old), but for the metadata the
-            # kind's status strategy keeps from the write.
+            # kind's status strategy keeps from the write; `approval` writes, a CSR's conditions.
             new = strategies.status_write(kind, new, old)
         elif kind.subresource("status") is not None and "status" in old:
             new["status"] = copy.deepcopy(old["status"])

@@ -13,8 +13,13 @@ ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "up
 SUB_VERBS = ("get", "patch", "update")
 
 
+# Subresources whose writes change part of the object they belong to (the rest comes from the stored
+# object): `status`, and a CertificateSigningRequest's `approval` conditions.
+PARTIAL_WRITES = ("status", "approval")
+
+
 class Subresource(msgspec.Struct, frozen=True, kw_only=True):
-    name: str  # "status" | "scale" | "binding"
+    name: str  # "status" | "scale" | "binding" | "approval"
     kind: str  # the kind its body carries
     group: str = ""  # group of that kind ("" = same as the parent)
     version: str = ""
@@ -121,7 +126,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="batch", version="v1", kind="CronJob", plural="cronjobs", singular="cronjob", namespaced=True, short_names=("cj",), categories=("all",), subresources=(_status("CronJob"),)),
     ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", singular="job", namespaced=True, categories=("all",), subresources=(_status("Job"),)),
     # certificates.k8s.io/v1
-    ResourceKind(group="certificates.k8s.io", version="v1", kind="CertificateSigningRequest", plural="certificatesigningrequests", singular="certificatesigningrequest", namespaced=False, short_names=("csr",), subresources=(_status("CertificateSigningRequest"),), has_spec=False),
+    ResourceKind(group="certificates.k8s.io", version="v1", kind="CertificateSigningRequest", plural="certificatesigningrequests", singular="certificatesigningrequest", namespaced=False, short_names=("csr",), subresources=(Subresource(name="approval", kind="CertificateSigningRequest"), _status("CertificateSigningRequest")), has_spec=False),
     ResourceKind(group="certificates.k8s.io", version="v1", kind="ClusterTrustBundle", plural="clustertrustbundles", singular="clustertrustbundle", namespaced=False, has_spec=False),
     ResourceKind(group="certificates.k8s.io", version="v1", kind="PodCertificateRequest", plural="podcertificaterequests", singular="podcertificaterequest", namespaced=True, subresources=(_status("PodCertificateRequest"),)),
     # networking.k8s.io/v1

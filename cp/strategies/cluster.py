@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from cp import clock as clocks
 from cp.rbac import UserInfo
 from cp.strategies.model import Obj, Strategy
 
@@ -55,6 +56,36 @@ def _csr_update(new: Obj, old: Obj, _now: float, subresource: str) -> None:
             status.pop("conditions", None)
         else:
             status["conditions"] = copy.deepcopy(old_conditions)
+    elif subresource == "approval":
+        _csr_approval(new, old, now=_now)
+
+
+_APPROVAL = ("Approved", "Denied")
+
+
+def _csr_approval(new: Obj, old: Obj, *, now: float) -> None:
+    """csrApprovalStrategy: only the Approved/Denied conditions change (new ones get their times),
+    the other conditions and the certificate stay as they were."""
+    status = new.get("status")
+    if not isinstance(status, dict):
+        status = new["status"] = {}
+    raw = old.get("status")
+    old_status: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    written = [c for c in status.get("conditions") or [] if isinstance(c, dict) and c.get("type") in _APPROVAL]
+    kept = [c for c in old_status.get("conditions") or [] if isinstance(c, dict) and c.get("type") not in _APPROVAL]
+    stamp = clocks.rfc3339(now)
+    for condition in written:
+        condition.setdefault("lastUpdateTime", stamp)
+        condition.setdefault("lastTransitionTime", stamp)
+    conditions = written + copy.deepcopy(kept)
+    if conditions:
+        status["conditions"] = conditions
+    else:
+        status.pop("conditions", None)
+    if old_status.get("certificate") is not None:
+        status["certificate"] = old_status["certificate"]
+    else:
+        status.pop("certificate", None)
 
 
 def _storage_version(obj: Obj) -> str | None:

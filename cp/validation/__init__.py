@@ -82,6 +82,10 @@ def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, ver
         if subresource == "status":
             if rules.status_update is not None:
                 rules.status_update(new, old, errs)
+        elif subresource:
+            check = rules.subresource_updates.get(subresource)
+            if check is not None:
+                check(new, old, errs)
         elif rules.update is not None:
             rules.update(new, old, errs)
     _raise(errs, new, group=group, kind=kind)

@@ -257,14 +257,17 @@ def _conditions_of(obj: dict[str, Any], ctype: str) -> list[Any]:
     return [c for c in as_list(as_dict(obj.get("status")).get("conditions")) if as_dict(c).get("type") == ctype]
 
 
-def _csr_update_checks(new: dict[str, Any], old: dict[str, Any], errs: list[Cause], *, certificate: bool) -> None:
+def _csr_update_checks(new: dict[str, Any], old: dict[str, Any], errs: list[Cause], *, certificate: bool,
+                       approval: bool = False) -> None:
+    """validateCertificateSigningRequestUpdate; `approval` (the `/approval` subresource) may add
+    Approved and Denied conditions."""
     _csr_validate(new, errs, old=old)
     for ctype in ("Approved", "Denied", "Failed"):
         if len(_conditions_of(new, ctype)) < len(_conditions_of(old, ctype)):
             errs.append(Cause("Forbidden", "status.conditions", f'updates may not remove a condition of type "{ctype}"'))
     for ctype in ("Approved", "Denied"):
         a, b = _conditions_of(new, ctype), _conditions_of(old, ctype)
-        if len(a) > len(b):
+        if len(a) > len(b) and not approval:
             errs.append(Cause("Forbidden", "status.conditions", f'updates may not add a condition of type "{ctype}"'))
         elif len(a) == len(b) and a != b:
             errs.append(Cause("Forbidden", "status.conditions", f'updates may not modify a condition of type "{ctype}"'))
@@ -282,6 +285,10 @@ def _csr_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> 
 
 def _csr_status_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     _csr_update_checks(new, old, errs, certificate=True)
+
+
+def _csr_approval_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _csr_update_checks(new, old, errs, certificate=False, approval=True)
 
 
 # ---------------------------------------------------------------- ClusterTrustBundle
@@ -514,7 +521,8 @@ def _issued_chain(obj: dict[str, Any], errs: list[Cause]) -> None:
 
 
 RULES = {
-    ("certificates.k8s.io", "CertificateSigningRequest"): Rules(_csr_create, _csr_update, _csr_status_update),
+    ("certificates.k8s.io", "CertificateSigningRequest"): Rules(
+        _csr_create, _csr_update, _csr_status_update, subresource_updates={"approval": _csr_approval_update}),
     ("certificates.k8s.io", "ClusterTrustBundle"): Rules(_ctb_create, _ctb_update),
     ("certificates.k8s.io", "PodCertificateRequest"): Rules(_pcr_create, _pcr_update, _pcr_status_update),
 }

@@ -20,15 +20,18 @@ UpdateFn = Callable[[dict[str, Any], dict[str, Any], list[Cause]], None]
 
 class Rules:
     """One kind's checks: `create(obj, meta, errs, namespaced)`, `update(new, old, errs)` and
-    `status_update(new, old, errs)` (the last two optional)."""
+    `status_update(new, old, errs)` (the last two optional), and the update checks of other
+    subresources that write part of the object (`subresource_updates`, e.g. a CSR's `approval`)."""
 
-    __slots__ = ("create", "status_update", "update")
+    __slots__ = ("create", "status_update", "subresource_updates", "update")
 
     def __init__(self, create: CreateFn, update: UpdateFn | None = None,
-                 status_update: UpdateFn | None = None) -> None:
+                 status_update: UpdateFn | None = None, *,
+                 subresource_updates: dict[str, UpdateFn] | None = None) -> None:
         self.create = create
         self.update = update
         self.status_update = status_update
+        self.subresource_updates = subresource_updates or {}
 
 
 _RULES: dict[tuple[str, str], Rules] = {}

@@ -192,19 +192,19 @@ def nested_yaml(items: int) -> bytes:
 
 async def test_a_large_yaml_body_is_decoded_without_stopping_the_server(secure: Secure) -> None:
     """A YAML body PyYAML needs about a second for (as create and as server-side apply): the event
-    loop goes on answering meanwhile, since large YAML is decoded in a worker thread."""
+    loop the server runs on goes on turning meanwhile (measured by a task on that loop: the server is
+    in-process), since large YAML is decoded in a worker thread."""
     admin = secure.session("admin")
-    probe = secure.session()
+    loop = asyncio.get_running_loop()
     for method, path, content_type in (("POST", CM, YAML), ("PATCH", f"{CM}/nested?fieldManager=m", APPLY)):
         request = asyncio.create_task(call(admin, method, path, nested_yaml(12_000), content_type))
-        slowest = 0.0
+        longest = 0.0
+        last = loop.time()
         while not request.done():
-            started = asyncio.get_running_loop().time()
-            async with probe.get("/readyz") as r:
-                assert r.status == 200
-            slowest = max(slowest, asyncio.get_running_loop().time() - started)
-            await asyncio.wait([request], timeout=0.02)
+            await asyncio.wait([request], timeout=0.005)
+            now = loop.time()
+            longest, last = max(longest, now - last), now
         code, body = await request
         assert code in (200, 201), body
         assert body["data"] == {"k": "v"} and "extra" not in body  # unknown: dropped with a warning
-        assert slowest < 0.1, f"/readyz took {slowest:.3f} s while the body decoded"
+        assert longest < 0.1, f"the event loop stopped for {longest:.3f} s while the body decoded"
