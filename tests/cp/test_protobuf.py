@@ -27,6 +27,7 @@ import pytest
 from aiohttp import web
 
 from cp import errors, protobuf, resources, schemas
+from cp.protobuf import table
 
 DATA = Path(__file__).parent / "data"
 KUBECTL = Path(os.environ.get("KUBECTL", Path(__file__).parents[2] / ".venv" / "bin" / "kubectl"))
@@ -254,7 +255,7 @@ def test_unknown_fields_of_every_wire_type_are_skipped() -> None:
     ns = f(1, meta("n") + unknown) + unknown + f(2, f(1, "kubernetes") + unknown)
     got = protobuf.decode(envelope("v1", "Namespace", ns, extra=unknown))
     assert got == {"kind": "Namespace", "apiVersion": "v1", "metadata": {"name": "n", "namespace": "default"},
-                   "spec": {"finalizers": ["kubernetes"]}}
+                   "spec": {"finalizers": ["kubernetes"]}, "status": {}}
 
 
 def test_repeated_numbers_packed_or_not_and_last_scalar_wins() -> None:
@@ -329,9 +330,9 @@ def test_malformed_bodies_are_bad_requests(body: bytes, message: str) -> None:
 
 def test_unknown_kind_is_unsupported_media_type() -> None:
     with pytest.raises(errors.UnsupportedMediaType) as e:
-        protobuf.decode(envelope("apps/v1", "StatefulSet", f(1, meta("s"))))
+        protobuf.decode(envelope("sim.cplane.dev/v1alpha1", "Clock", f(1, meta("s"))))
     assert e.value.status()["code"] == 415
-    assert e.value.message == ("this server cannot decode StatefulSet (apps/v1) from "
+    assert e.value.message == ("this server cannot decode Clock (sim.cplane.dev/v1alpha1) from "
                                "application/vnd.kubernetes.protobuf; send it as application/json")
 
 
@@ -391,27 +392,30 @@ def test_every_protobuf_kind_has_a_message() -> None:
             assert protobuf.message_for(api_version=k.api_version, kind=k.kind), k.kind
 
 
-# Fields 1.37 has whose protobuf numbers were not available (late alpha additions).
+# Fields the 1.37 OpenAPI has that the upstream sources the table was generated from do not (alpha
+# fields added after them): their protobuf numbers are unknown, so they are neither read nor written.
 KNOWN_GAPS = {
     "io.k8s.api.core.v1.NodeSystemInfo": {"runningInUserNamespace"},
     "io.k8s.api.resource.v1.DeviceCounterConsumption": {"compatibilityGroups"},
     "io.k8s.api.resource.v1.ExactDeviceRequest": {"derivedAttributes"},
     "io.k8s.api.resource.v1.DeviceSubRequest": {"derivedAttributes"},
-    # Only read from SelfSubjectReview requests (which carry no user); a map of string lists.
-    "io.k8s.api.authentication.v1.UserInfo": {"extra"},
 }
 SPECIAL_REFS = {
-    protobuf._TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
-    protobuf._MICROTIME: "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
-    protobuf._QUANTITY: "io.k8s.apimachinery.pkg.api.resource.Quantity",
-    protobuf._INTSTR: "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
-    protobuf._RAWEXT: "io.k8s.apimachinery.pkg.runtime.RawExtension",
-    protobuf._FIELDSV1: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    table.TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",
+    table.MICROTIME: "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime",
+    table.QUANTITY: "io.k8s.apimachinery.pkg.api.resource.Quantity",
+    table.INTSTR: "io.k8s.apimachinery.pkg.util.intstr.IntOrString",
+    table.RAWEXT: "io.k8s.apimachinery.pkg.runtime.RawExtension",
+    table.FIELDSV1: "io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1",
+    table.JSON: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSON",
+    table.P_ARRAY: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrArray",
+    table.P_BOOL: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrBool",
+    table.P_SARRAY: "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.JSONSchemaPropsOrStringArray",
 }
 
 
-def flattened(message: protobuf.Message) -> dict[str, protobuf.Field]:
-    out: dict[str, protobuf.Field] = {}
+def flattened(message: table.Message) -> dict[str, table.Field]:
+    out: dict[str, table.Field] = {}
     for field in message.fields.values():
         if field.inline:
             out.update(flattened(protobuf.messages()[field.message]))
@@ -420,7 +424,7 @@ def flattened(message: protobuf.Message) -> dict[str, protobuf.Field]:
     return out
 
 
-def check_type(field: protobuf.Field, prop: dict[str, Any], *, element: bool = False) -> str | None:
+def check_type(field: table.Field, prop: dict[str, Any], *, element: bool = False) -> str | None:
     """Why `prop` (an OpenAPI property schema) does not fit the field, or None."""
     if len(prop.get("allOf", ())) == 1:
         prop = prop["allOf"][0]
@@ -432,43 +436,62 @@ def check_type(field: protobuf.Field, prop: dict[str, Any], *, element: bool = F
         if "object" not in types or "additionalProperties" not in prop:
             return "not a map"
         return check_type(field, prop["additionalProperties"], element=True)
-    if field.kind == protobuf._MSG:
+    if field.kind == table.MSG and field.wrapper:  # a named slice type: a bare array
+        item = protobuf.messages()[field.message].fields[1]
+        return check_type(item, prop["items"], element=True) if "array" in types else "not an array"
+    if field.kind == table.MSG:
         return None if prop.get("$ref") == "#/$defs/" + field.message else f"not a $ref to {field.message}"
     if field.kind in SPECIAL_REFS:
         return None if prop.get("$ref") == "#/$defs/" + SPECIAL_REFS[field.kind] else "wrong special type"
-    want = {protobuf._STR: ("string", None), protobuf._BYTES: ("string", "byte"),
-            protobuf._INT32: ("integer", "int32"), protobuf._INT64: ("integer", "int64"),
-            protobuf._BOOL: ("boolean", None)}[field.kind]
+    want = {table.STR: ("string", None), table.BYTES: ("string", "byte"),
+            table.INT32: ("integer", "int32"), table.INT64: ("integer", "int64"),
+            table.BOOL: ("boolean", None), table.F64: ("number", "double")}[field.kind]
     return None if want[0] in types and prop.get("format") == want[1] else f"not {want}"
 
 
+def _without_definition() -> set[str]:
+    """Messages the OpenAPI document has no schema for: structs Go inlines into their parent, named slice
+    types (a bare JSON array), and registered kinds that are never served objects (options, proxy
+    options, conversion reviews)."""
+    from cp.protobuf import descriptors
+
+    out = {f.message for m in protobuf.messages().values() for f in m.fields.values() if f.inline}
+    out |= set(descriptors.WRAPPERS)
+    out |= {name for kinds in descriptors.KINDS.values() for name in kinds.values()}
+    out |= {f"io.k8s.apimachinery.pkg.apis.meta.v1.{verb}Options" for verb in ("Create", "Update", "Patch",
+                                                                              "Get", "List")}
+    return out
+
+
 def test_tables_match_the_137_openapi_definitions() -> None:
-    """Same JSON names (nothing 1.37 has is dropped) and compatible types, message by message."""
+    """Same JSON names (nothing 1.37 has is dropped) and compatible types, message by message: the table
+    (from upstream's .proto files and Go tags) agrees with the OpenAPI schemas the server publishes."""
     definitions = schemas.definitions()
+    exempt = _without_definition()
     checked = 0
     for name, message in protobuf.messages().items():
         definition = definitions.get(name)
-        if definition is None:  # only structs Go inlines have none
-            assert name.rsplit(".", 1)[1] in {"VolumeSource", "ProbeHandler", "DeviceConfiguration"}, name
+        if definition is None:
+            assert name in exempt, name
             continue
         fields = flattened(message)
         props = definition.get("properties", {})
         want = set(props) - KNOWN_GAPS.get(name, set())
-        if "metadata" in fields or name.endswith(".DeleteOptions"):  # a kind: TypeMeta is in the envelope
+        if "kind" not in fields and "kind" in want:  # a kind: TypeMeta is in the envelope
             want -= {"kind", "apiVersion"}
-        assert set(fields) == want, name
+        assert set(fields) == want, (name, set(fields) ^ want)
         for json_name, field in fields.items():
             problem = check_type(field, props[json_name])
             assert problem is None, (name, json_name, problem)
         checked += 1
-    assert checked > 230
+    assert checked > 550
 
 
 def test_tables_cover_every_message_they_reference() -> None:
-    table = protobuf.messages()
-    for message in table.values():
+    compiled = protobuf.messages()
+    for message in compiled.values():
         for field in message.fields.values():
-            assert field.kind != protobuf._MSG or field.message in table
+            assert field.kind != table.MSG or field.message in compiled
 
 
 # ---------------------------------------------------------------------------------------------
