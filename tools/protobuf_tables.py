@@ -511,7 +511,7 @@ def served_kinds() -> dict[tuple[str, str], list[str]]:
             kinds.append(kind)
 
     for k in resources.KINDS:
-        if k.group == resources.SIM_GROUP:
+        if not k.protobuf:
             continue
         add(k.group, k.version, k.kind)
         if "list" in k.verbs:

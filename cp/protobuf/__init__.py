@@ -31,7 +31,7 @@ from cp.protobuf.table import message_for, messages, supported_kinds
 from cp.protobuf.wire import MAGIC, Malformed, envelope
 
 __all__ = ["MAGIC", "PROTOBUF", "PROTOBUF_WATCH", "decode", "encode", "encode_list", "encode_raw", "message_for",
-           "messages", "supported_kinds", "supports", "watch_frame", "wrap"]
+           "messages", "supported_kinds", "supports", "undecodable_as_custom", "watch_frame", "wrap"]
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 PROTOBUF_WATCH = PROTOBUF + ";stream=watch"
@@ -84,6 +84,21 @@ def decode(body: bytes) -> dict[str, Any]:
             f"malformed protobuf body for {kind} ({api_version})"
             + (f" at {where}" if where else "") + f": {e.detail}") from None
     return {"kind": kind, "apiVersion": api_version, **obj}
+
+
+def undecodable_as_custom(body: bytes, *, kind: str) -> errors.BadRequest:
+    """The 400 a protobuf body gets on a kind without a message (upstream: a custom resource, which
+    its protobuf decoder cannot decode into), naming the type the body says it carries."""
+    reason = ("object *unstructured.Unstructured does not implement the protobuf marshalling interface and "
+              "cannot be encoded to a protobuf message")
+    try:
+        api_version, body_kind, *_ = envelope(bytes(body)) if bytes(body).startswith(MAGIC) else ("", "")
+    except Malformed:
+        api_version, body_kind = "", ""
+    if body_kind:
+        version = api_version.rpartition("/")[2]
+        return errors.BadRequest(f'{body_kind} in version "{version}" cannot be handled as a {kind}: {reason}')
+    return errors.BadRequest(f"the object provided is unrecognized: {reason}")
 
 
 def _message(api_version: str, kind: str) -> table.Message:
