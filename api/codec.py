@@ -166,20 +166,26 @@ async def read_body(request: web.Request) -> bytes:
 
 
 async def off_loop(decode: Callable[[bytes], _T], body: bytes) -> _T:
-    """`decode(body)`, in a worker thread when the body is large: PyYAML builds a 3 MiB document in
-    seconds, and the event loop must keep serving everyone else meanwhile (it shares the GIL with the
-    thread, so it slows down instead of stopping)."""
-    if len(body) <= bodies.LARGE_BYTES:
-        return decode(body)
+    """`decode(body)`, in a worker thread when the body is large (`sized_off_loop`)."""
+    return await sized_off_loop(functools.partial(decode, body), size=len(body))
 
-    def decoding() -> _T:
+
+async def sized_off_loop(work: Callable[[], _T], *, size: int) -> _T:
+    """`work()`, in a worker thread when the bytes it handles (`size`) are many: PyYAML builds a 3 MiB
+    document in seconds, protobuf-encoding 10,000 stored pods takes half a second, and the event loop
+    must keep serving everyone else meanwhile (it shares the GIL with the thread, so it slows down
+    instead of stopping)."""
+    if size <= bodies.LARGE_BYTES:
+        return work()
+
+    def working() -> _T:
         # Without the cyclic collector meanwhile: its collections run in the allocating thread with the
-        # GIL held, and the decode's thousands of new objects made them 50-180 ms stops of the event loop
+        # GIL held, and the work's thousands of new objects made them 50-180 ms stops of the event loop
         # (decoded bodies hold no cycles; collections resume after).
         with collector.paused():
-            return decode(body)
+            return work()
 
-    return await asyncio.to_thread(decoding)
+    return await asyncio.to_thread(working)
 
 
 async def decode_body(body: bytes, content_type: str, *, custom_kind: str = "") -> dict[str, Any]:
@@ -296,30 +302,46 @@ class ProtobufItems:
     def __len__(self) -> int:
         return len(self._kept)
 
-    def encoded(self, items: Iterable[tuple[Any, int, bytes]]) -> list[bytes]:
-        """The message of each (key, revision, stored JSON) item, in order."""
-        from cp import protobuf
-
+    async def encoded(self, items: Iterable[tuple[Any, int, bytes]]) -> list[bytes]:
+        """The message of each (key, revision, stored JSON) item, in order. The objects not kept are
+        encoded together, in a worker thread when they are many (`sized_off_loop`)."""
         kept = self._kept
         out: list[bytes] = []
+        missing: list[tuple[int, Any, int, bytes]] = []
         for key, revision, raw in items:
             entry = kept.get(key)
             if entry is None or entry[0] != revision or entry[1] != len(raw):
-                obj = decoder.decode(raw)
-                message = protobuf.encode_raw(obj, api_version=str(obj.get("apiVersion", "")),
-                                              kind=str(obj.get("kind", "")))
-                if entry is not None:
-                    self.size -= len(entry[2])
-                    del kept[key]  # re-inserted last: the newest stays longest
-                kept[key] = (revision, len(raw), message)
-                self.size += len(message)
-                out.append(message)
+                missing.append((len(out), key, revision, raw))
+                out.append(b"")
             else:
                 out.append(entry[2])
+        if not missing:
+            return out
+        messages = await sized_off_loop(functools.partial(_encode_stored, [m[3] for m in missing]),
+                                        size=sum(len(m[3]) for m in missing))
+        for (at, key, revision, raw), message in zip(missing, messages, strict=True):
+            out[at] = message
+            entry = kept.pop(key, None)  # re-inserted last: the newest stays longest
+            if entry is not None:
+                self.size -= len(entry[2])
+            kept[key] = (revision, len(raw), message)
+            self.size += len(message)
         while self.size > self.max_bytes and kept:
             oldest = next(iter(kept))
             self.size -= len(kept.pop(oldest)[2])
         return out
+
+
+def _encode_stored(raws: list[bytes]) -> list[bytes]:
+    """The protobuf messages of stored objects (their own apiVersion and kind)."""
+    from cp import protobuf
+
+    out = []
+    for raw in raws:
+        obj = decoder.decode(raw)
+        out.append(protobuf.encode_raw(obj, api_version=str(obj.get("apiVersion", "")),
+                                       kind=str(obj.get("kind", ""))))
+    return out
 
 
 def yaml_bytes(obj: Any) -> bytes:

@@ -266,7 +266,7 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
             body = _encode(table)
         return codec.object_response(negotiated, raw=body)
     if negotiated.media_type == codec.PROTOBUF:
-        return _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
+        return await _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
     meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
     if token:
         meta += b',"continue":"' + token.encode() + b'"'
@@ -282,20 +282,16 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     return codec.object_response(negotiated, raw=head + b"]}")
 
 
-def _protobuf_list(request: web.Request, kind: res.ResourceKind, events: list[log.Event], *,
-                   resource_version: str, continue_token: str = "") -> web.Response:
+async def _protobuf_list(request: web.Request, kind: res.ResourceKind, events: list[log.Event], *,
+                         resource_version: str, continue_token: str = "") -> web.Response:
     """A List in protobuf: each stored object's message (kept per revision, `codec.ProtobufItems`), in
     the list kind's envelope."""
     from cp import protobuf
 
-    items = request.app[st.PROTOBUF_ITEMS]
-    api_version = kind.api_version
-    with collector.paused():
-        body = protobuf.encode_list(
-            items.encoded(((kind.group, kind.plural, ev.namespace, ev.name), ev.revision, ev.object)
-                          for ev in events),
-            api_version=api_version, kind=kind.list_kind, resource_version=resource_version,
-            continue_token=continue_token)
+    messages = await request.app[st.PROTOBUF_ITEMS].encoded(
+        ((kind.group, kind.plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events)
+    body = protobuf.encode_list(messages, api_version=kind.api_version, kind=kind.list_kind,
+                                resource_version=resource_version, continue_token=continue_token)
     return web.Response(body=body, content_type=codec.PROTOBUF)
 
 

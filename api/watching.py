@@ -57,7 +57,7 @@ class _Encoder:
 
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
         if self.protobuf:
-            return _frame(type_, obj if obj is not None else _decode(raw))
+            return _protobuf_line(type_, raw, obj)
         if not self.table:
             return _json_line(type_, raw)
         if obj is None:
@@ -83,6 +83,20 @@ class _Encoder:
         if self.protobuf:
             return _frame("ERROR", status)
         return codec.go_json({"type": "ERROR", "object": status}) + b"\n"
+
+
+_last_frame: tuple[str, bytes, bytes] = ("", b"", b"")
+
+
+def _protobuf_line(type_: str, raw: bytes, obj: dict[str, Any] | None) -> bytes:
+    """The frame of a stored event; reused by every protobuf watcher of the event, as `_json_line`."""
+    global _last_frame
+    last_type, last_raw, frame = _last_frame
+    if raw is last_raw and type_ == last_type:
+        return frame
+    frame = _frame(type_, obj if obj is not None else _decode(raw))
+    _last_frame = (type_, raw, frame)
+    return frame
 
 
 def _frame(type_: str, obj: dict[str, Any]) -> bytes:

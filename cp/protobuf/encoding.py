@@ -252,12 +252,25 @@ def encode_message(obj: dict[str, Any], message: t.Message, table: dict[str, t.M
     if not obj and message.zero_bytes is not None:
         return message.zero_bytes
     out = bytearray()
+    get = obj.get
     for field in message.order:
+        if field.inline:
+            put_bytes(out, field.tag, encode_message(obj, table[field.message], table))
+            continue
+        value = get(field.name)
+        if value is None:  # absent or null: Go's zero value, written unless nil-able
+            absent = field.absent
+            if absent is None:
+                absent = field.absent = _absent(field, table)
+            out += absent
+            continue
         try:
-            _encode_field(field, obj, table, out)
+            if field.kind == t.STR and not (field.repeated or field.map):
+                put_str(out, field.tag, value)
+            else:
+                _encode_value(field, value, table, out)
         except Unencodable as e:
-            if field.name:
-                e.path.insert(0, field.name)
+            e.path.insert(0, field.name)
             raise
     data = bytes(out)
     if not obj:
@@ -265,22 +278,25 @@ def encode_message(obj: dict[str, Any], message: t.Message, table: dict[str, t.M
     return data
 
 
-def _encode_field(field: t.Field, obj: dict[str, Any], table: dict[str, t.Message], out: bytearray) -> None:
-    if field.inline:
-        put_bytes(out, field.tag, encode_message(obj, table[field.message], table))
-        return
-    value = obj.get(field.name)
+def _absent(field: t.Field, table: dict[str, t.Message]) -> bytes:
+    """What Go writes for a field the JSON leaves out: nothing for a pointer, list or map; else the key
+    and the zero value (an empty string, 0, false, an empty Time, the zero struct)."""
+    if field.repeated or field.map or field.nilable:
+        return b""
+    out = bytearray()
+    _element(field, None, table, out)
+    return bytes(out)
+
+
+def _encode_value(field: t.Field, value: Any, table: dict[str, t.Message], out: bytearray) -> None:
+    """A field the JSON has a (non-null) value for."""
     if field.repeated:
-        if value is None:
-            return
         if not isinstance(value, list):
             raise Unencodable(f"expected an array, got {_json_type(value)}")
         for item in value:
             _element(field, item, table, out)
         return
     if field.map:
-        if value is None:
-            return
         if not isinstance(value, dict):
             raise Unencodable(f"expected an object, got {_json_type(value)}")
         for key in sorted(value):
@@ -290,7 +306,5 @@ def _encode_field(field: t.Field, obj: dict[str, Any], table: dict[str, t.Messag
             if item is not None or field.kind != t.BYTES:
                 _element(field, item, table, entry)
             put_bytes(out, field.tag, entry)
-        return
-    if value is None and field.nilable:
         return
     _element(field, value, table, out)

@@ -47,10 +47,12 @@ class Field:
     JSON tag's `omitzero`. `wrapper`: the message is a named slice type, a bare JSON array. `cost`: what one
     occurrence adds to decoded JSON besides its value's bytes (`"name":` and a comma for a singular
     field, quotes and separators for an item or entry). `tag`: the encoded key, for the field's wire type
-    (varint, fixed64 or length-delimited)."""
+    (varint, fixed64 or length-delimited). `absent`: the bytes Go writes for the field when JSON has no
+    value for it (nothing for pointers, lists and maps; the key and a zero value otherwise), filled in by
+    the encoder on first use."""
 
-    __slots__ = ("cost", "inline", "keep", "kind", "map", "message", "name", "nilable", "number", "omitzero",
-                 "repeated", "tag", "wrapper")
+    __slots__ = ("absent", "cost", "inline", "keep", "kind", "map", "message", "name", "nilable", "number",
+                 "omitzero", "repeated", "tag", "wrapper")
 
     def __init__(self, *, number: int, name: str, kind: int, message: str, repeated: bool, map: bool,
                  nilable: bool, keep: bool, omitzero: bool, inline: bool) -> None:
@@ -65,6 +67,7 @@ class Field:
         self.omitzero = omitzero
         self.inline = inline
         self.wrapper = False
+        self.absent: bytes | None = None  # what Go writes when the JSON has no value (the encoder's cache)
         wire = VARINT if kind in VARINTS and not map else FIXED64 if kind == F64 and not map else LEN
         self.tag = varint(number << 3 | wire)
         self.cost = 0 if inline else 6 if map else 3 if repeated else len(name) + 4

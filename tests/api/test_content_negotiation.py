@@ -302,3 +302,19 @@ def test_negotiate_refusals() -> None:
         codec.negotiate("application/yaml,application/json", stream=True)
     with pytest.raises(errors.NotAcceptable):  # errors never convert (DefaultEndpointRestrictions)
         codec.negotiate("application/json;as=Table;v=v1;g=meta.k8s.io", transforms=False)
+
+
+async def test_protobuf_items_are_kept_per_revision_within_a_byte_bound() -> None:
+    items = codec.ProtobufItems(max_bytes=400)
+    one = json.dumps(secret("a")).encode()
+    first = await items.encoded([(("", "secrets", "default", "a"), 5, one)])
+    assert protobuf.decode(protobuf.wrap(first[0], api_version="v1", kind="Secret"))["data"] == {
+        "password": "aHVudGVyMg=="}
+    again = await items.encoded([(("", "secrets", "default", "a"), 5, one)])
+    assert again[0] is first[0]  # kept
+    changed = json.dumps({**secret("a"), "data": {"password": "Yg=="}}).encode()
+    newer = await items.encoded([(("", "secrets", "default", "a"), 6, changed)])
+    assert newer[0] != first[0]  # a new revision is encoded again
+    many = [(("", "secrets", "default", f"s{i}"), i, json.dumps(secret(f"s{i}")).encode()) for i in range(20)]
+    assert len(await items.encoded(many)) == 20
+    assert items.size <= 400 and len(items) < 20  # the oldest were dropped
