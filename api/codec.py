@@ -53,17 +53,19 @@ class Negotiated(NamedTuple):
     convert: str = ""
 
 
-class _Clause(NamedTuple):
+class Clause(NamedTuple):
+    """One clause of an Accept header."""
+
     type: str
     subtype: str
     q: float
     params: dict[str, str]
 
 
-def _parse_accept(header: str) -> list[_Clause]:
+def accept_clauses(header: str) -> list[Clause]:
     """Accept clauses as goautoneg's ParseAccept reads them: a bare `*` is `*/*`, a clause without a `/`
     is skipped, a bad `q` is 0; sorted by q, then wildcard types and subtypes last (stably)."""
-    clauses: list[_Clause] = []
+    clauses: list[Clause] = []
     for part in header.split(","):
         media_range, *raw_params = part.strip(" ").split(";")
         pieces = media_range.split("/")
@@ -88,7 +90,7 @@ def _parse_accept(header: str) -> list[_Clause]:
                     q = 0.0
             else:
                 params[key] = value.strip(" ")
-        clauses.append(_Clause(type_, subtype, q, params))
+        clauses.append(Clause(type_, subtype, q, params))
     clauses.sort(key=lambda c: (-c.q, c.type == "*", c.subtype == "*"))
     return clauses
 
@@ -128,7 +130,7 @@ def negotiate(accept: str, *, protobuf: bool = True, stream: bool = False,
     offered = (JSON, YAML, PROTOBUF) if protobuf else (JSON, YAML)
     if accept:
         found = None
-        for clause in _parse_accept(accept):
+        for clause in accept_clauses(accept):
             for media_type in offered:
                 type_, subtype = media_type.split("/")
                 if (clause.type == type_ and clause.subtype in (subtype, "*")) or \

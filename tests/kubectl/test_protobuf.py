@@ -1,6 +1,7 @@
-"""Real kubectl 1.37.1 speaking protobuf to the server: its imperative generators POST protobuf bodies,
-and its typed clients (describe, events, drain, rollout...) ask for protobuf first
-(`Accept: application/vnd.kubernetes.protobuf,application/json`) and decode what the server writes.
+"""Real kubectl 1.37.1 and Helm v4 speaking protobuf to the server: kubectl's imperative generators POST
+protobuf bodies, its typed clients (describe, events, drain, rollout...) ask for protobuf first
+(`Accept: application/vnd.kubernetes.protobuf,application/json`) and decode what the server writes, and
+Helm keeps its releases in Secrets it writes and reads in protobuf.
 
 In scope: that Go decodes every protobuf answer (objects, lists, Status errors, watch frames) and that the
 objects it created read back right. Out of scope: the bytes themselves (tests/cp/test_protobuf.py pins
@@ -23,6 +24,7 @@ from cryptography.x509.oid import NameOID
 
 from tests.kubectl import manifests as m
 from tests.kubectl.conftest import Kubectl
+from tests.kubectl.test_helm import TEMPLATES, _chart
 
 pytestmark = pytest.mark.kubectl
 
@@ -164,3 +166,34 @@ async def test_events_watch_in_protobuf(kubectl: Kubectl, api: aiohttp.ClientSes
     line = await bg.expect(r"^.*Scheduled\s+Pod/web\s+Successfully assigned default/web to n1$")
     assert "Normal" in line.group(0)
     await bg.stop()
+
+
+async def test_helm_keeps_its_releases_in_protobuf_secrets(helm: Kubectl, kubectl: Kubectl) -> None:
+    # Helm v4's default storage: one Secret per revision, written and read by client-go in protobuf.
+    chart = _chart(helm.workdir / "demo", main=TEMPLATES)
+    r = await helm("install", "demo", chart, "--wait", "-v=8")
+    assert "STATUS: deployed" in r.stdout
+    posts = [e for e in exchanges(r.stderr) if e[0] == "POST" and "/secrets" in e[1]]
+    assert [e[2:] for e in posts] == [(PB, PB)]  # the release, sent and answered in protobuf
+    release = (await kubectl("get", "secret", "-l", "owner=helm,name=demo", "-o", "json")).json()["items"]
+    assert [(s["metadata"]["name"], s["type"]) for s in release] == [("sh.helm.release.v1.demo.v1",
+                                                                      "helm.sh/release.v1")]
+    assert release[0]["metadata"]["labels"]["status"] == "deployed"
+
+    await helm("upgrade", "demo", chart, "--set", "value=two")
+    assert await kubectl.jsonpath("configmap", "demo-listed", path="{.data.value}") == "two"
+    await helm("rollback", "demo", "1")
+    assert await kubectl.jsonpath("configmap", "demo-listed", path="{.data.value}") == "one"
+    r = await helm("history", "demo", "-v=8")  # lists the release's Secrets by label, in protobuf
+    statuses = [re.findall(r"\b(superseded|deployed)\b", line) for line in r.lines[1:]]
+    assert [row[0] for row in r.rows()[1:]] == ["1", "2", "3"]
+    assert statuses == [["superseded"], ["superseded"], ["deployed"]]
+    assert any(e[0] == "GET" and "/secrets" in e[1] and e[3] == PB for e in exchanges(r.stderr))
+    r = await helm("get", "values", "demo", "--revision", "2", "-o", "json")
+    assert json.loads(r.stdout) == {"value": "two"}
+    r = await helm("list")
+    assert r.lines[1].split()[:2] == ["demo", "default"] and "deployed" in r.lines[1].split()
+
+    await helm("uninstall", "demo", "--wait")
+    assert await kubectl.gone("configmap", "demo-listed")
+    assert (await kubectl("get", "secret", "-l", "owner=helm", "-o", "name")).stdout == ""
