@@ -43,14 +43,17 @@ def media_type(header: str | None) -> str:
 # --------------------------------------------------------------------------------------------
 
 TABLE = "Table"
+PARTIAL = ("PartialObjectMetadata", "PartialObjectMetadataList")  # metadata-only conversions
 _META_VERSIONS = ("v1", "v1beta1")
 
 
 class Negotiated(NamedTuple):
-    """What a response is written as: a media type, and a conversion the Accept asked for (`as=Table`)."""
+    """What a response is written as: a media type, and a conversion the Accept asked for (`as=Table`,
+    `as=PartialObjectMetadata` or `as=PartialObjectMetadataList`, of meta.k8s.io `version`)."""
 
     media_type: str
     convert: str = ""
+    version: str = ""
 
 
 class Clause(NamedTuple):
@@ -95,9 +98,10 @@ def accept_clauses(header: str) -> list[Clause]:
     return clauses
 
 
-def _accepts(params: dict[str, str], media_type: str, *, transforms: bool) -> Negotiated | None:
-    """The clause's parameters for one media type (`acceptMediaTypeOptions`): `as`/`g`/`v` ask for a
-    conversion, `stream` must be `watch` on a type that streams, `sv` the server's meta version."""
+def _accepts(params: dict[str, str], media_type: str, *, protobuf: bool, transforms: bool) -> Negotiated | None:
+    """The clause's parameters for one media type (`acceptMediaTypeOptions`, `AllowsMediaTypeTransform`):
+    `as`/`g`/`v` ask for a conversion, `stream` must be `watch` on a type that streams, `sv` the server's
+    meta version; without a conversion, protobuf only where the endpoint has it."""
     convert = None
     if "as" in params or "g" in params or "v" in params:
         convert = (params.get("as", ""), params.get("g", ""), params.get("v", ""))
@@ -108,13 +112,17 @@ def _accepts(params: dict[str, str], media_type: str, *, transforms: bool) -> Ne
     if sv and sv != "v1":
         return None
     if convert is None:
-        return Negotiated(media_type)
+        return Negotiated(media_type) if protobuf or media_type != PROTOBUF else None
     kind, group, version = convert
-    # Built-in resources convert to a Table (JSON or YAML only); nothing else converts here, and error
-    # bodies (`transforms=False`, upstream's DefaultEndpointRestrictions) never do.
-    if transforms and kind == TABLE and group == "meta.k8s.io" and version in _META_VERSIONS and \
-            media_type in (JSON, YAML):
-        return Negotiated(media_type, TABLE)
+    # Error bodies (`transforms=False`, upstream's DefaultEndpointRestrictions) never convert.
+    if not transforms or group != "meta.k8s.io" or version not in _META_VERSIONS:
+        return None
+    if kind == TABLE and media_type in (JSON, YAML):  # a Table has no protobuf message
+        return Negotiated(media_type, TABLE, version)
+    # Metadata only, of any kind (the sandbox's too: PartialObjectMetadata is a built-in type); not as
+    # meta.k8s.io/v1beta1 protobuf, whose list message the table does not have.
+    if kind in PARTIAL and (media_type != PROTOBUF or version == "v1"):
+        return Negotiated(media_type, kind, version)
     return None
 
 
@@ -127,7 +135,7 @@ def negotiate(accept: str, *, protobuf: bool = True, stream: bool = False,
     acceptable parameters; no Accept at all is JSON. A watch (`stream=True`) needs a type that streams
     (not YAML). Nothing acceptable is 406 NotAcceptable, listing the server's media types (all three,
     as upstream lists them for custom resources too)."""
-    offered = (JSON, YAML, PROTOBUF) if protobuf else (JSON, YAML)
+    offered = (JSON, YAML, PROTOBUF)
     if accept:
         found = None
         for clause in accept_clauses(accept):
@@ -135,7 +143,7 @@ def negotiate(accept: str, *, protobuf: bool = True, stream: bool = False,
                 type_, subtype = media_type.split("/")
                 if (clause.type == type_ and clause.subtype in (subtype, "*")) or \
                         (clause.type == "*" and clause.subtype == "*"):
-                    found = _accepts(clause.params, media_type, transforms=transforms)
+                    found = _accepts(clause.params, media_type, protobuf=protobuf, transforms=transforms)
                     if found is not None:
                         break
             if found is not None:
@@ -276,6 +284,11 @@ def object_response(negotiated: Negotiated, *, raw: bytes | None = None, obj: di
                     status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     """One object (given as its JSON bytes `raw`, or as `obj`) in the negotiated media type; JSON bytes
     are sent as they are. The protobuf envelope's type is the object's own `apiVersion` and `kind`."""
+    if negotiated.convert in PARTIAL:
+        if obj is None:
+            assert raw is not None
+            obj = decoder.decode(raw)
+        obj, raw = metadata_only(obj, negotiated), None
     if negotiated.media_type == JSON:
         return json_response(raw if raw is not None else encoder.encode(obj), status=status, headers=headers)
     if obj is None:
@@ -287,6 +300,37 @@ def object_response(negotiated: Negotiated, *, raw: bytes | None = None, obj: di
         body = protobuf.encode(obj, api_version=str(obj.get("apiVersion", "")), kind=str(obj.get("kind", "")))
         return web.Response(body=body, status=status, content_type=PROTOBUF, headers=headers)
     return web.Response(body=yaml_bytes(obj), status=status, content_type=YAML, headers=headers)
+
+
+def metadata_only(obj: dict[str, Any], negotiated: Negotiated) -> dict[str, Any]:
+    """An object, or a list, as the PartialObjectMetadata(List) the Accept asked for (upstream's
+    `asPartialObjectMetadata[List]`); a list asked for as one object, or one object as a list, is 406.
+    A Status (an error, a delete's success) is never converted."""
+    kind = str(obj.get("kind", ""))
+    if kind == "Status":
+        return obj
+    is_list = kind.endswith("List") and isinstance(obj.get("items"), list)
+    api_version = f"meta.k8s.io/{negotiated.version}"
+    if negotiated.convert == "PartialObjectMetadata":
+        if is_list:
+            raise errors.NotAcceptable(f"you requested PartialObjectMetadata, but the requested object is a list "
+                                       f"({_go_type(obj)})")
+        return {"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": obj.get("metadata") or {}}
+    if not is_list:
+        raise errors.NotAcceptable(f"you requested PartialObjectMetadataList, but the requested object is not a "
+                                   f"list ({_go_type(obj)})")
+    meta = obj.get("metadata") or {}
+    items = [{"kind": "PartialObjectMetadata", "apiVersion": api_version, "metadata": item.get("metadata") or {}}
+             for item in obj["items"]]
+    return {"kind": "PartialObjectMetadataList", "apiVersion": api_version,
+            "metadata": {k: meta[k] for k in ("resourceVersion", "continue", "remainingItemCount") if k in meta},
+            "items": items}
+
+
+def _go_type(obj: dict[str, Any]) -> str:
+    """How Go's `%T` names the stored object's internal type: `*core.Pod`, `*apps.DeploymentList`."""
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return f"*{group.split('.')[0] or 'core'}.{obj.get('kind', '')}"
 
 
 class ProtobufItems:

@@ -265,7 +265,7 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
                 resource_version=str(revision), continue_token=token)
             body = _encode(table)
         return codec.object_response(negotiated, raw=body)
-    if negotiated.media_type == codec.PROTOBUF:
+    if negotiated.media_type == codec.PROTOBUF and not negotiated.convert:
         return await _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
     meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
     if token:

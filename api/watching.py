@@ -45,7 +45,11 @@ class _Encoder:
     def __init__(self, request: web.Request, target: reads.Target) -> None:
         self.kind = target.kind
         negotiated = request[st.NEGOTIATED]
+        self.negotiated = negotiated
         self.table = negotiated.convert == codec.TABLE
+        # Metadata-only watches (client-go's metadata informers). As a list it has no meaning per event:
+        # upstream then sends the objects as they are.
+        self.partial = negotiated.convert == "PartialObjectMetadata"
         self.protobuf = negotiated.media_type == codec.PROTOBUF
         self.include = request.query.get("includeObject", "Metadata")
         self.clock = request.app[st.STORE].clock
@@ -56,6 +60,8 @@ class _Encoder:
         return codec.PROTOBUF + ";stream=watch" if self.protobuf else codec.JSON
 
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
+        if self.partial:
+            return self._event(type_, codec.metadata_only(obj if obj is not None else _decode(raw), self.negotiated))
         if self.protobuf:
             return _protobuf_line(type_, raw, obj)
         if not self.table:
@@ -74,9 +80,14 @@ class _Encoder:
         if initial_end:
             meta["annotations"] = {INITIAL_END: "true"}
         obj = {"kind": self.kind.kind, "apiVersion": self.kind.api_version, "metadata": meta}
+        if self.partial:
+            obj = codec.metadata_only(obj, self.negotiated)
+        return self._event("BOOKMARK", obj)
+
+    def _event(self, type_: str, obj: dict[str, Any]) -> bytes:
         if self.protobuf:
-            return _frame("BOOKMARK", obj)
-        return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+            return _frame(type_, obj)
+        return _encode({"type": type_, "object": obj}) + b"\n"
 
     def expired(self, requested: int, compacted: int) -> bytes:
         status = storage_errors.too_old(requested=requested, compacted=compacted).status()

@@ -266,29 +266,34 @@ async def test_sandbox_kinds_have_no_protobuf_like_custom_resources(http: aiohtt
             "encoded to a protobuf message")
 
 
-@pytest.mark.parametrize(("accept", "media_type", "convert"), [
-    ("", "application/json", ""),
-    ("*/*", "application/json", ""),
-    ("*", "application/json", ""),  # goautoneg reads a bare * as */*
-    ("application/*", "application/json", ""),
-    (TYPED, PB, ""),
-    (f"application/json;q=0.5,{PB}", PB, ""),  # q orders the clauses
-    (f"*/*;q=0.8,{PB};q=0.9", PB, ""),
-    (f"*/*,{PB}", PB, ""),  # equal q: wildcards last
-    ("application/yaml,application/json", "application/yaml", ""),
-    ("text/html,application/json;q=0.1", "application/json", ""),
-    ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", "application/json", "Table"),
-    ("application/yaml;as=Table;v=v1;g=meta.k8s.io", "application/yaml", "Table"),
-    ("application/json;as=Table;v=v2;g=meta.k8s.io,application/json", "application/json", ""),
-    ("application/json;as=Table;g=other.io;v=v1,application/json", "application/json", ""),
-    ("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json", "application/json", ""),
-    ("application/json;sv=v2,application/yaml", "application/yaml", ""),
-    ("application/json;stream=other,application/yaml", "application/yaml", ""),
-    ("application/json;pretty=1;charset=utf-8", "application/json", ""),
-    ("nonsense,application/json", "application/json", ""),
+@pytest.mark.parametrize(("accept", "media_type", "convert", "version"), [
+    ("", "application/json", "", ""),
+    ("*/*", "application/json", "", ""),
+    ("*", "application/json", "", ""),  # goautoneg reads a bare * as */*
+    ("application/*", "application/json", "", ""),
+    (TYPED, PB, "", ""),
+    (f"application/json;q=0.5,{PB}", PB, "", ""),  # q orders the clauses
+    (f"*/*;q=0.8,{PB};q=0.9", PB, "", ""),
+    (f"*/*,{PB}", PB, "", ""),  # equal q: wildcards last
+    ("application/yaml,application/json", "application/yaml", "", ""),
+    ("text/html,application/json;q=0.1", "application/json", "", ""),
+    ("application/json;as=Table;v=v1beta1;g=meta.k8s.io", "application/json", "Table", "v1beta1"),
+    ("application/yaml;as=Table;v=v1;g=meta.k8s.io", "application/yaml", "Table", "v1"),
+    ("application/json;as=Table;v=v2;g=meta.k8s.io,application/json", "application/json", "", ""),
+    ("application/json;as=Table;g=other.io;v=v1,application/json", "application/json", "", ""),
+    # client-go's metadata client: protobuf first, then JSON.
+    (f"{PB};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json", PB, "PartialObjectMetadataList",
+     "v1"),
+    ("application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1", "application/json",
+     "PartialObjectMetadata", "v1beta1"),
+    (f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1beta1,application/json", "application/json", "", ""),
+    ("application/json;sv=v2,application/yaml", "application/yaml", "", ""),
+    ("application/json;stream=other,application/yaml", "application/yaml", "", ""),
+    ("application/json;pretty=1;charset=utf-8", "application/json", "", ""),
+    ("nonsense,application/json", "application/json", "", ""),
 ])
-def test_negotiate(accept: str, media_type: str, convert: str) -> None:
-    assert codec.negotiate(accept) == codec.Negotiated(media_type, convert)
+def test_negotiate(accept: str, media_type: str, convert: str, version: str) -> None:
+    assert codec.negotiate(accept) == codec.Negotiated(media_type, convert, version)
 
 
 def test_negotiate_refusals() -> None:
@@ -298,6 +303,9 @@ def test_negotiate_refusals() -> None:
     with pytest.raises(errors.NotAcceptable):
         codec.negotiate(PB, protobuf=False)
     assert codec.negotiate(TYPED, protobuf=False) == codec.Negotiated("application/json")
+    # Metadata of the sandbox's kinds in protobuf: PartialObjectMetadata is a built-in type.
+    assert codec.negotiate(f"{PB};as=PartialObjectMetadata;g=meta.k8s.io;v=v1", protobuf=False) == \
+        codec.Negotiated(PB, "PartialObjectMetadata", "v1")
     with pytest.raises(errors.NotAcceptable):  # YAML has no stream serializer
         codec.negotiate("application/yaml,application/json", stream=True)
     with pytest.raises(errors.NotAcceptable):  # errors never convert (DefaultEndpointRestrictions)
@@ -318,3 +326,42 @@ async def test_protobuf_items_are_kept_per_revision_within_a_byte_bound() -> Non
     many = [(("", "secrets", "default", f"s{i}"), i, json.dumps(secret(f"s{i}")).encode()) for i in range(20)]
     assert len(await items.encoded(many)) == 20
     assert items.size <= 400 and len(items) < 20  # the oldest were dropped
+
+
+METADATA = "as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
+METADATA_LIST = "as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+
+
+async def test_metadata_only_reads_as_client_go_metadata_informers_ask(http: aiohttp.ClientSession) -> None:
+    stored = await created(http, "/api/v1/namespaces/default/secrets", secret("meta"))
+    async with http.get("/api/v1/namespaces/default/secrets/meta",
+                        headers={"Accept": f"{PB};{METADATA},application/json;{METADATA},application/json"}) as r:
+        assert r.status == 200 and r.headers["Content-Type"] == PB
+        body = await r.read()
+    assert unwrap(body)[:2] == ("meta.k8s.io/v1", "PartialObjectMetadata")
+    assert read(body) == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                          "metadata": stored["metadata"]}
+    async with http.get("/api/v1/namespaces/default/secrets",
+                        headers={"Accept": f"application/json;{METADATA_LIST},application/json"}) as r:
+        listed = json.loads(await r.read())
+    assert listed["kind"] == "PartialObjectMetadataList" and listed["apiVersion"] == "meta.k8s.io/v1"
+    assert listed["items"] == [{"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                "metadata": stored["metadata"]}]
+    assert listed["metadata"]["resourceVersion"]
+    async with http.get("/api/v1/namespaces/default/secrets", headers={"Accept": f"{PB};{METADATA_LIST}"}) as r:
+        got = read(await r.read())
+    assert got["kind"] == "PartialObjectMetadataList" and got["items"][0]["metadata"]["name"] == "meta"
+    # A list asked for as one object (or the reverse) is 406, as upstream.
+    async with http.get("/api/v1/namespaces/default/secrets", headers={"Accept": f"application/json;{METADATA}"}) as r:
+        assert r.status == 406
+        assert json.loads(await r.read())["message"] == (
+            "you requested PartialObjectMetadata, but the requested object is a list (*core.SecretList)")
+    async with http.get("/api/v1/namespaces/default/secrets",
+                        params={"watch": "true", "sendInitialEvents": "true", "allowWatchBookmarks": "true",
+                                "resourceVersionMatch": "NotOlderThan"},
+                        headers={"Accept": f"{PB};{METADATA},application/json"}) as r:
+        kind, obj = await frame(r)
+        assert kind == "ADDED" and obj == {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                           "metadata": stored["metadata"]}
+        kind, obj = await frame(r)
+        assert kind == "BOOKMARK" and obj["kind"] == "PartialObjectMetadata"
