@@ -1,12 +1,20 @@
-"""Tests for `cp.protobuf`: kubectl's protobuf request bodies decode to the JSON it would send.
+"""Tests for `cp.protobuf`: what Go writes and reads, both ways, for every served kind.
 
-The `*.pb` fixtures under `data/` are request bodies captured from kubectl 1.37.1 pointed at
-the small stub server below; the `*.json` ones are what the same kubectl prints for the same
-command with `--dry-run=client -o json`, i.e. the JSON body of the JSON path. The tests marked
-`kubectl` rerun the commands live and check that the fixtures are still what kubectl sends.
-Regenerate them (all, or the cases named) with:
+- Golden bytes from a real Go client: the `*.pb` fixtures under `data/` are request bodies captured
+  from kubectl 1.37.1 (29 imperative commands) pointed at the small stub server below; the `*.json`
+  ones are what the same kubectl prints for the same command with `--dry-run=client -o json`, i.e.
+  the JSON body of the JSON path. Each body decodes to that JSON, and encoding it gives kubectl's
+  bytes back. The tests marked `kubectl` rerun the commands live and check that the fixtures are
+  still what kubectl sends. Regenerate them (all, or the cases named) with:
 
-    .venv/bin/python tests/cp/test_protobuf.py --regen [CASE...]
+      .venv/bin/python tests/cp/test_protobuf.py --regen [CASE...]
+
+- Hand-built messages for what kubectl does not send (unknown fields, packed numbers, malformed and
+  amplifying bodies, times, maps).
+- The table against the published OpenAPI schemas, and every kind's round trip JSON -> protobuf ->
+  JSON with every field set, from objects built from those schemas.
+
+Upstream's own serialization fixtures are checked by `tools/protobuf_fixtures.py` (docs/api.md).
 """
 
 from __future__ import annotations
