@@ -69,7 +69,7 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
         return resp
     except errors.StatusError as err:
         code = err.code
-        return codec.status_response(err)
+        return codec.error_response(err, accept=request.headers.get("Accept", ""))
     except web.HTTPException as exc:
         code = exc.status
         if exc.status == 404:
@@ -82,12 +82,12 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             status = errors.StatusError(exc.reason or "error")
             status.code = exc.status
             status.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
-        return codec.status_response(status)
+        return codec.error_response(status, accept=request.headers.get("Accept", ""))
     except log.UnavailableError as exc:
         code = 503
         logger.warning("request_failed", path=request.path, method=request.method, code=code,
                        error_type=type(exc).__name__, error=str(exc))
-        return codec.status_response(storage_errors.unavailable(exc))
+        return codec.error_response(storage_errors.unavailable(exc), accept=request.headers.get("Accept", ""))
     except asyncio.CancelledError:
         code = 499
         raise
@@ -244,6 +244,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
     app[st.TABLE_ROWS] = tables.RowCache()
+    app[st.PROTOBUF_ITEMS] = codec.ProtobufItems()
     the_limits = auth.limits if auth is not None else limits.Limits()
     app[st.LIMITS] = the_limits
     app[st.WATCH_WRITES] = limits.Deadlines(the_limits.watch_write_timeout)

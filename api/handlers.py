@@ -18,6 +18,7 @@ from api import state as st
 from api import store as stores
 from cp import collector, errors, options, patching, priority, tables
 from cp import resources as res
+from storage import log
 
 _decode = codec.decoder.decode
 _encode = codec.encoder.encode
@@ -136,6 +137,10 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     request[st.TARGET] = target
     method = request.method
     kind = target.kind
+    # The response's media type, before any work (upstream answers 406 before it reads or writes).
+    request[st.NEGOTIATED] = codec.negotiate(
+        request.headers.get("Accept", ""), protobuf=kind.protobuf,
+        stream=method == "GET" and not target.name and bool(codec.parse_bool("watch", request.query.get("watch"))))
     if not kind.stored:
         return await _virtual(request, target)
     if target.subresource:
@@ -207,12 +212,13 @@ async def _component_statuses(request: web.Request, target: reads.Target) -> web
         raise errors.NotFound.of(group="", plural="componentstatuses", name=target.name)
     body = items[0] if target.name else {"kind": "ComponentStatusList", "apiVersion": "v1", "metadata": {},
                                           "items": items}
-    if codec.wants_table(request.headers.get("Accept", "")):
+    negotiated = request[st.NEGOTIATED]
+    if negotiated.convert == codec.TABLE:
         table = tables.table(items, group="", kind="ComponentStatus", now=store.clock.now(),
                              include_object=request.query.get("includeObject", "Metadata"), resource_version="")
-        resp = codec.json_response(_encode(table))
+        resp = codec.object_response(negotiated, raw=_encode(table))
     else:
-        resp = codec.json_response(_encode(body))
+        resp = codec.object_response(negotiated, obj=body)
     resp.headers.add("Warning", COMPONENTSTATUS_WARNING)
     return resp
 
@@ -223,20 +229,21 @@ async def _component_statuses(request: web.Request, target: reads.Target) -> web
 async def get_object(request: web.Request, target: reads.Target) -> web.StreamResponse:
     store = request.app[st.STORE]
     kind = target.kind
+    negotiated = request[st.NEGOTIATED]
     if target.subresource == "scale":
         scale = await store.get_scale(kind, target.namespace, target.name)
-        return codec.json_response(_encode(scale))
+        return codec.object_response(negotiated, obj=scale)
     rv = options.resource_version_param(request.query.get("resourceVersion"))
     if rv:
         await reads.wait_until_fresh(store.log, revision=rv)
     ev = await store.get(kind, target.namespace, target.name)
-    if codec.wants_table(request.headers.get("Accept", "")):
+    if negotiated.convert == codec.TABLE:
         obj = _decode(ev.object)
         table = tables.table([obj], group=kind.group, kind=kind.kind, now=store.clock.now(),
                              include_object=request.query.get("includeObject", "Metadata"),
                              resource_version=str(ev.revision))
-        return codec.json_response(_encode(table))
-    return codec.json_response(ev.object)
+        return codec.object_response(negotiated, raw=_encode(table))
+    return codec.object_response(negotiated, raw=ev.object)
 
 
 async def list_objects(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -247,7 +254,8 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     if rv and lq.revision is None:
         await reads.wait_until_fresh(store.log, revision=rv)
     events, revision, token = await reads.collect(store, target, lq)
-    if codec.wants_table(request.headers.get("Accept", "")):
+    negotiated = request[st.NEGOTIATED]
+    if negotiated.convert == codec.TABLE:
         group, plural = kind.group, kind.plural
         with collector.paused():
             table = request.app[st.TABLE_ROWS].table(
@@ -256,7 +264,9 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
                 include_object=request.query.get("includeObject", "Metadata"),
                 resource_version=str(revision), continue_token=token)
             body = _encode(table)
-        return codec.json_response(body)
+        return codec.object_response(negotiated, raw=body)
+    if negotiated.media_type == codec.PROTOBUF and not negotiated.convert:
+        return await _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
     meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
     if token:
         meta += b',"continue":"' + token.encode() + b'"'
@@ -268,8 +278,21 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     if parts:
         parts[0] = head + parts[0]
         parts[-1] += b"]}"
-        return codec.json_response(b",".join(parts))
-    return codec.json_response(head + b"]}")
+        return codec.object_response(negotiated, raw=b",".join(parts))
+    return codec.object_response(negotiated, raw=head + b"]}")
+
+
+async def _protobuf_list(request: web.Request, kind: res.ResourceKind, events: list[log.Event], *,
+                         resource_version: str, continue_token: str = "") -> web.Response:
+    """A List in protobuf: each stored object's message (kept per revision, `codec.ProtobufItems`), in
+    the list kind's envelope."""
+    from cp import protobuf
+
+    messages = await request.app[st.PROTOBUF_ITEMS].encoded(
+        ((kind.group, kind.plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events)
+    body = protobuf.encode_list(messages, api_version=kind.api_version, kind=kind.list_kind,
+                                resource_version=resource_version, continue_token=continue_token)
+    return web.Response(body=body, content_type=codec.PROTOBUF)
 
 
 # -------------------------------------------------------------------------------- writes
@@ -279,10 +302,11 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="CreateOptions")
     body = await codec.read_body(request)
-    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")),
+                                  custom_kind="" if target.kind.protobuf else target.kind.kind)
     _check_type(obj, target.kind)
     result = await store.create(target.kind, target.namespace, obj, ctx)
-    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
 
 
 def _check_type(obj: dict[str, Any], kind: res.ResourceKind, *, sub_kind: str = "",
@@ -305,19 +329,20 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
     store = request.app[st.STORE]
     ctx = write_context(request, options_kind="UpdateOptions")
     body = await codec.read_body(request)
-    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")),
+                                  custom_kind="" if target.kind.protobuf else target.kind.kind)
     kind = target.kind
     if target.subresource == "scale":
         _check_type(obj, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
         scale = await store.update_scale(kind, target.namespace, target.name, lambda _s: obj, ctx)
-        return codec.json_response(_encode(scale))
+        return codec.object_response(request[st.NEGOTIATED], obj=scale)
     _check_type(obj, kind)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.subresource == "finalize":
         result = await _finalize_namespace(store, target, obj, ctx)
     else:
         result = await store.update(kind, target.namespace, target.name, obj, ctx, subresource=sub)
-    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
 
 
 async def _finalize_namespace(store: stores.Store, target: reads.Target, obj: dict[str, Any],
@@ -369,11 +394,11 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
                                         version="v1", kind="Scale")
 
         scale = await store.update_scale(kind, target.namespace, target.name, mutate_scale, ctx)
-        return codec.json_response(_encode(scale))
+        return codec.object_response(request[st.NEGOTIATED], obj=scale)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
                                subresource=sub, force=bool(force))
-    return _with_warnings(codec.json_response(result.body, status=result.code), ctx)
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
 
 
 async def _delete_options(request: web.Request) -> dict[str, Any]:
@@ -457,13 +482,14 @@ async def delete_object(request: web.Request, target: reads.Target) -> web.Strea
     if (kind.group, kind.plural) == (priority.GROUP, priority.PLURAL):
         priority.refuse_system_class_delete(target.name)  # the PriorityClass storage's own Delete
     result, deleted = await store.delete(kind, target.namespace, target.name, opts, ctx)
+    negotiated = request[st.NEGOTIATED]
     if deleted and (kind.group, kind.plural) not in RETURNS_DELETED_OBJECT:
         uid = (_decode(result.body).get("metadata") or {}).get("uid", "")
-        return codec.json_response(codec.success_status(name=target.name, group=kind.group, kind=kind.plural,
-                                                        uid=uid))
+        return codec.object_response(negotiated, raw=codec.success_status(name=target.name, group=kind.group,
+                                                                          kind=kind.plural, uid=uid))
     # Upstream (handlers/delete.go) answers 202 only for a pending deletion with orphanDependents=false.
     pending_cascade = not deleted and opts.get("orphanDependents") is False
-    return codec.json_response(result.body, status=202 if pending_cascade else 200)
+    return codec.object_response(negotiated, raw=result.body, status=202 if pending_cascade else 200)
 
 
 async def delete_collection(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -485,7 +511,7 @@ async def delete_collection(request: web.Request, target: reads.Target) -> web.S
     kind = target.kind
     head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
             + b'","metadata":{"resourceVersion":"' + str(store.log.revision).encode() + b'"},"items":[')
-    return codec.json_response(head + b",".join(deleted) + b"]}")
+    return codec.object_response(request[st.NEGOTIATED], raw=head + b",".join(deleted) + b"]}")
 
 
 async def create_binding(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -499,5 +525,6 @@ async def create_binding(request: web.Request, target: reads.Target) -> web.Stre
     if not name:
         raise errors.BadRequest("name is required for Binding")
     await store.bind(target.namespace, name, binding, ctx)
-    return codec.json_response(codec.status_body({"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                                  "status": "Success", "code": 201}), status=201)
+    body = codec.status_body({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+                              "code": 201})
+    return codec.object_response(request[st.NEGOTIATED], raw=body, status=201)

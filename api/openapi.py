@@ -30,20 +30,9 @@ _NOT_FOUND = "the server could not find the requested resource"
 
 
 def _accept_clauses(header: str) -> list[tuple[str, str]]:
-    """(type, subtype) of each clause, most preferred first, as goautoneg's ParseAccept orders them:
-    by quality, then concrete types before wildcards."""
-    clauses: list[tuple[float, bool, bool, str, str]] = []
-    for part in (header or "*/*").split(","):
-        media, *params = part.strip().split(";")
-        main, slash, sub = media.strip().partition("/")
-        main, sub = main.strip(), sub.strip()
-        if not slash:
-            if main != "*":
-                continue
-            sub = "*"
-        clauses.append((-_quality(params), main == "*", sub == "*", main, sub))
-    clauses.sort(key=lambda c: c[:3])
-    return [(c[3], c[4]) for c in clauses]
+    """(type, subtype) of each clause, most preferred first (`codec.accept_clauses`); no Accept is
+    `*/*`."""
+    return [(c.type, c.subtype) for c in codec.accept_clauses(header or "*/*")]
 
 
 def _not_modified(request: web.Request, *, etag: str, last_modified: datetime.datetime | None) -> bool:

@@ -6,9 +6,9 @@ import asyncio
 
 from aiohttp import web
 
+from api import codec, reads
 from api import limits as limits_
 from api import metrics as metrics_
-from api import reads
 from api import store as stores
 from cp import clock as clocks
 from cp import rbac, tables
@@ -19,6 +19,7 @@ WATCHES = web.AppKey("watches", set[asyncio.Task[object]])
 METRICS = web.AppKey("metrics", metrics_.Metrics)
 READY = web.AppKey("ready", asyncio.Event)
 TABLE_ROWS = web.AppKey("table_rows", tables.RowCache)
+PROTOBUF_ITEMS = web.AppKey("protobuf_items", codec.ProtobufItems)
 LIMITS = web.AppKey("limits", limits_.Limits)
 WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-write bound of watches
 
@@ -27,3 +28,4 @@ USER = web.RequestKey("user", str)
 USER_INFO = web.RequestKey("user_info", rbac.UserInfo)  # set by authentication (api.auth)
 REQUEST_ID = web.RequestKey("request_id", str)
 TARGET = web.RequestKey("target", reads.Target)
+NEGOTIATED = web.RequestKey("negotiated", codec.Negotiated)  # the response's media type (api.codec.negotiate)

@@ -1,4 +1,5 @@
-"""Watch streams: newline-delimited `{"type","object"}` JSON over a chunked response.
+"""Watch streams: newline-delimited `{"type","object"}` JSON over a chunked response, or protobuf
+`WatchEvent` frames (`application/vnd.kubernetes.protobuf;stream=watch`) when the client asks for them.
 
 Semantics as kube-apiserver (`../shared/reference/kubectl-compat.md` §5):
 - resourceVersion unset or "0": synthetic ADDED for the current objects, then changes;
@@ -37,16 +38,32 @@ _logger = structlog.get_logger("cplane.api")
 
 
 class _Encoder:
-    """Turns events into wire lines for one watch (JSON objects or one-row Tables)."""
+    """Turns events into what one watch sends: JSON lines (objects, or one-row Tables), or protobuf
+    frames (`cp.protobuf.watch_frame`) when the client's Accept asks for
+    `application/vnd.kubernetes.protobuf` (client-go's typed informers)."""
 
     def __init__(self, request: web.Request, target: reads.Target) -> None:
         self.kind = target.kind
-        self.table = codec.wants_table(request.headers.get("Accept", ""))
+        negotiated = request[st.NEGOTIATED]
+        self.negotiated = negotiated
+        self.table = negotiated.convert == codec.TABLE
+        # Metadata-only watches (client-go's metadata informers). As a list it has no meaning per event:
+        # upstream then sends the objects as they are.
+        self.partial = negotiated.convert == "PartialObjectMetadata"
+        self.protobuf = negotiated.media_type == codec.PROTOBUF
         self.include = request.query.get("includeObject", "Metadata")
         self.clock = request.app[st.STORE].clock
         self.headers_sent = False
 
+    @property
+    def content_type(self) -> str:
+        return codec.PROTOBUF + ";stream=watch" if self.protobuf else codec.JSON
+
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
+        if self.partial:
+            return self._event(type_, codec.metadata_only(obj if obj is not None else _decode(raw), self.negotiated))
+        if self.protobuf:
+            return _protobuf_line(type_, raw, obj)
         if not self.table:
             return _json_line(type_, raw)
         if obj is None:
@@ -63,7 +80,42 @@ class _Encoder:
         if initial_end:
             meta["annotations"] = {INITIAL_END: "true"}
         obj = {"kind": self.kind.kind, "apiVersion": self.kind.api_version, "metadata": meta}
-        return _encode({"type": "BOOKMARK", "object": obj}) + b"\n"
+        if self.partial:
+            obj = codec.metadata_only(obj, self.negotiated)
+        return self._event("BOOKMARK", obj)
+
+    def _event(self, type_: str, obj: dict[str, Any]) -> bytes:
+        if self.protobuf:
+            return _frame(type_, obj)
+        return _encode({"type": type_, "object": obj}) + b"\n"
+
+    def expired(self, requested: int, compacted: int) -> bytes:
+        status = storage_errors.too_old(requested=requested, compacted=compacted).status()
+        if self.protobuf:
+            return _frame("ERROR", status)
+        return codec.go_json({"type": "ERROR", "object": status}) + b"\n"
+
+
+_last_frame: tuple[str, bytes, bytes] = ("", b"", b"")
+
+
+def _protobuf_line(type_: str, raw: bytes, obj: dict[str, Any] | None) -> bytes:
+    """The frame of a stored event; reused by every protobuf watcher of the event, as `_json_line`."""
+    global _last_frame
+    last_type, last_raw, frame = _last_frame
+    if raw is last_raw and type_ == last_type:
+        return frame
+    frame = _frame(type_, obj if obj is not None else _decode(raw))
+    _last_frame = (type_, raw, frame)
+    return frame
+
+
+def _frame(type_: str, obj: dict[str, Any]) -> bytes:
+    """One protobuf watch frame: the object's whole body (prefix and envelope) inside a WatchEvent."""
+    from cp import protobuf
+
+    body = protobuf.encode(obj, api_version=str(obj.get("apiVersion", "")), kind=str(obj.get("kind", "")))
+    return protobuf.watch_frame(type_, body)
 
 
 _last_line: tuple[str, bytes, bytes] = ("", b"", b"")
@@ -79,11 +131,6 @@ def _json_line(type_: str, raw: bytes) -> bytes:
     line = b'{"type":"' + type_.encode() + b'","object":' + raw + b"}\n"
     _last_line = (type_, raw, line)
     return line
-
-
-def _expired_line(requested: int, compacted: int) -> bytes:
-    status = storage_errors.too_old(requested=requested, compacted=compacted).status()
-    return codec.go_json({"type": "ERROR", "object": status}) + b"\n"
 
 
 async def watch(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -124,7 +171,7 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
     filtering = not (lq.label.empty and lq.field.empty)
     known: dict[tuple[str, str], bool] = {}  # key -> currently matching
 
-    resp = web.StreamResponse(status=200, headers={"Content-Type": codec.JSON,
+    resp = web.StreamResponse(status=200, headers={"Content-Type": enc.content_type,
                                                    "Cache-Control": "no-cache, private"})
     resp.enable_chunked_encoding()
     lines: list[bytes] = []
@@ -149,7 +196,7 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
                                         after=start)
     except log.ExpiredError as exc:
         await resp.prepare(request)
-        await sender.send(_expired_line(exc.requested, exc.compacted))
+        await sender.send(enc.expired(exc.requested, exc.compacted))
         return resp
     connections.cancel_on_disconnect(request)
     watches = request.app[st.WATCHES]

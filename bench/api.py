@@ -124,22 +124,39 @@ def _pod(i: int) -> dict[str, Any]:
                  "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}
 
 
+def _protobuf_items(body: bytes) -> int:
+    """How many items a protobuf List body holds (its field 2), without decoding them."""
+    from cp.protobuf import wire
+
+    _, _, pos, end, _, _ = wire.envelope(body)
+    count = 0
+    while pos < end:
+        number, _, _, pos = wire.read_field(body, pos, end)
+        count += number == 2
+    return count
+
+
 async def bench_list(url: str, n: int, *, reps: int = 9) -> dict[str, float]:
     await _creates(url, "/api/v1/namespaces/default/pods", [_pod(i) for i in range(n)], 32)
     out: dict[str, float] = {}
     table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    protobuf = "application/vnd.kubernetes.protobuf,application/json"  # client-go's typed clients, informers
     async with aiohttp.ClientSession(base_url=url) as s:
-        for label, headers in (("json", {"Accept": "application/json"}), ("table", {"Accept": table})):
+        for label, headers in (("json", {"Accept": "application/json"}), ("table", {"Accept": table}),
+                               ("protobuf", {"Accept": protobuf})):
             times = []
             for _ in range(reps):
                 t = time.perf_counter()
                 async with s.get("/api/v1/namespaces/default/pods", headers=headers) as r:
                     body = await r.read()
                 times.append(time.perf_counter() - t)
-            count = len(json.loads(body)["items" if label == "json" else "rows"])
+            if label == "protobuf":
+                count = _protobuf_items(body)
+            else:
+                count = len(json.loads(body)["items" if label == "json" else "rows"])
             assert count == n, (label, count)
             out[f"list_{label}_ms"] = statistics.median(times) * 1000
-            out[f"list_{label}_first_ms"] = times[0] * 1000  # Table: before any row was kept
+            out[f"list_{label}_first_ms"] = times[0] * 1000  # Table, protobuf: before any row/message was kept
             out[f"list_{label}_bytes"] = float(len(body))
     return out
 
@@ -271,7 +288,8 @@ async def main_async(quick: bool) -> None:
             proc.terminate()
             proc.wait()
     results.update(await bench_reference(n_creates, {"json": int(results["list_json_bytes"]),
-                                                     "table": int(results["list_table_bytes"])}))
+                                                     "table": int(results["list_table_bytes"]),
+                                                     "protobuf": int(results["list_protobuf_bytes"])}))
     rows = [
         ("start-up to /readyz 200 (s)", f"{results['startup_s']:.3f}", "<= 0.5",
          f"import floor {results['floor_s']:.3f} s; envtest ~s (20 s timeout), kind 12-17 s, k3s ~50 s"),
@@ -282,7 +300,7 @@ async def main_async(quick: bool) -> None:
                      f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (<= 50), errors {r['errors']}; "
                      + (f"server CPU {r['server_cpu_us']:.0f} us/create; " if "server_cpu_us" in r else "")
                      + f"bare aiohttp echo {results['echo_per_s']:.0f}/s"))
-    for label, name in (("json", "JSON"), ("table", "Table")):
+    for label, name in (("json", "JSON"), ("table", "Table"), ("protobuf", "protobuf")):
         mb = results[f"list_{label}_bytes"] / 1e6
         first = f"first {results[f'list_{label}_first_ms']:.0f} ms; "
         rows.append((f"LIST {n_pods} pods {name} (ms)", f"{results[f'list_{label}_ms']:.0f}", "<= 150",

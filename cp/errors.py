@@ -142,6 +142,13 @@ class Expired(StatusError):
     reason = "Expired"
 
 
+class NotAcceptable(StatusError):
+    """406: nothing in the request's Accept header is a media type the endpoint can write."""
+
+    code = 406
+    reason = "NotAcceptable"
+
+
 class RequestEntityTooLarge(StatusError):
     code = 413
     reason = "RequestEntityTooLarge"

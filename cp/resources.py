@@ -57,6 +57,12 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
         return self.kind + "List"
 
     @property
+    def protobuf(self) -> bool:
+        """Whether its objects are served and read as Kubernetes protobuf: built-in kinds are (cp.protobuf
+        has their messages); the sandbox's own kinds are not, as custom resources upstream."""
+        return self.group != SIM_GROUP
+
+    @property
     def group_resource(self) -> str:
         """`deployments.apps`, `pods` — as upstream names a resource in messages."""
         return f"{self.plural}.{self.group}" if self.group else self.plural

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
 from aiohttp import web
 
 from api import codec
@@ -13,12 +12,18 @@ from api.auth.chain import USER_INFO
 from api.auth.config import AUTH
 from cp import errors, rbac
 
-_encode = msgspec.json.Encoder().encode
 
 async def _review_body(request: web.Request) -> dict[str, Any]:
     body = await codec.read_body(request)
     obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
     return obj
+
+
+def _created(request: web.Request, review: dict[str, Any]) -> web.Response:
+    """The answered review, 201, in the media type the client accepts (protobuf for kubectl's typed
+    clients)."""
+    negotiated = codec.negotiate(request.headers.get("Accept", ""))
+    return codec.object_response(negotiated, obj=review, status=201)
 
 
 def _review_user(request: web.Request) -> rbac.UserInfo:
@@ -52,7 +57,7 @@ async def self_subject_access_review(request: web.Request) -> web.StreamResponse
     meta.setdefault("creationTimestamp", None)
     out = {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "metadata": meta,
            "spec": spec, "status": status}
-    return codec.json_response(_encode(out), status=201)
+    return _created(request, out)
 
 
 async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
@@ -77,7 +82,7 @@ async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
         status["evaluationError"] = "; ".join(errs)
     out = {"kind": "SelfSubjectRulesReview", "apiVersion": "authorization.k8s.io/v1",
            "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
-    return codec.json_response(_encode(out), status=201)
+    return _created(request, out)
 
 
 async def self_subject_review(request: web.Request) -> web.StreamResponse:
@@ -89,7 +94,7 @@ async def self_subject_review(request: web.Request) -> web.StreamResponse:
     out = {"kind": "SelfSubjectReview", "apiVersion": f"authentication.k8s.io/{version}",
            "metadata": {**meta, "creationTimestamp": None},
            "status": {"userInfo": user.to_status()}}
-    return codec.json_response(_encode(out), status=201)
+    return _created(request, out)
 
 
 def routes() -> list[web.RouteDef]:

@@ -1,8 +1,8 @@
 """`kubectl describe` (pod, node, deployment, resourceclaim), `kubectl events`, and `kubectl get --raw`
 including a time-travel list at an exact past resourceVersion.
 
-In scope: that the typed describers (which ask for protobuf and get JSON) print the key fields and the
-events they look up with field selectors (kubectl-compat.md §4).
+In scope: that the typed describers (which ask for protobuf and get it, tests/kubectl/test_protobuf.py)
+print the key fields and the events they look up with field selectors (kubectl-compat.md §4).
 """
 
 from __future__ import annotations

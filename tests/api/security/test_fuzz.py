@@ -26,10 +26,12 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 import yarl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from cp import errors, protobuf
 from tests.api.security.conftest import TOKENS, Secure, secure_server
 
 PREFIXES = ["/api/v1", "/apis/apps/v1", "/apis/resource.k8s.io/v1", "/apis/rbac.authorization.k8s.io/v1",
@@ -271,6 +273,7 @@ class Harness:
                 streaming = (status == 200 and "watch" in r.headers.get("Content-Type", "")) or \
                     (r.headers.get("Transfer-Encoding") == "chunked" and req["method"] == "GET" and status == 200)
                 raw = b"" if streaming or req["method"] == "HEAD" else await r.read()
+                content_type = r.headers.get("Content-Type", "")
         except (aiohttp.InvalidURL, ValueError) as exc:
             if not isinstance(exc, aiohttp.ClientResponseError):
                 return  # the client refused to send it (bad header value...): not the server's fault
@@ -287,10 +290,10 @@ class Harness:
             return
         if status >= 400:
             if req["method"] != "HEAD":
-                try:
-                    body = json.loads(raw)
-                except ValueError:
-                    self.failures.append(f"{where}: {status} not JSON: {raw[:200]!r}")
+                try:  # a Status in the media type the request accepts (JSON when nothing else fits)
+                    body = status_body(raw, content_type)
+                except (ValueError, errors.StatusError, yaml.YAMLError):
+                    self.failures.append(f"{where}: {status} not a {content_type} Status: {raw[:200]!r}")
                     return
                 if not (isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1"
                         and body.get("status") == "Failure" and body.get("code") == status
@@ -299,6 +302,17 @@ class Harness:
             await asyncio.sleep(0)
             if event_log.revision != before:
                 self.failures.append(f"{where}: rejected ({status}) but the log moved {before} -> {event_log.revision}")
+
+
+def status_body(raw: bytes, content_type: str) -> Any:
+    """An error body as the client decodes it, by its Content-Type."""
+    if content_type.startswith(protobuf.PROTOBUF):
+        return protobuf.decode(raw)
+    if content_type.startswith("application/yaml"):
+        return yaml.safe_load(raw)
+    if not content_type.startswith("application/json"):
+        raise ValueError(content_type)
+    return json.loads(raw)
 
 
 @pytest.fixture
