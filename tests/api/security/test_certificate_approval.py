@@ -39,6 +39,10 @@ async def test_approval_writes_only_the_approval_conditions(http: aiohttp.Client
         assert r.status == 422  # /status may not add approval conditions (and the approval stays)
     async with http.get(f"{CSRS}/c/approval") as r:
         assert r.status == 200 and (await r.json())["status"]["conditions"][0]["type"] == "Approved"
+    both = approved(out)
+    both["status"]["conditions"].append({"type": "Denied", "status": "True", "reason": "Test"})
+    async with http.put(f"{CSRS}/c/approval", json=both) as r:
+        assert r.status == 422 and "mutually exclusive" in await r.text()
 
 
 async def test_approving_needs_approve_on_the_signer(secure: Secure, tmp_path: Path) -> None:
