@@ -118,6 +118,11 @@ async def test_claim_storage_bounds(http: aiohttp.ClientSession) -> None:
                                  'PersistentVolumeClaim is 1Gi, but request is 100Mi')
     code, _ = await _post(http, "persistentvolumeclaims", claim("fine", "5Gi"))
     assert code == 201
+    # Only a bound claim may ask for more storage.
+    async with http.patch(f"{NS}/persistentvolumeclaims/fine/status",
+                          json={"status": {"phase": "Bound", "capacity": {"storage": "5Gi"}}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200, await r.text()
     async with http.patch(f"{NS}/persistentvolumeclaims/fine",
                           json={"spec": {"resources": {"requests": {"storage": "50Gi"}}}},
                           headers={"Content-Type": "application/merge-patch+json"}) as r:

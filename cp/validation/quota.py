@@ -1,0 +1,242 @@
+"""Validation rules for core/v1 LimitRanges and ResourceQuotas (the admission plugins that enforce them
+are `api.admission.limitranger` and `api.admission.resourcequota`).
+
+Behaviour follows upstream `pkg/apis/core/validation` (ValidateLimitRange, ValidateResourceQuota,
+ValidateResourceQuotaSpec/Status): resource names per limit type, the ordering of min, default request,
+default limit and max, ratios, and the quota's resources, values and scopes. Where upstream walks a set
+of resource names (random order), the names are taken in sorted order. Pure.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from cp import quantity
+from cp.errors import Cause
+from cp.validation.common import (
+    GoValue,
+    as_dict,
+    as_list,
+    as_str,
+    each,
+    is_qualified_name,
+    name_is_dns_subdomain,
+    not_supported,
+    parse_quantity,
+)
+from cp.validation.meta import validate_object_meta
+from cp.validation.pod import _validate_resource_name as validate_container_resource_name
+from cp.validation.registry import Rules
+
+_STANDARD_QUOTA = frozenset((
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers", "cpu", "memory", "ephemeral-storage",
+    "requests.cpu", "requests.memory", "requests.storage", "requests.ephemeral-storage", "limits.cpu",
+    "limits.memory", "limits.ephemeral-storage"))
+_INTEGER_QUOTA = frozenset((
+    "pods", "services", "replicationcontrollers", "resourcequotas", "secrets", "configmaps",
+    "persistentvolumeclaims", "services.nodeports", "services.loadbalancers"))
+_SCOPES = ("Terminating", "NotTerminating", "BestEffort", "NotBestEffort", "PriorityClass",
+           "CrossNamespacePodAffinity", "VolumeAttributesClass")
+_SCOPE_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist")
+
+
+def _canonical(raw: Any) -> str:
+    try:
+        return quantity.canonical(raw)
+    except (quantity.QuantityError, TypeError):
+        return str(raw)
+
+
+def _overcommit_allowed(name: str) -> bool:
+    native = "/" not in name or name.startswith("kubernetes.io/")
+    return native and not name.startswith("hugepages-")
+
+
+# ---------------------------------------------------------------- LimitRange
+
+def _limit_resource_name(limit_type: str, name: str, path: str, errs: list[Cause]) -> None:
+    if limit_type in ("Pod", "Container"):
+        validate_container_resource_name(name, path, errs)
+    else:
+        each(errs, path, name, is_qualified_name(name))
+
+
+def _limit_item(item: dict[str, Any], path: str, errs: list[Cause]) -> None:
+    limit_type = as_str(item.get("type"))
+    each(errs, f"{path}.type", limit_type, is_qualified_name(limit_type))
+    values: dict[str, dict[str, Decimal]] = {}
+    raw: dict[str, dict[str, Any]] = {}
+    sections = ["max", "min", "default", "defaultRequest"]
+    if limit_type == "Pod":
+        for key in ("default", "defaultRequest"):
+            if as_dict(item.get(key)):
+                errs.append(Cause("Forbidden", f"{path}.{key}", "may not be specified when `type` is 'Pod'"))
+    else:
+        sections.append("maxLimitRequestRatio")
+    for section in sections:
+        values[section], raw[section] = {}, {}
+        for name, value in as_dict(item.get(section)).items():
+            _limit_resource_name(limit_type, name, f"{path}.{section}[{name}]", errs)
+            q = parse_quantity(value)
+            if q is not None:
+                values[section][name], raw[section][name] = q, value
+    if limit_type == "PersistentVolumeClaim" and "storage" not in as_dict(item.get("min")) \
+            and "storage" not in as_dict(item.get("max")):
+        errs.append(Cause("Required", f"{path}.limits", "either minimum or maximum storage value is required, but "
+                          "neither was provided"))
+    names = sorted(set().union(*(values[s] for s in sections)))
+    for name in names:
+        _compare(name, values, raw, path, errs)
+
+
+def _compare(name: str, values: dict[str, dict[str, Decimal]], raw: dict[str, dict[str, Any]], path: str,
+             errs: list[Cause]) -> None:
+    low, high = values["min"].get(name), values["max"].get(name)
+    default, request = values["default"].get(name), values["defaultRequest"].get(name)
+    ratio = values.get("maxLimitRequestRatio", {}).get(name)
+
+    def text(section: str) -> str:
+        return _canonical(raw[section][name])
+
+    def invalid(section: str, shown: str, message: str) -> None:
+        errs.append(Cause("Invalid", f"{path}.{section}[{name}]", message, GoValue(text(shown))))
+
+    if low is not None and high is not None and low > high:
+        invalid("min", "min", f"min value {text('min')} is greater than max value {text('max')}")
+    if request is not None and low is not None and low > request:
+        invalid("defaultRequest", "defaultRequest",
+                f"min value {text('min')} is greater than default request value {text('defaultRequest')}")
+    if request is not None and high is not None and request > high:
+        invalid("defaultRequest", "defaultRequest",
+                f"default request value {text('defaultRequest')} is greater than max value {text('max')}")
+    if request is not None and default is not None and request > default:
+        invalid("defaultRequest", "defaultRequest", f"default request value {text('defaultRequest')} is greater "
+                f"than default limit value {text('default')}")
+    if default is not None and low is not None and low > default:
+        invalid("default", "min", f"min value {text('min')} is greater than default value {text('default')}")
+    if default is not None and high is not None and default > high:
+        invalid("default", "max", f"default value {text('default')} is greater than max value {text('max')}")
+    if ratio is not None and ratio < 1:
+        invalid("maxLimitRequestRatio", "maxLimitRequestRatio",
+                f"ratio {text('maxLimitRequestRatio')} is less than 1")
+    if ratio is not None and low is not None and high is not None and low > 0:
+        limit = float(high) / float(low)
+        if float(ratio) > limit:
+            invalid("maxLimitRequestRatio", "maxLimitRequestRatio",
+                    f"ratio {text('maxLimitRequestRatio')} is greater than max/min = {limit:f}")
+    if not _overcommit_allowed(name) and default is not None and request is not None and default != request:
+        invalid("defaultRequest", "defaultRequest", f"default value {text('default')} must equal to defaultRequest "
+                f"value {text('defaultRequest')} in {name}")
+
+
+def _limit_range_spec(obj: dict[str, Any], errs: list[Cause]) -> None:
+    seen: set[str] = set()
+    for i, item in enumerate(as_list(as_dict(obj.get("spec")).get("limits"))):
+        item = as_dict(item)
+        path = f"spec.limits[{i}]"
+        limit_type = as_str(item.get("type"))
+        if limit_type in seen:
+            errs.append(Cause("Duplicate", f"{path}.type", "", limit_type))
+        seen.add(limit_type)
+        _limit_item(item, path, errs)
+
+
+def _limit_range_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _limit_range_spec(obj, errs)
+
+
+def _limit_range_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _limit_range_spec(new, errs)
+
+
+# ---------------------------------------------------------------- ResourceQuota
+
+def _quota_resources(hard: Any, path: str, errs: list[Cause]) -> None:
+    for name, value in sorted(as_dict(hard).items()):
+        rpath = f"{path}[{name}]"
+        msgs = is_qualified_name(name)
+        each(errs, rpath, name, msgs)
+        if not msgs and "/" not in name and name not in _STANDARD_QUOTA \
+                and not name.startswith(("hugepages-", "requests.hugepages-")):
+            errs.append(Cause("Invalid", rpath, "must be a standard resource for quota", name))
+        q = parse_quantity(value)
+        if q is None:
+            continue
+        if q < 0:
+            errs.append(Cause("Invalid", rpath, "must be greater than or equal to 0", GoValue(_canonical(value))))
+        integer = name in _INTEGER_QUOTA or name.startswith("count/") or \
+            ("/" in name and not name.startswith(("kubernetes.io/", "requests.kubernetes.io/")))
+        if integer and q != q.to_integral_value():
+            errs.append(Cause("Invalid", rpath, "must be an integer", GoValue(_canonical(value))))
+
+
+def _go_scopes(scopes: list[Any]) -> GoValue:
+    return GoValue("[]core.ResourceQuotaScope{" + ", ".join(f'"{s}"' for s in scopes) + "}")
+
+
+def _quota_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
+    hard = as_dict(spec.get("hard"))
+    _quota_resources(hard, "spec.hard", errs)
+    scopes = as_list(spec.get("scopes"))
+    for scope in scopes:
+        if scope not in _SCOPES:
+            errs.append(Cause("Invalid", "spec.scopes", "unsupported scope", _go_scopes(scopes)))
+        elif scope == "BestEffort":
+            # A best-effort pod requests no compute resources: the scope only counts pods.
+            for name in hard:
+                if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-"):
+                    errs.append(Cause("Invalid", "spec.scopes", "unsupported scope applied to resource",
+                                      _go_scopes(scopes)))
+    for pair in (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating")):
+        if all(s in scopes for s in pair):
+            errs.append(Cause("Invalid", "spec.scopes", "conflicting scopes", _go_scopes(scopes)))
+    selector = spec.get("scopeSelector")
+    for i, req in enumerate(as_list(as_dict(selector).get("matchExpressions"))):
+        req = as_dict(req)
+        rpath = f"spec.scopeSelector.matchExpressions[{i}]"
+        if req.get("scopeName") not in _SCOPES:
+            errs.append(Cause("Invalid", f"{rpath}.scopeName", "unsupported scope", req.get("scopeName")))
+        operator = req.get("operator")
+        if operator not in _SCOPE_OPERATORS:
+            not_supported(errs, f"{rpath}.operator", operator, _SCOPE_OPERATORS)
+        values = as_list(req.get("values"))
+        if operator in ("In", "NotIn") and not values:
+            errs.append(Cause("Required", f"{rpath}.values", "must be at least one value when `operator` is 'In' or "
+                              "'NotIn' for scope selector"))
+        elif operator in ("Exists", "DoesNotExist") and values:
+            errs.append(Cause("Invalid", f"{rpath}.values", "must be no value when `operator` is 'Exist' or "
+                              "'DoesNotExist' for scope selector", GoValue("[]string{" + ", ".join(
+                                  f'"{v}"' for v in values) + "}")))
+
+
+def _quota_status(obj: dict[str, Any], errs: list[Cause]) -> None:
+    status = as_dict(obj.get("status"))
+    _quota_resources(status.get("hard"), "status.hard", errs)
+    _quota_resources(status.get("used"), "status.used", errs)
+
+
+def _quota_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _quota_spec(as_dict(obj.get("spec")), errs)
+    _quota_status(obj, errs)
+
+
+def _quota_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _quota_spec(as_dict(new.get("spec")), errs)
+    # Scopes are fixed at creation.
+    scopes = as_list(as_dict(new.get("spec")).get("scopes"))
+    if set(map(str, scopes)) != set(map(str, as_list(as_dict(old.get("spec")).get("scopes")))):
+        errs.append(Cause("Invalid", "spec.scopes", "field is immutable", _go_scopes(scopes)))
+
+
+def _quota_status_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    _quota_status(new, errs)
+
+
+RULES = {
+    ("", "LimitRange"): Rules(_limit_range_create, _limit_range_update),
+    ("", "ResourceQuota"): Rules(_quota_create, _quota_update, _quota_status_update),
+}

@@ -1,0 +1,269 @@
+"""Validation rules for core/v1 PersistentVolumes and PersistentVolumeClaims (and the claim templates
+of StatefulSets).
+
+Behaviour follows upstream `pkg/apis/core/validation` (ValidatePersistentVolume(Spec|Update|StatusUpdate),
+ValidatePersistentVolumeClaim(Spec|Update|StatusUpdate)) with 1.37's feature gates: a claim's spec is
+immutable but for the storage request of a bound claim (which may shrink down to, not below, the
+capacity after a failed expansion), its volume attributes class and, once, its volume name; a volume's
+source and volume mode never change. Where upstream appends a Go `cmp.Diff` of the two specs to the
+message, the changed fields are listed as `- field: old` / `+ field: new` lines (JSON values). Pure.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+from cp.errors import Cause
+from cp.validation.common import (
+    as_dict,
+    as_list,
+    as_str,
+    each,
+    is_dns1123_subdomain,
+    name_is_dns_subdomain,
+    not_supported,
+    parse_quantity,
+)
+from cp.validation.meta import validate_label_selector, validate_object_meta
+from cp.validation.registry import Rules
+
+ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
+_VOLUME_MODES = ("Block", "Filesystem")
+_RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
+_PHASES_PV = ("Available", "Bound", "Failed", "Pending", "Released")
+_PHASES_PVC = ("Bound", "Lost", "Pending")
+# PersistentVolumeSource, in upstream's order of checks.
+PV_SOURCES = ("hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "flocker", "nfs", "rbd",
+              "quobyte", "cephfs", "iscsi", "cinder", "fc", "flexVolume", "azureFile", "vsphereVolume",
+              "photonPersistentDisk", "portworxVolume", "azureDisk", "scaleIO", "local", "storageos", "csi")
+_HOST_PATH_TYPES = ("", "BlockDevice", "CharDevice", "Directory", "DirectoryOrCreate", "File", "FileOrCreate",
+                    "Socket")
+
+
+def _access_modes(modes: Any, path: str, errs: list[Cause], *, required_detail: str) -> None:
+    modes = as_list(modes)
+    if not modes:
+        errs.append(Cause("Required", path, required_detail))
+    for mode in modes:
+        if mode not in ACCESS_MODES:
+            not_supported(errs, path, mode, ACCESS_MODES)
+    if "ReadWriteOncePod" in modes and any(m != "ReadWriteOncePod" for m in modes):
+        errs.append(Cause("Forbidden", path, "may not use ReadWriteOncePod with other access modes"))
+
+
+def _positive_quantity(raw: Any, path: str, errs: list[Cause]) -> None:
+    q = parse_quantity(raw)
+    if q is not None and q <= 0:
+        errs.append(Cause("Invalid", path, "must be greater than zero", str(raw)))
+
+
+def _class_name(name: Any, path: str, errs: list[Cause]) -> None:
+    if isinstance(name, str) and name:
+        each(errs, path, name, is_dns1123_subdomain(name))
+
+
+def _typed_reference(ref: Any, path: str, errs: list[Cause]) -> None:
+    ref = as_dict(ref)
+    if not as_str(ref.get("name")):
+        errs.append(Cause("Required", f"{path}.name", ""))
+    if not as_str(ref.get("kind")):
+        errs.append(Cause("Required", f"{path}.kind", ""))
+    elif not ref.get("apiGroup") and ref.get("kind") != "PersistentVolumeClaim":
+        errs.append(Cause("Invalid", f"{path}.kind", "must be 'PersistentVolumeClaim' when referencing the default "
+                          "apiGroup", ref.get("kind")))
+
+
+def validate_claim_spec(spec: Any, path: str, errs: list[Cause]) -> None:
+    """ValidatePersistentVolumeClaimSpec."""
+    spec = as_dict(spec)
+    _access_modes(spec.get("accessModes"), f"{path}.accessModes", errs,
+                  required_detail="at least 1 access mode is required")
+    validate_label_selector(spec.get("selector"), f"{path}.selector", errs)
+    requests = as_dict(as_dict(spec.get("resources")).get("requests"))
+    if "storage" not in requests:
+        errs.append(Cause("Required", f"{path}.resources[storage]", ""))
+    else:
+        _positive_quantity(requests["storage"], f"{path}.resources[storage]", errs)
+    _class_name(spec.get("storageClassName"), f"{path}.storageClassName", errs)
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in _VOLUME_MODES:
+        not_supported(errs, f"{path}.volumeMode", mode, _VOLUME_MODES)
+    for key in ("dataSource", "dataSourceRef"):
+        if spec.get(key) is not None:
+            _typed_reference(spec.get(key), f"{path}.{key}", errs)
+    vac = spec.get("volumeAttributesClassName")
+    if vac is not None and not vac:
+        errs.append(Cause("Required", f"{path}.volumeAttributesClassName", "an empty string is disallowed"))
+    else:
+        _class_name(vac, f"{path}.volumeAttributesClassName", errs)
+
+
+# ---------------------------------------------------------------- PersistentVolume
+
+def _source(kind: str, source: dict[str, Any], path: str, errs: list[Cause]) -> None:
+    """The required fields of the common volume sources."""
+    def required(*keys: str) -> None:
+        for key in keys:
+            if not source.get(key):
+                errs.append(Cause("Required", f"{path}.{key}", ""))
+
+    if kind == "hostPath":
+        required("path")
+        p = as_str(source.get("path"))
+        if ".." in p.split("/"):
+            errs.append(Cause("Invalid", f"{path}.path", "must not contain '..'", p))
+        if source.get("type") not in (None, *_HOST_PATH_TYPES):
+            not_supported(errs, f"{path}.type", source.get("type"), _HOST_PATH_TYPES[1:])
+    elif kind == "nfs":
+        required("server", "path")
+        p = as_str(source.get("path"))
+        if p and not p.startswith("/"):
+            errs.append(Cause("Invalid", f"{path}.path", "must be an absolute path", p))
+    elif kind == "local":
+        required("path")
+    elif kind == "csi":
+        required("driver", "volumeHandle")
+    elif kind == "iscsi":
+        required("targetPortal", "iqn")
+    elif kind == "rbd":
+        if not as_list(source.get("monitors")):
+            errs.append(Cause("Required", f"{path}.monitors", ""))
+        required("image")
+
+
+def _pv_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
+    _access_modes(spec.get("accessModes"), "spec.accessModes", errs, required_detail="")
+    capacity = as_dict(spec.get("capacity"))
+    if not capacity:
+        errs.append(Cause("Required", "spec.capacity", ""))
+    if "storage" not in capacity or len(capacity) > 1:
+        not_supported(errs, "spec.capacity", capacity, ("storage",))
+    for name, raw in capacity.items():
+        _positive_quantity(raw, f"spec.capacity[{name}]", errs)
+    policy = spec.get("persistentVolumeReclaimPolicy")
+    if policy and policy not in _RECLAIM_POLICIES:
+        not_supported(errs, "spec.persistentVolumeReclaimPolicy", policy, _RECLAIM_POLICIES)
+    count = 0
+    for kind in PV_SOURCES:
+        source = spec.get(kind)
+        if source is None:
+            continue
+        if count:
+            errs.append(Cause("Forbidden", f"spec.{kind}", "may not specify more than 1 volume type"))
+            continue
+        count += 1
+        _source(kind, as_dict(source), f"spec.{kind}", errs)
+    if not count:
+        errs.append(Cause("Required", "spec", "must specify a volume type"))
+    if spec.get("local") is not None and spec.get("nodeAffinity") is None:
+        errs.append(Cause("Required", "spec.nodeAffinity", "Local volume requires node affinity"))
+    host = as_dict(spec.get("hostPath"))
+    if host and posixpath.normpath(as_str(host.get("path")) or ".") == "/" and policy == "Recycle":
+        errs.append(Cause("Forbidden", "spec.persistentVolumeReclaimPolicy",
+                          "may not be 'recycle' for a hostPath mount of '/'"))
+    _class_name(spec.get("storageClassName"), "spec.storageClassName", errs)
+    mode = spec.get("volumeMode")
+    if mode is not None and mode not in _VOLUME_MODES:
+        not_supported(errs, "spec.volumeMode", mode, _VOLUME_MODES)
+    _class_name(spec.get("volumeAttributesClassName"), "spec.volumeAttributesClassName", errs)
+
+
+def _pv_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_subdomain)
+    _pv_spec(as_dict(obj.get("spec")), errs)
+
+
+def _diff(old: dict[str, Any], new: dict[str, Any], keys: Any) -> str:
+    lines = []
+    for key in sorted(keys):
+        if old.get(key) != new.get(key):
+            if key in old:
+                lines.append(f"- {key}: {json.dumps(old[key], sort_keys=True)}")
+            if key in new:
+                lines.append(f"+ {key}: {json.dumps(new[key], sort_keys=True)}")
+    return "\n".join(lines)
+
+
+def _pv_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+    _pv_spec(spec, errs)
+    if any(spec.get(k) != old_spec.get(k) for k in PV_SOURCES):
+        errs.append(Cause("Forbidden", "spec.persistentvolumesource", "spec.persistentvolumesource is immutable "
+                          "after creation\n" + _diff(old_spec, spec, PV_SOURCES)))
+    if spec.get("volumeMode") != old_spec.get("volumeMode"):
+        errs.append(Cause("Invalid", "volumeMode", "field is immutable", spec.get("volumeMode")))
+    if old_spec.get("nodeAffinity") is not None and spec.get("nodeAffinity") != old_spec.get("nodeAffinity"):
+        errs.append(Cause("Invalid", "spec.nodeAffinity", "field is immutable", spec.get("nodeAffinity")))
+
+
+def _pv_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    phase = as_dict(new.get("status")).get("phase")
+    if phase and phase not in _PHASES_PV:
+        not_supported(errs, "status.phase", phase, _PHASES_PV)
+
+
+# ---------------------------------------------------------------- PersistentVolumeClaim
+
+def _pvc_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    validate_claim_spec(obj.get("spec"), "spec", errs)
+
+
+def _storage(spec: dict[str, Any]) -> Any:
+    return as_dict(as_dict(spec.get("resources")).get("requests")).get("storage")
+
+
+def _pvc_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+    validate_claim_spec(spec, "spec", errs)
+    allowed = dict(old_spec)
+    if not old_spec.get("volumeName"):
+        _carry(spec, allowed, "volumeName")  # set once, by the binder
+    _carry(spec, allowed, "volumeAttributesClassName")
+    bound = as_dict(new.get("status")).get("phase") == "Bound"
+    compared = dict(spec)
+    if bound and "resources" in spec:
+        resources = dict(as_dict(spec.get("resources")))
+        requests = dict(as_dict(resources.get("requests")))
+        if _storage(old_spec) is None:
+            requests.pop("storage", None)
+        else:
+            requests["storage"] = _storage(old_spec)
+        resources["requests"] = requests
+        compared["resources"] = resources
+    if compared != allowed:
+        errs.append(Cause("Forbidden", "spec", "spec is immutable after creation except resources.requests and "
+                          "volumeAttributesClassName for bound claims\n"
+                          + _diff(allowed, compared, set(allowed) | set(compared))))
+    new_size, old_size = parse_quantity(_storage(spec)), parse_quantity(_storage(old_spec))
+    capacity = parse_quantity(as_dict(as_dict(old.get("status")).get("capacity")).get("storage") or "0")
+    if new_size is not None and old_size is not None and new_size < old_size and new_size <= capacity:
+        errs.append(Cause("Forbidden", "spec.resources.requests.storage", "field can not be less than "
+                          "status.capacity"))
+
+
+def _carry(source: dict[str, Any], target: dict[str, Any], key: str) -> None:
+    if key in source:
+        target[key] = source[key]
+    else:
+        target.pop(key, None)
+
+
+def _pvc_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    status = as_dict(new.get("status"))
+    phase = status.get("phase")
+    if phase and phase not in _PHASES_PVC:
+        not_supported(errs, "status.phase", phase, _PHASES_PVC)
+    _access_modes(status.get("accessModes") or ["ReadWriteOnce"], "status.accessModes", errs, required_detail="")
+    for name, raw in as_dict(status.get("capacity")).items():
+        q = parse_quantity(raw)
+        if q is not None and q < 0:
+            errs.append(Cause("Invalid", f"status.capacity[{name}]", "must be greater than or equal to 0", str(raw)))
+
+
+RULES = {
+    ("", "PersistentVolume"): Rules(_pv_create, _pv_update, _pv_status),
+    ("", "PersistentVolumeClaim"): Rules(_pvc_create, _pvc_update, _pvc_status),
+}
