@@ -252,14 +252,15 @@ def _job_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> 
     completions, parallelism = spec.get("completions"), spec.get("parallelism")
     if not indexed:
         _immutable(spec, old_spec, "completions", errs)
-    elif completions != old_spec.get("completions") and completions != parallelism:
-        errs.append(Cause("Invalid", "spec.completions", "can only be modified in tandem with spec.parallelism",
-                          completions))
     if spec.get("selector") != old_spec.get("selector"):
         errs.append(Cause("Invalid", "spec.selector", "field is immutable", go_label_selector(spec.get("selector"))))
     _template_update(spec, old_spec, as_dict(old.get("status")), errs)
     for key in ("completionMode", "podFailurePolicy", "backoffLimitPerIndex", "managedBy", "successPolicy"):
         _immutable(spec, old_spec, key, errs)
+    # Elastic indexed Jobs: completions change together with parallelism.
+    if indexed and completions != old_spec.get("completions") and completions != parallelism:
+        errs.append(Cause("Invalid", "spec.completions", "can only be modified in tandem with spec.parallelism",
+                          completions))
 
 
 def _immutable(spec: dict[str, Any], old_spec: dict[str, Any], key: str, errs: list[Cause]) -> None:
