@@ -158,9 +158,10 @@ def _daemon_set_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cau
 
 def _daemon_set_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+    _daemon_set_spec(spec, errs)
+    # The apps/v1 strategy adds this after the spec rules.
     if spec.get("selector") != old_spec.get("selector"):
         errs.append(Cause("Invalid", "spec.selector", "field is immutable", go_label_selector(spec.get("selector"))))
-    _daemon_set_spec(spec, errs)
 
 
 def _daemon_set_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:

@@ -167,10 +167,16 @@ def _quota_resources(hard: Any, path: str, errs: list[Cause]) -> None:
             continue
         if q < 0:
             errs.append(Cause("Invalid", rpath, "must be greater than or equal to 0", GoValue(_canonical(value))))
-        integer = name in _INTEGER_QUOTA or name.startswith("count/") or \
-            ("/" in name and not name.startswith(("kubernetes.io/", "requests.kubernetes.io/")))
+        integer = name in _INTEGER_QUOTA or _is_extended(name)
         if integer and q != q.to_integral_value():
             errs.append(Cause("Invalid", rpath, "must be an integer", GoValue(_canonical(value))))
+
+
+def _is_extended(name: str) -> bool:
+    """helper.IsExtendedResourceName: not native, not a request, and valid behind `requests.` (extended
+    resources and object counts `count/<resource>` hold whole numbers)."""
+    native = "/" not in name or "kubernetes.io/" in name
+    return not native and not name.startswith("requests.") and not is_qualified_name("requests." + name)
 
 
 def _go_scopes(scopes: list[Any]) -> GoValue:

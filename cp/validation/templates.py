@@ -24,7 +24,11 @@ def validate_pod_template_spec(template: Any, path: str, errs: list[Cause]) -> N
     """ValidatePodTemplateSpec: template labels and annotations, then the pod spec."""
     template = as_dict(template)
     validate_template_object_meta(template.get("metadata"), f"{path}.metadata", errs)
-    validate_pod_spec(template.get("spec"), f"{path}.spec", errs)
+    spec = as_dict(template.get("spec"))
+    validate_pod_spec(spec, f"{path}.spec", errs)
+    if as_list(spec.get("ephemeralContainers")):
+        errs.append(Cause("Forbidden", f"{path}.spec.ephemeralContainers",
+                          "ephemeral containers not allowed in pod template"))
 
 
 def template_labels(template: Any) -> dict[str, Any]:

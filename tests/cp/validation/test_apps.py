@@ -147,6 +147,13 @@ def test_replication_controller_needs_a_selector_and_template() -> None:
     assert create_errors(obj) == ["spec.selector: Required value", "spec.template: Required value"]
 
 
+def test_templates_have_no_ephemeral_containers() -> None:
+    tpl = template(ephemeralContainers=[{"name": "debug", "image": "busybox"}])
+    obj = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"}, "template": tpl}
+    assert create_errors(obj)[-1] == "template.spec.ephemeralContainers: Forbidden: ephemeral containers not " \
+                                     "allowed in pod template"
+
+
 def test_pod_template() -> None:
     obj = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "t"},
            "template": {"metadata": {"labels": {"bad key!": "x"}}, "spec": template()["spec"]}}
