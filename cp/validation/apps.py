@@ -22,6 +22,7 @@ from cp.validation.common import (
     name_is_dns_subdomain,
     nonnegative,
     not_supported,
+    validate_annotations,
     validate_labels,
 )
 from cp.validation.meta import selector_matches, validate_label_selector, validate_object_meta
@@ -69,7 +70,7 @@ def _rc_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         errs.append(Cause("Invalid", "spec.template.metadata.labels", "`selector` does not match template `labels`",
                           go_string_map(labels)))
     validate_pod_template_spec(template, "spec.template", errs)
-    check_restart_always(template, "spec.template", errs, kind="ReplicationController", forbid_deadline=True)
+    check_restart_always(template, "spec.template", errs, kind="ReplicationController")
 
 
 def _rc_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
@@ -121,10 +122,10 @@ def _daemon_set_strategy(strategy: dict[str, Any], errs: list[Cause]) -> None:
     if not isinstance(rolling, dict):
         errs.append(Cause("Required", f"{path}.rollingUpdate", ""))
         return
+    for key in ("maxUnavailable", "maxSurge"):
+        if rolling.get(key) is not None:
+            int_or_percent(rolling[key], f"{path}.rollingUpdate.{key}", errs)
     unavailable, surge = _nonzero(rolling.get("maxUnavailable")), _nonzero(rolling.get("maxSurge"))
-    for key, nonzero in (("maxUnavailable", unavailable), ("maxSurge", surge)):
-        if nonzero or (isinstance(rolling.get(key), str) and not PERCENT.match(rolling[key])):
-            int_or_percent(rolling.get(key), f"{path}.rollingUpdate.{key}", errs)
     if unavailable and surge:
         errs.append(Cause("Invalid", f"{path}.rollingUpdate.maxSurge", "may not be set when maxUnavailable is "
                           "non-zero", rolling.get("maxSurge")))
@@ -145,7 +146,7 @@ def _daemon_set_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         errs.append(Cause("Invalid", "spec.selector", "empty selector is invalid for daemonset",
                           go_label_selector(selector)))
     validate_pod_template_spec(template, "spec.template", errs)
-    check_restart_always(template, "spec.template", errs, kind="DaemonSet", forbid_deadline=False)
+    check_restart_always(template, "spec.template", errs, kind="DaemonSet")
     nonnegative(errs, "spec.minReadySeconds", spec.get("minReadySeconds"))
     _daemon_set_strategy(as_dict(spec.get("updateStrategy")), errs)
     nonnegative(errs, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
@@ -164,11 +165,19 @@ def _daemon_set_update(new: dict[str, Any], old: dict[str, Any], errs: list[Caus
         errs.append(Cause("Invalid", "spec.selector", "field is immutable", go_label_selector(spec.get("selector"))))
 
 
+def _collisions_kept(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    count = as_dict(new.get("status")).get("collisionCount")
+    old_count = as_dict(old.get("status")).get("collisionCount")
+    if is_int(old_count) and (count is None or (is_int(count) and count < old_count)):
+        errs.append(Cause("Invalid", "status.collisionCount", "cannot be decremented", count or 0))
+
+
 def _daemon_set_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     _status_counts(as_dict(new.get("status")), (
         "currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady",
         "observedGeneration", "updatedNumberScheduled", "numberAvailable", "numberUnavailable", "collisionCount"),
         errs)
+    _collisions_kept(new, old, errs)
 
 
 # ---------------------------------------------------------------- StatefulSet
@@ -191,8 +200,13 @@ def _stateful_set_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     elif stype == "RollingUpdate":
         if isinstance(rolling, dict):
             nonnegative(errs, "spec.updateStrategy.rollingUpdate.partition", rolling.get("partition"))
-            if rolling.get("maxUnavailable") is not None:
-                int_or_percent(rolling["maxUnavailable"], "spec.updateStrategy.rollingUpdate.maxUnavailable", errs)
+            unavailable = rolling.get("maxUnavailable")
+            if unavailable is not None:
+                path = "spec.updateStrategy.rollingUpdate.maxUnavailable"
+                int_or_percent(unavailable, path, errs, percent_limit=False)
+                if not _nonzero(unavailable):
+                    errs.append(Cause("Invalid", path, "cannot be 0", unavailable))
+                int_or_percent(unavailable, path, errs, percent_only=True)
     else:
         errs.append(Cause("Invalid", "spec.updateStrategy", "must be 'RollingUpdate' or 'OnDelete'", strategy))
     retention = spec.get("persistentVolumeClaimRetentionPolicy")
@@ -220,8 +234,12 @@ def _stateful_set_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
                 and not selector_matches(selector, template_labels(template)):
             errs.append(Cause("Invalid", "spec.template.metadata.labels",
                               "`selector` does not match template `labels`", go_string_map(template_labels(template))))
-        validate_pod_template_spec(template, "spec.template", errs)
-    check_restart_always(template, "spec.template", errs, kind="StatefulSet", forbid_deadline=True)
+        # Upstream checks only the template's labels and annotations here (at these paths), not its pod
+        # spec: the pods' volumes come from the claim templates as well.
+        meta = as_dict(as_dict(template).get("metadata"))
+        validate_labels(meta.get("labels"), "spec.template.labels", errs)
+        validate_annotations(meta.get("annotations"), "spec.template.annotations", errs)
+    check_restart_always(template, "spec.template", errs, kind="StatefulSet")
     nonnegative(errs, "spec.revisionHistoryLimit", spec.get("revisionHistoryLimit"))
 
 
@@ -249,6 +267,7 @@ def _stateful_set_status(new: dict[str, Any], old: dict[str, Any], errs: list[Ca
     for key in ("readyReplicas", "currentReplicas", "updatedReplicas", "availableReplicas"):
         _not_above(status, key, "replicas", errs)
     _not_above(status, "availableReplicas", "readyReplicas", errs)
+    _collisions_kept(new, old, errs)
 
 
 # ---------------------------------------------------------------- ControllerRevision

@@ -17,15 +17,18 @@ from cp.validation.registry import Rules
 _EVICTION_POLICIES = ("AlwaysAllow", "IfHealthyBudget")
 
 
-def int_or_percent(value: Any, path: str, errs: list[Cause]) -> None:
-    """ValidatePositiveIntOrPercent and IsNotMoreThan100Percent."""
+def int_or_percent(value: Any, path: str, errs: list[Cause], *, percent_limit: bool = True,
+                   percent_only: bool = False) -> None:
+    """ValidatePositiveIntOrPercent, then IsNotMoreThan100Percent (unless `percent_limit` is false;
+    `percent_only` runs that one alone)."""
     if isinstance(value, str):
         if not PERCENT.match(value):
-            errs.append(Cause("Invalid", path, "a valid percent string must be a numeric string followed by an "
-                              "ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')", value))
-        elif int(value[:-1]) > 100:
+            if not percent_only:
+                errs.append(Cause("Invalid", path, "a valid percent string must be a numeric string followed by an "
+                                  "ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')", value))
+        elif int(value[:-1]) > 100 and (percent_limit or percent_only):
             errs.append(Cause("Invalid", path, "must not be greater than 100%", value))
-    elif is_int(value):
+    elif is_int(value) and not percent_only:
         nonnegative(errs, path, value)
 
 

@@ -43,19 +43,15 @@ def check_selector_matches(selector: Any, template: Any, path: str, errs: list[C
                           go_string_map(labels)))
 
 
-def check_restart_always(template: Any, path: str, errs: list[Cause], *, kind: str, forbid_deadline: bool) -> None:
+def check_restart_always(template: Any, path: str, errs: list[Cause], *, kind: str) -> None:
     """Controllers that keep pods running: restart policy `Always`, no active deadline."""
     spec = as_dict(as_dict(template).get("spec"))
     policy = spec.get("restartPolicy")
     if policy != "Always":
         not_supported(errs, f"{path}.spec.restartPolicy", policy, ("Always",))
-    deadline = spec.get("activeDeadlineSeconds")
-    if deadline is not None:
-        message = f"activeDeadlineSeconds in {kind} is not Supported"
-        if forbid_deadline:
-            errs.append(Cause("Forbidden", f"{path}.spec.activeDeadlineSeconds", message))
-        else:
-            errs.append(Cause("Invalid", f"{path}.spec.activeDeadlineSeconds", message, deadline))
+    if spec.get("activeDeadlineSeconds") is not None:
+        errs.append(Cause("Forbidden", f"{path}.spec.activeDeadlineSeconds",
+                          f"activeDeadlineSeconds in {kind} is not Supported"))
 
 
 def selector_converts(sel: Any) -> bool:

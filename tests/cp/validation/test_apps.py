@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from cp import errors, validation
 from tests.cp.validation.rules import changed, create_errors, update_errors
 
 SELECTOR = {"matchLabels": {"app": "web"}}
@@ -50,14 +51,16 @@ def test_valid_samples() -> None:
     ({"template": template(restartPolicy="Never")},
      ['spec.template.spec.restartPolicy: Unsupported value: "Never": supported values: "Always"']),
     ({"template": template(activeDeadlineSeconds=10)},
-     ["spec.template.spec.activeDeadlineSeconds: Invalid value: 10: activeDeadlineSeconds in DaemonSet is not "
-      "Supported"]),
+     ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported"]),
     ({"updateStrategy": {"type": "Rolling"}},
      ['spec.updateStrategy: Unsupported value: {...}: supported values: "RollingUpdate", "OnDelete"']),
     ({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}},
      ["spec.updateStrategy.rollingUpdate.maxUnavailable: Required value: cannot be 0 when maxSurge is 0"]),
     ({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "150%"}}},
      ['spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: "150%": must not be greater than 100%']),
+    ({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": "10%"}}},
+     ['spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: "10%": may not be set when maxUnavailable is '
+      "non-zero"]),
     ({"minReadySeconds": -1}, ["spec.minReadySeconds: Invalid value: -1: must be greater than or equal to 0"]),
 ])
 def test_daemon_set(spec: dict[str, Any], expected: list[str]) -> None:
@@ -93,6 +96,13 @@ def test_daemon_set_selector_is_immutable() -> None:
     ({"replicas": -1}, ["spec.replicas: Invalid value: -1: must be greater than or equal to 0"]),
     ({"ordinals": {"start": -1}}, ["spec.ordinals.start: Invalid value: -1: must be greater than or equal to 0"]),
     ({"selector": None}, ["spec.selector: Required value"]),
+    ({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0}}},
+     ["spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: cannot be 0"]),
+    # Only the template's labels and annotations are checked, at upstream's paths.
+    ({"template": {"metadata": {"labels": {"app": "web", "bad key!": "x"}}, "spec": {"containers": []}}},
+     ["spec.template.labels: Invalid value: \"bad key!\": name part must consist of alphanumeric characters, '-', "
+      "'_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+      "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"]),
     ({"template": template(activeDeadlineSeconds=10)},
      ["spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in StatefulSet is not Supported"]),
 ])
@@ -125,6 +135,17 @@ def test_stateful_set_status() -> None:
     new = changed(old, lambda o: o.update(status={"replicas": 1, "readyReplicas": 2, "availableReplicas": 0}))
     assert update_errors(new, old, "status") == [
         "status.readyReplicas: Invalid value: 2: cannot be greater than status.replicas"]
+
+
+def test_daemon_set_collision_count_never_decreases() -> None:
+    old = {**daemon_set(), "status": {"collisionCount": 2}}
+    new = {**daemon_set(), "status": {"collisionCount": 1}}
+    try:
+        validation.validate_update(new, old, group="apps", version="v1", kind="DaemonSet", subresource="status")
+    except errors.Invalid as exc:
+        assert [c.text() for c in exc.causes] == ["status.collisionCount: Invalid value: 1: cannot be decremented"]
+    else:
+        raise AssertionError("accepted")
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
