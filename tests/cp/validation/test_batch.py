@@ -59,7 +59,9 @@ def test_wrong_generated_labels() -> None:
     obj = job()
     obj["spec"]["template"] = template(**{"controller-uid": "other"})
     assert create_errors(obj) == [
-        f"spec.template.metadata.labels[controller-uid]: Invalid value: \"other\": must be '{UID}'"]
+        'spec.template.metadata.labels[controller-uid]: Invalid value: map[string]string{"batch.kubernetes.io/'
+        f'controller-uid":"{UID}", "batch.kubernetes.io/job-name":"pi", "controller-uid":"other", "job-name":"pi"}}: '
+        f"must be '{UID}'"]
 
 
 @pytest.mark.parametrize(("spec", "expected"), [
@@ -71,8 +73,28 @@ def test_wrong_generated_labels() -> None:
      ['spec.completionMode: Unsupported value: "Sometimes": supported values: "NonIndexed", "Indexed"']),
     ({"completionMode": "Indexed", "parallelism": 3},
      ["spec.completions: Required value: when completion mode is Indexed"]),
-    ({"backoffLimitPerIndex": 1, "completions": 3}, ["spec.backoffLimitPerIndex: Forbidden: requires indexed "
-                                                     "completion mode"]),
+    ({"backoffLimitPerIndex": 1, "completions": 3},
+     ["spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode"]),
+    ({"completionMode": "Indexed", "completions": 3, "maxFailedIndexes": 4, "backoffLimitPerIndex": 1},
+     ["spec.maxFailedIndexes: Invalid value: 4: must be less than or equal to completions"]),
+    ({"completionMode": "Indexed", "completions": 200_000, "parallelism": 20_000, "backoffLimitPerIndex": 1},
+     ["spec.maxFailedIndexes: Required value: must be specified when completions is above 100000",
+      "spec.parallelism: Invalid value: 20000: must be less than or equal to 10000 when completions are above "
+      "100000 and used with backoff limit per index"]),
+    ({"successPolicy": {"rules": [{"succeededCount": 1}]}},
+     ["spec.successPolicy: Invalid value: {...}: requires indexed completion mode"]),
+    ({"completionMode": "Indexed", "completions": 3, "successPolicy": {"rules": [{"succeededIndexes": "0-1,1"}]}},
+     ['spec.successPolicy.rules[0].succeededIndexes: Invalid value: "0-1,1": error parsing succeededIndexes: '
+      "non-increasing order, previous: 1, current: 1"]),
+    ({"podFailurePolicy": {"rules": [{"action": "Ignore"}]}},
+     ["spec.podFailurePolicy.rules[0]: Invalid value: specifying one of OnExitCodes and OnPodConditions is "
+      "required"]),
+    ({"podFailurePolicy": {"rules": [{"onExitCodes": {"values": [3, 1, 3]}}]}},
+     ['spec.podFailurePolicy.rules[0].action: Required value: valid values: ["Count" "FailIndex" "FailJob" '
+      '"Ignore"]',
+      'spec.podFailurePolicy.rules[0].onExitCodes.operator: Required value: valid values: ["In" "NotIn"]',
+      "spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 3",
+      "spec.podFailurePolicy.rules[0].onExitCodes.values: Invalid value: []int32{3, 1, 3}: must be ordered"]),
     ({"completionMode": "Indexed", "completions": 3, "maxFailedIndexes": 1},
      ["spec.backoffLimitPerIndex: Required value: when maxFailedIndexes is specified"]),
     ({"podReplacementPolicy": "Sometimes"},
@@ -93,8 +115,8 @@ def test_job_spec(spec: dict[str, Any], expected: list[str]) -> None:
 def test_job_restart_policy() -> None:
     obj = job()
     obj["spec"]["template"]["spec"]["restartPolicy"] = "Always"
-    assert create_errors(obj) == [
-        'spec.template.spec.restartPolicy: Unsupported value: "Always": supported values: "OnFailure", "Never"']
+    assert create_errors(obj) == ['spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", '
+                                  '"Never"']
     policy = {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]}
     obj = job(podFailurePolicy=policy)
     obj["spec"]["template"]["spec"]["restartPolicy"] = "OnFailure"
@@ -107,14 +129,17 @@ def test_job_update_immutable_fields() -> None:
     old = stored(job())
     new = changed(old, lambda o: o["spec"].update(completions=3, completionMode="Indexed"))
     assert update_errors(new, old) == [
-        "spec.completionMode: Invalid value: \"Indexed\": field is immutable",
-        "spec.completions: Invalid value: 3: can only be modified in tandem with spec.parallelism"]
+        "spec.completions: Invalid value: 3: can only be modified in tandem with spec.parallelism",
+        "spec.completionMode: Invalid value: \"Indexed\": field is immutable"]
     new = changed(old, lambda o: o["spec"].update(completions=3))
     assert update_errors(new, old) == ["spec.completions: Invalid value: 3: field is immutable"]
     new = changed(old, lambda o: o["spec"]["template"]["spec"]["containers"][0].update(image="perl:5.36"))
     assert update_errors(new, old) == ["spec.template: Invalid value: {...}: field is immutable"]
     new = changed(old, lambda o: o["spec"]["selector"]["matchLabels"].update(extra="x"))
-    assert [e.split(": ")[0] for e in update_errors(new, old)] == ["spec.template.metadata.labels", "spec.selector"]
+    # ValidateJob, then ValidateJobUpdate validating the spec again: upstream reports spec errors twice.
+    assert [e.split(": ")[0] for e in update_errors(new, old)] == [
+        "spec.selector", "spec.template.metadata.labels", "spec.template.metadata.labels", "spec.selector"]
+    assert update_errors(new, old)[0].endswith("`selector` not auto-generated")
     assert update_errors(changed(old, lambda o: o["spec"].update(parallelism=5, suspend=True)), old) == []
 
 
@@ -124,6 +149,27 @@ def test_suspended_job_may_change_scheduling_directives() -> None:
     assert update_errors(new, old) == []
     new = changed(old, lambda o: o["spec"]["template"]["spec"].update(hostname="x"))
     assert update_errors(new, old) == ["spec.template: Invalid value: {...}: field is immutable"]
+
+
+def test_suspended_job_node_affinity_only() -> None:
+    affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "zone", "labelSelector": {"matchLabels": {"a": "b"}}}]}}
+    old = stored(job(suspend=True))
+    old["spec"]["template"]["spec"]["affinity"] = affinity
+    node = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}
+    new = changed(old, lambda o: o["spec"]["template"]["spec"]["affinity"].update(nodeAffinity=node))
+    assert update_errors(new, old) == []
+    new = changed(old, lambda o: o["spec"]["template"]["spec"].update(affinity={"nodeAffinity": node}))
+    assert update_errors(new, old) == ["spec.template: Invalid value: {...}: field is immutable"]
+
+
+def test_indexed_job_pod_hostnames() -> None:
+    name = "a" * 62
+    obj = job(completionMode="Indexed", completions=10)
+    obj["metadata"]["name"] = name
+    assert create_errors(obj)[-1] == (f'metadata.name: Invalid value: "{name}": will not able to create pod with '
+                                      f"invalid DNS label: {name}-9")
 
 
 def test_elastic_indexed_job() -> None:
@@ -138,7 +184,7 @@ def test_job_status() -> None:
     new = changed(old, lambda o: o.update(status={"active": 1, "ready": 2, "failed": -1}))
     assert update_errors(new, old, "status") == [
         "status.failed: Invalid value: -1: must be greater than or equal to 0",
-        "status.ready: Invalid value: 2: must be less than or equal to active"]
+        "status.ready: Invalid value: 2: cannot set more ready pods than active"]
 
 
 # ---------------------------------------------------------------- CronJob
@@ -191,8 +237,8 @@ def test_cron_job_template_selector_is_generated() -> None:
         'spec.jobTemplate.spec.manualSelector: Unsupported value: true: supported values: "nil", "false"']
     obj = cron_job()
     obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = "Always"
-    assert create_errors(obj) == ['spec.jobTemplate.spec.template.spec.restartPolicy: Unsupported value: "Always": '
-                                  'supported values: "OnFailure", "Never"']
+    assert create_errors(obj) == ['spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid '
+                                  'values: "OnFailure", "Never"']
 
 
 def test_cron_job_name_and_update() -> None:
