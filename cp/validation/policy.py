@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from cp.errors import Cause
-from cp.validation.common import PERCENT, as_dict, is_int, name_is_dns_subdomain, nonnegative, not_supported
+from cp.validation.common import (
+    PERCENT,
+    as_dict,
+    is_int,
+    nonnegative,
+    not_supported,
+    validate_path_segment_name,
+)
 from cp.validation.meta import validate_conditions, validate_label_selector, validate_object_meta
 from cp.validation.registry import Rules
 
@@ -46,8 +53,11 @@ def _spec(spec: dict[str, Any], errs: list[Cause]) -> None:
 
 
 def _create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
-    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    # ValidatePodDisruptionBudget checks the spec only; the generic metadata rules (names as path
+    # segments) run after it, and only when it passed (rest.BeforeCreate).
     _spec(as_dict(obj.get("spec")), errs)
+    if not errs:
+        validate_object_meta(meta, errs, namespaced=namespaced, name_fn=validate_path_segment_name)
 
 
 def _update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:

@@ -139,6 +139,17 @@ def test_pod_disruption_budget(spec: dict[str, Any], expected: list[str]) -> Non
     assert create_errors(pdb(**spec)) == expected
 
 
+def test_pod_disruption_budget_names_are_path_segments() -> None:
+    """Only rest.BeforeCreate's generic metadata rules check the name, after the spec passed."""
+    named = pdb(minAvailable=1)
+    named["metadata"]["name"] = "Web_PDB"
+    assert create_errors(named) == []
+    named["metadata"]["name"] = "web%pdb"
+    assert create_errors(named) == ["metadata.name: Invalid value: \"web%pdb\": may not contain '%'"]
+    named["spec"]["minAvailable"] = -1
+    assert create_errors(named) == ["spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"]
+
+
 def test_pod_disruption_budget_spec_may_change() -> None:
     old = pdb(minAvailable=1)
     assert update_errors(changed(old, lambda o: o["spec"].update(minAvailable="50%")), old) == []
