@@ -21,9 +21,10 @@ from cp.validation.pod import validate_pod_spec
 
 
 def validate_pod_template_spec(template: Any, path: str, errs: list[Cause]) -> None:
-    """ValidatePodTemplateSpec: template labels and annotations, then the pod spec."""
+    """ValidatePodTemplateSpec: template labels and annotations, then the pod spec; no ephemeral containers."""
     template = as_dict(template)
-    validate_template_object_meta(template.get("metadata"), f"{path}.metadata", errs)
+    # Upstream reports the template's labels and annotations at `<template>.labels`, without `metadata`.
+    validate_template_object_meta(template.get("metadata"), path, errs)
     spec = as_dict(template.get("spec"))
     validate_pod_spec(spec, f"{path}.spec", errs)
     if as_list(spec.get("ephemeralContainers")):

@@ -50,8 +50,8 @@ def _validate_pod_template(template: Any, selector: Any, path: str, errs: list[C
             and not selector_matches(selector, labels):
         errs.append(Cause("Invalid", f"{path}.metadata.labels", "`selector` does not match template `labels`",
                               go_string_map(labels)))
-    validate_labels(meta.get("labels"), f"{path}.metadata.labels", errs)
-    validate_annotations(meta.get("annotations"), f"{path}.metadata.annotations", errs)
+    validate_labels(meta.get("labels"), f"{path}.labels", errs)
+    validate_annotations(meta.get("annotations"), f"{path}.annotations", errs)
     spec = as_dict(template.get("spec"))
     validate_pod_spec(spec, f"{path}.spec", errs)
     rp = spec.get("restartPolicy")
