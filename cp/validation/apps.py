@@ -59,7 +59,6 @@ def _rc_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     selector = as_dict(spec.get("selector"))
     if not selector:
         errs.append(Cause("Required", "spec.selector", ""))
-    validate_labels(selector, "spec.selector", errs)
     nonnegative(errs, "spec.replicas", spec.get("replicas"))
     template = spec.get("template")
     if not isinstance(template, dict):

@@ -5,17 +5,19 @@ Behaviour follows upstream `pkg/apis/core/validation` (ValidatePersistentVolume(
 ValidatePersistentVolumeClaim(Spec|Update|StatusUpdate)) with 1.37's feature gates: a claim's spec is
 immutable but for the storage request of a bound claim (which may shrink down to, not below, the
 capacity after a failed expansion), its volume attributes class and, once, its volume name; a volume's
-source and volume mode never change. Where upstream appends a Go `cmp.Diff` of the two specs to the
-message, the changed fields are listed as `- field: old` / `+ field: new` lines (JSON values). Pure.
+source and volume mode never change. Where upstream appends a diff of the two specs to the
+message, the same diff is made of the Go-shaped specs (`cp.validation.godiff`; the rarer volume sources
+are shaped from their JSON names). Pure.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 from typing import Any
 
+from cp import quantity
 from cp.errors import Cause
+from cp.validation import godiff
 from cp.validation.common import (
     as_dict,
     as_list,
@@ -175,15 +177,84 @@ def _pv_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], nam
     _pv_spec(as_dict(obj.get("spec")), errs)
 
 
-def _diff(old: dict[str, Any], new: dict[str, Any], keys: Any) -> str:
-    lines = []
-    for key in sorted(keys):
-        if old.get(key) != new.get(key):
-            if key in old:
-                lines.append(f"- {key}: {json.dumps(old[key], sort_keys=True)}")
-            if key in new:
-                lines.append(f"+ {key}: {json.dumps(new[key], sort_keys=True)}")
-    return "\n".join(lines)
+def _quantities(resources: Any) -> dict[str, str] | None:
+    if not isinstance(resources, dict):
+        return None
+    return {name: _canonical(raw) for name, raw in sorted(resources.items())}
+
+
+def _canonical(raw: Any) -> str:
+    try:
+        return quantity.canonical(raw)
+    except (quantity.QuantityError, TypeError):
+        return str(raw)
+
+
+def _selector(sel: Any) -> dict[str, Any] | None:
+    if not isinstance(sel, dict):
+        return None
+    return {k: sel[k] for k in ("matchLabels", "matchExpressions") if sel.get(k)}
+
+
+def _ref(ref: Any, *, namespace: bool) -> dict[str, Any] | None:
+    if not isinstance(ref, dict):
+        return None
+    out = {"APIGroup": ref.get("apiGroup"), "Kind": as_str(ref.get("kind")), "Name": as_str(ref.get("name"))}
+    if namespace:
+        out["Namespace"] = ref.get("namespace")
+    return out
+
+
+def go_claim_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """core.PersistentVolumeClaimSpec as Go marshals it."""
+    resources = as_dict(spec.get("resources"))
+    return {
+        "AccessModes": spec.get("accessModes"),
+        "Selector": _selector(spec.get("selector")),
+        "Resources": {"Limits": _quantities(resources.get("limits")),
+                      "Requests": _quantities(resources.get("requests"))},
+        "VolumeName": as_str(spec.get("volumeName")),
+        "StorageClassName": spec.get("storageClassName"),
+        "VolumeMode": spec.get("volumeMode"),
+        "DataSource": _ref(spec.get("dataSource"), namespace=False),
+        "DataSourceRef": _ref(spec.get("dataSourceRef"), namespace=True),
+        "VolumeAttributesClassName": spec.get("volumeAttributesClassName"),
+    }
+
+
+# core.PersistentVolumeSource's fields in declaration order, and the fields of the common sources.
+_GO_SOURCES = (("gcePersistentDisk", "GCEPersistentDisk"), ("awsElasticBlockStore", "AWSElasticBlockStore"),
+               ("hostPath", "HostPath"), ("glusterfs", "Glusterfs"), ("nfs", "NFS"), ("rbd", "RBD"),
+               ("quobyte", "Quobyte"), ("iscsi", "ISCSI"), ("flexVolume", "FlexVolume"), ("cinder", "Cinder"),
+               ("cephfs", "CephFS"), ("fc", "FC"), ("flocker", "Flocker"), ("azureFile", "AzureFile"),
+               ("vsphereVolume", "VsphereVolume"), ("azureDisk", "AzureDisk"),
+               ("photonPersistentDisk", "PhotonPersistentDisk"), ("portworxVolume", "PortworxVolume"),
+               ("scaleIO", "ScaleIO"), ("local", "Local"), ("storageos", "StorageOS"), ("csi", "CSI"))
+_GO_SOURCE_FIELDS: dict[str, tuple[tuple[str, str, Any], ...]] = {
+    "hostPath": (("path", "Path", ""), ("type", "Type", None)),
+    "nfs": (("server", "Server", ""), ("path", "Path", ""), ("readOnly", "ReadOnly", False)),
+    "local": (("path", "Path", ""), ("fsType", "FSType", None)),
+    "csi": (("driver", "Driver", ""), ("volumeHandle", "VolumeHandle", ""), ("readOnly", "ReadOnly", False),
+            ("fsType", "FSType", ""), ("volumeAttributes", "VolumeAttributes", None),
+            ("controllerPublishSecretRef", "ControllerPublishSecretRef", None),
+            ("nodeStageSecretRef", "NodeStageSecretRef", None),
+            ("nodePublishSecretRef", "NodePublishSecretRef", None),
+            ("controllerExpandSecretRef", "ControllerExpandSecretRef", None),
+            ("nodeExpandSecretRef", "NodeExpandSecretRef", None)),
+}
+
+
+def _go_source(kind: str, source: Any) -> Any:
+    if not isinstance(source, dict):
+        return None
+    fields = _GO_SOURCE_FIELDS.get(kind)
+    if fields is None:  # the rarer sources: their JSON names, capitalized
+        return {k[:1].upper() + k[1:]: v for k, v in source.items()}
+    return {go: source.get(js, zero) for js, go, zero in fields}
+
+
+def go_volume_source(spec: dict[str, Any]) -> dict[str, Any]:
+    return {go: _go_source(js, spec.get(js)) for js, go in _GO_SOURCES}
 
 
 def _pv_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
@@ -191,7 +262,7 @@ def _pv_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> N
     _pv_spec(spec, errs)
     if any(spec.get(k) != old_spec.get(k) for k in PV_SOURCES):
         errs.append(Cause("Forbidden", "spec.persistentvolumesource", "spec.persistentvolumesource is immutable "
-                          "after creation\n" + _diff(old_spec, spec, PV_SOURCES)))
+                          "after creation\n" + godiff.unified(go_volume_source(old_spec), go_volume_source(spec))))
     if spec.get("volumeMode") != old_spec.get("volumeMode"):
         errs.append(Cause("Invalid", "volumeMode", "field is immutable", spec.get("volumeMode")))
     if old_spec.get("nodeAffinity") is not None and spec.get("nodeAffinity") != old_spec.get("nodeAffinity"):
@@ -236,7 +307,7 @@ def _pvc_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> 
     if compared != allowed:
         errs.append(Cause("Forbidden", "spec", "spec is immutable after creation except resources.requests and "
                           "volumeAttributesClassName for bound claims\n"
-                          + _diff(allowed, compared, set(allowed) | set(compared))))
+                          + godiff.unified(go_claim_spec(allowed), go_claim_spec(compared))))
     new_size, old_size = parse_quantity(_storage(spec)), parse_quantity(_storage(old_spec))
     capacity = parse_quantity(as_dict(as_dict(old.get("status")).get("capacity")).get("storage") or "0")
     if new_size is not None and old_size is not None and new_size < old_size and new_size <= capacity:

@@ -56,7 +56,8 @@ def test_persistent_volume_source_is_immutable() -> None:
     new = changed(old, lambda o: o["spec"]["hostPath"].update(path="/other"))
     assert update_errors(new, old) == [
         "spec.persistentvolumesource: Forbidden: spec.persistentvolumesource is immutable after creation\n"
-        '- hostPath: {"path": "/data", "type": ""}\n+ hostPath: {"path": "/other", "type": ""}']
+        '@@ -2,7 +2,7 @@\n  "GCEPersistentDisk": null,\n  "AWSElasticBlockStore": null,\n  "HostPath": {\n'
+        '-  "Path": "/data",\n+  "Path": "/other",\n   "Type": ""\n  },\n  "Glusterfs": null,\n']
     assert update_errors(changed(old, lambda o: o["spec"].update(volumeMode="Block")), old) == [
         'volumeMode: Invalid value: "Block": field is immutable']
     assert update_errors(changed(old, lambda o: o["spec"].update(capacity={"storage": "20Gi"},
@@ -95,14 +96,23 @@ def test_claim_spec_is_immutable_but_for_a_bound_claims_size() -> None:
     bigger = changed(old, lambda o: o["spec"]["resources"]["requests"].update(storage="2Gi"))
     assert update_errors(bigger, old) == [
         "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
-        'for bound claims\n- resources: {"requests": {"storage": "1Gi"}}\n+ resources: {"requests": {"storage": '
-        '"2Gi"}}']
+        'for bound claims\n@@ -6,7 +6,7 @@\n  "Resources": {\n   "Limits": null,\n   "Requests": {\n'
+        '-   "storage": "1Gi"\n+   "storage": "2Gi"\n   }\n  },\n  "VolumeName": "",\n']
     assert bound_update_errors(bigger, old) == []
     # Once bound, the binder may set the volume name (only once); the class may change.
     named = changed(old, lambda o: o["spec"].update(volumeName="pv-1", volumeAttributesClassName="gold"))
     assert update_errors(named, old) == []
     named_twice = changed(named, lambda o: o["spec"].update(volumeName="pv-2"))
     assert update_errors(named_twice, named)[0].startswith("spec: Forbidden: spec is immutable after creation")
+
+
+def test_claim_spec_diff_as_kube_apiserver_writes_it() -> None:
+    old = pvc(accessModes=["ReadWriteMany"])
+    new = changed(old, lambda o: o["spec"].update(accessModes=["ReadWriteOnce"]))
+    assert update_errors(new, old) == [
+        "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
+        'for bound claims\n@@ -1,6 +1,6 @@\n {\n  "AccessModes": [\n-  "ReadWriteMany"\n+  "ReadWriteOnce"\n  ],\n'
+        '  "Selector": null,\n  "Resources": {\n']
 
 
 def test_claim_may_shrink_only_above_its_capacity() -> None:
