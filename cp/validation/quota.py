@@ -26,7 +26,6 @@ from cp.validation.common import (
     parse_quantity,
 )
 from cp.validation.meta import validate_object_meta
-from cp.validation.pod import _validate_resource_name as validate_container_resource_name
 from cp.validation.registry import Rules
 
 _STANDARD_QUOTA = frozenset((
@@ -56,38 +55,72 @@ def _overcommit_allowed(name: str) -> bool:
 
 # ---------------------------------------------------------------- LimitRange
 
+_STANDARD_RESOURCES = frozenset((
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage",
+    "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods", "services", "replicationcontrollers",
+    "resourcequotas", "secrets", "configmaps", "persistentvolumeclaims", "storage", "requests.storage",
+    "services.nodeports", "services.loadbalancers"))
+_LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
+
+
+def _resource_name(name: str, path: str, errs: list[Cause]) -> bool:
+    """validateResourceName; whether the name was a valid qualified name."""
+    msgs = is_qualified_name(name)
+    each(errs, path, name, msgs)
+    if msgs:
+        return False
+    if "/" not in name and name not in _STANDARD_RESOURCES and \
+            not name.startswith(("hugepages-", "requests.hugepages-", "limits.hugepages-")):
+        errs.append(Cause("Invalid", path, "must be a standard resource type or fully qualified", name))
+    return True
+
+
 def _limit_resource_name(limit_type: str, name: str, path: str, errs: list[Cause]) -> None:
-    if limit_type in ("Pod", "Container"):
-        validate_container_resource_name(name, path, errs)
-    else:
-        each(errs, path, name, is_qualified_name(name))
+    """validateLimitRangeResourceName: container resource names for Pod and Container limits."""
+    _resource_name(name, path, errs)
+    if limit_type not in ("Pod", "Container"):
+        return
+    if "/" not in name:
+        if name not in ("cpu", "memory", "ephemeral-storage") and not name.startswith("hugepages-"):
+            errs.append(Cause("Invalid", path, "must be a standard resource for containers", name))
+    elif "kubernetes.io/" not in name and not _is_extended(name):
+        errs.append(Cause("Invalid", path, "doesn't follow extended resource name standard", name))
+
+
+def _limit_type(limit_type: str, path: str, errs: list[Cause]) -> None:
+    msgs = is_qualified_name(limit_type)
+    each(errs, path, limit_type, msgs)
+    if not msgs and "/" not in limit_type and limit_type not in _LIMIT_TYPES:
+        errs.append(Cause("Invalid", path, "must be a standard limit type or fully qualified", limit_type))
 
 
 def _limit_item(item: dict[str, Any], path: str, errs: list[Cause]) -> None:
     limit_type = as_str(item.get("type"))
-    each(errs, f"{path}.type", limit_type, is_qualified_name(limit_type))
-    values: dict[str, dict[str, Decimal]] = {}
-    raw: dict[str, dict[str, Any]] = {}
-    sections = ["max", "min", "default", "defaultRequest"]
+    values: dict[str, dict[str, Decimal]] = {s: {} for s in _SECTIONS}
+    raw: dict[str, dict[str, Any]] = {s: {} for s in _SECTIONS}
+
+    def section(name: str) -> None:
+        for resource, value in sorted(as_dict(item.get(name)).items()):
+            _limit_resource_name(limit_type, resource, f"{path}.{name}[{resource}]", errs)
+            q = parse_quantity(value)
+            if q is not None:
+                values[name][resource], raw[name][resource] = q, value
+
+    section("max")
+    section("min")
     if limit_type == "Pod":
         for key in ("default", "defaultRequest"):
             if as_dict(item.get(key)):
                 errs.append(Cause("Forbidden", f"{path}.{key}", "may not be specified when `type` is 'Pod'"))
     else:
-        sections.append("maxLimitRequestRatio")
-    for section in sections:
-        values[section], raw[section] = {}, {}
-        for name, value in as_dict(item.get(section)).items():
-            _limit_resource_name(limit_type, name, f"{path}.{section}[{name}]", errs)
-            q = parse_quantity(value)
-            if q is not None:
-                values[section][name], raw[section][name] = q, value
+        section("default")
+        section("defaultRequest")
     if limit_type == "PersistentVolumeClaim" and "storage" not in as_dict(item.get("min")) \
             and "storage" not in as_dict(item.get("max")):
         errs.append(Cause("Required", f"{path}.limits", "either minimum or maximum storage value is required, but "
                           "neither was provided"))
-    names = sorted(set().union(*(values[s] for s in sections)))
-    for name in names:
+    section("maxLimitRequestRatio")
+    for name in sorted(set().union(*values.values())):
         _compare(name, values, raw, path, errs)
 
 
@@ -95,7 +128,7 @@ def _compare(name: str, values: dict[str, dict[str, Decimal]], raw: dict[str, di
              errs: list[Cause]) -> None:
     low, high = values["min"].get(name), values["max"].get(name)
     default, request = values["default"].get(name), values["defaultRequest"].get(name)
-    ratio = values.get("maxLimitRequestRatio", {}).get(name)
+    ratio = values["maxLimitRequestRatio"].get(name)
 
     def text(section: str) -> str:
         return _canonical(raw[section][name])
@@ -131,12 +164,16 @@ def _compare(name: str, values: dict[str, dict[str, Decimal]], raw: dict[str, di
                 f"value {text('defaultRequest')} in {name}")
 
 
+_SECTIONS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
+
+
 def _limit_range_spec(obj: dict[str, Any], errs: list[Cause]) -> None:
     seen: set[str] = set()
     for i, item in enumerate(as_list(as_dict(obj.get("spec")).get("limits"))):
         item = as_dict(item)
         path = f"spec.limits[{i}]"
         limit_type = as_str(item.get("type"))
+        _limit_type(limit_type, f"{path}.type", errs)
         if limit_type in seen:
             errs.append(Cause("Duplicate", f"{path}.type", "", limit_type))
         seen.add(limit_type)

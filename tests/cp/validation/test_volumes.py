@@ -215,9 +215,12 @@ def limit_range(*limits: dict[str, Any]) -> dict[str, Any]:
      ["spec.limits[0].limits: Required value: either minimum or maximum storage value is required, but neither was "
       "provided"]),
     ([{"type": "Container", "max": {"gpus": "1"}}],
-     ['spec.limits[0].max[gpus]: Invalid value: "gpus": must be a standard resource for containers',
-      'spec.limits[0].default[gpus]: Invalid value: "gpus": must be a standard resource for containers',
-      'spec.limits[0].defaultRequest[gpus]: Invalid value: "gpus": must be a standard resource for containers']),
+     [f'spec.limits[0].{section}[gpus]: Invalid value: "gpus": {message}'
+      for section in ("max", "default", "defaultRequest")
+      for message in ("must be a standard resource type or fully qualified",
+                      "must be a standard resource for containers")]),
+    ([{"type": "Node", "max": {"cpu": "1"}}],
+     ['spec.limits[0].type: Invalid value: "Node": must be a standard limit type or fully qualified']),
     ([{"type": "Pod", "max": {"cpu": "1"}}, {"type": "Pod", "max": {"cpu": "2"}}],
      ['spec.limits[1].type: Duplicate value: "Pod"']),
 ])
