@@ -194,9 +194,7 @@ def _limit_range_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cau
 def _quota_resources(hard: Any, path: str, errs: list[Cause]) -> None:
     for name, value in sorted(as_dict(hard).items()):
         rpath = f"{path}[{name}]"
-        msgs = is_qualified_name(name)
-        each(errs, rpath, name, msgs)
-        if not msgs and "/" not in name and name not in _STANDARD_QUOTA \
+        if _resource_name(name, rpath, errs) and "/" not in name and name not in _STANDARD_QUOTA \
                 and not name.startswith(("hugepages-", "requests.hugepages-")):
             errs.append(Cause("Invalid", rpath, "must be a standard resource for quota", name))
         q = parse_quantity(value)
@@ -207,6 +205,20 @@ def _quota_resources(hard: Any, path: str, errs: list[Cause]) -> None:
         integer = name in _INTEGER_QUOTA or _is_extended(name)
         if integer and q != q.to_integral_value():
             errs.append(Cause("Invalid", rpath, "must be an integer", GoValue(_canonical(value))))
+
+
+_POD_COMPUTE = frozenset(("cpu", "memory", "limits.cpu", "limits.memory", "requests.cpu", "requests.memory"))
+
+
+def _scope_applies(scope: str, resource: str) -> bool:
+    """IsResourceQuotaScopeValidForResource."""
+    if scope in ("Terminating", "NotTerminating", "NotBestEffort", "PriorityClass", "CrossNamespacePodAffinity"):
+        return resource == "pods" or resource in _POD_COMPUTE
+    if scope == "BestEffort":
+        return resource == "pods"
+    if scope == "VolumeAttributesClass":
+        return resource in ("persistentvolumeclaims", "requests.storage")
+    return True
 
 
 def _is_extended(name: str) -> bool:
@@ -227,12 +239,10 @@ def _quota_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     for scope in scopes:
         if scope not in _SCOPES:
             errs.append(Cause("Invalid", "spec.scopes", "unsupported scope", _go_scopes(scopes)))
-        elif scope == "BestEffort":
-            # A best-effort pod requests no compute resources: the scope only counts pods.
-            for name in hard:
-                if name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-"):
-                    errs.append(Cause("Invalid", "spec.scopes", "unsupported scope applied to resource",
-                                      _go_scopes(scopes)))
+        for name in sorted(hard):
+            if name in _STANDARD_QUOTA and not _scope_applies(str(scope), name):
+                errs.append(Cause("Invalid", "spec.scopes", "unsupported scope applied to resource",
+                                  _go_scopes(scopes)))
     for pair in (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating")):
         if all(s in scopes for s in pair):
             errs.append(Cause("Invalid", "spec.scopes", "conflicting scopes", _go_scopes(scopes)))

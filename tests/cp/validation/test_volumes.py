@@ -237,7 +237,12 @@ def quota(**spec: Any) -> dict[str, Any]:
     ({"hard": {"pods": "1500m"}}, ["spec.hard[pods]: Invalid value: 1500m: must be an integer"]),
     ({"hard": {"requests.memory": "-1Gi"}},
      ["spec.hard[requests.memory]: Invalid value: -1Gi: must be greater than or equal to 0"]),
-    ({"hard": {"gpus": "1"}}, ['spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota']),
+    ({"hard": {"gpus": "1"}}, ['spec.hard[gpus]: Invalid value: "gpus": must be a standard resource type or fully '
+                               'qualified',
+                               'spec.hard[gpus]: Invalid value: "gpus": must be a standard resource for quota']),
+    ({"hard": {"services": "1", "pods": "2"}, "scopes": ["Terminating"]},
+     ['spec.scopes: Invalid value: []core.ResourceQuotaScope{"Terminating"}: unsupported scope applied to '
+      "resource"]),
     ({"hard": {"nvidia.com/gpu": "500m", "count/jobs.batch": "1.5", "requests.nvidia.com/gpu": "500m"}},
      ["spec.hard[count/jobs.batch]: Invalid value: 1500m: must be an integer",
       "spec.hard[nvidia.com/gpu]: Invalid value: 500m: must be an integer"]),
