@@ -19,11 +19,13 @@ from cp import quantity
 from cp.errors import Cause
 from cp.validation import godiff
 from cp.validation.common import (
+    GoValue,
     as_dict,
     as_list,
     as_str,
     each,
     is_dns1123_subdomain,
+    meta_of,
     name_is_dns_subdomain,
     not_supported,
     parse_quantity,
@@ -34,7 +36,6 @@ from cp.validation.registry import Rules
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 _VOLUME_MODES = ("Block", "Filesystem")
 _RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
-_PHASES_PV = ("Available", "Bound", "Failed", "Pending", "Released")
 _PHASES_PVC = ("Bound", "Lost", "Pending")
 # PersistentVolumeSource, in upstream's order of checks.
 PV_SOURCES = ("hostPath", "gcePersistentDisk", "awsElasticBlockStore", "glusterfs", "flocker", "nfs", "rbd",
@@ -58,7 +59,7 @@ def _access_modes(modes: Any, path: str, errs: list[Cause], *, required_detail: 
 def _positive_quantity(raw: Any, path: str, errs: list[Cause]) -> None:
     q = parse_quantity(raw)
     if q is not None and q <= 0:
-        errs.append(Cause("Invalid", path, "must be greater than zero", str(raw)))
+        errs.append(Cause("Invalid", path, "must be greater than zero", GoValue(_canonical(raw))))
 
 
 def _class_name(name: Any, path: str, errs: list[Cause]) -> None:
@@ -152,15 +153,17 @@ def _pv_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         source = spec.get(kind)
         if source is None:
             continue
-        if count:
-            errs.append(Cause("Forbidden", f"spec.{kind}", "may not specify more than 1 volume type"))
+        if count and kind != "flexVolume":  # a flex volume is counted, never refused
+            # (upstream's path for a second CephFS source is `cephFS`)
+            errs.append(Cause("Forbidden", "spec.cephFS" if kind == "cephfs" else f"spec.{kind}",
+                              "may not specify more than 1 volume type"))
             continue
         count += 1
         _source(kind, as_dict(source), f"spec.{kind}", errs)
+        if kind == "local" and spec.get("nodeAffinity") is None:
+            errs.append(Cause("Required", "spec.nodeAffinity", "Local volume requires node affinity"))
     if not count:
         errs.append(Cause("Required", "spec", "must specify a volume type"))
-    if spec.get("local") is not None and spec.get("nodeAffinity") is None:
-        errs.append(Cause("Required", "spec.nodeAffinity", "Local volume requires node affinity"))
     host = as_dict(spec.get("hostPath"))
     if host and posixpath.normpath(as_str(host.get("path")) or ".") == "/" and policy == "Recycle":
         errs.append(Cause("Forbidden", "spec.persistentVolumeReclaimPolicy",
@@ -169,7 +172,14 @@ def _pv_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     mode = spec.get("volumeMode")
     if mode is not None and mode not in _VOLUME_MODES:
         not_supported(errs, "spec.volumeMode", mode, _VOLUME_MODES)
-    _class_name(spec.get("volumeAttributesClassName"), "spec.volumeAttributesClassName", errs)
+    vac = spec.get("volumeAttributesClassName")
+    if vac is not None:
+        if not vac:
+            errs.append(Cause("Required", "spec.volumeAttributesClassName", "an empty string is disallowed"))
+        else:
+            _class_name(vac, "spec.volumeAttributesClassName", errs)
+        if spec.get("csi") is None:
+            errs.append(Cause("Required", "spec.csi", "has to be specified when using volumeAttributesClassName"))
 
 
 def _pv_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
@@ -259,20 +269,23 @@ def go_volume_source(spec: dict[str, Any]) -> dict[str, Any]:
 
 def _pv_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
-    _pv_spec(spec, errs)
-    if any(spec.get(k) != old_spec.get(k) for k in PV_SOURCES):
+    _pv_create(new, meta_of(new), errs, False)
+    compared = spec
+    csi, old_csi = as_dict(spec.get("csi")), as_dict(old_spec.get("csi"))
+    if old_csi and old_csi.get("controllerExpandSecretRef") is None and csi.get("controllerExpandSecretRef"):
+        # The expansion secret may be added to a volume that had none.
+        compared = {**spec, "csi": {k: v for k, v in csi.items() if k != "controllerExpandSecretRef"}}
+    if any(compared.get(k) != old_spec.get(k) for k in PV_SOURCES):
         errs.append(Cause("Forbidden", "spec.persistentvolumesource", "spec.persistentvolumesource is immutable "
-                          "after creation\n" + godiff.unified(go_volume_source(old_spec), go_volume_source(spec))))
+                          "after creation\n" + godiff.unified(go_volume_source(old_spec), go_volume_source(compared))))
     if spec.get("volumeMode") != old_spec.get("volumeMode"):
         errs.append(Cause("Invalid", "volumeMode", "field is immutable", spec.get("volumeMode")))
     if old_spec.get("nodeAffinity") is not None and spec.get("nodeAffinity") != old_spec.get("nodeAffinity"):
-        errs.append(Cause("Invalid", "spec.nodeAffinity", "field is immutable", spec.get("nodeAffinity")))
-
-
-def _pv_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
-    phase = as_dict(new.get("status")).get("phase")
-    if phase and phase not in _PHASES_PV:
-        not_supported(errs, "status.phase", phase, _PHASES_PV)
+        errs.append(Cause("Invalid", "nodeAffinity", "field is immutable, except for updating from beta label to GA",
+                          spec.get("nodeAffinity")))
+    if old_spec.get("volumeAttributesClassName") is not None and spec.get("volumeAttributesClassName") is None:
+        errs.append(Cause("Forbidden", "spec.volumeAttributesClassName", "update from non-nil value to nil is "
+                          "forbidden"))
 
 
 # ---------------------------------------------------------------- PersistentVolumeClaim
@@ -335,6 +348,7 @@ def _pvc_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> 
 
 
 RULES = {
-    ("", "PersistentVolume"): Rules(_pv_create, _pv_update, _pv_status),
+    # A volume's status write checks nothing beyond metadata (ValidatePersistentVolumeStatusUpdate).
+    ("", "PersistentVolume"): Rules(_pv_create, _pv_update),
     ("", "PersistentVolumeClaim"): Rules(_pvc_create, _pvc_update, _pvc_status),
 }

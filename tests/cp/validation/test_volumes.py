@@ -34,7 +34,7 @@ def pvc(**spec: Any) -> dict[str, Any]:
     ({"accessModes": ["WriteSometimes"]},
      ['spec.accessModes: Unsupported value: "WriteSometimes": supported values: "ReadOnlyMany", "ReadWriteMany", '
       '"ReadWriteOnce", "ReadWriteOncePod"']),
-    ({"capacity": {"storage": "0"}}, ['spec.capacity[storage]: Invalid value: "0": must be greater than zero']),
+    ({"capacity": {"storage": "0"}}, ["spec.capacity[storage]: Invalid value: 0: must be greater than zero"]),
     ({"hostPath": None}, ["spec: Required value: must specify a volume type"]),
     ({"nfs": {"server": "nfs.local", "path": "/export"}},
      ["spec.nfs: Forbidden: may not specify more than 1 volume type"]),
@@ -46,6 +46,9 @@ def pvc(**spec: Any) -> dict[str, Any]:
      ['spec.persistentVolumeReclaimPolicy: Unsupported value: "Keep": supported values: "Delete", "Recycle", '
       '"Retain"']),
     ({"hostPath": None, "csi": {"driver": "ebs.csi.aws.com"}}, ["spec.csi.volumeHandle: Required value"]),
+    ({"flexVolume": {"driver": "example.com/flex"}}, []),  # counted, but never refused as a second source
+    ({"volumeAttributesClassName": "gold"},
+     ["spec.csi: Required value: has to be specified when using volumeAttributesClassName"]),
 ])
 def test_persistent_volume(spec: dict[str, Any], expected: list[str]) -> None:
     assert create_errors(pv(**spec)) == expected
@@ -69,7 +72,7 @@ def test_persistent_volume_source_is_immutable() -> None:
     ({"accessModes": []}, ["spec.accessModes: Required value: at least 1 access mode is required"]),
     ({"resources": {}}, ["spec.resources[storage]: Required value"]),
     ({"resources": {"requests": {"storage": "0"}}},
-     ['spec.resources[storage]: Invalid value: "0": must be greater than zero']),
+     ["spec.resources[storage]: Invalid value: 0: must be greater than zero"]),
     ({"volumeMode": "Raw"}, ['spec.volumeMode: Unsupported value: "Raw": supported values: "Block", "Filesystem"']),
     ({"dataSource": {"kind": "VolumeSnapshot", "name": "snap"}},
      ["spec.dataSource.kind: Invalid value: \"VolumeSnapshot\": must be 'PersistentVolumeClaim' when referencing "
