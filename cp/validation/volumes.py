@@ -24,6 +24,7 @@ from cp.validation.common import (
     as_list,
     as_str,
     each,
+    is_dns1123_label,
     is_dns1123_subdomain,
     meta_of,
     name_is_dns_subdomain,
@@ -35,6 +36,7 @@ from cp.validation.registry import Rules
 
 ACCESS_MODES = ("ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod")
 _VOLUME_MODES = ("Block", "Filesystem")
+_BETA_CLASS = "volume.beta.kubernetes.io/storage-class"
 _RECLAIM_POLICIES = ("Delete", "Recycle", "Retain")
 _PHASES_PVC = ("Bound", "Lost", "Pending")
 # PersistentVolumeSource, in upstream's order of checks.
@@ -67,15 +69,23 @@ def _class_name(name: Any, path: str, errs: list[Cause]) -> None:
         each(errs, path, name, is_dns1123_subdomain(name))
 
 
-def _typed_reference(ref: Any, path: str, errs: list[Cause]) -> None:
+def _typed_reference(ref: Any, path: str, errs: list[Cause], *, namespaced: bool) -> None:
+    """validateDataSource / validateDataSourceRef."""
     ref = as_dict(ref)
     if not as_str(ref.get("name")):
         errs.append(Cause("Required", f"{path}.name", ""))
-    if not as_str(ref.get("kind")):
+    kind = as_str(ref.get("kind"))
+    if not kind:
         errs.append(Cause("Required", f"{path}.kind", ""))
-    elif not ref.get("apiGroup") and ref.get("kind") != "PersistentVolumeClaim":
-        errs.append(Cause("Invalid", f"{path}.kind", "must be 'PersistentVolumeClaim' when referencing the default "
-                          "apiGroup", ref.get("kind")))
+    group = as_str(ref.get("apiGroup"))
+    if not group and kind != "PersistentVolumeClaim":
+        errs.append(Cause("Invalid", path, "must be 'PersistentVolumeClaim' when referencing the default apiGroup",
+                          kind))
+    if group:
+        each(errs, f"{path}.apiGroup", group, is_dns1123_subdomain(group))
+    namespace = as_str(ref.get("namespace"))
+    if namespaced and namespace:
+        each(errs, f"{path}.namespace", namespace, is_dns1123_label(namespace))
 
 
 def validate_claim_spec(spec: Any, path: str, errs: list[Cause]) -> None:
@@ -93,14 +103,19 @@ def validate_claim_spec(spec: Any, path: str, errs: list[Cause]) -> None:
     mode = spec.get("volumeMode")
     if mode is not None and mode not in _VOLUME_MODES:
         not_supported(errs, f"{path}.volumeMode", mode, _VOLUME_MODES)
-    for key in ("dataSource", "dataSourceRef"):
-        if spec.get(key) is not None:
-            _typed_reference(spec.get(key), f"{path}.{key}", errs)
-    vac = spec.get("volumeAttributesClassName")
-    if vac is not None and not vac:
-        errs.append(Cause("Required", f"{path}.volumeAttributesClassName", "an empty string is disallowed"))
-    else:
-        _class_name(vac, f"{path}.volumeAttributesClassName", errs)
+    source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
+    if source is not None:
+        _typed_reference(source, f"{path}.dataSource", errs, namespaced=False)
+    if ref is not None:
+        _typed_reference(ref, f"{path}.dataSourceRef", errs, namespaced=True)
+    if as_str(as_dict(ref).get("namespace")):
+        if source is not None:
+            errs.append(Cause("Invalid", path, "may not be specified when dataSourceRef.namespace is specified",
+                              GoValue(f"{path}.dataSource")))
+    elif source is not None and ref is not None and any(
+            as_dict(source).get(k) != as_dict(ref).get(k) for k in ("apiGroup", "kind", "name")):
+        errs.append(Cause("Invalid", path, "must match dataSourceRef", GoValue(f"{path}.dataSource")))
+    _class_name(spec.get("volumeAttributesClassName"), f"{path}.volumeAttributesClassName", errs)
 
 
 # ---------------------------------------------------------------- PersistentVolume
@@ -301,31 +316,41 @@ def _storage(spec: dict[str, Any]) -> Any:
 
 def _pvc_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
-    validate_claim_spec(spec, "spec", errs)
-    allowed = dict(old_spec)
+    _pvc_create(new, meta_of(new), errs, True)
+    allowed, compared = dict(old_spec), dict(spec)
     if not old_spec.get("volumeName"):
         _carry(spec, allowed, "volumeName")  # set once, by the binder
-    _carry(spec, allowed, "volumeAttributesClassName")
-    bound = as_dict(new.get("status")).get("phase") == "Bound"
-    compared = dict(spec)
-    if bound and "resources" in spec:
+    if old_spec.get("storageClassName") is None and spec.get("storageClassName") is not None:
+        beta = as_dict(meta_of(old).get("annotations")).get(_BETA_CLASS)
+        if beta is None or beta == spec.get("storageClassName"):
+            compared.pop("storageClassName")  # a claim without a class may get one
+    if as_dict(new.get("status")).get("phase") == "Bound" and "requests" in as_dict(spec.get("resources")):
         resources = dict(as_dict(spec.get("resources")))
         requests = dict(as_dict(resources.get("requests")))
-        if _storage(old_spec) is None:
-            requests.pop("storage", None)
-        else:
-            requests["storage"] = _storage(old_spec)
+        requests["storage"] = _storage(old_spec)
         resources["requests"] = requests
         compared["resources"] = resources
+    _carry(old_spec, compared, "volumeAttributesClassName")
     if compared != allowed:
         errs.append(Cause("Forbidden", "spec", "spec is immutable after creation except resources.requests and "
                           "volumeAttributesClassName for bound claims\n"
                           + godiff.unified(go_claim_spec(allowed), go_claim_spec(compared))))
-    new_size, old_size = parse_quantity(_storage(spec)), parse_quantity(_storage(old_spec))
+    new_size, old_size = parse_quantity(_storage(spec) or "0"), parse_quantity(_storage(old_spec) or "0")
     capacity = parse_quantity(as_dict(as_dict(old.get("status")).get("capacity")).get("storage") or "0")
-    if new_size is not None and old_size is not None and new_size < old_size and new_size <= capacity:
+    if new_size is not None and old_size is not None and capacity is not None and new_size < old_size \
+            and new_size <= capacity:
         errs.append(Cause("Forbidden", "spec.resources.requests.storage", "field can not be less than "
                           "status.capacity"))
+    if spec.get("volumeMode") != old_spec.get("volumeMode"):
+        errs.append(Cause("Invalid", "volumeMode", "field is immutable", spec.get("volumeMode")))
+    vac, old_vac = spec.get("volumeAttributesClassName"), old_spec.get("volumeAttributesClassName")
+    if old_vac is not None and vac != old_vac:
+        if vac is None:
+            errs.append(Cause("Forbidden", "spec.volumeAttributesClassName", "update from non-nil value to nil is "
+                              "forbidden"))
+        elif not vac:
+            errs.append(Cause("Forbidden", "spec.volumeAttributesClassName", "update from non-nil value to an "
+                              "empty string is forbidden"))
 
 
 def _carry(source: dict[str, Any], target: dict[str, Any], key: str) -> None:

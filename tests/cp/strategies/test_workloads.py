@@ -60,3 +60,18 @@ def test_volume_phase_transition_time() -> None:
     same = strategies.status_write(pv_kind, {**new, "status": {**new["status"], "message": "m"}}, new)
     strategies.prepare_for_update(pv_kind, same, new, now=300.0, subresource="status")
     assert same["status"]["lastPhaseTransitionTime"] == clocks.rfc3339(200.0)
+
+
+def test_claim_data_sources_are_normalized() -> None:
+    claim_kind = kind("", "PersistentVolumeClaim")
+    source = {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"}
+    claim: dict[str, Any] = {"metadata": {"name": "c"}, "spec": {"dataSource": dict(source)}}
+    strategies.prepare_for_create(claim_kind, claim, now=0)
+    assert claim["spec"]["dataSourceRef"] == source
+    claim = {"metadata": {"name": "c"}, "spec": {"dataSourceRef": dict(source)}}
+    strategies.prepare_for_create(claim_kind, claim, now=0)
+    assert claim["spec"]["dataSource"] == source
+    remote = {**source, "namespace": "other"}
+    claim = {"metadata": {"name": "c"}, "spec": {"dataSourceRef": dict(remote)}}
+    strategies.prepare_for_create(claim_kind, claim, now=0)
+    assert "dataSource" not in claim["spec"]

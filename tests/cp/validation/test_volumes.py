@@ -75,8 +75,11 @@ def test_persistent_volume_source_is_immutable() -> None:
      ["spec.resources[storage]: Invalid value: 0: must be greater than zero"]),
     ({"volumeMode": "Raw"}, ['spec.volumeMode: Unsupported value: "Raw": supported values: "Block", "Filesystem"']),
     ({"dataSource": {"kind": "VolumeSnapshot", "name": "snap"}},
-     ["spec.dataSource.kind: Invalid value: \"VolumeSnapshot\": must be 'PersistentVolumeClaim' when referencing "
+     ["spec.dataSource: Invalid value: \"VolumeSnapshot\": must be 'PersistentVolumeClaim' when referencing "
       "the default apiGroup"]),
+    ({"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "snap"},
+      "dataSourceRef": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "other"}},
+     ["spec: Invalid value: spec.dataSource: must match dataSourceRef"]),
 ])
 def test_persistent_volume_claim(spec: dict[str, Any], expected: list[str]) -> None:
     assert create_errors(pvc(**spec)) == expected
@@ -116,6 +119,16 @@ def test_claim_spec_diff_as_kube_apiserver_writes_it() -> None:
         "spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName "
         'for bound claims\n@@ -1,6 +1,6 @@\n {\n  "AccessModes": [\n-  "ReadWriteMany"\n+  "ReadWriteOnce"\n  ],\n'
         '  "Selector": null,\n  "Resources": {\n']
+
+
+def test_claim_may_get_a_class_once_and_keep_its_attributes_class() -> None:
+    old = pvc()
+    assert update_errors(changed(old, lambda o: o["spec"].update(storageClassName="fast")), old) == []
+    classed = pvc(storageClassName="fast", volumeAttributesClassName="gold")
+    assert update_errors(changed(classed, lambda o: o["spec"].update(storageClassName="slow")), classed)[0] \
+        .startswith("spec: Forbidden: spec is immutable after creation")
+    assert update_errors(changed(classed, lambda o: o["spec"].pop("volumeAttributesClassName")), classed) == [
+        "spec.volumeAttributesClassName: Forbidden: update from non-nil value to nil is forbidden"]
 
 
 def test_claim_may_shrink_only_above_its_capacity() -> None:
