@@ -4,7 +4,8 @@ Beyond the generic rules: the status a new object starts with (status fields Go 
 `omitempty` start at zero), the metadata a status write keeps, and a Job's generated selector
 (`pkg/registry/batch/job/strategy.go`: unless `manualSelector` is true, the pods of a Job are selected by
 its uid, and its template is labelled with its name and uid, in both the legacy and the
-`batch.kubernetes.io/` keys). Pure.
+`batch.kubernetes.io/` keys), a DaemonSet's template generation (the internal field apps/v1 shows as the
+`deprecated.daemonset.template.generation` annotation). Pure.
 """
 
 from __future__ import annotations
@@ -55,6 +56,40 @@ def _job_create(obj: Obj, _now: float) -> None:
         meta["labels"] = dict(labels)
 
 
+TEMPLATE_GENERATION = "deprecated.daemonset.template.generation"
+
+
+def _template_generation(obj: Obj) -> int:
+    meta = obj.get("metadata")
+    value = (meta.get("annotations") or {}).get(TEMPLATE_GENERATION) if isinstance(meta, dict) else None
+    try:
+        return int(value) if value is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _set_template_generation(obj: Obj, generation: int) -> None:
+    meta = obj.setdefault("metadata", {})
+    annotations = meta.get("annotations")
+    if not isinstance(annotations, dict):
+        annotations = meta["annotations"] = {}
+    annotations[TEMPLATE_GENERATION] = str(generation)
+
+
+def _daemon_set_create(obj: Obj, _now: float) -> None:
+    """apps/v1 carries the internal `templateGeneration` as an annotation; a new DaemonSet starts at 1."""
+    _set_template_generation(obj, 1)
+
+
+def _daemon_set_update(new: Obj, old: Obj, _now: float, subresource: str) -> None:
+    """The template generation is the server's: it counts template changes (never what a write says)."""
+    generation = _template_generation(old)
+    if not subresource and (new.get("spec") or {}).get("template") != (old.get("spec") or {}).get("template"):
+        generation += 1
+    if generation:
+        _set_template_generation(new, generation)
+
+
 STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "ReplicationController"): Strategy(initial_status=_zeros("replicas")),
     ("apps", "ReplicaSet"): Strategy(initial_status=_zeros("replicas"),
@@ -65,7 +100,8 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
                                       status_keeps_metadata=("labels", "annotations")),
     ("apps", "DaemonSet"): Strategy(initial_status=_zeros("currentNumberScheduled", "numberMisscheduled",
                                                           "desiredNumberScheduled", "numberReady"),
-                                    status_keeps_metadata=("labels", "annotations")),
+                                    status_keeps_metadata=("labels", "annotations"),
+                                    prepare_for_create=_daemon_set_create, prepare_for_update=_daemon_set_update),
     ("batch", "Job"): Strategy(prepare_for_create=_job_create),
     ("policy", "PodDisruptionBudget"): Strategy(initial_status=_zeros("disruptionsAllowed", "currentHealthy",
                                                                       "desiredHealthy", "expectedPods")),

@@ -99,6 +99,12 @@ async def test_initial_statuses(http: aiohttp.ClientSession) -> None:
     assert code == 201, body
     assert body["status"] == {"currentNumberScheduled": 0, "numberMisscheduled": 0, "desiredNumberScheduled": 0,
                               "numberReady": 0}
+    assert body["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "1"}
+    body["spec"]["template"]["spec"]["containers"][0]["image"] = "nginx:1.28"
+    code, body = await _send(http, "PUT", f"{APPS}/daemonsets/agent", body)
+    assert code == 200, body
+    assert body["metadata"]["annotations"] == {"deprecated.daemonset.template.generation": "2"}
+    assert body["metadata"]["generation"] == 2
     rc = {"apiVersion": "v1", "kind": "ReplicationController", "metadata": {"name": "rc"},
           "spec": {"template": template()}}
     code, body = await _send(http, "POST", f"{NS}/replicationcontrollers", rc)

@@ -75,3 +75,18 @@ def test_claim_data_sources_are_normalized() -> None:
     claim = {"metadata": {"name": "c"}, "spec": {"dataSourceRef": dict(remote)}}
     strategies.prepare_for_create(claim_kind, claim, now=0)
     assert "dataSource" not in claim["spec"]
+
+
+def test_daemon_set_template_generation() -> None:
+    ds_kind = kind("apps", "DaemonSet")
+    key = "deprecated.daemonset.template.generation"
+    ds: dict[str, Any] = {"metadata": {"name": "agent", "annotations": {key: "7"}},
+                          "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x:1"}]}}}}
+    strategies.prepare_for_create(ds_kind, ds, now=0)
+    assert ds["metadata"]["annotations"][key] == "1"
+    same = {**ds, "metadata": {"name": "agent", "annotations": {key: "9"}}, "spec": {**ds["spec"], "minReadySeconds": 5}}
+    strategies.prepare_for_update(ds_kind, same, ds, now=0, subresource="")
+    assert same["metadata"]["annotations"][key] == "1"
+    changed = {**ds, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": "x:2"}]}}}}
+    strategies.prepare_for_update(ds_kind, changed, ds, now=0, subresource="")
+    assert changed["metadata"]["annotations"][key] == "2"
