@@ -240,7 +240,6 @@ def _job_spec(spec: dict[str, Any], path: str, errs: list[Cause]) -> None:
         nonnegative(errs, f"{path}.{key}", spec.get(key))
     mode = spec.get("completionMode")
     per_index, max_failed = spec.get("backoffLimitPerIndex"), spec.get("maxFailedIndexes")
-    completions, parallelism = spec.get("completions"), spec.get("parallelism")
     if max_failed is not None:
         nonnegative(errs, f"{path}.maxFailedIndexes", max_failed)
         if per_index is None:
@@ -285,7 +284,6 @@ def _job_spec(spec: dict[str, Any], path: str, errs: list[Cause]) -> None:
         not_supported(errs, rpath, policy, ("OnFailure", "Never"))
     elif failure is not None and policy != "Never":
         errs.append(Cause("Invalid", rpath, 'only "Never" is supported when podFailurePolicy is specified', policy))
-    del completions, parallelism
 
 
 def _indexed(spec: dict[str, Any], path: str, errs: list[Cause]) -> None:
