@@ -23,6 +23,7 @@ from typing import Any
 
 import aiohttp
 import jsonschema
+import kubernetes.client
 import kubernetes_validate
 import kubernetes_validate.utils as kv_utils
 import msgspec
@@ -113,6 +114,62 @@ def schema_problems(obj: dict[str, Any]) -> list[str]:
     data = dict(obj, apiVersion=api_version)
     return [f"{'.'.join(str(p) for p in err.absolute_path) or '<root>'}: {err.message}"
             for err in validator.iter_errors(data)]
+
+
+@functools.cache
+def _api_client() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient(kubernetes.client.Configuration())
+
+
+def typed_model(api_version: str, kind: str) -> str | None:
+    """The `kubernetes` 37 model class of an (apiVersion, kind) — `V1Node`, `V2HorizontalPodAutoscaler`,
+    `CoreV1EventList`... — or None for types it has none of (tables, the sandbox's own kinds)."""
+    group, _, version = api_version.rpartition("/")
+    version = version.capitalize()
+    base = kind.removesuffix("List")
+    if base == "Event":
+        name = f"{'Events' if group == 'events.k8s.io' else 'Core'}{version}{kind}"
+    else:
+        name = f"{version}{kind}"
+    return name if hasattr(kubernetes.client, name) else None
+
+
+def typed_problems(obj: dict[str, Any]) -> list[str]:
+    """What the typed clients fail on when reading `obj`: `kubernetes` 37 (`ApiClient.deserialize` with
+    client-side validation, as `CoreV1Api().list_node()`) and lightkube's models (`from_dict`).
+    Kinds neither has a model for (discovery documents, tables) pass."""
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return []
+    out = []
+    model = typed_model(api_version, kind)
+    if model is not None:
+        try:
+            _api_client().deserialize(json.dumps(obj), model, "application/json")
+        except (ValueError, TypeError, AttributeError) as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if not ln.strip().startswith("For further")]
+            out.append(f"kubernetes {model}: {'; '.join(lines)}")
+    lightkube = _lightkube_model(api_version, kind)
+    if lightkube is not None:
+        try:
+            lightkube.from_dict(obj)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            out.append(f"lightkube {kind}: {exc}")
+    return out
+
+
+def _lightkube_model(api_version: str, kind: str) -> Any:
+    from lightkube.core.exceptions import LoadResourceError
+    from lightkube.core.resource_registry import resource_registry
+
+    base = kind.removesuffix("List")
+    try:
+        model = resource_registry.load(api_version, base)
+    except LoadResourceError:
+        return None
+    if model is None:
+        return None
+    return getattr(model, "List", None) if kind != base else model
 
 
 def check_against_library(obj: dict[str, Any]) -> None:
@@ -242,7 +299,7 @@ class Wiretap:
             if key in seen:
                 continue
             seen.add(key)
-            for problem in schema_problems(cap.obj):
+            for problem in schema_problems(cap.obj) + typed_problems(cap.obj):
                 out[f"{cap.label()}: {problem}"] = None
         return list(out)
 
