@@ -5,7 +5,8 @@ carried over on update, what a status write may change of metadata.
 
 The generic rules live here (`prepare_for_create`, `prepare_for_update`); each module covers an API
 area and declares `STRATEGIES` {(group, kind): Strategy} for the kinds that differ. The store
-(`api.store`) calls the two functions. Pure.
+(`api.store`) calls the two functions; both end with the fields Go's encoder always writes
+(`cp.protobuf.zero`), as the typed struct upstream has them. Pure.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from cp import rbac
 from cp import resources as res
+from cp.protobuf import zero
 from cp.strategies import cluster, core, dra, workloads
 from cp.strategies.model import Strategy
 
@@ -42,6 +44,7 @@ def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: floa
         strategy.prepare_for_create(obj, now)
     if strategy.record_requester is not None and user is not None:
         strategy.record_requester(obj, user)
+    zero.fill(obj, api_version=kind.api_version, kind=kind.kind)  # a reset status is Go's zero struct
 
 
 def status_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +72,7 @@ def prepare_for_update(kind: res.ResourceKind, new: dict[str, Any], old: dict[st
     strategy = of(kind)
     if strategy.prepare_for_update is not None:
         strategy.prepare_for_update(new, old, now, subresource)
+    zero.fill(new, api_version=kind.api_version, kind=kind.kind)
 
 
 def _copy(value: Any) -> Any:
