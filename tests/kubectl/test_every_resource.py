@@ -1,8 +1,8 @@
 """Every served resource through the real kubectl 1.37.1: create -f, get, list (JSON and the table),
 watch, replace, patch of all four types (json, merge, strategic, and apply --server-side) and delete,
 with every object kubectl got back (watch events included) validated against the strict 1.37 schema
-and deserialized by the typed clients (`kubernetes` 37, lightkube). The create-only kinds (reviews,
-bindings) and the computed componentstatuses get their own checks.
+and deserialized by the typed clients (`kubernetes` 37, lightkube). The create-only bindings and the
+computed componentstatuses get their own check (the reviews are served only with authentication).
 
 In scope: that each verb works on each kind and returns what clients can read. Out of scope: the
 semantics of each verb (tests/kubectl/test_write.py, test_get.py...) and per-kind rules (tests/api).
@@ -157,4 +157,21 @@ async def test_every_stored_resource_through_kubectl(kubectl: Kubectl) -> None:
             problems.append(f"watch {kind.group_resource}: {kinds} {watch.stderr.strip()}")
         for event in events:
             problems += _problems(f"watch {event.get('type')}", event.get("object"))
+    assert not problems, "\n".join(problems)
+
+
+async def test_bindings_and_componentstatuses_through_kubectl(kubectl: Kubectl) -> None:
+    """A Binding (create-only) assigns a pod; componentstatuses are computed. Both answers are
+    strict-schema-checked and typed-client-read. (The reviews are served with authentication:
+    tests/kubectl/test_secure.py.)"""
+    problems: list[str] = []
+    cs = await _step(kubectl, "componentstatuses", "get", "componentstatuses", "-o", "json", problems=problems)
+    assert cs is not None and cs["items"], problems
+    await kubectl("get", "cs")
+    await kubectl("create", "-f", "-", input=yaml.safe_dump(support.pod("bound")))
+    await kubectl("create", "-f", "-", input=yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "bound"},
+         "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}))
+    pod = await _step(kubectl, "bound pod", "get", "pod", "bound", "-o", "json", problems=problems)
+    assert pod is not None and pod["spec"]["nodeName"] == "node-1", problems
     assert not problems, "\n".join(problems)
