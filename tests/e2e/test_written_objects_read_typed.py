@@ -1,7 +1,7 @@
 """Every object the server, the fleet and every controller write reads in the typed clients and validates
 strictly: a GPU Deployment with an HPA and a ResourceQuota runs on a simulated fleet with all controllers
 (Nodes, Leases, ResourceSlices, pods with claims allocated and reserved, scheduler Events, ReplicaSets,
-HPA and quota status, device health), then every stored kind is listed and each item is checked with
+HPA, quota and DeviceTaintRule status), then every stored kind is listed and each item is checked with
 `kubernetes` 37 (`ApiClient.deserialize`, as `CoreV1Api().list_node()`), lightkube's models and the
 strict 1.37 schema.
 
@@ -20,6 +20,10 @@ from cp import testing
 from tests.clients import support
 from tests.e2e.test_hpa_gpu_story import DEPLOYMENT, FLEET, HPA, NS, TEMPLATE, _metric
 
+# Taints no device of the fleet (its selector matches nothing): the evictor reports on it all the same.
+TAINT_RULE = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": "none"},
+              "spec": {"deviceSelector": {"driver": "other.example.com"},
+                       "taint": {"key": "example.com/maintenance", "effect": "NoExecute"}}}
 QUOTA = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus"},
          "spec": {"hard": {"pods": "10", "count/resourceclaims.resource.k8s.io": "10"}}}
 
@@ -29,6 +33,7 @@ async def test_objects_written_by_fleet_and_controllers_read_typed(cplane_sandbo
     sb = cplane_sandbox
     c = sb.client
     await c.create("resourcequotas", QUOTA, namespace=NS)
+    await c.create("devicetaintrules.resource.k8s.io", TAINT_RULE)
     await c.create("resourceclaimtemplates.resource.k8s.io", TEMPLATE, namespace=NS)
     await c.create("externalmetrics.sim.cplane.dev", _metric(15), namespace=NS)
     await c.create("deployments.apps", {**DEPLOYMENT, "spec": {**DEPLOYMENT["spec"], "replicas": 2}}, namespace=NS)
@@ -46,6 +51,12 @@ async def test_objects_written_by_fleet_and_controllers_read_typed(cplane_sandbo
         return bool((hpa.get("status") or {}).get("conditions"))
 
     await sb.wait_for(hpa_status, timeout=20)
+
+    async def rule_status() -> bool:
+        rule = await c.get("devicetaintrules.resource.k8s.io", "none")
+        return bool((rule.get("status") or {}).get("conditions"))
+
+    await sb.wait_for(rule_status, timeout=20)
 
     problems: list[str] = []
     seen: dict[str, int] = {}
