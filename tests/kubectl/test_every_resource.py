@@ -2,7 +2,8 @@
 watch, replace, patch of all four types (json, merge, strategic, and apply --server-side) and delete,
 with every object kubectl got back (watch events included) validated against the strict 1.37 schema
 and deserialized by the typed clients (`kubernetes` 37, lightkube). The create-only bindings and the
-computed componentstatuses get their own check (the reviews are served only with authentication).
+computed componentstatuses get their own check, the self-subject reviews theirs on a server with
+authentication.
 
 In scope: that each verb works on each kind and returns what clients can read. Out of scope: the
 semantics of each verb (tests/kubectl/test_write.py, test_get.py...) and per-kind rules (tests/api).
@@ -14,16 +15,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import yaml
 
+from api import server as servers
 from cp import resources as res
 from tests import samples as sample_objects
 from tests.clients import support
-from tests.kubectl.conftest import Kubectl
+from tests.kubectl.conftest import KUBECTL, Kubectl
 from tests.waiting import eventually
 
 pytestmark = pytest.mark.kubectl
@@ -162,8 +165,7 @@ async def test_every_stored_resource_through_kubectl(kubectl: Kubectl) -> None:
 
 async def test_bindings_and_componentstatuses_through_kubectl(kubectl: Kubectl) -> None:
     """A Binding (create-only) assigns a pod; componentstatuses are computed. Both answers are
-    strict-schema-checked and typed-client-read. (The reviews are served with authentication:
-    tests/kubectl/test_secure.py.)"""
+    strict-schema-checked and typed-client-read."""
     problems: list[str] = []
     cs = await _step(kubectl, "componentstatuses", "get", "componentstatuses", "-o", "json", problems=problems)
     assert cs is not None and cs["items"], problems
@@ -175,3 +177,29 @@ async def test_bindings_and_componentstatuses_through_kubectl(kubectl: Kubectl) 
     pod = await _step(kubectl, "bound pod", "get", "pod", "bound", "-o", "json", problems=problems)
     assert pod is not None and pod["spec"]["nodeName"] == "node-1", problems
     assert not problems, "\n".join(problems)
+
+
+async def test_self_subject_reviews_through_kubectl(tmp_path: Path) -> None:
+    """The reviews a server with authentication answers (`kubectl auth can-i`, `auth whoami`, and
+    `create -f` of each), each answer strict-schema-checked and typed-client-read."""
+    if KUBECTL is None:
+        pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
+    async with servers.running(data_dir=tmp_path / "data", secure=True) as srv:
+        kubectl = Kubectl(srv, home=tmp_path / "home", workdir=tmp_path / "work")
+        try:
+            problems: list[str] = []
+            authz = "authorization.k8s.io/v1"
+            for kind, spec in (
+                    ("SelfSubjectAccessReview", {"resourceAttributes": {"verb": "list", "resource": "pods",
+                                                                        "namespace": "default"}}),
+                    ("SelfSubjectRulesReview", {"namespace": "default"})):
+                out = await _step(kubectl, kind, "create", "-f", "-", "-o", "json", problems=problems,
+                                  input=yaml.safe_dump({"apiVersion": authz, "kind": kind, "spec": spec}))
+                if not isinstance(out, dict) or out.get("kind") != kind or "status" not in out:
+                    problems.append(f"{kind}: answered {out}")
+            whoami = await _step(kubectl, "whoami", "auth", "whoami", "-o", "json", problems=problems)
+            assert whoami is not None and whoami["kind"] == "SelfSubjectReview", problems
+            assert (await kubectl("auth", "can-i", "list", "pods")).stdout == "yes\n"
+            assert not problems, "\n".join(problems)
+        finally:
+            await kubectl.close()
