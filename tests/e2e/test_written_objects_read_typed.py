@@ -10,8 +10,12 @@ Out of scope: what the controllers decide (their own tests); the sandbox's own k
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
+import kubernetes.client as k8s
+import kubernetes.config as k8s_config
 import pytest
 
 from controllers import registry
@@ -72,3 +76,21 @@ async def test_objects_written_by_fleet_and_controllers_read_typed(cplane_sandbo
                     "HorizontalPodAutoscaler", "ResourceQuota"):
         assert seen.get(written), f"no {written} written: {seen}"
     assert not problems, "\n".join(problems)
+
+    # The typed API methods themselves (their own response path), in a thread: the client blocks.
+    names = await asyncio.to_thread(_typed_reads, sb.kubeconfig)
+    assert names["nodes"] == ["gpu-node-0", "gpu-node-1"] and len(names["pods"]) >= 2, names
+
+
+def _typed_reads(kubeconfig: Path) -> dict[str, list[str]]:
+    with k8s_config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+        core = k8s.CoreV1Api(api_client)
+        apps = k8s.AppsV1Api(api_client)
+        out = {"nodes": core.list_node().items, "pods": core.list_pod_for_all_namespaces().items,
+               "events": core.list_event_for_all_namespaces().items, "quotas": core.list_resource_quota_for_all_namespaces().items,
+               "replicasets": apps.list_replica_set_for_all_namespaces().items,
+               "hpas": k8s.AutoscalingV2Api(api_client).list_horizontal_pod_autoscaler_for_all_namespaces().items,
+               "claims": k8s.ResourceV1Api(api_client).list_resource_claim_for_all_namespaces().items,
+               "slices": k8s.ResourceV1Api(api_client).list_resource_slice().items,
+               "leases": k8s.CoordinationV1Api(api_client).list_lease_for_all_namespaces().items}
+        return {key: sorted(item.metadata.name for item in items) for key, items in out.items()}
