@@ -5,7 +5,8 @@
   byte for byte (a missing Content-Type stays missing, watch streams are relayed line by line) and
   keeps every JSON object the server returned, so the schema test can check them all.
 - `schema_problems`: strict validation against the official 1.37 JSON schemas shipped by
-  `kubernetes-validate`.
+  `kubernetes-validate`; `typed_problems`: what the typed clients (`kubernetes` 37, lightkube's
+  models) fail on when reading an object.
 - `watch_until`: waiting for a watch event (`cp.testing.eventually` polls where there is none).
 - Sample objects for the served kinds.
 """
@@ -149,12 +150,15 @@ def typed_problems(obj: dict[str, Any]) -> list[str]:
         except (ValueError, TypeError, AttributeError) as exc:
             lines = [ln.strip() for ln in str(exc).splitlines() if not ln.strip().startswith("For further")]
             out.append(f"kubernetes {model}: {'; '.join(lines)}")
-    lightkube = _lightkube_model(api_version, kind)
-    if lightkube is not None:
+    # lightkube reads a list item by item, each with its resource's model.
+    base = kind.removesuffix("List")
+    lightkube = _lightkube_model(api_version, base)
+    items = obj.get("items") if base != kind else [obj]
+    for i, item in enumerate(items if lightkube is not None and isinstance(items, list) else ()):
         try:
-            lightkube.from_dict(obj)
+            lightkube.from_dict(item)
         except (msgspec.ValidationError, TypeError, ValueError) as exc:
-            out.append(f"lightkube {kind}: {exc}")
+            out.append(f"lightkube {base}{f' item {i}' if base != kind else ''}: {exc}")
     return out
 
 
@@ -162,14 +166,10 @@ def _lightkube_model(api_version: str, kind: str) -> Any:
     from lightkube.core.exceptions import LoadResourceError
     from lightkube.core.resource_registry import resource_registry
 
-    base = kind.removesuffix("List")
     try:
-        model = resource_registry.load(api_version, base)
+        return resource_registry.load(api_version, kind)
     except LoadResourceError:
         return None
-    if model is None:
-        return None
-    return getattr(model, "List", None) if kind != base else model
 
 
 def check_against_library(obj: dict[str, Any]) -> None:

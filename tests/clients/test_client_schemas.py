@@ -1,9 +1,11 @@
 """Cross-cutting: every object the server returns validates against the official Kubernetes 1.37
-JSON schema of its kind, in strict mode (unknown fields fail), from `kubernetes-validate==1.37.0`.
+JSON schema of its kind, in strict mode (unknown fields fail), from `kubernetes-validate==1.37.0`, and
+deserializes in the typed clients (`kubernetes` 37 with client-side validation, lightkube's models).
 
 In scope: each client scenario re-run behind a recording proxy (`support.Wiretap`) — response bodies
 and every watch-event object, Status answers included — and one object, GET, LIST (namespaced and
-across namespaces), subresources and DELETE of each served resource, plus discovery documents.
+across namespaces), subresources and DELETE of each stored built-in kind (samples: tests/samples.py),
+plus discovery documents.
 Out of scope: client behaviour (the test_client_* modules); tables (Python clients never ask).
 """
 
