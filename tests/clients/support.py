@@ -124,15 +124,14 @@ def _api_client() -> kubernetes.client.ApiClient:
 
 def typed_model(api_version: str, kind: str) -> str | None:
     """The `kubernetes` 37 model class of an (apiVersion, kind) — `V1Node`, `V2HorizontalPodAutoscaler`,
-    `CoreV1EventList`... — or None for types it has none of (tables, the sandbox's own kinds)."""
+    and, where two groups share a name, the group-prefixed one (`CoreV1Event`, `EventsV1Event`,
+    `ResourceV1ResourceClaim`) — or None for types it has none of (tables, the sandbox's own kinds)."""
     group, _, version = api_version.rpartition("/")
-    version = version.capitalize()
-    base = kind.removesuffix("List")
-    if base == "Event":
-        name = f"{'Events' if group == 'events.k8s.io' else 'Core'}{version}{kind}"
-    else:
-        name = f"{version}{kind}"
-    return name if hasattr(kubernetes.client, name) else None
+    prefix = group.split(".")[0].capitalize() if group else "Core"
+    for name in (f"{prefix}{version.capitalize()}{kind}", f"{version.capitalize()}{kind}"):
+        if hasattr(kubernetes.client, name):
+            return name
+    return None
 
 
 def typed_problems(obj: dict[str, Any]) -> list[str]:
@@ -152,7 +151,7 @@ def typed_problems(obj: dict[str, Any]) -> list[str]:
             out.append(f"kubernetes {model}: {'; '.join(lines)}")
     # lightkube reads a list item by item, each with its resource's model.
     base = kind.removesuffix("List")
-    lightkube = _lightkube_model(api_version, base)
+    lightkube = lightkube_model(api_version, base)
     items = obj.get("items") if base != kind else [obj]
     for i, item in enumerate(items if lightkube is not None and isinstance(items, list) else ()):
         try:
@@ -162,7 +161,7 @@ def typed_problems(obj: dict[str, Any]) -> list[str]:
     return out
 
 
-def _lightkube_model(api_version: str, kind: str) -> Any:
+def lightkube_model(api_version: str, kind: str) -> Any:
     from lightkube.core.exceptions import LoadResourceError
     from lightkube.core.resource_registry import resource_registry
 

@@ -56,6 +56,23 @@ def test_schema_check_agrees_with_kubernetes_validate() -> None:
     assert support.schema_problems({"kind": "Nope", "apiVersion": "v1"}) == ["no 1.37 schema for Nope v1"]
 
 
+def test_every_stored_kind_has_typed_models() -> None:
+    """So that `typed_problems` checks every kind: a model in `kubernetes` 37 (object and list) and in
+    lightkube."""
+    missing = []
+    for kind in res.KINDS:
+        if kind.group == res.SIM_GROUP or not kind.stored:
+            continue
+        found = (support.typed_model(kind.api_version, kind.kind), support.typed_model(kind.api_version, kind.list_kind),
+                 support.lightkube_model(kind.api_version, kind.kind))
+        if not all(found):
+            missing.append(f"{kind.kind}: {found}")
+    assert not missing
+    assert support.typed_model("v1", "Event") == "CoreV1Event"
+    assert support.typed_model("resource.k8s.io/v1", "ResourceClaim") == "ResourceV1ResourceClaim"
+    assert support.typed_model("resource.k8s.io/v1", "ResourceClaimList") == "V1ResourceClaimList"
+
+
 @pytest.mark.parametrize("scenario", [
     pytest.param(test_client_kubernetes.scenario, id="kubernetes"),
     pytest.param(test_client_kubernetes_asyncio.scenario, id="kubernetes_asyncio"),
