@@ -3,7 +3,7 @@ realistic DRA application chart, `examples/charts/gpu-inference` (a DeviceClass 
 the demo fleet's GPUs, a ResourceClaimTemplate, a ServiceAccount, a Service and a Deployment whose pods
 each claim a GPU), against a server with the demo fleet and the controllers: install (`--wait` waits on
 the Deployment's readiness), upgrade, rollback, uninstall; the pods get their claims allocated and run,
-and an uninstall releases every device.
+and a foreground uninstall removes pods and claims before it returns.
 
 Out of scope: Helm's chart features (Helm's own business); a chart with a `kind: List` or an unknown kind
 (tests/kubectl/test_helm.py); the protobuf encoding of Secrets (tests/kubectl/test_protobuf.py).
@@ -117,13 +117,15 @@ async def test_a_dra_chart_installs_upgrades_rolls_back_and_uninstalls(
                                                                 (3, "deployed")]
     assert await kubectl.jsonpath("deployment", APP, path="{.spec.replicas}") == "1"
 
-    r = await helm("uninstall", "demo", "--wait", "--timeout", "60s", timeout=90)
+    # Foreground: the Deployment goes only after its ReplicaSet, whose pods go only after their claims
+    # (which they own), so once `--wait` returns nothing of the release is left and every GPU is free.
+    r = await helm("uninstall", "demo", "--cascade", "foreground", "--wait", "--timeout", "60s", timeout=90)
     assert 'release "demo" uninstalled' in r.stdout
     for target in (("deviceclass", f"{APP}.gpu.example.com"), ("resourceclaimtemplate", f"{APP}-gpu"),
                    ("serviceaccount", APP), ("service", APP), ("deployment", APP),
                    ("secret", "sh.helm.release.v1.demo.v1")):
         assert await kubectl.gone(*target), target
-    await sb.wait_for(lambda: _none_left(sb), timeout=30)  # the pods go, and their claims with them
+    assert await _none_left(sb)
     assert (await helm("list", "-o", "json")).json() == []
     assert (await kubectl("get", "secrets", "-l", "owner=helm", "-o", "name")).stdout == ""
 
