@@ -3,7 +3,9 @@ realistic DRA application chart, `examples/charts/gpu-inference` (a DeviceClass 
 the demo fleet's GPUs, a ResourceClaimTemplate, a ServiceAccount, a Service and a Deployment whose pods
 each claim a GPU), against a server with the demo fleet and the controllers: install (`--wait` waits on
 the Deployment's readiness), upgrade, rollback, uninstall; the pods get their claims allocated and run,
-and a foreground uninstall removes pods and claims before it returns.
+and a foreground uninstall removes pods and claims before it returns. A driver's chart (ServiceAccount,
+RBAC, DaemonSet, Service, and an admission policy in cel-go's optional syntax) goes through the same
+lifecycle on a bare server.
 
 Out of scope: Helm's chart features (Helm's own business); a chart with a `kind: List` or an unknown kind
 (tests/kubectl/test_helm.py); the protobuf encoding of Secrets (tests/kubectl/test_protobuf.py).
@@ -132,3 +134,126 @@ async def test_a_dra_chart_installs_upgrades_rolls_back_and_uninstalls(
 
 async def _none_left(sb: testing.Sandbox) -> bool:
     return not await _pods(sb) and not await _claims(sb)
+
+
+DRIVER_CHART = """apiVersion: v2
+name: gpu-driver
+version: 0.2.0
+"""
+# What a DRA driver's own chart holds (the shape of the dra-example-driver's): an identity for the kubelet
+# plugin with the rights to publish ResourceSlices, the plugin as a DaemonSet with a metrics Service, and an
+# admission policy (in cel-go's optional syntax) that lets a node's plugin touch only its own slices.
+DRIVER_TEMPLATES = """apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: {{ .Release.Name }}-plugin
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: {{ .Release.Name }}-plugin
+rules:
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceslices"]
+  verbs: ["get", "list", "watch", "create", "update", "patch", "delete"]
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceclaims"]
+  verbs: ["get"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: {{ .Release.Name }}-plugin
+subjects:
+- kind: ServiceAccount
+  name: {{ .Release.Name }}-plugin
+  namespace: {{ .Release.Namespace }}
+roleRef:
+  kind: ClusterRole
+  name: {{ .Release.Name }}-plugin
+  apiGroup: rbac.authorization.k8s.io
+---
+apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: {{ .Release.Name }}-plugin
+spec:
+  selector:
+    matchLabels: {app: {{ .Release.Name }}-plugin}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}-plugin}
+    spec:
+      serviceAccountName: {{ .Release.Name }}-plugin
+      containers:
+      - name: plugin
+        image: registry.example.com/gpu-driver:{{ .Values.tag | default "0.2.0" }}
+        ports: [{name: metrics, containerPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}-metrics
+spec:
+  selector: {app: {{ .Release.Name }}-plugin}
+  ports: [{name: metrics, port: 8080, targetPort: metrics}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {{ .Release.Name }}-own-slices
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["resource.k8s.io"]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE", "DELETE"]
+      resources: ["resourceslices"]
+  matchConditions:
+  - name: plugin
+    expression: "request.userInfo.username == 'system:serviceaccount:{{ .Release.Namespace }}:{{ .Release.Name }}-plugin'"
+  variables:
+  - name: node
+    expression: "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')"
+  - name: sliceNode
+    expression: "(request.operation == 'DELETE' ? oldObject : object).spec.?nodeName.orValue('')"
+  validations:
+  - expression: "variables.node != '' && variables.node == variables.sliceNode"
+    messageExpression: "'this plugin may only change the slices of node ' + variables.node"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ .Release.Name }}-own-slices
+spec:
+  policyName: {{ .Release.Name }}-own-slices
+  validationActions: [Deny]
+"""
+
+
+async def test_a_driver_chart_with_a_daemonset_and_an_optional_syntax_policy(helm: Kubectl, kubectl: Kubectl) -> None:
+    root = helm.workdir / "gpu-driver"
+    (root / "templates").mkdir(parents=True)
+    (root / "Chart.yaml").write_text(DRIVER_CHART)
+    (root / "templates" / "driver.yaml").write_text(DRIVER_TEMPLATES)
+    r = await helm("install", "gpu", str(root), "--namespace", "gpu-system", "--create-namespace")
+    assert "STATUS: deployed" in r.stdout
+    policy = "{.spec.variables[0].expression}"
+    assert (await kubectl.jsonpath("validatingadmissionpolicy", "gpu-own-slices", path=policy)) == \
+        "request.userInfo.extra[?'authentication.kubernetes.io/node-name'][0].orValue('')"
+    for target in (("serviceaccount", "gpu-plugin"), ("daemonset", "gpu-plugin"), ("service", "gpu-metrics")):
+        assert not await kubectl.gone(*target, "-n", "gpu-system"), target
+    assert not await kubectl.gone("clusterrolebinding", "gpu-plugin")
+
+    r = await helm("upgrade", "gpu", str(root), "--namespace", "gpu-system", "--set", "tag=0.2.1")
+    assert "REVISION: 2" in r.stdout
+    image = "{.spec.template.spec.containers[0].image}"
+    assert await kubectl.jsonpath("daemonset", "gpu-plugin", "-n", "gpu-system", path=image) == \
+        "registry.example.com/gpu-driver:0.2.1"
+    await helm("rollback", "gpu", "1", "--namespace", "gpu-system")
+    assert await kubectl.jsonpath("daemonset", "gpu-plugin", "-n", "gpu-system", path=image) == \
+        "registry.example.com/gpu-driver:0.2.0"
+    await helm("uninstall", "gpu", "--namespace", "gpu-system", "--wait")
+    assert await kubectl.gone("validatingadmissionpolicy", "gpu-own-slices")
+    assert await kubectl.gone("daemonset", "gpu-plugin", "-n", "gpu-system")
