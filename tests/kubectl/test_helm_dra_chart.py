@@ -90,6 +90,7 @@ async def test_a_dra_chart_installs_upgrades_rolls_back_and_uninstalls(
     sb = cplane_sandbox
     kubectl, helm = tools
 
+    assert "0 chart(s) failed" in (await helm("lint", "--strict", CHART)).stdout
     r = await helm("install", "demo", CHART, "--wait", "--timeout", "60s", timeout=90)
     assert "STATUS: deployed" in r.stdout and "REVISION: 1" in r.stdout
     [listed] = (await helm("list", "-o", "json")).json()
