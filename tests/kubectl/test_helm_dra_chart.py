@@ -134,7 +134,9 @@ async def test_a_dra_chart_installs_upgrades_rolls_back_and_uninstalls(
 
 
 async def _none_left(sb: testing.Sandbox) -> bool:
-    return not await _pods(sb) and not await _claims(sb)
+    """No pod of the release (not even a terminating one) and no claim."""
+    pods = await sb.client.list("pods", namespace="default", label_selector=SELECTOR)
+    return not pods.items and not await _claims(sb)
 
 
 DRIVER_CHART = """apiVersion: v2
