@@ -24,9 +24,9 @@ _E: Mapping[str, Any] = {}
 # Row conditions upstream attaches to finished pods (`metav1.RowCompleted`).
 _POD_DONE = {
     "Succeeded": [{"type": "Completed", "status": "True", "reason": "Succeeded",
-                   "message": "The pod ran to completion."}],
+                   "message": "The pod has completed successfully."}],
     "Failed": [{"type": "Completed", "status": "True", "reason": "Failed",
-                "message": "The pod terminated with a failure."}],
+                "message": "The pod failed."}],
 }
 
 
