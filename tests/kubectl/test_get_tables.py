@@ -28,6 +28,8 @@ SEED = m.docs(
     "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000\n",
     "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: tables-reader}\n"
     "rules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n",
+    "apiVersion: networking.k8s.io/v1\nkind: IPAddress\nmetadata: {name: 10.96.0.77}\n"
+    "spec: {parentRef: {group: '', resource: services, namespace: default, name: web}}\n",
 )
 
 
@@ -53,6 +55,10 @@ async def test_get_columns_of_other_kinds(kubectl: Kubectl) -> None:
     rows = (await kubectl("get", "priorityclasses", "high", "-o", "wide")).rows()
     assert rows[0] == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
     assert rows[1][0:3] == ["high", "1000", "false"] and rows[1][4] == "PreemptLowerPriority"
+
+    # Upstream's IPAddress rows carry an age its table has no column for; kubectl shows the columns.
+    rows = (await kubectl("get", "ipaddresses", "10.96.0.77")).rows()
+    assert rows == [["NAME", "PARENTREF"], ["10.96.0.77", "services/default/web"]]
 
     # No printer upstream: kube-apiserver's default table.
     rows = (await kubectl("get", "clusterroles", "tables-reader")).rows()
