@@ -1,6 +1,6 @@
 """Server-side `meta.k8s.io/v1` Table output, as `kubectl get` asks for it.
 
-The columns and the cells of each row are kubectl's printers (`cp/printers.py`); this module builds
+The columns and the cells of each row are kubectl's printers (`cp/printers/`); this module builds
 the Table around them, with the `includeObject` rules of `../shared/reference/kubectl-compat.md` §4,
 and keeps rows of stored objects between requests (`RowCache`). Pure; no I/O.
 """
