@@ -46,8 +46,16 @@ def _pod_conditions(o: Obj) -> list[dict[str, Any]] | None:
     return _POD_DONE.get(phase)
 
 
+def _flow_schema_order(row: dict[str, Any]) -> tuple[Any, Any]:
+    cells = row["cells"]
+    return cells[2], cells[0]  # matching precedence, then name
+
+
 def _table(rows: list[dict[str, Any]], *, group: str, kind: str, resource_version: str, continue_token: str,
            headers: bool) -> dict[str, Any]:
+    if kind == "FlowSchema" and group == "flowcontrol.apiserver.k8s.io":
+        # Upstream's FlowSchema list printer orders the rows as the schemas are matched.
+        rows.sort(key=_flow_schema_order)
     meta: dict[str, Any] = {}
     if resource_version:
         meta["resourceVersion"] = resource_version

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from cp.printers import columns, row
+from cp.tables import table
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 
@@ -353,3 +354,12 @@ def test_hpa_v1_prints_its_cpu_target() -> None:
             status={"currentReplicas": 2, "currentCPUUtilizationPercentage": 40})
     assert cells("autoscaling", "HorizontalPodAutoscaler", o) == [
         "h", "Deployment/web", "cpu: 40%/80%", "1", 5, 2, "5m"]
+
+
+def test_flow_schemas_are_listed_in_matching_order() -> None:
+    def fs(name: str, precedence: int) -> dict[str, Any]:
+        return obj(name, spec={"priorityLevelConfiguration": {"name": "pl"}, "matchingPrecedence": precedence})
+
+    t = table([fs("c", 1000), fs("b", 500), fs("a", 1000), fs("exempt", 1)], group="flowcontrol.apiserver.k8s.io",
+              kind="FlowSchema", now=NOW)
+    assert [r["cells"][0] for r in t["rows"]] == ["exempt", "b", "a", "c"]
