@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cp.printers.common import AGE_COL, NAME_COL, E, Obj, Printer, col, human_duration, since
+from cp.printers.common import AGE_COL, NAME_COL, E, Obj, Printer, col, human_duration, name_age, since
 
 __all__ = ["PRINTERS"]
 
@@ -52,4 +52,7 @@ PRINTERS: dict[str, Printer] = {
         NAME_COL,
         col("SignerName", "string", "The signer whose trust anchors the bundle holds."),
     ], _bundle_row),
+    # Upstream prints these with a handler of its own, newer than the printers this follows; until its
+    # columns are checked, Name and Age.
+    "PodCertificateRequest": Printer([NAME_COL, AGE_COL], name_age),
 }

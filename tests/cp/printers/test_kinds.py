@@ -284,6 +284,7 @@ CASES: list[tuple[str, str, dict[str, Any], list[Any]]] = [
     # --- kinds without a printer upstream: the default table
     ("apiextensions.k8s.io", "CustomResourceDefinition", obj("widgets.example.com", age=0),
      ["widgets.example.com", "2023-11-14T22:13:20Z"]),
+    ("certificates.k8s.io", "PodCertificateRequest", obj("pcr", spec={"podName": "web-0"}), ["pcr", "5m"]),
     # --- the sandbox's own kinds without a printer: as custom resources
     ("sim.cplane.dev", "PodLoad", obj("load"), ["load", "5m"]),
 ]
