@@ -23,6 +23,7 @@ NOT_KNOWN = '"{}" is not a known field selector: only "metadata.name", "metadata
     ("", "replicationcontrollers", "spec.replicas", "field label not supported: spec.replicas"),
     ("batch", "jobs", "status.succeeded", 'field label "status.succeeded" not supported for batchv1.Job'),
     ("batch", "cronjobs", "spec.schedule", NOT_KNOWN.format("spec.schedule")),
+    ("apps", "replicasets", "status.replicas", NOT_KNOWN.format("status.replicas")),
     ("certificates.k8s.io", "certificatesigningrequests", "metadata.namespace",
      "field label not supported: metadata.namespace"),
     ("certificates.k8s.io", "clustertrustbundles", "spec.trustBundle",

@@ -349,8 +349,6 @@ def test_field_selector_matching_events(text: str, expected: bool) -> None:
     ("", "nodes", {"metadata": {"name": "n1"}}, "metadata.name=n1", True),
     ("", "namespaces", {"metadata": {"name": "x"}, "status": {"phase": "Terminating"}},
      "status.phase=Terminating", True),
-    ("apps", "replicasets", {"metadata": {"name": "r"}, "status": {"replicas": 3}}, "status.replicas=3", True),
-    ("apps", "replicasets", {"metadata": {"name": "r"}, "status": {}}, "status.replicas=0", True),
     ("resource.k8s.io", "resourceslices",
      {"metadata": {"name": "s"}, "spec": {"nodeName": "n1", "driver": "gpu.example.com", "pool": {"name": "p1"}}},
      "spec.nodeName=n1,spec.driver=gpu.example.com,spec.pool.name=p1", True),
