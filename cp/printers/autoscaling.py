@@ -1,5 +1,6 @@
-"""Printer of autoscaling HorizontalPodAutoscalers (upstream's `printHorizontalPodAutoscaler` and
-`formatHPAMetrics`), for the v2 shape and v1's single CPU target. Pure; no I/O."""
+"""Printers of autoscaling: HorizontalPodAutoscalers (upstream's `printHorizontalPodAutoscaler` and
+`formatHPAMetrics`), for the v2 shape and v1's single CPU target, and the Scale subresource
+(`printScale`). Pure; no I/O."""
 
 from __future__ import annotations
 
@@ -110,6 +111,12 @@ def _hpa_row(o: Obj) -> list[Any]:
     ]
 
 
+def _scale_row(o: Obj) -> list[Any]:
+    meta = o.get("metadata") or E
+    return [meta.get("name", ""), (o.get("spec") or E).get("replicas") or 0,
+            (o.get("status") or E).get("replicas") or 0, since(meta.get("creationTimestamp"))]
+
+
 PRINTERS: dict[str, Printer] = {
     "HorizontalPodAutoscaler": Printer([
         NAME_COL,
@@ -120,4 +127,12 @@ PRINTERS: dict[str, Printer] = {
         col("Replicas", "string", "Current number of replicas."),
         AGE_COL,
     ], _hpa_row),
+    # The scale subresource (`kubectl get deployment x --subresource=scale`); upstream's Name column has
+    # no "name" format.
+    "Scale": Printer([
+        col("Name", "string", "Name of the scaled object."),
+        col("Desired", "integer", "Desired number of replicas."),
+        col("Available", "integer", "Observed number of replicas."),
+        AGE_COL,
+    ], _scale_row),
 }

@@ -67,6 +67,13 @@ async def test_get_columns_of_other_kinds(kubectl: Kubectl) -> None:
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", rows[1][1])
 
 
+async def test_get_scale_subresource(kubectl: Kubectl) -> None:
+    await kubectl("create", "-f", kubectl.write("d.yaml", m.deployment("web", replicas=2)))
+    rows = (await kubectl("get", "deployment", "web", "--subresource=scale")).rows()
+    assert rows[0] == ["NAME", "DESIRED", "AVAILABLE", "AGE"]
+    assert rows[1][0:2] == ["web", "2"]
+
+
 async def test_field_selectors_of_other_resources(kubectl: Kubectl) -> None:
     await kubectl("create", "-f", kubectl.write("seed.yaml", SEED))
 

@@ -281,6 +281,8 @@ CASES: list[tuple[str, str, dict[str, Any], list[Any]]] = [
      ["pdb", "2", "N/A", 1, "5m"]),
     ("policy", "PodDisruptionBudget", obj("pdb2", spec={"maxUnavailable": "25%"}), ["pdb2", "N/A", "25%", 0, "5m"]),
     ("coordination.k8s.io", "Lease", obj("l", spec={"holderIdentity": "me"}), ["l", "me", "5m"]),
+    ("autoscaling", "Scale", obj("web", spec={"replicas": 3}, status={"replicas": 2, "selector": "app=web"}),
+     ["web", 3, 2, "5m"]),
     # --- kinds without a printer upstream: the default table
     ("apiextensions.k8s.io", "CustomResourceDefinition", obj("widgets.example.com", age=0),
      ["widgets.example.com", "2023-11-14T22:13:20Z"]),
