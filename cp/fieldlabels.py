@@ -190,7 +190,6 @@ _FIELDS: dict[tuple[str, str], FieldLabels] = {
         "metadata.name": _NAME,
         "spec.nodeName": _path("spec", "nodeName"),
         "spec.driver": _path("spec", "driver"),
-        "spec.pool.name": _path("spec", "pool", "name"),
     }, _not_supported_for("resource.k8s.io/v1, Kind=ResourceSlice")),
 }
 _DEFAULT = _labels(_META, _default_rejection)

@@ -24,6 +24,8 @@ NOT_KNOWN = '"{}" is not a known field selector: only "metadata.name", "metadata
     ("batch", "jobs", "status.succeeded", 'field label "status.succeeded" not supported for batchv1.Job'),
     ("batch", "cronjobs", "spec.schedule", NOT_KNOWN.format("spec.schedule")),
     ("apps", "replicasets", "status.replicas", NOT_KNOWN.format("status.replicas")),
+    ("resource.k8s.io", "resourceslices", "spec.pool.name",
+     "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: spec.pool.name"),
     ("certificates.k8s.io", "certificatesigningrequests", "metadata.namespace",
      "field label not supported: metadata.namespace"),
     ("certificates.k8s.io", "clustertrustbundles", "spec.trustBundle",

@@ -351,7 +351,7 @@ def test_field_selector_matching_events(text: str, expected: bool) -> None:
      "status.phase=Terminating", True),
     ("resource.k8s.io", "resourceslices",
      {"metadata": {"name": "s"}, "spec": {"nodeName": "n1", "driver": "gpu.example.com", "pool": {"name": "p1"}}},
-     "spec.nodeName=n1,spec.driver=gpu.example.com,spec.pool.name=p1", True),
+     "spec.nodeName=n1,spec.driver=gpu.example.com", True),
     ("resource.k8s.io", "resourceslices", {"metadata": {"name": "s"}, "spec": {"allNodes": True}},
      "spec.nodeName=n1", False),
     ("", "configmaps", {"metadata": {"name": "c", "namespace": "ns"}}, "metadata.namespace=ns", True),
