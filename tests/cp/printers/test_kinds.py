@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from cp.printers import columns, row
+from cp.resources import KINDS, ResourceKind
 from cp.tables import table
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
@@ -366,3 +367,22 @@ def test_flow_schemas_are_listed_in_matching_order() -> None:
     t = table([fs("c", 1000), fs("b", 500), fs("a", 1000), fs("exempt", 1)], group="flowcontrol.apiserver.k8s.io",
               kind="FlowSchema", now=NOW)
     assert [r["cells"][0] for r in t["rows"]] == ["exempt", "b", "a", "c"]
+
+
+_SPARSE = [
+    {"metadata": {"name": "x"}},
+    {"metadata": {"name": "x", "deletionTimestamp": ago(1)}, "spec": None, "status": None},
+    {"metadata": {"name": "x"}, "spec": {}, "status": {}},
+]
+
+
+@pytest.mark.parametrize("kind", [k for k in KINDS if "list" in k.verbs], ids=lambda k: f"{k.group or 'core'}.{k.kind}")
+def test_every_served_kind_prints_a_sparse_object(kind: ResourceKind) -> None:
+    """Every served kind's printer copes with objects that lack spec and status, and gives one cell per
+    column (IPAddress: plus its age, as upstream)."""
+    want = len(columns(group=kind.group, kind=kind.kind)) + (kind.kind == "IPAddress")
+    for o in _SPARSE:
+        got = cells(kind.group, kind.kind, o)
+        assert len(got) == want
+        assert got[0] == "x" or kind.kind == "Event"
+        assert all(isinstance(c, (str, int, bool)) for c in got)
