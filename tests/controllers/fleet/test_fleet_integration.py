@@ -21,6 +21,7 @@ from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
+from tests.clients import support
 from tests.controllers.fleet.conftest import START, running_fleet
 from tests.controllers.support import settle
 from tests.waiting import eventually
@@ -75,6 +76,9 @@ async def test_nodes_ready_with_leases_slices_and_classes(srv: servers.Running, 
         assert status["capacity"]["cpu"] == "32" and status["allocatable"]["cpu"] == "31500m"
         assert status["nodeInfo"]["kubeletVersion"] == "v1.37.0"
         assert status["nodeInfo"]["containerRuntimeVersion"].startswith("containerd://")
+        # Typed clients read it (kubernetes' CoreV1Api().list_node(), lightkube), and it is schema-valid.
+        assert status["nodeInfo"]["kubeProxyVersion"] == ""
+        assert support.typed_problems(node) == [] and support.schema_problems(node) == []
         assert {"type": "InternalIP", "address": "172.18.0.3"} in status["addresses"]
         assert node["spec"]["podCIDR"] == "10.244.1.0/24"
         assert [c["status"] for c in status["conditions"]] == ["False", "False", "False", "True"]
