@@ -159,6 +159,8 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     if method == "POST":
         if target.subresource == "binding":
             return await create_binding(request, target)
+        if target.subresource == "eviction":
+            return await create_eviction(request, target)
         if target.name or target.all_namespaces:
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         return await create_object(request, target)
@@ -528,3 +530,18 @@ async def create_binding(request: web.Request, target: reads.Target) -> web.Stre
     body = codec.status_body({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201})
     return codec.object_response(request[st.NEGOTIATED], raw=body, status=201)
+
+
+async def create_eviction(request: web.Request, target: reads.Target) -> web.StreamResponse:
+    """`pods/{name}/eviction` (`api.eviction`)."""
+    from api import eviction
+
+    store = request.app[st.STORE]
+    ctx = write_context(request, options_kind="CreateOptions")
+    body = await codec.read_body(request)
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
+    if isinstance(obj.get("deleteOptions"), dict):
+        _check_delete_body(obj["deleteOptions"])
+    outcome = await eviction.evict(store, namespace=target.namespace, name=target.name, eviction=obj, ctx=ctx)
+    return codec.object_response(request[st.NEGOTIATED], raw=codec.status_body(outcome.status),
+                                 status=outcome.code)
