@@ -227,26 +227,28 @@ def controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 
 def expected_count(pdb: Mapping[str, Any], pods: Sequence[Mapping[str, Any]],
-                   scale_of: Mapping[str, int]) -> tuple[int, int, list[str]]:
-    """(expectedPods, desiredHealthy, unmanaged pod names) as `getExpectedPodCount`: `scale_of` maps a
-    controller's uid to its replicas (the controller itself resolves an owner to what scales it, a
-    ReplicaSet to its Deployment). Raises ValueError for a pod whose controller has no scale."""
+                   scales: Mapping[str, tuple[str, int]]) -> tuple[int, int, list[str]]:
+    """(expectedPods, desiredHealthy, unmanaged pod names) as `getExpectedPodCount`. `scales` maps the
+    uid of a pod's controller to what scales it (a ReplicaSet of a Deployment: the Deployment) as
+    (that controller's uid, its replicas); pods of one such controller count it once. Raises
+    ValueError for a pod whose controller has no scale."""
     spec = _spec(pdb)
     max_unavailable = spec.get("maxUnavailable")
     min_available = spec.get("minAvailable")
     if max_unavailable is not None:
-        expected, unmanaged = _expected_scale(pods, scale_of)
+        expected, unmanaged = _expected_scale(pods, scales)
         unavailable = scaled_value(max_unavailable, expected, round_up=True)
         return expected, max(expected - unavailable, 0), unmanaged
     if min_available is not None:
         if isinstance(min_available, int) and not isinstance(min_available, bool):
             return len(pods), min_available, []
-        expected, unmanaged = _expected_scale(pods, scale_of)
+        expected, unmanaged = _expected_scale(pods, scales)
         return expected, scaled_value(min_available, expected, round_up=True), unmanaged
     return 0, 0, []
 
 
-def _expected_scale(pods: Sequence[Mapping[str, Any]], scale_of: Mapping[str, int]) -> tuple[int, list[str]]:
+def _expected_scale(pods: Sequence[Mapping[str, Any]],
+                    scales: Mapping[str, tuple[str, int]]) -> tuple[int, list[str]]:
     seen: dict[str, int] = {}
     unmanaged: list[str] = []
     for pod in pods:
@@ -254,12 +256,10 @@ def _expected_scale(pods: Sequence[Mapping[str, Any]], scale_of: Mapping[str, in
         if ref is None:
             unmanaged.append(str(_meta(pod).get("name") or ""))
             continue
-        uid = str(ref.get("uid") or "")
-        if uid in seen:
-            continue
-        if uid not in scale_of:
+        found = scales.get(str(ref.get("uid") or ""))
+        if found is None:
             raise ValueError(f'found no controllers for pod "{_meta(pod).get("name")}"')
-        seen[uid] = scale_of[uid]
+        seen[found[0]] = found[1]
     return sum(seen.values()), unmanaged
 
 
