@@ -32,6 +32,9 @@ class Target(msgspec.Struct, kw_only=True):
     all_namespaces: bool
     name: str
     subresource: str
+    # The kind the client asked for when it is another version of `kind` (whose objects it serves,
+    # converted: `api.versions`); None when they are the same.
+    served: res.ResourceKind | None = None
 
 
 async def wait_until_fresh(event_log: log.EventLog, *, revision: int) -> None:
