@@ -313,7 +313,7 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
     obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")),
                                   custom_kind="" if target.kind.protobuf else target.kind.kind)
     _check_type(obj, target.served or target.kind)
-    obj = versions.to_storage(target, obj)
+    obj = versions.to_storage(target, obj, create=True)
     result = await store.create(target.kind, target.namespace, obj, ctx)
     return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
                                                 status=result.code), ctx)

@@ -12,7 +12,7 @@ import msgspec
 
 from api import reads
 from api import store as stores
-from cp import conversions, patching
+from cp import conversions, errors, patching
 from cp import resources as res
 from storage import log
 
@@ -37,11 +37,21 @@ def served_event(kind: res.ResourceKind, ev: log.Event) -> log.Event:
     return msgspec.structs.replace(ev, object=conversions.served_json(kind, ev.object))
 
 
-def to_storage(target: reads.Target, obj: dict[str, Any]) -> dict[str, Any]:
-    """A request body of the client's version as the stored version."""
+def to_storage(target: reads.Target, obj: dict[str, Any], *, create: bool = False) -> dict[str, Any]:
+    """A request body of the client's version as the stored version (on create, checked first by the
+    rules that version adds: events.k8s.io/v1's for new Events)."""
     if target.served is None:
         return obj
-    return conversions.to_storage(target.served, obj)
+    stored = conversions.to_storage(target.served, obj)
+    if create and (target.served.group, target.served.kind) == ("events.k8s.io", "Event"):
+        from cp.validation import core
+
+        checked = {**stored, "metadata": {**(stored.get("metadata") or {}), "namespace": target.namespace}}
+        causes = core.validate_events_v1_create(checked)
+        if causes:
+            name = str((stored.get("metadata") or {}).get("name") or "")
+            raise errors.Invalid(kind="Event", group="", name=name, causes=causes)
+    return stored
 
 
 async def patch(store: stores.Store, target: reads.Target, body: bytes, content_type: str,
