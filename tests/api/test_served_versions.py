@@ -165,3 +165,24 @@ async def test_new_events_are_held_to_the_v1_rules(http: aiohttp.ClientSession) 
             "involvedObject": {"kind": "Pod", "name": "p"}}
     async with http.post(CORE, json=core) as r:
         assert r.status == 201, await r.text()
+
+
+async def test_protobuf_both_ways(http: aiohttp.ClientSession) -> None:
+    from cp import protobuf
+
+    pb = "application/vnd.kubernetes.protobuf"
+    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "pb"},
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/ctl",
+             "reportingInstance": "i", "action": "Do", "reason": "Did", "type": "Normal", "note": "in protobuf",
+             "regarding": {"kind": "Pod", "name": "p", "namespace": "default"}}
+    body = protobuf.encode(event, api_version="events.k8s.io/v1", kind="Event")
+    async with http.post(EVENTS, data=body, headers={"Content-Type": pb, "Accept": pb}) as r:
+        assert r.status == 201, await r.read()
+        created = protobuf.decode(await r.read())
+    assert (created["apiVersion"], created["note"]) == ("events.k8s.io/v1", "in protobuf")
+    async with http.get(EVENTS, headers={"Accept": pb}) as r:
+        listed = protobuf.decode(await r.read())
+    assert listed["kind"] == "EventList"
+    assert [i["note"] for i in listed["items"]] == ["in protobuf"]
+    async with http.get(f"{CORE}/pb") as r:
+        assert (await _json(r))["message"] == "in protobuf"
