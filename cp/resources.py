@@ -93,7 +93,7 @@ SIM_GROUP = "sim.cplane.dev"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SIM_VERSION = "v1alpha1"
 
-_SERVED: tuple[ResourceKind, ...] = (
+SERVED: tuple[ResourceKind, ...] = (
     # The resources a default 1.37 kube-apiserver serves (docs/api.md), in its discovery order (groups
     # by APIService priority, resources by name). `stored=False`: computed or create-only reviews.
     # v1
@@ -206,10 +206,10 @@ _SERVED: tuple[ResourceKind, ...] = (
 )
 
 # The kinds whose objects the event log holds, one per resource; the versions served from another's
-# storage are only in `_SERVED` (routing and discovery: `lookup`, `group_versions`, `kinds_in`).
-KINDS: tuple[ResourceKind, ...] = tuple(k for k in _SERVED if not k.storage_of)
+# storage are only in `SERVED` (routing and discovery: `lookup`, `group_versions`, `kinds_in`).
+KINDS: tuple[ResourceKind, ...] = tuple(k for k in SERVED if not k.storage_of)
 
-_BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in _SERVED}
+_BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in SERVED}
 _BY_GR: dict[tuple[str, str], ResourceKind] = {(k.group, k.plural): k for k in KINDS}
 _BY_KIND: dict[tuple[str, str], ResourceKind] = {(k.group, k.kind): k for k in KINDS}
 
@@ -238,7 +238,7 @@ def group_versions() -> list[tuple[str, str]]:
     """Served (group, version) pairs in a stable order, core first; a group's preferred version
     first."""
     seen: list[tuple[str, str]] = []
-    for k in _SERVED:
+    for k in SERVED:
         gv = (k.group, k.version)
         if gv not in seen:
             seen.append(gv)
@@ -246,7 +246,7 @@ def group_versions() -> list[tuple[str, str]]:
 
 
 def kinds_in(group: str, version: str) -> list[ResourceKind]:
-    return [k for k in _SERVED if k.group == group and k.version == version]
+    return [k for k in SERVED if k.group == group and k.version == version]
 
 
 # ---------------------------------------------------------------- names as users write them
