@@ -199,3 +199,33 @@ async def test_delete_options_are_used(http: aiohttp.ClientSession) -> None:
     async with http.post(f"{NS}/pods/a/eviction", json=body) as r:
         assert r.status == 409
     assert await _exists(http, "a")
+
+
+async def test_concurrent_evictions_spend_the_budget_once(http: aiohttp.ClientSession) -> None:
+    import asyncio
+
+    names = [f"p{i}" for i in range(4)]
+    for name in names:
+        await _running_pod(http, name)
+    await _budget(http, "web", allowed=1, healthy=4, desired=3)
+
+    async def evict(name: str) -> int:
+        async with http.post(f"{NS}/pods/{name}/eviction", json=_eviction(name)) as r:
+            return r.status
+
+    codes = await asyncio.gather(*(evict(n) for n in names))
+    assert sorted(codes) == [201, 429, 429, 429]
+    async with http.get(f"{PDBS}/web") as r:
+        status = (await _json(r))["status"]
+    assert status["disruptionsAllowed"] == 0
+    assert list(status["disruptedPods"]) == [names[codes.index(201)]]
+
+
+async def test_dry_run_options_must_agree(http: aiohttp.ClientSession) -> None:
+    await _running_pod(http, "a")
+    body = _eviction("a", deleteOptions={"dryRun": ["Nope"]})
+    async with http.post(f"{NS}/pods/a/eviction", params={"dryRun": "All"}, json=body) as r:
+        assert r.status == 400
+        assert (await _json(r))["message"] == ("Non-matching dry-run options in request and content: "
+                                               "[All] and [Nope]")
+    assert await _exists(http, "a")
