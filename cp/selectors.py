@@ -707,6 +707,20 @@ _FIELDS: dict[tuple[str, str], tuple[dict[str, FieldGetter], str]] = {
         "source": _path("source", "component"),
         "type": _path("type"),
     }, "field label not supported: {}"),
+    # events.k8s.io/v1 Events are the stored core Events (cp.conversions): its labels, read from them.
+    ("events.k8s.io", "events"): ({
+        **_META,
+        "regarding.kind": _path("involvedObject", "kind"),
+        "regarding.namespace": _path("involvedObject", "namespace"),
+        "regarding.name": _path("involvedObject", "name"),
+        "regarding.uid": _path("involvedObject", "uid"),
+        "regarding.apiVersion": _path("involvedObject", "apiVersion"),
+        "regarding.resourceVersion": _path("involvedObject", "resourceVersion"),
+        "regarding.fieldPath": _path("involvedObject", "fieldPath"),
+        "reason": _path("reason"),
+        "reportingController": _path("reportingComponent"),
+        "type": _path("type"),
+    }, "field label not supported: {}"),
     ("", "namespaces"): ({
         "metadata.name": _NAME,
         "status.phase": _path("status", "phase"),

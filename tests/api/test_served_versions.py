@@ -186,3 +186,17 @@ async def test_protobuf_both_ways(http: aiohttp.ClientSession) -> None:
     assert [i["note"] for i in listed["items"]] == ["in protobuf"]
     async with http.get(f"{CORE}/pb") as r:
         assert (await _json(r))["message"] == "in protobuf"
+
+
+async def test_field_selectors_of_each_version(http: aiohttp.ClientSession) -> None:
+    for name, pod in (("a", "web"), ("b", "db")):
+        async with http.post(CORE, json={"metadata": {"name": name}, "reason": "Started", "type": "Normal",
+                                         "involvedObject": {"kind": "Pod", "name": pod}}) as r:
+            assert r.status == 201
+    async with http.get(EVENTS, params={"fieldSelector": "regarding.name=db,type=Normal"}) as r:
+        assert [i["metadata"]["name"] for i in (await _json(r))["items"]] == ["b"]
+    async with http.get(CORE, params={"fieldSelector": "involvedObject.name=web"}) as r:
+        assert [i["metadata"]["name"] for i in (await _json(r))["items"]] == ["a"]
+    async with http.get(EVENTS, params={"fieldSelector": "involvedObject.name=web"}) as r:
+        assert r.status == 400
+        assert (await _json(r))["message"] == "field label not supported: involvedObject.name"
