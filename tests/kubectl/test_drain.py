@@ -96,6 +96,9 @@ async def test_drain_respects_the_budget_and_pods_come_back_elsewhere(cplane_san
         return (pdb.get("status") or {}).get("disruptionsAllowed") == 1
 
     await sb.wait_for(budget_allows_one, timeout=20)
+    rows = (await kubectl("get", "pdb")).rows()
+    assert rows[0] == ["NAME", "MIN AVAILABLE", "MAX UNAVAILABLE", "ALLOWED DISRUPTIONS", "AGE"]
+    assert rows[1][:4] == ["web", "N/A", "1", "1"]
     await kubectl("uncordon", "node-1")
 
     r = await kubectl("drain", "node-0", "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=60s",
