@@ -40,8 +40,9 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     code: int
 
 
-def check_eviction(eviction: dict[str, Any], *, name: str) -> None:
-    """The body is a policy/v1 or policy/v1beta1 Eviction naming the pod of the URL."""
+def check_eviction(eviction: dict[str, Any], *, namespace: str, name: str) -> None:
+    """The body is a policy/v1 or policy/v1beta1 Eviction naming the pod of the URL (and its
+    namespace, when it names one)."""
     kind = eviction.get("kind")
     api_version = eviction.get("apiVersion")
     if kind and kind != "Eviction":
@@ -50,6 +51,10 @@ def check_eviction(eviction: dict[str, Any], *, name: str) -> None:
         raise errors.BadRequest(
             f"the API version in the data ({api_version}) does not match the expected API version (policy/v1)")
     meta = eviction.get("metadata")
+    got_ns = meta.get("namespace") if isinstance(meta, dict) else None
+    if got_ns and got_ns != namespace:
+        raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                                "request")
     got = meta.get("name") if isinstance(meta, dict) else None
     if (got or "") != name:
         raise errors.BadRequest("name in URL does not match name in Eviction object")
@@ -109,7 +114,7 @@ async def evict(store: stores.Store, *, namespace: str, name: str, eviction: dic
                 ctx: stores.WriteContext) -> Outcome:
     """Evict one pod (see the module's text); raises the StatusErrors upstream answers."""
     assert PODS is not None and PDBS is not None
-    check_eviction(eviction, name=name)
+    check_eviction(eviction, namespace=namespace, name=name)
     opts = delete_options(eviction, query_dry_run=["All"] if ctx.dry_run else [])
     dry_run = opts.get("dryRun") == ["All"]
     ctx.dry_run = dry_run

@@ -81,6 +81,12 @@ async def test_missing_pod_is_404_and_names_must_match(http: aiohttp.ClientSessi
         assert (await _json(r))["message"] == "name in URL does not match name in Eviction object"
     async with http.post(f"{NS}/pods/a/eviction", json={**_eviction("a"), "apiVersion": "v1"}) as r:
         assert r.status == 400
+    other_ns = _eviction("a")
+    other_ns["metadata"]["namespace"] = "elsewhere"
+    async with http.post(f"{NS}/pods/a/eviction", json=other_ns) as r:
+        assert r.status == 400
+        assert (await _json(r))["message"] == ("the namespace of the provided object does not match the "
+                                               "namespace sent on the request")
     async with http.get(f"{NS}/pods/a/eviction") as r:
         assert r.status == 405
     assert await _exists(http, "a")
