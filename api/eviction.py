@@ -129,7 +129,7 @@ async def evict(store: stores.Store, *, namespace: str, name: str, eviction: dic
         if disruption.enforces_resource_version(pod) and retry_conflicts:
             delete_opts = _with_rv(opts, str(pod["metadata"].get("resourceVersion") or ""))
         try:
-            await store.delete(PODS, namespace, name, delete_opts, ctx)
+            await _mark_and_delete(store, namespace=namespace, name=name, opts=delete_opts, ctx=ctx)
         except errors.Conflict:
             if retry_conflicts and attempt + 1 < disruption.EVICTION_RETRIES:
                 continue
@@ -152,13 +152,42 @@ async def evict(store: stores.Store, *, namespace: str, name: str, eviction: dic
 
     delete_opts = _with_rv(opts, str(pod["metadata"].get("resourceVersion") or "")) if conditional else opts
     try:
-        await store.delete(PODS, namespace, name, delete_opts, ctx)
+        await _mark_and_delete(store, namespace=namespace, name=name, opts=delete_opts, ctx=ctx)
     except errors.Conflict:
         if conditional and retry_conflicts:
             raise disruption.being_processed(budget) from None
         raise
     logger.info("pod_evicted", namespace=namespace, name=name, budget=budget, dry_run=dry_run)
     return _success()
+
+
+async def _mark_and_delete(store: stores.Store, *, namespace: str, name: str, opts: dict[str, Any],
+                           ctx: stores.WriteContext) -> None:
+    """Delete the pod, first marking it with the DisruptionTarget condition (`EvictionByEvictionAPI`)
+    through its status, as upstream's `addConditionAndDeletePod` (not on a dry run). The DeleteOptions'
+    preconditions hold for the marking too; a resourceVersion precondition then names the marked pod."""
+    assert PODS is not None
+    if not ctx.dry_run:
+        pre = opts.get("preconditions") if isinstance(opts.get("preconditions"), dict) else {}
+        assert isinstance(pre, dict)
+
+        def mark(pod: dict[str, Any]) -> dict[str, Any]:
+            meta = pod.get("metadata") or {}
+            if pre.get("uid") and pre["uid"] != meta.get("uid"):
+                raise errors.Conflict(f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+                                      f"{meta.get('uid')}", details={"name": name, "kind": "pods"})
+            if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(meta.get("resourceVersion")):
+                raise errors.Conflict(f"Precondition failed: ResourceVersion in precondition: "
+                                      f"{pre['resourceVersion']}, ResourceVersion in object meta: "
+                                      f"{meta.get('resourceVersion')}", details={"name": name, "kind": "pods"})
+            disruption.mark_disruption_target(pod, now=store.clock.now())
+            return pod
+
+        result = await store.guaranteed_update(PODS, namespace, name, mark, ctx, subresource="status")
+        if pre.get("resourceVersion"):
+            marked = _decode(result.body)
+            opts = {**opts, "preconditions": {**pre, "resourceVersion": marked["metadata"]["resourceVersion"]}}
+    await store.delete(PODS, namespace, name, opts, ctx)
 
 
 async def _spend(store: stores.Store, *, namespace: str, budget: str, pod_name: str,

@@ -76,6 +76,26 @@ def enforces_resource_version(pod: Mapping[str, Any]) -> bool:
     return _status(pod).get("phase") not in ("Succeeded", "Failed") and not _meta(pod).get("deletionTimestamp")
 
 
+def mark_disruption_target(pod: dict[str, Any], *, now: float) -> None:
+    """Set the pod's DisruptionTarget condition as the eviction subresource does before deleting it
+    (`podutil.UpdatePodCondition`: the transition time changes only with the status)."""
+    status = pod.setdefault("status", {})
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
+    new: dict[str, Any] = {"type": "DisruptionTarget", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": clocks.rfc3339(now), "reason": "EvictionByEvictionAPI",
+                           "message": "Eviction API: evicting"}
+    for i, old in enumerate(conditions):
+        if old.get("type") == "DisruptionTarget":
+            if old.get("status") == "True" and old.get("lastTransitionTime"):
+                new["lastTransitionTime"] = old["lastTransitionTime"]
+            new["lastProbeTime"] = old.get("lastProbeTime")
+            conditions[i] = new
+            break
+    else:
+        conditions.append(new)
+    status["conditions"] = conditions
+
+
 def budgets_for_eviction(pod: Mapping[str, Any], budgets: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The budgets of the pod's namespace whose selector matches its labels; a budget with an invalid,
     missing or empty selector guards nothing here."""

@@ -235,3 +235,21 @@ async def test_dry_run_options_must_agree(http: aiohttp.ClientSession) -> None:
         assert (await _json(r))["message"] == ("Non-matching dry-run options in request and content: "
                                                "[All] and [Nope]")
     assert await _exists(http, "a")
+
+
+async def test_an_evicted_pod_is_marked_as_a_disruption_target(http: aiohttp.ClientSession) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "bound", "labels": {"app": "web"}},
+           "spec": {"nodeName": "node-0", "containers": [{"name": "c", "image": "nginx"}]}}
+    async with http.post(f"{NS}/pods", json=pod) as r:
+        created = await _json(r)
+    created["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    async with http.put(f"{NS}/pods/bound/status", json=created) as r:
+        assert r.status == 200
+    async with http.post(f"{NS}/pods/bound/eviction", json=_eviction("bound")) as r:
+        assert r.status == 201
+    async with http.get(f"{NS}/pods/bound") as r:
+        terminating = await _json(r)  # a bound pod is deleted gracefully: still there, terminating
+    assert terminating["metadata"]["deletionTimestamp"]
+    target = next(c for c in terminating["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (target["status"], target["reason"], target["message"]) == (
+        "True", "EvictionByEvictionAPI", "Eviction API: evicting")
