@@ -67,9 +67,14 @@ class DisruptionController:
         return self.informers.cache(PDBS).list(namespace=namespace) if namespace else []
 
     def _pod_changed(self, change: managers.Change) -> Iterable[reconcile.Request]:
-        """The budgets selecting the pod now or before the change."""
+        """The budgets selecting the pod now or before the change; the pod itself when it carries a
+        DisruptionTarget condition that may go stale (an eviction whose deletion did not follow)."""
         ns = str(caches.meta(change.obj).get("namespace") or "")
         out: list[reconcile.Request] = []
+        if change.type != "delete" and \
+                disruption.stale_disruption_wait(change.obj, now=self.clock.now()) is not None:
+            out.append(reconcile.Request(namespace=ns, name=str(caches.meta(change.obj).get("name") or ""),
+                                         resource=PODS.group_resource))
         for pdb in self._budgets_in(ns):
             try:
                 selected = disruption.pods_selected(pdb, [p for p in (change.obj, change.old) if p is not None])
@@ -154,7 +159,28 @@ class DisruptionController:
                     current_healthy=status.get("currentHealthy"), desired_healthy=status.get("desiredHealthy"),
                     expected_pods=status.get("expectedPods"))
 
+    async def _stale_disruption(self, request: reconcile.Request) -> reconcile.Result | None:
+        """Reset a pod's DisruptionTarget condition two minutes after an eviction that did not delete
+        it (upstream's syncStalePodDisruption)."""
+        pod = self.informers.cache(PODS).get(request.namespace, request.name)
+        if pod is None:
+            return None
+        now = self.clock.now()
+        wait = disruption.stale_disruption_wait(pod, now=now)
+        if wait is None:
+            return None
+        if wait > 0:
+            return reconcile.Result(requeue_after=wait)
+        try:
+            await self.client.update_status(PODS, disruption.reset_disruption_target(pod, now=now))
+        except errors.NotFound:
+            return None
+        logger.info("stale_disruption_target_reset", namespace=request.namespace, name=request.name)
+        return None
+
     async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
+        if request.resource == PODS.group_resource:
+            return await self._stale_disruption(request)
         pdb = self.informers.cache(PDBS).get(request.namespace, request.name)
         if pdb is None or caches.meta(pdb).get("deletionTimestamp"):
             return None

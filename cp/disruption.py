@@ -96,6 +96,38 @@ def mark_disruption_target(pod: dict[str, Any], *, now: float) -> None:
     status["conditions"] = conditions
 
 
+# How long a DisruptionTarget condition may stay on a pod that is not being deleted before the
+# disruption controller resets it (upstream's stalePodDisruptionTimeout).
+STALE_DISRUPTION_TIMEOUT = 120.0
+
+
+def stale_disruption_wait(pod: Mapping[str, Any], *, now: float) -> float | None:
+    """For a pod that is not terminating, not finished and carries a True DisruptionTarget condition
+    not set by its kubelet: how long until the condition is stale (0: it is). None otherwise."""
+    if _meta(pod).get("deletionTimestamp") or _status(pod).get("phase") in ("Succeeded", "Failed"):
+        return None
+    cond = next((c for c in _status(pod).get("conditions") or []
+                 if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget"), None)
+    if cond is None or cond.get("status") != "True" or cond.get("reason") == "TerminationByKubelet":
+        return None
+    try:
+        since = clocks.parse_time(str(cond.get("lastTransitionTime") or ""))
+    except ValueError:
+        return 0.0
+    return max(since + STALE_DISRUPTION_TIMEOUT - now, 0.0)
+
+
+def reset_disruption_target(pod: Mapping[str, Any], *, now: float) -> dict[str, Any]:
+    """The pod with its DisruptionTarget condition set False (reason and message kept)."""
+    new = copy.deepcopy(dict(pod))
+    status = new.setdefault("status", {})
+    status["conditions"] = [
+        {**c, "status": "False", "lastTransitionTime": clocks.rfc3339(now)}
+        if isinstance(c, Mapping) and c.get("type") == "DisruptionTarget" else c
+        for c in status.get("conditions") or []]
+    return new
+
+
 def budgets_for_eviction(pod: Mapping[str, Any], budgets: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The budgets of the pod's namespace whose selector matches its labels; a budget with an invalid,
     missing or empty selector guards nothing here."""

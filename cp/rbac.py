@@ -612,6 +612,7 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
         "disruption-controller": [
             rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
             rule(READ, groups=[""], resources=["pods", "replicationcontrollers"]),
+            rule(["patch", "update"], groups=[""], resources=["pods/status"]),
             rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
             rule(["update"], groups=["policy"], resources=["poddisruptionbudgets/status"]),
             rule(["get"], groups=["*"], resources=["*/scale"]),

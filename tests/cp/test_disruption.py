@@ -137,3 +137,22 @@ def test_compute_and_failed_status() -> None:
     assert failed["disruptionsAllowed"] == 0
     assert failed["conditions"][0]["reason"] == "SyncFailed"
     assert failed["conditions"][0]["message"] == "found no controllers"
+
+
+def test_stale_disruption_target() -> None:
+    p = pod("p")
+    assert disruption.stale_disruption_wait(p, now=NOW) is None
+    disruption.mark_disruption_target(p, now=NOW)
+    cond = next(c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (cond["status"], cond["reason"], cond["lastTransitionTime"]) == (
+        "True", "EvictionByEvictionAPI", "2027-01-15T08:00:00Z")
+    disruption.mark_disruption_target(p, now=NOW + 5)  # again: the transition time stays
+    assert [c["lastTransitionTime"] for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget"] == [
+        "2027-01-15T08:00:00Z"]
+    assert disruption.stale_disruption_wait(p, now=NOW + 20) == 100.0
+    assert disruption.stale_disruption_wait(p, now=NOW + 500) == 0.0
+    reset = disruption.reset_disruption_target(p, now=NOW + 500)
+    cond = next(c for c in reset["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert (cond["status"], cond["reason"]) == ("False", "EvictionByEvictionAPI")
+    assert disruption.stale_disruption_wait(reset, now=NOW + 600) is None
+    assert disruption.stale_disruption_wait(pod("q", deleting=True) | {"status": p["status"]}, now=NOW) is None

@@ -132,3 +132,20 @@ async def test_percentages_count_the_controllers_scale(client: clients.Client) -
         return s.get("disruptionsAllowed") == 0 and conds[0].get("reason") == "SyncFailed"
 
     await eventually(failed, what="a pod whose controller is missing makes the budget fail safe")
+
+
+@pytest.mark.usefixtures("controllers")
+async def test_a_stale_disruption_target_is_reset(client: clients.Client) -> None:
+    await _ready_pod(client, "kept")
+    pod = await client.get("pods", "kept", namespace=NS)
+    long_ago = "2020-01-01T00:00:00Z"  # an eviction marked it long ago and its deletion never came
+    pod["status"]["conditions"].append({"type": "DisruptionTarget", "status": "True", "lastTransitionTime": long_ago,
+                                        "reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"})
+    await client.update_status("pods", pod)
+
+    async def reset() -> bool:
+        p = await client.get("pods", "kept", namespace=NS)
+        cond = next(c for c in p["status"]["conditions"] if c["type"] == "DisruptionTarget")
+        return cond["status"] == "False" and cond["reason"] == "EvictionByEvictionAPI"
+
+    await eventually(reset, what="the controller resets a stale DisruptionTarget condition")
