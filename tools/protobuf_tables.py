@@ -510,7 +510,7 @@ def served_kinds() -> dict[tuple[str, str], list[str]]:
         if kind not in kinds:
             kinds.append(kind)
 
-    for k in resources.SERVED:  # every served version (another version of a stored kind too)
+    for k in resources.KINDS:
         if not k.protobuf:
             continue
         add(k.group, k.version, k.kind)
