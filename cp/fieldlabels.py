@@ -172,19 +172,20 @@ _FIELDS: dict[tuple[str, str], FieldLabels] = {
         "spec.podName": _path("spec", "podName"),
         "spec.nodeName": _path("spec", "nodeName"),
     }),
-    # events.k8s.io/v1 names the core fields anew (regarding, reportingController).
+    # events.k8s.io/v1 names the core fields anew (regarding, reportingController); its Events are the
+    # stored core Events (`cp.conversions`), so the values are read from the core fields.
     ("events.k8s.io", "events"): _labels({
         **_META,
         "reason": _path("reason"),
         "type": _path("type"),
-        "regarding.kind": _path("regarding", "kind"),
-        "regarding.namespace": _path("regarding", "namespace"),
-        "regarding.name": _path("regarding", "name"),
-        "regarding.uid": _path("regarding", "uid"),
-        "regarding.apiVersion": _path("regarding", "apiVersion"),
-        "regarding.resourceVersion": _path("regarding", "resourceVersion"),
-        "regarding.fieldPath": _path("regarding", "fieldPath"),
-        "reportingController": _path("reportingController"),
+        "regarding.kind": _path("involvedObject", "kind"),
+        "regarding.namespace": _path("involvedObject", "namespace"),
+        "regarding.name": _path("involvedObject", "name"),
+        "regarding.uid": _path("involvedObject", "uid"),
+        "regarding.apiVersion": _path("involvedObject", "apiVersion"),
+        "regarding.resourceVersion": _path("involvedObject", "resourceVersion"),
+        "regarding.fieldPath": _path("involvedObject", "fieldPath"),
+        "reportingController": _path("reportingComponent"),
     }),
     ("resource.k8s.io", "resourceslices"): _labels({
         "metadata.name": _NAME,

@@ -560,6 +560,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "device-health": "device-health-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
+    "disruption": "disruption-controller",
     "resourceclaim": "resource-claim-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
@@ -607,6 +608,14 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=["apps"],
                  resources=["replicasets"]),
             rule(["get", "list", "update", "watch"], groups=[""], resources=["pods"]),
+            _events()],
+        "disruption-controller": [
+            rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
+            rule(READ, groups=[""], resources=["pods", "replicationcontrollers"]),
+            rule(["patch", "update"], groups=[""], resources=["pods/status"]),
+            rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
+            rule(["update"], groups=["policy"], resources=["poddisruptionbudgets/status"]),
+            rule(["get"], groups=["*"], resources=["*/scale"]),
             _events()],
         "resource-claim-controller": [
             rule(["get", "list", "watch"], groups=[""], resources=["pods"]),

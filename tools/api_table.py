@@ -38,11 +38,7 @@ NOT_SERVED: dict[tuple[str, str, str], str] = {
     ("v1", "services", "proxy"): "no service network to proxy to",
     ("v1", "pods", "ephemeralcontainers"): "not yet",
     ("v1", "pods", "resize"): "not yet",
-    ("v1", "pods", "eviction"): "not yet",
     ("v1", "serviceaccounts", "token"): "not yet",
-    ("autoscaling/v1", "horizontalpodautoscalers", ""): "not yet",
-    ("autoscaling/v1", "horizontalpodautoscalers", "status"): "not yet",
-    ("events.k8s.io/v1", "events", ""): "not yet",
 }
 
 
@@ -65,7 +61,7 @@ def _resource(kind: res.ResourceKind) -> str:
 def served_entries() -> list[tuple[str, str]]:
     """(group/version, resource or resource/subresource) for everything the registry serves."""
     out = []
-    for k in res.KINDS:
+    for k in res.SERVED:
         out.append((k.group_version, k.plural))
         out.extend((k.group_version, f"{k.plural}/{s.name}") for s in k.subresources)
     return out

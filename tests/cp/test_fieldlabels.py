@@ -58,8 +58,9 @@ NEW_JOB = {"metadata": {"name": "k", "namespace": "web"}, "status": {}}
 CSR = {"metadata": {"name": "csr-1"}, "spec": {"signerName": "kubernetes.io/kubelet-serving"}}
 PCR = {"metadata": {"name": "p", "namespace": "web"},
        "spec": {"signerName": "example.com/s", "podName": "web-0", "nodeName": "node-1"}}
+# events.k8s.io/v1 selectors are matched on the stored core Event (its version is a conversion of it).
 EVENT = {"metadata": {"name": "e", "namespace": "web"}, "reason": "Started", "type": "Normal",
-         "regarding": {"kind": "Pod", "name": "web-0", "namespace": "web"}, "reportingController": "kubelet"}
+         "involvedObject": {"kind": "Pod", "name": "web-0", "namespace": "web"}, "reportingComponent": "kubelet"}
 CONFIGMAP = {"metadata": {"name": "cfg", "namespace": "web"}}
 
 
