@@ -29,6 +29,7 @@ import structlog
 
 from api.admission import listers
 from cp import allocation, errors
+from cp import clock as clocks
 from cp import resources as res
 from cp.strategies import service as strategy
 from cp.validation import service as rules
@@ -399,6 +400,7 @@ async def reconcile_control_plane(store: Any, ranges: allocation.ServiceRanges, 
     Without an address an endpoint may name (the host has only loopback), no endpoints are written."""
     await _ensure(store, "networking.k8s.io", "servicecidrs", "", default_service_cidr(ranges), ctx,
                   same=lambda cur, want: cur.get("spec") == want["spec"], replace_spec=False)
+    await _default_cidr_ready(store, ctx)
     service = kubernetes_service(ranges, port=port)
     await _ensure(store, "", "services", "default", service, ctx, replace_spec=True,
                   same=lambda cur, want: _same_ports(cur, want) and (cur.get("metadata") or {}).get("labels")
@@ -414,6 +416,28 @@ async def reconcile_control_plane(store: Any, ranges: allocation.ServiceRanges, 
                   kubernetes_endpoint_slice(address=address, port=port), ctx,
                   same=lambda cur, want: all(cur.get(k) == want[k] for k in ("addressType", "endpoints", "ports"))
                   and (cur.get("metadata") or {}).get("labels") == want["metadata"]["labels"])
+
+
+async def _default_cidr_ready(store: Any, ctx: Any) -> None:
+    """The default ServiceCIDR's Ready condition, as kube-apiserver's default-servicecidr controller sets it."""
+    kind = res.lookup("networking.k8s.io", "v1", "servicecidrs")
+    assert kind is not None
+
+    def mutate(cur: dict[str, Any]) -> dict[str, Any]:
+        conditions = [c for c in (cur.get("status") or {}).get("conditions") or [] if c.get("type") != "Ready"]
+        ready = {"type": "Ready", "status": "True", "lastTransitionTime": clocks.rfc3339(store.clock.now()),
+                 "reason": "", "message": "Kubernetes default Service CIDR is ready"}
+        cur["status"] = {"conditions": [*conditions, ready]}
+        return cur
+
+    current = await store.log.get(group=kind.group, resource=kind.plural, namespace="",
+                                  name=allocation.DEFAULT_SERVICE_CIDR_NAME)
+    if current is None:
+        return
+    status = dict(_decode(current.object)).get("status") or {}
+    if any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []):
+        return
+    await store.guaranteed_update(kind, "", allocation.DEFAULT_SERVICE_CIDR_NAME, mutate, ctx, subresource="status")
 
 
 def _same_ports(cur: dict[str, Any], want: dict[str, Any]) -> bool:

@@ -54,6 +54,8 @@ async def test_the_kubernetes_service(http: aiohttp.ClientSession, api_server: s
         assert eps["ports"] == [{"name": "https", "port": api_server.port, "protocol": "TCP"}]
     code, cidr = await call(http, "GET", "/apis/networking.k8s.io/v1/servicecidrs/kubernetes")
     assert code == 200 and cidr["spec"]["cidrs"] == ["10.0.0.0/24"]
+    assert [(c["type"], c["status"], c["message"]) for c in cidr["status"]["conditions"]] == [
+        ("Ready", "True", "Kubernetes default Service CIDR is ready")]
     code, ip = await call(http, "GET", f"{IPS}/10.0.0.1")
     assert code == 200
     assert ip["spec"]["parentRef"] == {"group": "", "resource": "services", "namespace": "default",
