@@ -14,6 +14,7 @@ import structlog
 
 from controllers import (
     deployment,
+    endpointslice,
     fleet,
     garbage_collector,
     health,
@@ -39,6 +40,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     health.NAME: health.new,
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
+    endpointslice.NAME: endpointslice.new,
     resourceclaim.NAME: resourceclaim.new,
     resourcequota.NAME: resourcequota.new,
     fleet.NAME: fleet.new,
@@ -54,6 +56,7 @@ ALIASES = {
     taint_evictor.COMPONENT: taint_evictor.NAME,
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
+    "endpointslice-controller": endpointslice.NAME,
     "resourceclaim-controller": resourceclaim.NAME,
     resourcequota.COMPONENT: resourcequota.NAME,
     "horizontal-pod-autoscaler-controller": hpa.NAME,

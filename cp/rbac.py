@@ -608,6 +608,12 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
                  resources=["replicasets"]),
             rule(["get", "list", "update", "watch"], groups=[""], resources=["pods"]),
             _events()],
+        "endpointslice-controller": [
+            rule(["get", "list", "watch"], groups=[""], resources=["services", "pods", "nodes"]),
+            rule(["update"], groups=[""], resources=["services/finalizers"]),
+            rule(["create", "delete", "get", "list", "update"], groups=["discovery.k8s.io"],
+                 resources=["endpointslices"]),
+            _events()],
         "resource-claim-controller": [
             rule(["get", "list", "watch"], groups=[""], resources=["pods"]),
             rule(["update"], groups=[""], resources=["pods/finalizers"]),
