@@ -456,6 +456,12 @@ async def _ensure(store: Any, group: str, plural: str, namespace: str, want: dic
             await store.create(kind, namespace, copy.deepcopy(want), ctx)
         except errors.AlreadyExists:
             return  # another server of the same log was first
+        except errors.Invalid as exc:
+            # The Service's address is taken: by another server of the same log creating it at this
+            # moment, or by a Service of a cluster whose range changed. Serving goes on either way.
+            logger.warning("control_plane_object_not_created", resource=plural, namespace=namespace, name=name,
+                           why=exc.message)
+            return
         logger.info("control_plane_object_created", resource=plural, namespace=namespace, name=name)
         return
     obj = dict(_decode(current.object))
