@@ -290,6 +290,8 @@ class ServiceAllocator:
     async def _allocate_node_ports(self, store: Any, spec: dict[str, Any], old: dict[str, Any] | None, *,
                                    name: str, dry_run: bool) -> list[int]:
         """`initNodePorts` / `updateNodePorts` and the health check node port; the ports newly taken."""
+        if not (strategy.needs_node_ports(spec) or strategy.needs_health_check_port(spec)):
+            return []
         lo, hi = self.ports
         kept = set(strategy.node_ports(old)) if old is not None else set()
         used = await self._used(store)  # nothing below awaits until the ports are reserved
