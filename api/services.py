@@ -73,6 +73,7 @@ class ServiceAllocator:
         self.writer = writer
         self.rng = rng or random.Random()
         self._ip_addresses = listers.Lister(group="networking.k8s.io", resource="ipaddresses")
+        self._taken: set[str] | None = None  # addresses known to be allocated (see _allocate_next_ip)
         # Node ports handed out: port -> revision of the write that took it (None while in flight).
         self._pending: dict[int, int | None] = {}
         self._services_at = -1
@@ -228,13 +229,20 @@ class ServiceAllocator:
                                             rules.strings(ips))])
 
     async def _allocate_next_ip(self, store: Any, *, namespace: str, name: str) -> str:
-        existing = {str((o.get("metadata") or {}).get("name")) for o in await self._ip_addresses.list(store.log)}
-        for candidate in allocation.ip_candidates(self.network, self.rng):
-            if candidate in existing:
-                continue
-            if await self._create_ip_address(store, candidate, namespace=namespace, name=name):
-                return candidate
-            # Taken by a concurrent writer since the list: try the next one, as upstream does.
+        """A free address, in upstream's order. What is taken is known from one list of the IPAddresses
+        and kept up to date by this server's own allocations and releases; an address another server
+        took since is learnt from the refused create, one it released from a new list once the range
+        looks full."""
+        for fresh in (False, True):
+            if self._taken is None or fresh:
+                self._taken = {str((o.get("metadata") or {}).get("name"))
+                               for o in await self._ip_addresses.list(store.log)}
+            for candidate in allocation.ip_candidates(self.network, self.rng):
+                if candidate in self._taken:
+                    continue
+                if await self._create_ip_address(store, candidate, namespace=namespace, name=name):
+                    return candidate
+                # Taken by a concurrent writer since: try the next one, as upstream does.
         raise allocation.ip_full()
 
     async def _create_ip_address(self, store: Any, ip: str, *, namespace: str, name: str) -> bool:
@@ -246,7 +254,11 @@ class ServiceAllocator:
         try:
             await store.create(kind, "", body, self.writer())
         except errors.AlreadyExists:
+            if self._taken is not None:
+                self._taken.add(ip)
             return False
+        if self._taken is not None:
+            self._taken.add(ip)
         logger.debug("cluster_ip_allocated", ip=ip, namespace=namespace, service=name)
         return True
 
@@ -264,6 +276,8 @@ class ServiceAllocator:
                 if ref.get("resource") != "services" or ref.get("namespace") != meta.get("namespace") \
                         or ref.get("name") != meta.get("name"):
                     continue
+            if self._taken is not None:
+                self._taken.discard(ip)
             try:
                 await store.delete(kind, "", ip, {}, self.writer())
             except errors.NotFound:
