@@ -78,6 +78,7 @@ class ServiceAllocator:
         self._pending: dict[int, int | None] = {}
         self._services_at = -1
         self._used_ports: set[int] = set()
+        self._ports_of: dict[tuple[str, str], tuple[int, list[int]]] = {}  # Service -> (revision, node ports)
 
     # ---------------------------------------------------------------- hooks
 
@@ -292,8 +293,15 @@ class ServiceAllocator:
         if self._services_at < event_log.last_change(group="", resource="services"):
             listed = await event_log.list_objects(group="", resource="services", namespace=None)
             used: set[int] = set()
-            for ev in listed.events:
-                used.update(strategy.node_ports(_spec(dict(_decode(ev.object)))))
+            known: dict[tuple[str, str], tuple[int, list[int]]] = {}
+            for ev in listed.events:  # only Services written since the last list are decoded
+                key = (ev.namespace, ev.name)
+                seen = self._ports_of.get(key)
+                if seen is None or seen[0] != ev.revision:
+                    seen = (ev.revision, strategy.node_ports(_spec(dict(_decode(ev.object)))))
+                known[key] = seen
+                used.update(seen[1])
+            self._ports_of = known
             self._used_ports = used
             self._services_at = listed.revision
             for port, revision in list(self._pending.items()):
