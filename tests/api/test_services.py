@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import random
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ import aiohttp
 import pytest
 
 from api import server as servers
+from api import services
+from api import state as st
 from cp import allocation
 
 SVC = "/api/v1/namespaces/default/services"
@@ -220,3 +223,25 @@ async def test_range_exhaustion(small: aiohttp.ClientSession) -> None:
     code, status = await call(small, "POST", SVC, service("n3", type="NodePort"))
     assert code == 500
     assert status["message"] == "Internal error occurred: failed to allocate a nodePort: range is full"
+
+
+async def test_two_servers_of_one_log_never_share_an_address(tmp_path: Path) -> None:
+    from storage import memory
+
+    shared = memory.MemoryEventLog()
+    await shared.start()
+    try:
+        async with servers.running(data_dir=tmp_path / "a", event_log=shared) as a, \
+                servers.running(data_dir=tmp_path / "b", event_log=shared) as b, \
+                aiohttp.ClientSession(base_url=a.url) as ha, aiohttp.ClientSession(base_url=b.url) as hb:
+            for srv in (a, b):  # both try the same addresses in the same order: every one is contended
+                allocator = srv.app[st.STORE].hooks[("", "services")]
+                assert isinstance(allocator, services.ServiceAllocator)
+                allocator.rng = random.Random(7)
+            results = await asyncio.gather(*(call(ha if i % 2 else hb, "POST", SVC, service(f"r{i}"))
+                                             for i in range(30)))
+            assert all(code == 201 for code, _ in results), results
+            ips = [svc["spec"]["clusterIP"] for _, svc in results]
+            assert len(set(ips)) == len(ips) and "10.0.0.1" not in ips
+    finally:
+        await shared.close()
