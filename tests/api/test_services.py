@@ -245,3 +245,27 @@ async def test_two_servers_of_one_log_never_share_an_address(tmp_path: Path) -> 
             assert len(set(ips)) == len(ips) and "10.0.0.1" not in ips
     finally:
         await shared.close()
+
+
+@pytest.mark.parametrize(("spec", "cause"), [
+    ({"ipFamilyPolicy": "RequireDualStack"},
+     {"field": "spec.ipFamilyPolicy", "reason": "FieldValueInvalid",
+      "message": 'Invalid value: "RequireDualStack": this cluster is not configured for dual-stack services'}),
+    ({"ipFamilies": ["IPv6"]},
+     {"field": "spec.ipFamilies[0]", "reason": "FieldValueInvalid",
+      "message": 'Invalid value: "IPv6": not configured on this cluster'}),
+    ({"clusterIP": "fd00::10"},
+     {"field": "spec.clusterIPs[0]", "reason": "FieldValueInvalid",
+      "message": 'Invalid value: []string{"fd00::10"}: IPv6 is not configured on this cluster'}),
+    ({"ipFamilyPolicy": "SingleStack", "ipFamilies": ["IPv4", "IPv6"]},
+     {"field": "spec.ipFamilyPolicy", "reason": "FieldValueInvalid",
+      "message": "Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple IP "
+                 "families are specified"}),
+])
+async def test_a_single_stack_cluster(http: aiohttp.ClientSession, spec: dict[str, Any],
+                                      cause: dict[str, str]) -> None:
+    code, status = await call(http, "POST", SVC, service("dual", **spec))
+    assert code == 422
+    assert status["details"]["causes"] == [cause]
+    code, svc = await call(http, "POST", SVC, service("prefer", ipFamilyPolicy="PreferDualStack"))
+    assert code == 201 and svc["spec"]["ipFamilies"] == ["IPv4"]
