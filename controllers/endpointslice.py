@@ -58,12 +58,12 @@ def selects(service: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
     return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
-def _pod_ready(pod: Mapping[str, Any]) -> bool:
+def pod_ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
 
 
-def _ipv4(pod: Mapping[str, Any]) -> str | None:
+def pod_ipv4(pod: Mapping[str, Any]) -> str | None:
     status = pod.get("status") or {}
     addresses = [p.get("ip") for p in status.get("podIPs") or [] if isinstance(p, dict)] or [status.get("podIP")]
     return next((a for a in addresses if isinstance(a, str) and a and ":" not in a), None)
@@ -97,7 +97,7 @@ def endpoint_ports(service: Mapping[str, Any], pod: Mapping[str, Any]) -> list[d
 def endpoint(service: Mapping[str, Any], pod: Mapping[str, Any], address: str) -> dict[str, Any]:
     meta = caches.meta(pod)
     terminating = bool(meta.get("deletionTimestamp"))
-    ready = _pod_ready(pod)
+    ready = pod_ready(pod)
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
     out: dict[str, Any] = {
         "addresses": [address],
@@ -118,7 +118,7 @@ def desired(service: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> li
     for pod in sorted(pods, key=lambda p: str(caches.meta(p).get("name"))):
         if not selects(service, pod) or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
             continue
-        address = _ipv4(pod)
+        address = pod_ipv4(pod)
         if address is None:
             continue
         ports = endpoint_ports(service, pod)

@@ -14,6 +14,7 @@ import structlog
 
 from controllers import (
     deployment,
+    endpoints,
     endpointslice,
     fleet,
     garbage_collector,
@@ -41,6 +42,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
     endpointslice.NAME: endpointslice.new,
+    endpoints.NAME: endpoints.new,
     resourceclaim.NAME: resourceclaim.new,
     resourcequota.NAME: resourcequota.new,
     fleet.NAME: fleet.new,
@@ -57,6 +59,8 @@ ALIASES = {
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
     "endpointslice-controller": endpointslice.NAME,
+    "endpoints-controller": endpoints.NAME,
+    "endpoint": endpoints.NAME,
     "resourceclaim-controller": resourceclaim.NAME,
     resourcequota.COMPONENT: resourcequota.NAME,
     "horizontal-pod-autoscaler-controller": hpa.NAME,

@@ -560,6 +560,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "device-health": "device-health-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
+    "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
@@ -613,6 +614,11 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["update"], groups=[""], resources=["services/finalizers"]),
             rule(["create", "delete", "get", "list", "update"], groups=["discovery.k8s.io"],
                  resources=["endpointslices"]),
+            _events()],
+        "endpoint-controller": [
+            rule(["get", "list", "watch"], groups=[""], resources=["services", "pods"]),
+            rule(["create", "delete", "get", "list", "update"], groups=[""], resources=["endpoints"]),
+            rule(["create"], groups=[""], resources=["endpoints/restricted"]),
             _events()],
         "resource-claim-controller": [
             rule(["get", "list", "watch"], groups=[""], resources=["pods"]),

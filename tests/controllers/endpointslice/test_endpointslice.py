@@ -13,6 +13,7 @@ import pytest
 from api import server as servers
 from controllers import endpointslice, registry
 from controllers.runtime import client as clients
+from cp import errors
 from tests.waiting import eventually
 
 NS = "default"
@@ -116,3 +117,46 @@ def test_desired_groups_pods_by_resolved_ports() -> None:
     wanted = endpointslice.desired(service, [pod("x", ip="10.0.0.7"), other, pod("z", ip="10.0.0.9")])
     assert [(ports[0]["port"], [e["targetRef"]["name"] for e in eps]) for ports, eps in wanted] == [
         (8080, ["x", "z"]), (9090, ["y"])]
+
+
+@pytest.fixture
+async def endpoints_controller(srv: servers.Running) -> AsyncIterator[None]:
+    stop, ready = asyncio.Event(), asyncio.Event()
+    task = asyncio.ensure_future(registry.run_controllers(kubeconfig=srv.kubeconfig, stop_event=stop, ready=ready,
+                                                          names=["endpoints"]))
+    await asyncio.wait_for(ready.wait(), 10)
+    yield
+    stop.set()
+    await asyncio.wait_for(task, 10)
+
+
+@pytest.mark.usefixtures("endpoints_controller")
+async def test_legacy_endpoints(client: clients.Client) -> None:
+    await client.create("services", {"metadata": {"name": "web", "namespace": NS},
+                                     "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    await add_pod(client, pod("b", ip="10.244.0.6", ready=False))
+    await add_pod(client, pod("a", ip="10.244.0.5"))
+
+    async def listed() -> bool:
+        eps = await client.get("endpoints", "web", namespace=NS)
+        return len((eps.get("subsets") or [{}])[0].get("addresses") or []) == 1 and \
+            len(eps["subsets"][0].get("notReadyAddresses") or []) == 1
+
+    await eventually(listed, what="the Endpoints list ready and not-ready pods")
+    eps = await client.get("endpoints", "web", namespace=NS)
+    assert not eps["metadata"].get("labels")  # the Service's (none)
+    (subset,) = eps["subsets"]
+    assert [a["ip"] for a in subset["addresses"]] == ["10.244.0.5"]
+    assert subset["addresses"][0]["targetRef"]["name"] == "a" and subset["addresses"][0]["nodeName"] == "node-1"
+    assert [a["ip"] for a in subset["notReadyAddresses"]] == ["10.244.0.6"]
+    assert subset["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
+    await client.delete("services", "web", namespace=NS)
+
+    async def gone() -> bool:
+        try:
+            await client.get("endpoints", "web", namespace=NS)
+        except errors.NotFound:
+            return True
+        return False
+
+    await eventually(gone, what="the Endpoints go with their Service")
