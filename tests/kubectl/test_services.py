@@ -67,3 +67,29 @@ async def test_cluster_info_over_tls(secure_server: servers.Running, tmp_path: P
             str(secure_server.port)
     finally:
         await k.close()
+
+
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec:
+  type: NodePort
+  selector: {app: api}
+  ports: [{name: http, port: %d, targetPort: 8080}]
+"""
+
+
+@pytest.mark.parametrize("mode", [(), ("--server-side",)])
+async def test_apply_again_keeps_what_was_allocated(kubectl: Kubectl, mode: tuple[str, ...]) -> None:
+    await kubectl("apply", *mode, "-f", "-", input=SERVICE % 80)
+    before = (await kubectl("get", "service", "api", "-o", "json")).json()["spec"]
+    await kubectl("apply", *mode, "-f", "-", input=SERVICE % 81)
+    after = (await kubectl("get", "service", "api", "-o", "json")).json()["spec"]
+    assert after["clusterIP"] == before["clusterIP"]
+    assert after["ports"][0]["port"] == 81
+    assert after["ports"][0]["nodePort"] == before["ports"][0]["nodePort"]  # kept by port name
+    replaced = await kubectl("replace", "-f", "-", input=SERVICE % 82)
+    assert replaced.stdout.strip() == "service/api replaced"
+    final = (await kubectl("get", "service", "api", "-o", "json")).json()["spec"]
+    assert final["clusterIP"] == before["clusterIP"] and final["ports"][0]["nodePort"] == before["ports"][0]["nodePort"]
