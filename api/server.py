@@ -152,6 +152,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     if own_log:
         await the_log.start()
     app = apps.make_app(event_log=the_log, clock=clock, **options)
+    keeper: services.ControlPlaneKeeper | None = None
     the_limits = config.limits if config is not None else (limits or Limits())
     guard = connections.ConnectionGuard(limits=the_limits)
     runner = connections.GuardedRunner(app, guard=guard, access_log=None, shutdown_timeout=2.0,
@@ -176,12 +177,15 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         await app[st.READY].wait()
         if app[st.BOOTSTRAP]:
             # The API server's own Service, at the address and port it serves (the controlplane reconciler).
-            await services.reconcile_control_plane(
+            keeper = services.ControlPlaneKeeper(
                 app[st.STORE], app[st.SERVICE_RANGES], address=advertise_address or advertised_address(host),
-                port=actual, ctx=apps.server_context())
+                port=actual, writer=apps.server_context)
+            await keeper.start()
         yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log, connections=guard,
                       auth=config if secure else None)
     finally:
+        if keeper is not None:
+            await keeper.stop()
         await runner.cleanup()
         if own_log:
             await the_log.close()

@@ -19,6 +19,7 @@ left the log. Dry runs allocate nothing.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import random
 from collections.abc import Awaitable, Callable
@@ -418,15 +419,16 @@ def kubernetes_endpoint_slice(*, address: str, port: int) -> dict[str, Any]:
 
 
 async def reconcile_control_plane(store: Any, ranges: allocation.ServiceRanges, *, address: str | None,
-                                  port: int, ctx: Any) -> None:
+                                  port: int, ctx: Any, create_only: bool = False) -> None:
     """Keep the default ServiceCIDR, the `kubernetes` Service in `default` and its Endpoints and
     EndpointSlice (the server's advertised address and port), as kube-apiserver does at start-up.
-    Without an address an endpoint may name (the host has only loopback), no endpoints are written."""
+    Without an address an endpoint may name (the host has only loopback), no endpoints are written.
+    `create_only`: create what is missing, change nothing that exists."""
     await _ensure(store, "networking.k8s.io", "servicecidrs", "", default_service_cidr(ranges), ctx,
-                  same=lambda cur, want: cur.get("spec") == want["spec"], replace_spec=False)
+                  create_only=create_only, same=lambda cur, want: cur.get("spec") == want["spec"], replace_spec=False)
     await _default_cidr_ready(store, ctx)
     service = kubernetes_service(ranges, port=port)
-    await _ensure(store, "", "services", "default", service, ctx, replace_spec=True,
+    await _ensure(store, "", "services", "default", service, ctx, replace_spec=True, create_only=create_only,
                   same=lambda cur, want: _same_ports(cur, want) and (cur.get("metadata") or {}).get("labels")
                   == want["metadata"]["labels"])
     if address is None:
@@ -434,12 +436,87 @@ async def reconcile_control_plane(store: Any, ranges: allocation.ServiceRanges, 
                        "Service's endpoints; pass --advertise-address")
         return
     await _ensure(store, "", "endpoints", "default", kubernetes_endpoints(address=address, port=port), ctx,
+                  create_only=create_only,
                   same=lambda cur, want: cur.get("subsets") == want["subsets"]
                   and (cur.get("metadata") or {}).get("labels") == want["metadata"]["labels"])
     await _ensure(store, "discovery.k8s.io", "endpointslices", "default",
-                  kubernetes_endpoint_slice(address=address, port=port), ctx,
+                  kubernetes_endpoint_slice(address=address, port=port), ctx, create_only=create_only,
                   same=lambda cur, want: all(cur.get(k) == want[k] for k in ("addressType", "endpoints", "ports"))
                   and (cur.get("metadata") or {}).get("labels") == want["metadata"]["labels"])
+
+
+_WATCHED = (("networking.k8s.io", "servicecidrs", ""), ("", "services", "default"), ("", "endpoints", "default"),
+            ("discovery.k8s.io", "endpointslices", "default"))
+
+
+class ControlPlaneKeeper:
+    """Keeps the control plane objects (`reconcile_control_plane`) while the server runs: sets them at
+    start, and creates again any that is deleted (upstream's reconcilers look every 10 s; here on the
+    deletion itself). Changes are left alone: replicas of one log each set their own address and port
+    at start, and must not fight over them afterwards."""
+
+    def __init__(self, store: Any, ranges: allocation.ServiceRanges, *, address: str | None, port: int,
+                 writer: Writer) -> None:
+        self.store = store
+        self.ranges = ranges
+        self.address = address
+        self.port = port
+        self.writer = writer
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake = asyncio.Event()
+
+    async def start(self) -> None:
+        after = self.store.log.revision
+        await self.reconcile()
+        loop = asyncio.get_running_loop()
+        for group, resource, namespace in _WATCHED:
+            self._tasks.append(loop.create_task(self._follow(group, resource, namespace, after),
+                                                name=f"services:control-plane:{resource}"))
+        self._tasks.append(loop.create_task(self._keep(), name="services:control-plane"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+
+    async def reconcile(self) -> None:
+        await reconcile_control_plane(self.store, self.ranges, address=self.address, port=self.port,
+                                      ctx=self.writer())
+
+    async def _keep(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await reconcile_control_plane(self.store, self.ranges, address=self.address, port=self.port,
+                                              ctx=self.writer(), create_only=True)
+            except errors.StatusError as exc:
+                logger.warning("control_plane_reconcile_failed", why=exc.message)
+            except log.StorageError as exc:
+                logger.warning("control_plane_reconcile_failed", why=str(exc))
+
+    async def _follow(self, group: str, resource: str, namespace: str, after: int) -> None:
+        name = allocation.DEFAULT_SERVICE_CIDR_NAME if resource == "servicecidrs" else KUBERNETES
+        while True:
+            try:
+                sub = await self.store.log.subscribe(group=group, resource=resource, namespace=namespace or None,
+                                                     after=after)
+            except log.ExpiredError:
+                after = self.store.log.revision
+                self._wake.set()
+                continue
+            try:
+                while True:
+                    batch = await sub.next_batch(timeout=30.0)
+                    if batch is None:
+                        break
+                    for ev in batch:
+                        after = max(after, ev.revision)
+                        if ev.type == "DELETED" and ev.name == name and ev.namespace == namespace:
+                            self._wake.set()
+            finally:
+                sub.close()
 
 
 async def _default_cidr_ready(store: Any, ctx: Any) -> None:
@@ -470,7 +547,8 @@ def _same_ports(cur: dict[str, Any], want: dict[str, Any]) -> bool:
 
 
 async def _ensure(store: Any, group: str, plural: str, namespace: str, want: dict[str, Any], ctx: Any, *,
-                  same: Callable[[dict[str, Any], dict[str, Any]], bool], replace_spec: bool = True) -> None:
+                  same: Callable[[dict[str, Any], dict[str, Any]], bool], replace_spec: bool = True,
+                  create_only: bool = False) -> None:
     kind = res.lookup(group, "v1", plural)
     assert kind is not None
     name = want["metadata"]["name"]
@@ -489,7 +567,7 @@ async def _ensure(store: Any, group: str, plural: str, namespace: str, want: dic
         logger.info("control_plane_object_created", resource=plural, namespace=namespace, name=name)
         return
     obj = dict(_decode(current.object))
-    if same(obj, want) or not replace_spec:
+    if create_only or same(obj, want) or not replace_spec:
         return
 
     def mutate(cur: dict[str, Any]) -> dict[str, Any]:

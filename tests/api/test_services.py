@@ -269,3 +269,17 @@ async def test_a_single_stack_cluster(http: aiohttp.ClientSession, spec: dict[st
     assert status["details"]["causes"] == [cause]
     code, svc = await call(http, "POST", SVC, service("prefer", ipFamilyPolicy="PreferDualStack"))
     assert code == 201 and svc["spec"]["ipFamilies"] == ["IPv4"]
+
+
+async def test_the_control_plane_objects_come_back(http: aiohttp.ClientSession, api_server: servers.Running) -> None:
+    from tests.waiting import eventually
+
+    for path in (f"{SVC}/kubernetes", "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices/kubernetes"):
+        assert (await call(http, "DELETE", path))[0] == 200
+
+        async def back(path: str = path) -> bool:
+            return (await call(http, "GET", path))[0] == 200
+
+        await eventually(back, what=f"{path} created again")
+    _, svc = await call(http, "GET", f"{SVC}/kubernetes")
+    assert svc["spec"]["ports"][0]["targetPort"] == api_server.port
