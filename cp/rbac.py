@@ -561,6 +561,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
     "disruption": "disruption-controller",
+    "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
@@ -616,6 +617,17 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
             rule(["update"], groups=["policy"], resources=["poddisruptionbudgets/status"]),
             rule(["get"], groups=["*"], resources=["*/scale"]),
+            _events()],
+        "endpointslice-controller": [
+            rule(["get", "list", "watch"], groups=[""], resources=["services", "pods", "nodes"]),
+            rule(["update"], groups=[""], resources=["services/finalizers"]),
+            rule(["create", "delete", "get", "list", "update"], groups=["discovery.k8s.io"],
+                 resources=["endpointslices"]),
+            _events()],
+        "endpoint-controller": [
+            rule(["get", "list", "watch"], groups=[""], resources=["services", "pods"]),
+            rule(["create", "delete", "get", "list", "update"], groups=[""], resources=["endpoints"]),
+            rule(["create"], groups=[""], resources=["endpoints/restricted"]),
             _events()],
         "resource-claim-controller": [
             rule(["get", "list", "watch"], groups=[""], resources=["pods"]),

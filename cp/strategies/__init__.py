@@ -16,11 +16,11 @@ from typing import Any
 from cp import rbac
 from cp import resources as res
 from cp.protobuf import zero
-from cp.strategies import cluster, core, dra, workloads
+from cp.strategies import cluster, core, dra, service, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra, cluster):
+for _module in (core, workloads, dra, cluster, service):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
