@@ -25,14 +25,15 @@ from api import (
     metrics,
     metrics_apis,
     openapi,
+    services,
     storage_errors,
     why,
 )
 from api import state as st
 from api import store as stores
 from api.admission import certificates, limitranger, priority, resourcequota
+from cp import allocation, errors, objects, sim, tables
 from cp import clock as clocks
-from cp import errors, objects, sim, tables
 from cp import resources as res
 from storage import log
 
@@ -212,7 +213,7 @@ async def _shutdown_watches(app: web.Application) -> None:
 
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
-             auth: Any = None) -> web.Application:
+             auth: Any = None, service_ranges: allocation.ServiceRanges | None = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -221,7 +222,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     - `routes`: matched before every other route (e.g. `/apis/sim.cplane.dev/v1alpha1/replay/...`);
     - `auth`: an `api.auth.AuthConfig` (issue #10): authentication, RBAC, limits and the self-subject
       reviews; None serves everyone as the admin, as before. Admission checks that do not depend
-      on the user (DRA adminAccess, RBAC object validation) apply either way.
+      on the user (DRA adminAccess, RBAC object validation) apply either way;
+    - `service_ranges`: the Services' cluster IP and node port ranges (kube-apiserver's defaults if None).
     """
     from api import auth as auths
 
@@ -236,6 +238,10 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
+    ranges = service_ranges or allocation.ServiceRanges()
+    app[st.SERVICE_RANGES] = ranges
+    app[st.BOOTSTRAP] = bootstrap_objects
+    app[st.STORE].hooks[("", "services")] = services.ServiceAllocator(ranges=ranges, writer=server_context)
     install_admission(app[st.STORE], authorize=(lambda attrs: auth.authorize(attrs).allowed)
                       if auth is not None and auth.secure else None)
     if auth is not None:

@@ -13,7 +13,7 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-from api import codec, discovery, reads, watching
+from api import codec, discovery, reads, versions, watching
 from api import state as st
 from api import store as stores
 from cp import collector, errors, options, patching, priority, tables
@@ -143,6 +143,9 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
         stream=method == "GET" and not target.name and bool(codec.parse_bool("watch", request.query.get("watch"))))
     if not kind.stored:
         return await _virtual(request, target)
+    if kind.storage_of:  # another version of a stored kind: read and write that kind, converting
+        target = versions.storage_target(target)
+        kind = target.kind
     if target.subresource:
         sub = kind.subresource(target.subresource)
         verbs = sub.verbs if sub else ("update",)
@@ -159,6 +162,8 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     if method == "POST":
         if target.subresource == "binding":
             return await create_binding(request, target)
+        if target.subresource == "eviction":
+            return await create_eviction(request, target)
         if target.name or target.all_namespaces:
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         return await create_object(request, target)
@@ -232,6 +237,11 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
     negotiated = request[st.NEGOTIATED]
     if target.subresource == "scale":
         scale = await store.get_scale(kind, target.namespace, target.name)
+        if negotiated.convert == codec.TABLE:
+            table = tables.table([scale], group="autoscaling", kind="Scale", now=store.clock.now(),
+                                 include_object=request.query.get("includeObject", "Metadata"),
+                                 resource_version=str((scale.get("metadata") or {}).get("resourceVersion") or ""))
+            return codec.object_response(negotiated, raw=_encode(table))
         return codec.object_response(negotiated, obj=scale)
     rv = options.resource_version_param(request.query.get("resourceVersion"))
     if rv:
@@ -243,7 +253,7 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
                              include_object=request.query.get("includeObject", "Metadata"),
                              resource_version=str(ev.revision))
         return codec.object_response(negotiated, raw=_encode(table))
-    return codec.object_response(negotiated, raw=ev.object)
+    return codec.object_response(negotiated, raw=versions.served_raw(target, ev.object))
 
 
 async def list_objects(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -265,6 +275,9 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
                 resource_version=str(revision), continue_token=token)
             body = _encode(table)
         return codec.object_response(negotiated, raw=body)
+    if target.served is not None:
+        kind = target.served
+        events = [versions.served_event(kind, ev) for ev in events]
     if negotiated.media_type == codec.PROTOBUF and not negotiated.convert:
         return await _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
     meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
@@ -289,7 +302,7 @@ async def _protobuf_list(request: web.Request, kind: res.ResourceKind, events: l
     from cp import protobuf
 
     messages = await request.app[st.PROTOBUF_ITEMS].encoded(
-        ((kind.group, kind.plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events)
+        ((kind.group, kind.version, kind.plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events)
     body = protobuf.encode_list(messages, api_version=kind.api_version, kind=kind.list_kind,
                                 resource_version=resource_version, continue_token=continue_token)
     return web.Response(body=body, content_type=codec.PROTOBUF)
@@ -304,9 +317,11 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
     body = await codec.read_body(request)
     obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")),
                                   custom_kind="" if target.kind.protobuf else target.kind.kind)
-    _check_type(obj, target.kind)
+    _check_type(obj, target.served or target.kind)
+    obj = versions.to_storage(target, obj, create=True)
     result = await store.create(target.kind, target.namespace, obj, ctx)
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+                                                status=result.code), ctx)
 
 
 def _check_type(obj: dict[str, Any], kind: res.ResourceKind, *, sub_kind: str = "",
@@ -336,13 +351,15 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
         _check_type(obj, kind, sub_kind="Scale", sub_api_version="autoscaling/v1")
         scale = await store.update_scale(kind, target.namespace, target.name, lambda _s: obj, ctx)
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
-    _check_type(obj, kind)
+    _check_type(obj, target.served or kind)
+    obj = versions.to_storage(target, obj)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.subresource == "finalize":
         result = await _finalize_namespace(store, target, obj, ctx)
     else:
         result = await store.update(kind, target.namespace, target.name, obj, ctx, subresource=sub)
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+                                                status=result.code), ctx)
 
 
 async def _finalize_namespace(store: stores.Store, target: reads.Target, obj: dict[str, Any],
@@ -396,9 +413,13 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
         scale = await store.update_scale(kind, target.namespace, target.name, mutate_scale, ctx)
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
-    result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
-                               subresource=sub, force=bool(force))
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=result.body, status=result.code), ctx)
+    if target.served is not None:
+        result = await versions.patch(store, target, body, content_type, ctx, subresource=sub)
+    else:
+        result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
+                                   subresource=sub, force=bool(force))
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+                                                status=result.code), ctx)
 
 
 async def _delete_options(request: web.Request) -> dict[str, Any]:
@@ -485,11 +506,13 @@ async def delete_object(request: web.Request, target: reads.Target) -> web.Strea
     negotiated = request[st.NEGOTIATED]
     if deleted and (kind.group, kind.plural) not in RETURNS_DELETED_OBJECT:
         uid = (_decode(result.body).get("metadata") or {}).get("uid", "")
-        return codec.object_response(negotiated, raw=codec.success_status(name=target.name, group=kind.group,
-                                                                          kind=kind.plural, uid=uid))
+        served = target.served or kind
+        return codec.object_response(negotiated, raw=codec.success_status(name=target.name, group=served.group,
+                                                                          kind=served.plural, uid=uid))
     # Upstream (handlers/delete.go) answers 202 only for a pending deletion with orphanDependents=false.
     pending_cascade = not deleted and opts.get("orphanDependents") is False
-    return codec.object_response(negotiated, raw=result.body, status=202 if pending_cascade else 200)
+    return codec.object_response(negotiated, raw=versions.served_raw(target, result.body),
+                                 status=202 if pending_cascade else 200)
 
 
 async def delete_collection(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -507,8 +530,8 @@ async def delete_collection(request: web.Request, target: reads.Target) -> web.S
             result, _now = await store.delete(target.kind, ev.namespace, ev.name, opts, ctx)
         except errors.NotFound:
             continue
-        deleted.append(result.body)
-    kind = target.kind
+        deleted.append(versions.served_raw(target, result.body))
+    kind = target.served or target.kind
     head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
             + b'","metadata":{"resourceVersion":"' + str(store.log.revision).encode() + b'"},"items":[')
     return codec.object_response(request[st.NEGOTIATED], raw=head + b",".join(deleted) + b"]}")
@@ -528,3 +551,18 @@ async def create_binding(request: web.Request, target: reads.Target) -> web.Stre
     body = codec.status_body({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                               "code": 201})
     return codec.object_response(request[st.NEGOTIATED], raw=body, status=201)
+
+
+async def create_eviction(request: web.Request, target: reads.Target) -> web.StreamResponse:
+    """`pods/{name}/eviction` (`api.eviction`)."""
+    from api import eviction
+
+    store = request.app[st.STORE]
+    ctx = write_context(request, options_kind="CreateOptions")
+    body = await codec.read_body(request)
+    obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")))
+    if isinstance(obj.get("deleteOptions"), dict):
+        _check_delete_body(obj["deleteOptions"])
+    outcome = await eviction.evict(store, namespace=target.namespace, name=target.name, eviction=obj, ctx=ctx)
+    return codec.object_response(request[st.NEGOTIATED], raw=codec.status_body(outcome.status),
+                                 status=outcome.code)

@@ -32,6 +32,9 @@ class Target(msgspec.Struct, kw_only=True):
     all_namespaces: bool
     name: str
     subresource: str
+    # The kind the client asked for when it is another version of `kind` (whose objects it serves,
+    # converted: `api.versions`); None when they are the same.
+    served: res.ResourceKind | None = None
 
 
 async def wait_until_fresh(event_log: log.EventLog, *, revision: int) -> None:
@@ -92,7 +95,8 @@ def list_query(request: web.Request, target: Target) -> ListQuery:
     q = request.query
     kind = target.kind
     label = selectors.parse_label_selector(q.get("labelSelector", ""))
-    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group, resource=kind.plural)
+    asked = target.served or kind  # another version's labels are read from the stored objects
+    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=asked.group, resource=asked.plural)
     limit = options.int64_param(q.get("limit"))
     if limit is not None and limit <= 0:
         limit = None
@@ -173,7 +177,7 @@ def matches(ev: log.Event, lq: ListQuery) -> bool:
 def list_query_for_watch(request: web.Request, target: Target) -> ListQuery:
     """Selectors of a watch (limit, continue and resourceVersionMatch do not apply to it)."""
     q = request.query
-    kind = target.kind
+    kind = target.served or target.kind
     return ListQuery(
         label=selectors.parse_label_selector(q.get("labelSelector", "")),
         field=selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
+import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ import msgspec
 from aiohttp import web
 
 from api import app as apps
-from api import connections
+from api import connections, services
 from api import state as st
 from api.limits import Limits
 from cp import clock as clocks
@@ -37,6 +39,27 @@ def open_log(url: str) -> log.EventLog:
     from storage import factory
 
     return factory.open_event_log(url=url)
+
+
+def advertised_address(host: str) -> str | None:
+    """The address the `kubernetes` Service's endpoints name, as kube-apiserver's default
+    `--advertise-address` (`utilnet.ResolveBindAddress`): the bind address, unless it is a wildcard or
+    loopback (an endpoint may not be one), then the address of the host's default-route interface.
+    None when the host has none."""
+    with contextlib.suppress(ValueError):
+        addr = ipaddress.ip_address(host.strip("[]"))
+        if not (addr.is_unspecified or addr.is_loopback):
+            return str(addr)
+    for family, probe in ((socket.AF_INET, "192.0.2.1"), (socket.AF_INET6, "2001:db8::1")):
+        try:
+            with socket.socket(family, socket.SOCK_DGRAM) as sock:
+                sock.connect((probe, 9))  # a UDP connect sends nothing: it only picks the route
+                found = ipaddress.ip_address(sock.getsockname()[0])
+        except OSError:
+            continue
+        if not (found.is_unspecified or found.is_loopback):
+            return str(found)
+    return None
 
 
 def default_db_url(data_dir: Path) -> str:
@@ -98,7 +121,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
                   event_log: log.EventLog | None = None,
                   app_options: dict[str, Any] | None = None, secure: bool = False,
                   token_auth_file: str | None = None, limits: Limits | None = None,
-                  insecure_limits: bool = False) -> AsyncIterator[Running]:
+                  insecure_limits: bool = False, advertise_address: str | None = None) -> AsyncIterator[Running]:
     """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
     `api.app.make_app` (its extension points).
 
@@ -108,7 +131,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     CSV), RBAC, and `limits` (an `api.auth.Limits`); the kubeconfig carries the CA and the admin
     token. `insecure_limits=True`: plain HTTP without authentication but with the limits.
     The connection-level bounds of `limits` (header and handshake deadlines, the connection cap:
-    `api.connections`) apply in every mode."""
+    `api.connections`) apply in every mode. `advertise_address`: the address the `kubernetes` Service's
+    endpoints name (kube-apiserver's `--advertise-address`; see `advertised_address` for the default)."""
     from api import auth as auths
 
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
@@ -128,6 +152,7 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     if own_log:
         await the_log.start()
     app = apps.make_app(event_log=the_log, clock=clock, **options)
+    keeper: services.ControlPlaneKeeper | None = None
     the_limits = config.limits if config is not None else (limits or Limits())
     guard = connections.ConnectionGuard(limits=the_limits)
     runner = connections.GuardedRunner(app, guard=guard, access_log=None, shutdown_timeout=2.0,
@@ -150,9 +175,17 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         else:
             write_kubeconfig(kubeconfig, server=url)
         await app[st.READY].wait()
+        if app[st.BOOTSTRAP]:
+            # The API server's own Service, at the address and port it serves (the controlplane reconciler).
+            keeper = services.ControlPlaneKeeper(
+                app[st.STORE], app[st.SERVICE_RANGES], address=advertise_address or advertised_address(host),
+                port=actual, writer=apps.server_context)
+            await keeper.start()
         yield Running(url=url, port=actual, kubeconfig=kubeconfig, app=app, event_log=the_log, connections=guard,
                       auth=config if secure else None)
     finally:
+        if keeper is not None:
+            await keeper.stop()
         await runner.cleanup()
         if own_log:
             await the_log.close()

@@ -10,8 +10,8 @@ from api import codec, reads
 from api import limits as limits_
 from api import metrics as metrics_
 from api import store as stores
+from cp import allocation, rbac, tables
 from cp import clock as clocks
-from cp import rbac, tables
 
 STORE = web.AppKey("store", stores.Store)
 CLOCK = web.AppKey("clock", clocks.Clock)
@@ -22,6 +22,8 @@ TABLE_ROWS = web.AppKey("table_rows", tables.RowCache)
 PROTOBUF_ITEMS = web.AppKey("protobuf_items", codec.ProtobufItems)
 LIMITS = web.AppKey("limits", limits_.Limits)
 WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-write bound of watches
+SERVICE_RANGES = web.AppKey("service_ranges", allocation.ServiceRanges)  # --service-cluster-ip-range, ...
+BOOTSTRAP = web.AppKey("bootstrap", bool)  # the server writes its own objects (not a replay)
 
 # Per-request keys.
 USER = web.RequestKey("user", str)

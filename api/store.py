@@ -8,8 +8,8 @@ unconditional updates retry on conflict as `GuaranteedUpdate` does.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
-from typing import Any, TypedDict
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypedDict
 
 import msgspec
 
@@ -78,10 +78,26 @@ def _key(kind: res.ResourceKind, namespace: str, name: str) -> _Key:
     return {"group": kind.group, "resource": kind.plural, "namespace": namespace, "name": name}
 
 
+Finish = Callable[[bool], Awaitable[None]]
+
+
+class RegistryHooks(Protocol):
+    """What a kind's REST storage adds to the generic store (upstream's BeginCreate, BeginUpdate and
+    AfterDelete), e.g. the Services' allocators (`api/services.py`). `begin_*` run before the kind's
+    strategy and validation and return what to do once the write succeeded or failed."""
+
+    async def begin_create(self, store: Any, obj: dict[str, Any], ctx: Any) -> Finish: ...
+
+    async def begin_update(self, store: Any, new: dict[str, Any], old: dict[str, Any], ctx: Any) -> Finish: ...
+
+    async def after_delete(self, store: Any, obj: dict[str, Any], ctx: Any) -> None: ...
+
+
 class Store:
     def __init__(self, *, event_log: log.EventLog, clock: clocks.Clock) -> None:
         self.log = event_log
         self.clock = clock
+        self.hooks: dict[tuple[str, str], RegistryHooks] = {}  # (group, plural) -> the kind's REST storage
         # Namespace -> (revision it was read at, terminating): admission reads it on every create
         # of a namespaced object; valid while no namespace changed since (`log.last_change`).
         self._namespaces: dict[str, tuple[int, bool]] = {}
@@ -149,23 +165,38 @@ class Store:
             meta["managedFields"] = managed
         else:
             meta.pop("managedFields", None)
-        strategies.prepare_for_create(kind, obj, now=now, user=ctx.user_info or rbac.UserInfo(name=ctx.user))
-        validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
-                                   namespaced=kind.namespaced)
-        if kind.group == res.SIM_GROUP:
-            sim.validate(obj, None, kind=kind.kind)
-        if kind.namespaced:
-            await self._check_namespace_open(namespace, kind=kind, name=name)
-        if plugins:
-            await self.admission.validate(plugins, attrs, self)
+        hooks = self.hooks.get((kind.group, kind.plural))
+        finish: Finish | None = None
+        if hooks is not None:  # upstream's BeginCreate (allocation), before the strategy and validation
+            if kind.namespaced:
+                await self._check_namespace_open(namespace, kind=kind, name=name)
+            finish = await hooks.begin_create(self, obj, ctx)
+        try:
+            strategies.prepare_for_create(kind, obj, now=now, user=ctx.user_info or rbac.UserInfo(name=ctx.user))
+            validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
+                                       namespaced=kind.namespaced)
+            if kind.group == res.SIM_GROUP:
+                sim.validate(obj, None, kind=kind.kind)
+            if kind.namespaced:
+                await self._check_namespace_open(namespace, kind=kind, name=name)
+            if plugins:
+                await self.admission.validate(plugins, attrs, self)
+        except BaseException:
+            if finish is not None:
+                await finish(False)
+            raise
         try:
             result = await self._create_now(kind, namespace, obj, ctx, generated=generated, now=now)
         except BaseException:
             if plugins:
                 await self.admission.committed(plugins, attrs, self, succeeded=False)
+            if finish is not None:
+                await finish(False)
             raise
         if plugins:
             await self.admission.committed(plugins, attrs, self, succeeded=not ctx.dry_run)
+        if finish is not None:
+            await finish(True)
         return result
 
     async def _create_now(self, kind: res.ResourceKind, namespace: str, obj: dict[str, Any], ctx: WriteContext,
@@ -349,52 +380,78 @@ class Store:
                 defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
                 await self.admission.admit(plugins, attrs, self)
                 new = attrs.obj if attrs.obj is not None else new
-            new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
-                                       fields=fields, operation=operation)
-            if _same(new, current):
-                return Result(body=ev.object)
-            cur_meta = current.get("metadata") or {}
-            if cur_meta.get("deletionTimestamp") and not new["metadata"].get("finalizers") \
-                    and _finalized(kind, new):
-                if ctx.dry_run:
-                    return Result(body=_encode(new))
-                try:
-                    out = await self._append(log.Write(
-                        type="DELETED", **_key(kind, namespace, name), object=new,
-                        expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
-                except log.ConflictError:
-                    continue  # re-read and re-apply: a stale client resourceVersion fails the check above
-                await self._removed(kind, namespace, name, new, ctx)
-                return Result(body=out.object)
-            if plugins:
-                attrs.obj = new
-                await self.admission.validate(plugins, attrs, self)
+            begun = self.hooks.get((kind.group, kind.plural)) if not subresource else None
+            finish = None
+            if begun is not None:  # upstream's BeginUpdate: allocation, before the strategy and validation
+                defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+                finish = await begun.begin_update(self, new, current, ctx)
+            try:
+                result = await self._write_update(kind, namespace, name, new, current, ev, ctx, attrs, plugins,
+                                                  subresource=subresource, fields=fields, operation=operation)
+            except BaseException:
+                if finish is not None:
+                    await finish(False)
+                raise
+            if finish is not None:
+                await finish(result is not None)
+            if result is not None:
+                return result
+        raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+
+    async def _write_update(self, kind: res.ResourceKind, namespace: str, name: str, new: dict[str, Any],
+                            current: dict[str, Any], ev: log.Event, ctx: WriteContext,
+                            attrs: admissions.Attributes, plugins: list[admissions.Plugin], *, subresource: str,
+                            fields: dict[str, Any] | None, operation: str) -> Result | None:
+        """One attempt of `guaranteed_update` from the mutated object on: its Result, or None when the
+        object changed since it was read (the caller reads and mutates again)."""
+        new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
+                                   fields=fields, operation=operation)
+        if _same(new, current):
+            return Result(body=ev.object)
+        cur_meta = current.get("metadata") or {}
+        if cur_meta.get("deletionTimestamp") and not new["metadata"].get("finalizers") \
+                and _finalized(kind, new):
             if ctx.dry_run:
-                new["metadata"]["resourceVersion"] = str(ev.revision)
                 return Result(body=_encode(new))
             try:
                 out = await self._append(log.Write(
-                    type="MODIFIED", **_key(kind, namespace, name), object=new,
+                    type="DELETED", **_key(kind, namespace, name), object=new,
                     expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
-            except log.ConflictError as exc:
-                if plugins:
-                    await self.admission.committed(plugins, attrs, self, succeeded=False)
-                if exc.current is None:
-                    raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name) from None
-                continue  # as upstream GuaranteedUpdate: re-read, re-mutate; stale client RVs then get 409
-            except BaseException:
-                if plugins:
-                    await self.admission.committed(plugins, attrs, self, succeeded=False)
-                raise
-            if plugins:
-                await self.admission.committed(plugins, attrs, self, succeeded=True)
+            except log.ConflictError:
+                return None  # re-read and re-apply: a stale client resourceVersion fails the check above
+            await self._removed(kind, namespace, name, new, ctx)
             return Result(body=out.object)
-        raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+        if plugins:
+            attrs.obj = new
+            await self.admission.validate(plugins, attrs, self)
+        if ctx.dry_run:
+            new["metadata"]["resourceVersion"] = str(ev.revision)
+            return Result(body=_encode(new))
+        try:
+            out = await self._append(log.Write(
+                type="MODIFIED", **_key(kind, namespace, name), object=new,
+                expected_revision=ev.revision, time=self.clock.now(), actor=ctx.actor()))
+        except log.ConflictError as exc:
+            if plugins:
+                await self.admission.committed(plugins, attrs, self, succeeded=False)
+            if exc.current is None:
+                raise errors.NotFound.of(group=kind.group, plural=kind.plural, name=name) from None
+            return None  # as upstream GuaranteedUpdate: re-read, re-mutate; stale client RVs then get 409
+        except BaseException:
+            if plugins:
+                await self.admission.committed(plugins, attrs, self, succeeded=False)
+            raise
+        if plugins:
+            await self.admission.committed(plugins, attrs, self, succeeded=True)
+        return Result(body=out.object)
 
     async def _removed(self, kind: res.ResourceKind, namespace: str, name: str, obj: dict[str, Any],
                        ctx: WriteContext) -> None:
         """After an object left the log (a delete, or its last finalizer removed): admission plugins
-        that hold something for it release it."""
+        that hold something for it release it, and so does the kind's registry (upstream's AfterDelete)."""
+        hooks = self.hooks.get((kind.group, kind.plural))
+        if hooks is not None:
+            await hooks.after_delete(self, obj, ctx)
         if self.admission.plugins:
             attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx)
             if plugins:

@@ -24,7 +24,7 @@ from aiohttp import web
 from api import codec, connections, limits, reads, storage_errors
 from api import state as st
 from api import store as stores
-from cp import errors, options, tables
+from cp import conversions, errors, options, tables
 from storage import log
 
 _decode = codec.decoder.decode
@@ -44,6 +44,7 @@ class _Encoder:
 
     def __init__(self, request: web.Request, target: reads.Target) -> None:
         self.kind = target.kind
+        self.served = target.served  # objects are converted to this version (`api.versions`)
         negotiated = request[st.NEGOTIATED]
         self.negotiated = negotiated
         self.table = negotiated.convert == codec.TABLE
@@ -60,6 +61,8 @@ class _Encoder:
         return codec.PROTOBUF + ";stream=watch" if self.protobuf else codec.JSON
 
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
+        if self.served is not None and not self.table:
+            raw, obj = conversions.served_json(self.served, raw), None
         if self.partial:
             return self._event(type_, codec.metadata_only(obj if obj is not None else _decode(raw), self.negotiated))
         if self.protobuf:
@@ -79,7 +82,8 @@ class _Encoder:
         meta: dict[str, Any] = {"resourceVersion": str(revision)}
         if initial_end:
             meta["annotations"] = {INITIAL_END: "true"}
-        obj = {"kind": self.kind.kind, "apiVersion": self.kind.api_version, "metadata": meta}
+        kind = self.served or self.kind
+        obj = {"kind": kind.kind, "apiVersion": kind.api_version, "metadata": meta}
         if self.partial:
             obj = codec.metadata_only(obj, self.negotiated)
         return self._event("BOOKMARK", obj)

@@ -198,8 +198,7 @@ def _kind_paths(kind: res.ResourceKind, item_ref: str, list_ref: str) -> dict[st
                        params=list_params)}
     for sub in kind.subresources:
         sub_gvk = {"group": sub.group or kind.group, "version": sub.version or kind.version, "kind": sub.kind}
-        ref = {"Scale": "io.k8s.api.autoscaling.v1.Scale", "Binding": "io.k8s.api.core.v1.Binding"}.get(
-            sub.kind, item_ref)
+        ref = _sub_ref(kind, sub) or item_ref
         suffix = sub.name.capitalize()
         entry: dict[str, Any] = {"parameters": ns_params + name_params}
         if "get" in sub.verbs:
@@ -216,6 +215,14 @@ def _kind_paths(kind: res.ResourceKind, item_ref: str, list_ref: str) -> dict[st
                                 responses=_ok(ref, "200", "201", "202"), params=_WRITE_PARAMS, body=_body(ref))
         paths[f"{base}/{{name}}/{sub.name}"] = entry
     return paths
+
+
+def _sub_ref(kind: res.ResourceKind, sub: res.Subresource) -> str | None:
+    """The definition of a subresource's body when it is not the parent's kind (Scale, Binding,
+    Eviction)."""
+    if sub.kind == kind.kind and not sub.group and not sub.version:
+        return None
+    return schemas.name_for(sub.group or kind.group, sub.version or kind.version, sub.kind)
 
 
 def _sim_name(kind: res.ResourceKind, list_kind: bool = False) -> str:
@@ -246,11 +253,7 @@ def _spec(path: str) -> dict[str, Any] | None:
             components[lst] = _sim_list_schema(kind, item)
         else:
             roots.update((item, lst))
-        for sub in kind.subresources:
-            if sub.kind == "Scale":
-                roots.add("io.k8s.api.autoscaling.v1.Scale")
-            elif sub.kind == "Binding":
-                roots.add("io.k8s.api.core.v1.Binding")
+        roots.update(ref for ref in (_sub_ref(kind, sub) for sub in kind.subresources) if ref)
         paths.update(_kind_paths(kind, item, lst))
     pending = sorted(roots)
     while pending:

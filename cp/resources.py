@@ -43,6 +43,10 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     # False for resources that are not objects in the event log: create-only reviews (TokenReview,
     # SubjectAccessReview...), `bindings`, the computed `componentstatuses`.
     stored: bool = True
+    # (group, plural) of the resource this kind is another version of: its objects are that
+    # resource's, converted on the way in and out (`cp.conversions`), as kube-apiserver serves one
+    # stored resource in several versions (events.k8s.io/v1 Events are core Events).
+    storage_of: tuple[str, ...] = ()
 
     @property
     def group_version(self) -> str:
@@ -89,7 +93,7 @@ SIM_GROUP = "sim.cplane.dev"
 RBAC_GROUP = "rbac.authorization.k8s.io"
 SIM_VERSION = "v1alpha1"
 
-KINDS: tuple[ResourceKind, ...] = (
+SERVED: tuple[ResourceKind, ...] = (
     # The resources a default 1.37 kube-apiserver serves (docs/api.md), in its discovery order (groups
     # by APIService priority, resources by name). `stored=False`: computed or create-only reviews.
     # v1
@@ -103,7 +107,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="", version="v1", kind="Node", plural="nodes", singular="node", namespaced=False, short_names=("no",), subresources=(_status("Node"),)),
     ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", singular="persistentvolumeclaim", namespaced=True, short_names=("pvc",), subresources=(_status("PersistentVolumeClaim"),)),
     ResourceKind(group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", singular="persistentvolume", namespaced=False, short_names=("pv",), subresources=(_status("PersistentVolume"),)),
-    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True, short_names=("po",), categories=("all",), subresources=(Subresource(name="binding", kind="Binding", verbs=("create",)), _status("Pod"),)),
+    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True, short_names=("po",), categories=("all",), subresources=(Subresource(name="binding", kind="Binding", verbs=("create",)), Subresource(name="eviction", kind="Eviction", group="policy", version="v1", verbs=("create",)), _status("Pod"),)),
     ResourceKind(group="", version="v1", kind="PodTemplate", plural="podtemplates", singular="podtemplate", namespaced=True, has_spec=False),
     ResourceKind(group="", version="v1", kind="ReplicationController", plural="replicationcontrollers", singular="replicationcontroller", namespaced=True, short_names=("rc",), categories=("all",), subresources=(_scale(), _status("ReplicationController"),)),
     ResourceKind(group="", version="v1", kind="ResourceQuota", plural="resourcequotas", singular="resourcequota", namespaced=True, short_names=("quota",), subresources=(_status("ResourceQuota"),)),
@@ -118,6 +122,8 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", singular="deployment", namespaced=True, short_names=("deploy",), categories=("all",), subresources=(_scale(), _status("Deployment"),)),
     ResourceKind(group="apps", version="v1", kind="ReplicaSet", plural="replicasets", singular="replicaset", namespaced=True, short_names=("rs",), categories=("all",), subresources=(_scale(), _status("ReplicaSet"),)),
     ResourceKind(group="apps", version="v1", kind="StatefulSet", plural="statefulsets", singular="statefulset", namespaced=True, short_names=("sts",), categories=("all",), subresources=(_scale(), _status("StatefulSet"),)),
+    # events.k8s.io/v1: core Events in their newer shape
+    ResourceKind(group="events.k8s.io", version="v1", kind="Event", plural="events", singular="event", namespaced=True, short_names=("ev",), has_spec=False, storage_of=("", "events")),
     # authentication.k8s.io/v1
     ResourceKind(group="authentication.k8s.io", version="v1", kind="SelfSubjectReview", plural="selfsubjectreviews", singular="selfsubjectreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
     ResourceKind(group="authentication.k8s.io", version="v1", kind="TokenReview", plural="tokenreviews", singular="tokenreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
@@ -128,6 +134,8 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind(group="authorization.k8s.io", version="v1", kind="SubjectAccessReview", plural="subjectaccessreviews", singular="subjectaccessreview", namespaced=False, verbs=("create",), has_spec=False, stored=False),
     # autoscaling/v2
     ResourceKind(group="autoscaling", version="v2", kind="HorizontalPodAutoscaler", plural="horizontalpodautoscalers", singular="horizontalpodautoscaler", namespaced=True, short_names=("hpa",), categories=("all",), subresources=(_status("HorizontalPodAutoscaler"),)),
+    # autoscaling/v1: the v2 objects (v2 stays the preferred version), CPU utilization only
+    ResourceKind(group="autoscaling", version="v1", kind="HorizontalPodAutoscaler", plural="horizontalpodautoscalers", singular="horizontalpodautoscaler", namespaced=True, short_names=("hpa",), categories=("all",), subresources=(_status("HorizontalPodAutoscaler"),), storage_of=("autoscaling", "horizontalpodautoscalers")),
     # batch/v1
     ResourceKind(group="batch", version="v1", kind="CronJob", plural="cronjobs", singular="cronjob", namespaced=True, short_names=("cj",), categories=("all",), subresources=(_status("CronJob"),)),
     ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", singular="job", namespaced=True, categories=("all",), subresources=(_status("Job"),)),
@@ -197,7 +205,11 @@ KINDS: tuple[ResourceKind, ...] = (
                  singular="podload", namespaced=True, has_spec=True),
 )
 
-_BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in KINDS}
+# The kinds whose objects the event log holds, one per resource; the versions served from another's
+# storage are only in `SERVED` (routing and discovery: `lookup`, `group_versions`, `kinds_in`).
+KINDS: tuple[ResourceKind, ...] = tuple(k for k in SERVED if not k.storage_of)
+
+_BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in SERVED}
 _BY_GR: dict[tuple[str, str], ResourceKind] = {(k.group, k.plural): k for k in KINDS}
 _BY_KIND: dict[tuple[str, str], ResourceKind] = {(k.group, k.kind): k for k in KINDS}
 
@@ -214,10 +226,19 @@ def by_kind(group: str, kind: str) -> ResourceKind | None:
     return _BY_KIND.get((group, kind))
 
 
+def storage_kind(kind: ResourceKind) -> ResourceKind:
+    """The kind whose stored objects `kind` serves: itself, or the one `storage_of` names."""
+    if not kind.storage_of:
+        return kind
+    group, plural = kind.storage_of
+    return _BY_GR[(group, plural)]
+
+
 def group_versions() -> list[tuple[str, str]]:
-    """Served (group, version) pairs in a stable order, core first."""
+    """Served (group, version) pairs in a stable order, core first; a group's preferred version
+    first."""
     seen: list[tuple[str, str]] = []
-    for k in KINDS:
+    for k in SERVED:
         gv = (k.group, k.version)
         if gv not in seen:
             seen.append(gv)
@@ -225,7 +246,7 @@ def group_versions() -> list[tuple[str, str]]:
 
 
 def kinds_in(group: str, version: str) -> list[ResourceKind]:
-    return [k for k in KINDS if k.group == group and k.version == version]
+    return [k for k in SERVED if k.group == group and k.version == version]
 
 
 # ---------------------------------------------------------------- names as users write them

@@ -223,6 +223,8 @@ def node_info(kubelet: Kubelet, name: str) -> dict[str, str]:
         "osImage": kubelet.os_image,
         "containerRuntimeVersion": kubelet.container_runtime_version,
         "kubeletVersion": kubelet.version,
+        # Deprecated, and left empty by kubelets since 1.31; Go's encoder writes it all the same.
+        "kubeProxyVersion": "",
         "operatingSystem": "linux",
         "architecture": "amd64",
     }
@@ -293,7 +295,9 @@ def node_status_patch(plan: Plan, node_obj: Mapping[str, Any], now: float) -> di
     else:
         wanted = {"capacity": {**_quantities(DEFAULT_CAPACITY), **(status.get("capacity") or {})}}
         wanted["allocatable"] = {**wanted["capacity"], **(status.get("allocatable") or {})}
-        wanted["nodeInfo"] = {**node_info(plan.kubelet, name), **(status.get("nodeInfo") or {})}
+        # A field the server returns empty (Go writes them all) is one nobody set.
+        wanted["nodeInfo"] = {**node_info(plan.kubelet, name),
+                              **{k: v for k, v in (status.get("nodeInfo") or {}).items() if v}}
     if not status.get("addresses"):
         wanted["addresses"] = node_addresses(plan, name)
     if not status.get("daemonEndpoints"):

@@ -71,7 +71,7 @@ def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float
     everything = len(keep) == len(defs)
     rows: list[list[str]] = []
     for obj, row in zip(objs, t["rows"], strict=True):
-        raw = row["cells"]
+        raw = row["cells"][:len(defs)]  # cells beyond the columns are not printed, as kubectl's printer
         cells = list(map(_cell, raw if everything else [raw[i] for i in keep]))
         if prefix_names and cells:
             cells[0] = f"{res.kind_prefix(kind)}/{cells[0]}"

@@ -44,6 +44,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--token-auth-file", default=None, metavar="FILE",
                    help="more users: kube-apiserver's CSV token file, `token,user,uid[,\"group1,group2\"]`")
     p.add_argument("--no-controllers", action="store_true", help="serve the API only")
+    p.add_argument("--service-cluster-ip-range", type=_cidr, default="10.0.0.0/24", metavar="CIDR",
+                   help="the range Services' cluster IPs come from (default 10.0.0.0/24, as kube-apiserver; "
+                        "the `kubernetes` Service takes its first address)")
+    p.add_argument("--service-node-port-range", type=_port_range, default="30000-32767", metavar="RANGE",
+                   help="the range of NodePort and LoadBalancer Services' node ports, inclusive "
+                        "(default 30000-32767)")
+    p.add_argument("--advertise-address", default=None, metavar="IP",
+                   help="the address the `kubernetes` Service's endpoints name (default: --host unless it is "
+                        "a wildcard or loopback, else the host's default-route interface address)")
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers")
     p.add_argument("--clock", choices=("real", "virtual"), default="real",
@@ -57,11 +66,31 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.set_defaults(func=run)
 
 
+def _cidr(text: str) -> str:
+    from cp import allocation
+
+    try:
+        allocation.parse_service_cidr(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _port_range(text: str) -> str:
+    from cp import allocation
+
+    try:
+        allocation.parse_port_range(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 async def _serve_async(args: argparse.Namespace) -> int:
     import structlog
 
     from api import server
-    from cp import collector
+    from cp import allocation, collector
 
     log = structlog.get_logger("cplane")
     stop = asyncio.Event()
@@ -73,7 +102,11 @@ async def _serve_async(args: argparse.Namespace) -> int:
     the_clock: clocks.Clock = clocks.VirtualClock() if args.clock == "virtual" else clocks.RealClock()
     async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
                               db_url=args.db, clock=the_clock, secure=not args.insecure,
-                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure) as srv:
+                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure,
+                              advertise_address=args.advertise_address,
+                              app_options={"service_ranges": allocation.ServiceRanges(
+                                  cluster_ip_range=args.service_cluster_ip_range,
+                                  node_port_range=args.service_node_port_range)}) as srv:
         collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)

@@ -5,7 +5,8 @@ carried over on update, what a status write may change of metadata.
 
 The generic rules live here (`prepare_for_create`, `prepare_for_update`); each module covers an API
 area and declares `STRATEGIES` {(group, kind): Strategy} for the kinds that differ. The store
-(`api.store`) calls the two functions. Pure.
+(`api.store`) calls the two functions, after defaulting (which fills in the fields Go's encoder always
+writes, `cp.protobuf.zero`); what a strategy sets is filled in the same way. Pure.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ from typing import Any
 
 from cp import rbac
 from cp import resources as res
-from cp.strategies import cluster, core, dra, workloads
+from cp.protobuf import zero
+from cp.strategies import cluster, core, dra, service, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra, cluster):
+for _module in (core, workloads, dra, cluster, service):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
@@ -34,14 +36,21 @@ def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: floa
     starts as the kind's strategy says (empty by default). `user` is the requesting user, for kinds
     that record it."""
     strategy = of(kind)
+    changed = True
     if strategy.initial_status is not None:
         obj["status"] = strategy.initial_status(obj)
     elif kind.subresource("status") is not None and not strategy.status_on_create:
         obj["status"] = {}
+    else:
+        changed = False
     if strategy.prepare_for_create is not None:
         strategy.prepare_for_create(obj, now)
+        changed = True
     if strategy.record_requester is not None and user is not None:
         strategy.record_requester(obj, user)
+        changed = True
+    if changed:  # what the strategy set, as the Go struct has it (a reset status: its zero struct)
+        zero.fill(obj, api_version=kind.api_version, kind=kind.kind)
 
 
 def status_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
@@ -69,6 +78,7 @@ def prepare_for_update(kind: res.ResourceKind, new: dict[str, Any], old: dict[st
     strategy = of(kind)
     if strategy.prepare_for_update is not None:
         strategy.prepare_for_update(new, old, now, subresource)
+        zero.fill(new, api_version=kind.api_version, kind=kind.kind)
 
 
 def _copy(value: Any) -> Any:

@@ -128,8 +128,38 @@ def _validate_event_create(obj: dict[str, Any], meta: dict[str, Any], errs: list
     _validate_event(obj, meta, errs)
 
 
-def _validate_event(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause]) -> None:
-    """legacyValidateEvent for core/v1 requests."""
+def validate_events_v1_create(event: dict[str, Any]) -> list[Cause]:
+    """ValidateEventCreate for an events.k8s.io/v1 request (the event already converted to core/v1):
+    the legacy rules, with `reportingController` named as that version names it, then the strict
+    rules new Events are held to: a valid series, eventTime set, type Normal or Warning, and none of
+    the deprecated fields set. (Object metadata is the store's to check, after name generation.)"""
+    errs: list[Cause] = []
+    meta = meta_of(event)
+    _validate_event(event, meta, errs, controller_field="reportingController")
+    series = event.get("series")
+    if isinstance(series, dict):
+        count = series.get("count")
+        if not is_int(count) or count < 2:
+            errs.append(Cause("Invalid", "series.count", "should be at least 2", ""))
+        if not series.get("lastObservedTime"):
+            errs.append(Cause("Required", "series.lastObservedTime", ""))
+    if not event.get("eventTime"):
+        errs.append(Cause("Required", "eventTime", ""))
+    type_ = as_str(event.get("type"))
+    if type_ not in ("Normal", "Warning"):
+        errs.append(Cause("Invalid", "type", f"has invalid value: {type_}", ""))
+    for key in ("firstTimestamp", "lastTimestamp", "count"):
+        if event.get(key):
+            errs.append(Cause("Invalid", key, "needs to be unset", ""))
+    source = as_dict(event.get("source"))
+    if source.get("component") or source.get("host"):
+        errs.append(Cause("Invalid", "source", "needs to be unset", ""))
+    return errs
+
+
+def _validate_event(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], *,
+                    controller_field: str = "reportingComponent") -> None:
+    """legacyValidateEvent (core/v1 requests name the reporting controller `reportingComponent`)."""
     involved = as_dict(obj.get("involvedObject"))
     ns = as_str(meta.get("namespace"))
     ins = as_str(involved.get("namespace"))
@@ -145,8 +175,8 @@ def _validate_event(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause]
             errs.append(mismatch)
         controller = as_str(obj.get("reportingComponent"))
         if not controller:
-            errs.append(Cause("Required", "reportingComponent", ""))
-        each(errs, "reportingComponent", controller, is_qualified_name(controller))
+            errs.append(Cause("Required", controller_field, ""))
+        each(errs, controller_field, controller, is_qualified_name(controller))
         instance = as_str(obj.get("reportingInstance"))
         if not instance:
             errs.append(Cause("Required", "reportingInstance", ""))

@@ -5,7 +5,8 @@
   byte for byte (a missing Content-Type stays missing, watch streams are relayed line by line) and
   keeps every JSON object the server returned, so the schema test can check them all.
 - `schema_problems`: strict validation against the official 1.37 JSON schemas shipped by
-  `kubernetes-validate`.
+  `kubernetes-validate`; `typed_problems`: what the typed clients (`kubernetes` 37, lightkube's
+  models) fail on when reading an object.
 - `watch_until`: waiting for a watch event (`cp.testing.eventually` polls where there is none).
 - Sample objects for the served kinds.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 import aiohttp
 import jsonschema
+import kubernetes.client
 import kubernetes_validate
 import kubernetes_validate.utils as kv_utils
 import msgspec
@@ -113,6 +115,60 @@ def schema_problems(obj: dict[str, Any]) -> list[str]:
     data = dict(obj, apiVersion=api_version)
     return [f"{'.'.join(str(p) for p in err.absolute_path) or '<root>'}: {err.message}"
             for err in validator.iter_errors(data)]
+
+
+@functools.cache
+def _api_client() -> kubernetes.client.ApiClient:
+    return kubernetes.client.ApiClient(kubernetes.client.Configuration())
+
+
+def typed_model(api_version: str, kind: str) -> str | None:
+    """The `kubernetes` 37 model class of an (apiVersion, kind) — `V1Node`, `V2HorizontalPodAutoscaler`,
+    and, where two groups share a name, the group-prefixed one (`CoreV1Event`, `EventsV1Event`,
+    `ResourceV1ResourceClaim`) — or None for types it has none of (tables, the sandbox's own kinds)."""
+    group, _, version = api_version.rpartition("/")
+    prefix = group.split(".")[0].capitalize() if group else "Core"
+    for name in (f"{prefix}{version.capitalize()}{kind}", f"{version.capitalize()}{kind}"):
+        if hasattr(kubernetes.client, name):
+            return name
+    return None
+
+
+def typed_problems(obj: dict[str, Any]) -> list[str]:
+    """What the typed clients fail on when reading `obj`: `kubernetes` 37 (`ApiClient.deserialize` with
+    client-side validation, as `CoreV1Api().list_node()`) and lightkube's models (`from_dict`).
+    Kinds neither has a model for (discovery documents, tables) pass."""
+    kind, api_version = obj.get("kind"), obj.get("apiVersion")
+    if not isinstance(kind, str) or not isinstance(api_version, str):
+        return []
+    out = []
+    model = typed_model(api_version, kind)
+    if model is not None:
+        try:
+            _api_client().deserialize(json.dumps(obj), model, "application/json")
+        except (ValueError, TypeError, AttributeError) as exc:
+            lines = [ln.strip() for ln in str(exc).splitlines() if not ln.strip().startswith("For further")]
+            out.append(f"kubernetes {model}: {'; '.join(lines)}")
+    # lightkube reads a list item by item, each with its resource's model.
+    base = kind.removesuffix("List")
+    lightkube = lightkube_model(api_version, base)
+    items = obj.get("items") if base != kind else [obj]
+    for i, item in enumerate(items if lightkube is not None and isinstance(items, list) else ()):
+        try:
+            lightkube.from_dict(item)
+        except (msgspec.ValidationError, TypeError, ValueError) as exc:
+            out.append(f"lightkube {base}{f' item {i}' if base != kind else ''}: {exc}")
+    return out
+
+
+def lightkube_model(api_version: str, kind: str) -> Any:
+    from lightkube.core.exceptions import LoadResourceError
+    from lightkube.core.resource_registry import resource_registry
+
+    try:
+        return resource_registry.load(api_version, kind)
+    except LoadResourceError:
+        return None
 
 
 def check_against_library(obj: dict[str, Any]) -> None:
@@ -242,7 +298,7 @@ class Wiretap:
             if key in seen:
                 continue
             seen.add(key)
-            for problem in schema_problems(cap.obj):
+            for problem in schema_problems(cap.obj) + typed_problems(cap.obj):
                 out[f"{cap.label()}: {problem}"] = None
         return list(out)
 

@@ -1,9 +1,11 @@
 """Cross-cutting: every object the server returns validates against the official Kubernetes 1.37
-JSON schema of its kind, in strict mode (unknown fields fail), from `kubernetes-validate==1.37.0`.
+JSON schema of its kind, in strict mode (unknown fields fail), from `kubernetes-validate==1.37.0`, and
+deserializes in the typed clients (`kubernetes` 37 with client-side validation, lightkube's models).
 
 In scope: each client scenario re-run behind a recording proxy (`support.Wiretap`) — response bodies
 and every watch-event object, Status answers included — and one object, GET, LIST (namespaced and
-across namespaces), subresources and DELETE of each served resource, plus discovery documents.
+across namespaces), subresources and DELETE of each stored built-in kind (samples: tests/samples.py),
+plus discovery documents.
 Out of scope: client behaviour (the test_client_* modules); tables (Python clients never ask).
 """
 
@@ -19,6 +21,7 @@ import kubernetes_validate
 import pytest
 
 from cp import resources as res
+from tests import samples as sample_objects
 from tests.clients import (
     support,
     test_client_kopf,
@@ -53,6 +56,23 @@ def test_schema_check_agrees_with_kubernetes_validate() -> None:
     assert support.schema_problems({"kind": "Nope", "apiVersion": "v1"}) == ["no 1.37 schema for Nope v1"]
 
 
+def test_every_stored_kind_has_typed_models() -> None:
+    """So that `typed_problems` checks every kind: a model in `kubernetes` 37 (object and list) and in
+    lightkube."""
+    missing = []
+    for kind in res.KINDS:
+        if kind.group == res.SIM_GROUP or not kind.stored:
+            continue
+        found = (support.typed_model(kind.api_version, kind.kind), support.typed_model(kind.api_version, kind.list_kind),
+                 support.lightkube_model(kind.api_version, kind.kind))
+        if not all(found):
+            missing.append(f"{kind.kind}: {found}")
+    assert not missing
+    assert support.typed_model("v1", "Event") == "CoreV1Event"
+    assert support.typed_model("resource.k8s.io/v1", "ResourceClaim") == "ResourceV1ResourceClaim"
+    assert support.typed_model("resource.k8s.io/v1", "ResourceClaimList") == "V1ResourceClaimList"
+
+
 @pytest.mark.parametrize("scenario", [
     pytest.param(test_client_kubernetes.scenario, id="kubernetes"),
     pytest.param(test_client_kubernetes_asyncio.scenario, id="kubernetes_asyncio"),
@@ -69,57 +89,6 @@ async def test_client_scenario_responses_match_schemas(scenario: Scenario, tappe
 # ------------------------------------------------------------------------ every served resource
 
 
-def _samples() -> dict[tuple[str, str], dict[str, Any]]:
-    """One valid object per served kind, keyed by (group, plural)."""
-    rs = support.deployment("rs")
-    rs["kind"] = "ReplicaSet"
-    return {
-        ("", "namespaces"): {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "schemas-extra"}},
-        ("", "nodes"): {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1",
-                                                                         "labels": {"zone": "a"}},
-                        "spec": {"podCIDR": "10.0.1.0/24"}},
-        ("", "pods"): support.pod("pod", app="pod"),
-        ("", "events"): {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "pod.1"},
-                         "involvedObject": {"kind": "Pod", "apiVersion": "v1", "name": "pod", "namespace": NS},
-                         "reason": "Scheduled", "message": "assigned", "type": "Normal",
-                         "source": {"component": "scheduler"}, "count": 1,
-                         "firstTimestamp": "2026-12-02T08:00:00Z", "lastTimestamp": "2026-12-02T08:00:00Z"},
-        ("", "configmaps"): support.configmap("cm", k="v"),
-        ("apps", "deployments"): support.deployment("web", 2),
-        ("apps", "replicasets"): rs,
-        ("autoscaling", "horizontalpodautoscalers"): {
-            "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "web"},
-            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-                     "minReplicas": 1, "maxReplicas": 3,
-                     "metrics": [{"type": "Resource", "resource": {
-                         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}},
-        ("coordination.k8s.io", "leases"): {
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "node-1"},
-            "spec": {"holderIdentity": "node-1", "leaseDurationSeconds": 40}},
-        ("resource.k8s.io", "deviceclasses"): support.device_class(),
-        ("resource.k8s.io", "resourceclaims"): support.resource_claim("claim"),
-        ("resource.k8s.io", "resourceclaimtemplates"): support.resource_claim_template("tpl"),
-        ("resource.k8s.io", "resourceslices"): support.resource_slice("slice"),
-        ("resource.k8s.io", "devicetaintrules"): support.device_taint_rule("rule"),
-        # rbac.authorization.k8s.io/v1 (issue #10)
-        ("rbac.authorization.k8s.io", "clusterroles"): {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "reader"},
-            "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]},
-        ("rbac.authorization.k8s.io", "clusterrolebindings"): {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "reader"},
-            "subjects": [{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "alice"}]},
-        ("rbac.authorization.k8s.io", "roles"): {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader"},
-            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]},
-        ("rbac.authorization.k8s.io", "rolebindings"): {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "reader"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": NS}]},
-    }
-
-
 async def _call(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
                 content_type: str | None = None) -> tuple[int, Any]:
     headers = {"Content-Type": content_type} if content_type else None
@@ -127,62 +96,11 @@ async def _call(http: aiohttp.ClientSession, method: str, path: str, body: Any =
         return r.status, await r.json(content_type=None)
 
 
-# Served kinds this sweep has no sample object for yet (issue #18 adds them; the set may only shrink).
-NOT_YET_SAMPLED = {
-    ("", "endpoints"),
-    ("", "limitranges"),
-    ("", "persistentvolumeclaims"),
-    ("", "persistentvolumes"),
-    ("", "podtemplates"),
-    ("", "replicationcontrollers"),
-    ("", "resourcequotas"),
-    ("", "secrets"),
-    ("", "serviceaccounts"),
-    ("", "services"),
-    ("admissionregistration.k8s.io", "mutatingadmissionpolicies"),
-    ("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"),
-    ("apiregistration.k8s.io", "apiservices"),
-    ("apps", "controllerrevisions"),
-    ("apps", "daemonsets"),
-    ("apps", "statefulsets"),
-    ("batch", "cronjobs"),
-    ("batch", "jobs"),
-    ("certificates.k8s.io", "certificatesigningrequests"),
-    ("certificates.k8s.io", "clustertrustbundles"),
-    ("certificates.k8s.io", "podcertificaterequests"),
-    ("discovery.k8s.io", "endpointslices"),
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
-    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
-    ("networking.k8s.io", "ingressclasses"),
-    ("networking.k8s.io", "ingresses"),
-    ("networking.k8s.io", "ipaddresses"),
-    ("networking.k8s.io", "networkpolicies"),
-    ("networking.k8s.io", "servicecidrs"),
-    ("node.k8s.io", "runtimeclasses"),
-    ("policy", "poddisruptionbudgets"),
-    ("scheduling.k8s.io", "priorityclasses"),
-    ("storage.k8s.io", "csidrivers"),
-    ("storage.k8s.io", "csinodes"),
-    ("storage.k8s.io", "csistoragecapacities"),
-    ("storage.k8s.io", "storageclasses"),
-    ("storage.k8s.io", "volumeattachments"),
-    ("storage.k8s.io", "volumeattributesclasses"),
-    ("storagemigration.k8s.io", "storageversionmigrations"),
-}
-
-
 async def test_every_served_resource_validates(tapped: support.Cluster, wiretap: support.Wiretap) -> None:
-    samples = _samples()
+    samples = sample_objects.samples(NS)
     # The sandbox's own kinds have no upstream schema; computed resources and reviews are not objects.
-    kinds = [k for k in res.KINDS if k.group != res.SIM_GROUP and k.stored and (k.group, k.plural) in samples]
-    served = {(k.group, k.plural) for k in res.KINDS if k.group != res.SIM_GROUP and k.stored}
-    assert served - samples.keys() == NOT_YET_SAMPLED, "a served kind without a sample (add one) or a sample to " \
-        "strike off NOT_YET_SAMPLED"
+    kinds = [k for k in res.KINDS if k.group != res.SIM_GROUP and k.stored]
+    assert not {(k.group, k.plural) for k in kinds} - samples.keys(), "a served kind without a sample (tests/samples.py)"
     async with aiohttp.ClientSession(base_url=tapped.url) as http:
         # Discovery documents.
         for path in ("/api", "/apis", "/api/v1", *{f"/apis/{k.group}" for k in res.KINDS if k.group},
@@ -202,7 +120,7 @@ async def test_every_served_resource_validates(tapped: support.Cluster, wiretap:
                 code, body = await _call(http, "GET", path)
                 assert code == 200, (path, body)
             for sub in kind.subresources:
-                if sub.name == "binding":
+                if "get" not in sub.verbs:  # create-only: binding, eviction
                     continue
                 code, body = await _call(http, "GET", f"{base}/{name}/{sub.name}")
                 assert code == 200, (base, sub.name, body)

@@ -199,7 +199,8 @@ async def test_get_other_kinds_wide(kubectl: Kubectl) -> None:
     await kubectl("create", "-f", "-", input=m.pod("web"))
     r = await kubectl("get", "all")
     names = [line.split()[0] for line in r.lines if line and not line.startswith("NAME")]
-    assert names == ["pod/web", "deployment.apps/web", "horizontalpodautoscaler.autoscaling/web"]
+    assert names == ["pod/web", "service/kubernetes", "deployment.apps/web",
+                     "horizontalpodautoscaler.autoscaling/web"]
 
     r = await kubectl("get", "hpa")
     assert r.rows()[0] == ["NAME", "REFERENCE", "TARGETS", "MINPODS", "MAXPODS", "REPLICAS", "AGE"]

@@ -118,6 +118,7 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
 
         # Controllers with their own identities: a Deployment and a DRA workload come up.
         assert (await k("create", "deployment", "web", "--image=nginx", "--replicas=2"))[0] == 0
+        assert (await k("expose", "deployment", "web", "--port=80"))[0] == 0  # the endpoints controllers write
         assert (await k("apply", "-f", "-", stdin=CLAIM))[0] == 0
 
         async def running() -> bool:
@@ -149,7 +150,9 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
     assert {"system:kube-controller-manager", "system:kube-scheduler",
             "system:serviceaccount:kube-system:replicaset-controller",
             "system:serviceaccount:kube-system:deployment-controller",
-            "system:serviceaccount:kube-system:fleet-simulator", "cplane-admin", "bob", "alice"} <= actors, actors
+            "system:serviceaccount:kube-system:fleet-simulator",
+            "system:serviceaccount:kube-system:endpointslice-controller",
+            "system:serviceaccount:kube-system:endpoint-controller", "cplane-admin", "bob", "alice"} <= actors, actors
     code, export, err = await run(*CPLANE, "log", "export", "--data-dir", str(data), home=tmp_path)
     assert code == 0, err
     assert '"user":"system:kube-scheduler"' in export.replace(" ", "") or "system:kube-scheduler" in export

@@ -121,7 +121,7 @@ async def test_services_claims_and_object_counts(http: aiohttp.ClientSession) ->
                                    "persistentvolumeclaims": "3", "requests.storage": "10Gi",
                                    "gold.storageclass.storage.k8s.io/requests.storage": "4Gi",
                                    "configmaps": "2", "count/configmaps": "2", "count/deployments.apps": "1"})
-    svc = {"metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}, {"port": 443}]}}
+    svc = {"metadata": {"name": "web"}, "spec": {"ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}}
     assert (await _post(http, f"{NS}/services", svc))[0] == 201
     async with http.patch(f"{NS}/services/web", json={"spec": {"type": "NodePort"}},
                           headers={"Content-Type": "application/merge-patch+json"}) as r:

@@ -93,7 +93,7 @@ async def test_spec_changes_and_objects_that_stop_counting(client: clients.Clien
     await eventually(lambda: used_is({"count/pods": "0", "pods": "0", "services.nodeports": "0"}), what="measured")
     await client.create("pods", _pod("job"))
     await client.create("services", {"metadata": {"name": "web", "namespace": "team"}, "spec": {
-        "type": "NodePort", "ports": [{"port": 80}, {"port": 443}]}})
+        "type": "NodePort", "ports": [{"name": "http", "port": 80}, {"name": "https", "port": 443}]}})
     assert await _used(client) == {"count/pods": "1", "pods": "1", "services.nodeports": "2"}
 
     pod = await client.get("pods", "job", namespace="team")

@@ -39,3 +39,10 @@ async def test_an_unreachable_database_is_one_clear_line_without_its_password(tm
     assert "Traceback" not in err and "hunter2" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("cplane serve: ") and "unavailable" in last and "u:***@127.0.0.1:9" in last
+
+
+async def test_bad_service_ranges_are_usage_errors(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--service-cluster-ip-range", "10.0.0.0/33")
+    assert code == 2 and "argument --service-cluster-ip-range:" in err and "Traceback" not in err
+    code, err = await _serve("--data-dir", str(tmp_path), "--service-node-port-range", "32767-30000")
+    assert code == 2 and "argument --service-node-port-range: invalid port range: 32767-30000" in err

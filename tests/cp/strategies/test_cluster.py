@@ -32,16 +32,17 @@ def test_csr_spec_and_approval_are_not_writable_here() -> None:
     created: dict[str, Any] = {"spec": {"request": "x", "username": "mallory", "groups": ["system:masters"]},
                                "status": {"conditions": [{"type": "Approved", "status": "True"}]}}
     strategies.prepare_for_create(csr_kind, created, now=0)
-    assert created == {"spec": {"request": "x"}, "status": {}}
+    # Go's encoder writes the required signerName, empty here (validation rejects that on a real write).
+    assert created == {"metadata": {}, "spec": {"request": "x", "signerName": ""}, "status": {}}
     user = rbac.UserInfo(name="alice", uid="42", groups=("dev", "system:authenticated"), extra={"scopes": ("a",)})
     strategies.prepare_for_create(csr_kind, created, now=0, user=user)
-    assert created["spec"] == {"request": "x", "username": "alice", "uid": "42",
+    assert created["spec"] == {"request": "x", "signerName": "", "username": "alice", "uid": "42",
                                "groups": ["dev", "system:authenticated"], "extra": {"scopes": ["a"]}}
-    old = {"spec": {"request": "x", "usages": ["client auth"]},
+    old = {"metadata": {}, "spec": {"request": "x", "signerName": "example.com/s", "usages": ["client auth"]},
            "status": {"conditions": [{"type": "Approved", "status": "True"}]}}
     write = {"spec": {"request": "y"}, "status": {"certificate": "Y2VydA==", "conditions": []}}
     strategies.prepare_for_update(csr_kind, write, old, now=0, subresource="status")
-    assert write == {"spec": old["spec"], "status": {"certificate": "Y2VydA==", "conditions": old["status"]["conditions"]}}
+    assert write == {"metadata": {}, "spec": old["spec"], "status": {"certificate": "Y2VydA==", "conditions": old["status"]["conditions"]}}
 
 
 def test_crd_records_storage_versions() -> None:

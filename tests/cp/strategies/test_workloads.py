@@ -44,7 +44,8 @@ def test_job_selector_is_generated_unless_manual() -> None:
     manual: dict[str, Any] = {"metadata": {"name": "pi", "uid": "u-1"},
                               "spec": {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}}}}
     strategies.prepare_for_create(kind("batch", "Job"), manual, now=0)
-    assert manual["spec"] == {"manualSelector": True, "selector": {"matchLabels": {"a": "b"}}}
+    assert manual["spec"]["selector"] == {"matchLabels": {"a": "b"}}
+    assert "labels" not in manual["spec"]["template"]["metadata"]
     assert "labels" not in manual["metadata"]
 
 

@@ -1,0 +1,69 @@
+"""The real kubectl on the kinds served in a second version: `kubectl get events.v1.events.k8s.io`,
+`kubectl get hpa.v1.autoscaling` (Tables and objects of the asked version), and `kubectl autoscale`,
+whose HorizontalPodAutoscaler reads back through autoscaling/v1.
+
+Out of scope: the conversions themselves (tests/cp/test_conversions.py, tests/api/test_served_versions.py).
+"""
+
+from __future__ import annotations
+
+import json
+
+import aiohttp
+
+from tests.kubectl.conftest import Kubectl
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx}]
+"""
+
+
+async def test_get_events_in_both_versions(kubectl: Kubectl, api: aiohttp.ClientSession) -> None:
+    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "web.1"},
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/ctl",
+             "reportingInstance": "ctl-1", "action": "Scale", "reason": "Scaled", "type": "Normal",
+             "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"}, "note": "scaled up"}
+    async with api.post("/apis/events.k8s.io/v1/namespaces/default/events", json=event) as r:
+        assert r.status == 201, await r.text()
+    rows = (await kubectl("get", "events.v1.events.k8s.io")).rows()
+    assert rows[0] == ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    assert rows[1][1:] == ["Normal", "Scaled", "deployment/web", "scaled up"]
+    v1 = (await kubectl("get", "events.v1.events.k8s.io", "web.1", "-o", "json")).json()
+    assert (v1["apiVersion"], v1["note"], v1["regarding"]["name"]) == ("events.k8s.io/v1", "scaled up", "web")
+    core = (await kubectl("get", "events", "web.1", "-o", "json")).json()
+    assert (core["apiVersion"], core["message"], core["involvedObject"]["name"]) == ("v1", "scaled up", "web")
+
+
+async def test_autoscale_and_get_hpa_v1(kubectl: Kubectl) -> None:
+    await kubectl("apply", "-f", kubectl.write("web.yaml", DEPLOYMENT))
+    r = await kubectl("autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=70")
+    assert r.stdout.strip() == "horizontalpodautoscaler.autoscaling/web autoscaled"
+    v2 = (await kubectl("get", "hpa", "web", "-o", "json")).json()
+    assert v2["apiVersion"] == "autoscaling/v2"
+    assert v2["spec"]["metrics"] == [{"type": "Resource", "resource": {"name": "cpu", "target": {
+        "type": "Utilization", "averageUtilization": 70}}}]
+    # The resource's full name: kubectl's short-name expansion keeps group and resource but not the
+    # version (`hpa.v1.autoscaling` is read at the preferred version, v2), a client-side choice.
+    v1 = (await kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "json")).json()
+    assert v1["apiVersion"] == "autoscaling/v1"
+    assert v1["spec"] == {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"},
+                          "minReplicas": 2, "maxReplicas": 5, "targetCPUUtilizationPercentage": 70}
+    rows = (await kubectl("get", "hpa.v1.autoscaling")).rows()
+    full = (await kubectl("get", "horizontalpodautoscalers.v1.autoscaling")).rows()
+    assert [r[:-1] for r in rows] == [r[:-1] for r in full]  # all but AGE
+    assert rows[0][:4] == ["NAME", "REFERENCE", "TARGETS", "MINPODS"]
+    assert rows[1][:2] == ["web", "Deployment/web"]
+    # an edit through v1 is seen through v2
+    await kubectl("patch", "horizontalpodautoscalers.v1.autoscaling", "web", "--type=merge", "-p",
+                  json.dumps({"spec": {"targetCPUUtilizationPercentage": 55}}))
+    target = await kubectl.jsonpath("hpa", "web", path="{.spec.metrics[0].resource.target.averageUtilization}")
+    assert target == "55"
