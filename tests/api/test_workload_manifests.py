@@ -122,6 +122,13 @@ async def test_initial_statuses(http: aiohttp.ClientSession) -> None:
     assert code == 201, body
     assert body["status"]["phase"] == "Pending" and body["status"]["lastPhaseTransitionTime"]
     assert body["spec"]["persistentVolumeReclaimPolicy"] == "Retain"
+    # Volumes, claims and quotas keep no generation (their strategies never set one).
+    assert "generation" not in body["metadata"]
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data"},
+             "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}
+    code, body = await _send(http, "POST", f"{NS}/persistentvolumeclaims", claim)
+    assert code == 201, body
+    assert body["status"] == {"phase": "Pending"} and "generation" not in body["metadata"]
 
 
 async def test_invalid_pod_disruption_budget(http: aiohttp.ClientSession) -> None:
