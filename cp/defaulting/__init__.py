@@ -13,7 +13,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from cp.defaulting import core
+from cp.defaulting import accounts, core
 from cp.defaulting.core import (
     DEFAULT_TOLERATION_SECONDS,
     VOLUME_SOURCES,
@@ -23,7 +23,8 @@ from cp.defaulting.core import (
     image_tag,
 )
 
-DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = dict(core.DEFAULTERS)
+DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = {**core.DEFAULTERS,
+                                                                           **accounts.DEFAULTERS}
 _LAZY: dict[str, str] = {  # API group -> module whose DEFAULTERS cover it, until imported
     "networking.k8s.io": "networking", "discovery.k8s.io": "networking", "storage.k8s.io": "storage",
     "scheduling.k8s.io": "scheduling", "certificates.k8s.io": "certificates",
