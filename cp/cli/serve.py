@@ -114,7 +114,7 @@ def _controller_identities(srv: Any) -> Any:
 
     def identity(name: str) -> clients.Client:
         return clients.Client(srv.url, token=auth.controller_token(srv.auth, name),
-                              ssl_context=auth.client_ssl_context(ca))
+                              ssl_context=auth.client_ssl_context(ca), root_ca=ca.decode())
 
     return identity
 
