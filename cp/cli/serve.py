@@ -73,7 +73,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
     the_clock: clocks.Clock = clocks.VirtualClock() if args.clock == "virtual" else clocks.RealClock()
     async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
                               db_url=args.db, clock=the_clock, secure=not args.insecure,
-                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure) as srv:
+                              token_auth_file=args.token_auth_file, insecure_limits=args.insecure,
+                              app_options={"service_accounts": True}) as srv:
         collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
