@@ -53,9 +53,10 @@ async def token_request(request: web.Request, target: reads.Target) -> web.Strea
     spec: dict[str, Any] = dict(raw_spec) if isinstance(raw_spec, dict) else {}
     raw_meta = obj.get("metadata")
     meta: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
-    if meta.get("namespace") and meta["namespace"] != ns:
-        raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on the "
-                                "request")
+    for field, want in (("name", name), ("namespace", ns)):
+        if meta.get(field) and meta[field] != want:
+            raise _invalid(name, f"metadata.{field}", meta[field],
+                           f"must match the service account {field} if specified")
     seconds = spec.get("expirationSeconds")
     if seconds is None:
         seconds = DEFAULT_EXPIRATION
@@ -76,20 +77,22 @@ async def token_request(request: web.Request, target: reads.Target) -> web.Strea
     if isinstance(ref, dict) and ref:
         ref_kind, ref_name, ref_uid = str(ref.get("kind") or ""), str(ref.get("name") or ""), str(ref.get("uid") or "")
         plural = _BINDABLE.get(ref_kind)
-        if plural is None or str(ref.get("apiVersion") or "v1") != "v1":
-            raise errors.BadRequest(f'cannot bind token for serviceaccount "{name}" to object of type '
-                                    f'{ref.get("apiVersion") or ""}, Kind={ref_kind}')
+        api_version = str(ref.get("apiVersion") or "")
+        if plural is None or api_version != "v1":
+            group, _, version = api_version.rpartition("/")
+            raise errors.BadRequest(f"cannot bind token to object of type {group}/{version}, Kind={ref_kind}")
         bound = await _get(request, plural, "" if ref_kind == "Node" else ns, ref_name)
         uid = str((bound.get("metadata") or {}).get("uid") or "")
         if ref_uid and ref_uid != uid:
             raise errors.Conflict(
                 f'Operation cannot be fulfilled on {ref_kind} "{ref_name}": the UID in the bound object reference '
-                f"({ref_uid}) does not match the UID in record. The object might have been deleted and then "
-                "recreated", details={"name": ref_name, "kind": ref_kind})
+                f"({ref_uid}) does not match the UID in record ({uid}). The object might have been deleted and "
+                "then recreated", details={"name": ref_name, "kind": ref_kind})
         if ref_kind == "Pod":
-            if str((bound.get("spec") or {}).get("serviceAccountName") or "") != name:
-                raise errors.BadRequest(f"cannot bind token for serviceaccount \"{name}\" to pod running with "
-                                        "different serviceaccount name.")
+            running_as = str((bound.get("spec") or {}).get("serviceAccountName") or "")
+            if running_as != name:
+                raise errors.BadRequest(f'cannot bind token for serviceaccount "{name}" to pod running with '
+                                        f'serviceaccount "{running_as}"')
             pod = (ref_name, uid)
             node = str((bound.get("spec") or {}).get("nodeName") or "")
             if node:

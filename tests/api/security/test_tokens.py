@@ -82,7 +82,12 @@ async def test_token_request_validation(secure: Secure) -> None:
     assert code == 404 and body["message"] == 'pods "nope" not found'
     code, body = await request_token(admin, {"boundObjectRef": {"kind": "ConfigMap", "apiVersion": "v1",
                                                                 "name": "x"}})
-    assert code == 400
+    assert code == 400 and body["message"] == "cannot bind token to object of type /v1, Kind=ConfigMap"
+    code, body = await call(admin, "POST", "/api/v1/namespaces/team/serviceaccounts/builder/token",
+                            {"metadata": {"name": "other"}, "spec": {}})
+    assert code == 422
+    assert body["message"] == ('TokenRequest.authentication.k8s.io "builder" is invalid: metadata.name: Invalid '
+                               'value: "other": must match the service account name if specified')
     # Who may ask: `create` on serviceaccounts/token.
     assert (await request_token(secure.session("alice"), {}))[0] == 403
 
@@ -143,10 +148,17 @@ async def test_tokens_bound_to_a_secret_end_with_it(secure: Secure) -> None:
 
 async def test_tokens_bound_to_a_pod(secure: Secure) -> None:
     admin, _uid = await setup_team(secure)
+    assert (await call(admin, "POST", "/api/v1/namespaces/team/serviceaccounts", {"metadata": {"name": "default"}}))[0] \
+        == 201
     pod = {"metadata": {"name": "p"}, "spec": {"serviceAccountName": "builder", "nodeName": "n1",
                                                 "containers": [{"name": "c", "image": "busybox"}]}}
     code, created = await call(admin, "POST", "/api/v1/namespaces/team/pods", pod)
     assert code == 201, created
+    code, body = await request_token(admin, {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}},
+                                     name="default")
+    assert code == 400
+    assert body["message"] == 'cannot bind token for serviceaccount "default" to pod running with serviceaccount ' \
+        '"builder"'
     code, body = await request_token(admin, {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1", "name": "p"}})
     assert code == 201, body
     token = body["status"]["token"]
