@@ -43,6 +43,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "server speaks TLS (CA and certificate in DIR/pki) and requires credentials")
     p.add_argument("--token-auth-file", default=None, metavar="FILE",
                    help="more users: kube-apiserver's CSV token file, `token,user,uid[,\"group1,group2\"]`")
+    p.add_argument("--service-account-issuer", default=None, metavar="URL",
+                   help="the `iss` of ServiceAccount tokens (default https://kubernetes.default.svc.cluster.local)")
+    p.add_argument("--api-audiences", default=None, metavar="A,B",
+                   help="audiences a token must be for to reach the API (default: the issuer)")
     p.add_argument("--no-controllers", action="store_true", help="serve the API only")
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers")
@@ -74,6 +78,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
     async with server.running(data_dir=args.data_dir, host=args.host, port=args.port,
                               db_url=args.db, clock=the_clock, secure=not args.insecure,
                               token_auth_file=args.token_auth_file, insecure_limits=args.insecure,
+                              service_account_issuer=args.service_account_issuer,
+                              api_audiences=tuple(a for a in (args.api_audiences or "").split(",") if a),
                               app_options={"service_accounts": True}) as srv:
         collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)

@@ -8,9 +8,12 @@ from __future__ import annotations
 import base64
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from api import auth
+from api import server as servers
+from storage import memory
 from tests.api.security.conftest import Secure, binding, call, rbac_path
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"
@@ -221,3 +224,31 @@ async def test_issuer_discovery(secure: Secure) -> None:
     sa = secure.session(token=body["status"]["token"])
     assert (await call(sa, "GET", "/openid/v1/jwks"))[0] == 200
     assert (await call(secure.session("alice"), "GET", "/openid/v1/jwks"))[0] == 403
+
+
+async def test_issuer_and_api_audiences_are_configurable(tmp_path: Path) -> None:
+    log = memory.MemoryEventLog()
+    await log.start()
+    try:
+        async with servers.running(data_dir=tmp_path, event_log=log, secure=True,
+                                   service_account_issuer="https://issuer.example", api_audiences=("api", "more")) \
+                as srv:
+            s = Secure(srv, tmp_path)
+            try:
+                admin = s.session("admin")
+                code, body = await call(admin, "GET", "/.well-known/openid-configuration")
+                assert body["issuer"] == "https://issuer.example"
+                assert (await call(admin, "POST", "/api/v1/namespaces/default/serviceaccounts",
+                                   {"metadata": {"name": "x"}}))[0] == 201
+                code, body = await call(admin, "POST", "/api/v1/namespaces/default/serviceaccounts/x/token", {})
+                token = body["status"]["token"]
+                assert claims(token)["iss"] == "https://issuer.example" and claims(token)["aud"] == ["api", "more"]
+                assert (await call(s.session(token=token), "GET", "/version"))[0] == 200
+                code, body = await call(admin, "POST", "/api/v1/namespaces/default/serviceaccounts/x/token",
+                                        {"spec": {"audiences": ["more"]}})
+                assert code == 201
+                assert (await call(s.session(token=body["status"]["token"]), "GET", "/version"))[0] == 200
+            finally:
+                await s.close()
+    finally:
+        await log.close()
