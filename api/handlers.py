@@ -236,6 +236,11 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
     negotiated = request[st.NEGOTIATED]
     if target.subresource == "scale":
         scale = await store.get_scale(kind, target.namespace, target.name)
+        if negotiated.convert == codec.TABLE:
+            table = tables.table([scale], group="autoscaling", kind="Scale", now=store.clock.now(),
+                                 include_object=request.query.get("includeObject", "Metadata"),
+                                 resource_version=str((scale.get("metadata") or {}).get("resourceVersion") or ""))
+            return codec.object_response(negotiated, raw=_encode(table))
         return codec.object_response(negotiated, obj=scale)
     rv = options.resource_version_param(request.query.get("resourceVersion"))
     if rv:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cp.errors import BadRequest
+from cp.fieldlabels import FieldGetter, field_labels, go_quote
 
 __all__ = [
     "FieldSelector",
@@ -114,31 +115,11 @@ def label_value_errors(value: str) -> list[str]:
     return errs
 
 
-def _go_quote(s: str) -> str:
-    """Go's %q for a string (close enough: escapes quotes, backslashes and control characters)."""
-    out = ['"']
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
 def _go_string_slice(values: list[str] | None) -> str:
     """Go's %#v for a []string."""
     if values is None:
         return "[]string(nil)"
-    return "[]string{" + ", ".join(_go_quote(v) for v in values) + "}"
+    return "[]string{" + ", ".join(go_quote(v) for v in values) + "}"
 
 
 def _field_error(path: str, bad_value: str, detail: str) -> str:
@@ -250,7 +231,7 @@ def make_requirement(*, key: str, operator: str, values: list[str] | None,
     errs: list[str] = []
     key_errs = label_key_errors(key)
     if key_errs:
-        errs.append(_field_error(key_path, _go_quote(key), "; ".join(key_errs)))
+        errs.append(_field_error(key_path, go_quote(key), "; ".join(key_errs)))
     vals = values or []
     if operator in (OP_IN, OP_NOT_IN):
         if not vals:
@@ -270,15 +251,15 @@ def make_requirement(*, key: str, operator: str, values: list[str] | None,
                                      "for 'Gt', 'Lt' operators, exactly one value is required"))
         for i, v in enumerate(vals):
             if _parse_int64(v) is None:
-                errs.append(_field_error(f"{values_path}[{i}]", _go_quote(v),
+                errs.append(_field_error(f"{values_path}[{i}]", go_quote(v),
                                          "for 'Gt', 'Lt' operators, the value must be an integer"))
     else:
-        supported = ", ".join(_go_quote(o) for o in (*_BINARY_OPS, OP_EXISTS, OP_DOES_NOT_EXIST))
-        errs.append(f"operator: Unsupported value: {_go_quote(operator)}: supported values: {supported}")
+        supported = ", ".join(go_quote(o) for o in (*_BINARY_OPS, OP_EXISTS, OP_DOES_NOT_EXIST))
+        errs.append(f"operator: Unsupported value: {go_quote(operator)}: supported values: {supported}")
     for i, v in enumerate(vals):
         value_errs = label_value_errors(v)
         if value_errs:
-            errs.append(_field_error(f"{values_path}[{i}][{key}]", _go_quote(v), "; ".join(value_errs)))
+            errs.append(_field_error(f"{values_path}[{i}][{key}]", go_quote(v), "; ".join(value_errs)))
     if errs:
         raise BadRequest(_aggregate(errs))
     return Requirement(key=key, operator=operator, values=tuple(vals))
@@ -461,7 +442,7 @@ class _Parser:
         key = lit
         key_errs = label_key_errors(key)
         if key_errs:
-            raise _ParseError(_field_error("<nil>", _go_quote(key), "; ".join(key_errs)))
+            raise _ParseError(_field_error("<nil>", go_quote(key), "; ".join(key_errs)))
         if self.peek()[0] in (_T_EOS, _T_COMMA) and operator != OP_DOES_NOT_EXIST:
             operator = OP_EXISTS
         if operator in (OP_EXISTS, OP_DOES_NOT_EXIST):
@@ -559,7 +540,7 @@ def from_label_selector_object(sel: Mapping[str, Any] | None) -> LabelSelector:
         raw_op = expr.get("operator", "")
         op = _EXPR_OPS.get(raw_op)
         if op is None:
-            raise BadRequest(f"{_go_quote(raw_op)} is not a valid label selector operator")
+            raise BadRequest(f"{go_quote(raw_op)} is not a valid label selector operator")
         values = expr.get("values")
         reqs.append(make_requirement(key=expr.get("key", ""), operator=op,
                                      values=list(values) if values else None))
@@ -632,110 +613,6 @@ def _unescape(value: str) -> str:
     return "".join(out)
 
 
-FieldGetter = Callable[[Mapping[str, Any]], str]
-
-
-def _path(*keys: str) -> FieldGetter:
-    """Getter for a nested string field; missing or null reads as ""."""
-    if len(keys) == 1:
-        (k0,) = keys
-        return lambda o: o.get(k0) or ""
-    if len(keys) == 2:
-        k0, k1 = keys
-        return lambda o: (o.get(k0) or {}).get(k1) or ""
-
-    def get(o: Mapping[str, Any]) -> str:
-        cur: Any = o
-        for k in keys:
-            cur = (cur or {}).get(k)
-        return cur or ""
-
-    return get
-
-
-def _bool_path(*keys: str) -> FieldGetter:
-    def get(o: Mapping[str, Any]) -> str:
-        cur: Any = o
-        for k in keys:
-            cur = (cur or {}).get(k)
-        return "true" if cur else "false"
-
-    return get
-
-
-def _pod_ip(o: Mapping[str, Any]) -> str:
-    status = o.get("status") or {}
-    ips = status.get("podIPs")
-    if ips:
-        return (ips[0] or {}).get("ip") or ""
-    return status.get("podIP") or ""
-
-
-def _rs_replicas(o: Mapping[str, Any]) -> str:
-    return str((o.get("status") or {}).get("replicas") or 0)
-
-
-_NAME = _path("metadata", "name")
-_NAMESPACE = _path("metadata", "namespace")
-_META = {"metadata.name": _NAME, "metadata.namespace": _NAMESPACE}
-
-# (group, resource) -> (supported fields, rejection message format). Fields follow the field label
-# conversion functions registered upstream; the values follow each registry's GetAttrs.
-_FIELDS: dict[tuple[str, str], tuple[dict[str, FieldGetter], str]] = {
-    ("", "pods"): ({
-        **_META,
-        "spec.nodeName": _path("spec", "nodeName"),
-        "spec.restartPolicy": _path("spec", "restartPolicy"),
-        "spec.schedulerName": _path("spec", "schedulerName"),
-        "spec.serviceAccountName": _path("spec", "serviceAccountName"),
-        "spec.hostNetwork": _bool_path("spec", "hostNetwork"),
-        "status.phase": _path("status", "phase"),
-        "status.podIP": _pod_ip,
-        "status.nominatedNodeName": _path("status", "nominatedNodeName"),
-    }, "field label not supported: {}"),
-    ("", "events"): ({
-        **_META,
-        "involvedObject.kind": _path("involvedObject", "kind"),
-        "involvedObject.namespace": _path("involvedObject", "namespace"),
-        "involvedObject.name": _path("involvedObject", "name"),
-        "involvedObject.uid": _path("involvedObject", "uid"),
-        "involvedObject.apiVersion": _path("involvedObject", "apiVersion"),
-        "involvedObject.resourceVersion": _path("involvedObject", "resourceVersion"),
-        "involvedObject.fieldPath": _path("involvedObject", "fieldPath"),
-        "reason": _path("reason"),
-        "reportingComponent": _path("reportingComponent"),
-        "source": _path("source", "component"),
-        "type": _path("type"),
-    }, "field label not supported: {}"),
-    ("", "namespaces"): ({
-        "metadata.name": _NAME,
-        "status.phase": _path("status", "phase"),
-    }, "field label not supported: {}"),
-    ("", "nodes"): ({
-        "metadata.name": _NAME,
-        "spec.unschedulable": _bool_path("spec", "unschedulable"),
-    }, "field label not supported: {}"),
-    ("apps", "replicasets"): ({
-        **_META,
-        "status.replicas": _rs_replicas,
-    }, "field label not supported: {}"),
-    ("resource.k8s.io", "resourceslices"): ({
-        "metadata.name": _NAME,
-        "spec.nodeName": _path("spec", "nodeName"),
-        "spec.driver": _path("spec", "driver"),
-        "spec.pool.name": _path("spec", "pool", "name"),
-    }, "field label not supported for resource.k8s.io/v1, Kind=ResourceSlice: {}"),
-}
-_DEFAULT_FIELDS: tuple[dict[str, FieldGetter], str] = (
-    _META, '"{}" is not a known field selector: only "metadata.name", "metadata.namespace"')
-# Old clients send spec.host for pods; upstream rewrites it.
-_ALIASES: dict[tuple[str, str], dict[str, str]] = {("", "pods"): {"spec.host": "spec.nodeName"}}
-
-
-def supported_fields(*, group: str, resource: str) -> tuple[str, ...]:
-    return tuple(_FIELDS.get((group, resource), _DEFAULT_FIELDS)[0])
-
-
 class FieldSelector:
     """A parsed field selector: an AND of `field=value` / `field!=value` terms."""
 
@@ -789,15 +666,15 @@ def parse_field_selector(text: str, *, group: str, resource: str) -> FieldSelect
             raise BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
         field, op, raw = split
         parsed.append((field, op, _unescape(raw)))
-    supported, message = _FIELDS.get((group, resource), _DEFAULT_FIELDS)
-    aliases = _ALIASES.get((group, resource), {})
+    labels = field_labels(group=group, resource=resource)
+    supported, aliases = labels.getters, labels.aliases
     reqs: list[tuple[str, str, str]] = []
     getters: list[FieldGetter] = []
     for field, op, value in parsed:
         field = aliases.get(field, field)
         getter = supported.get(field)
         if getter is None:
-            raise BadRequest(message.format(field))
+            raise BadRequest(labels.rejection(field))
         reqs.append((field, op, value))
         getters.append(getter)
     return FieldSelector(requirements=reqs, getters=getters)

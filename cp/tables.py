@@ -1,6 +1,6 @@
 """Server-side `meta.k8s.io/v1` Table output, as `kubectl get` asks for it.
 
-The columns and the cells of each row are kubectl's printers (`cp/printers.py`); this module builds
+The columns and the cells of each row are kubectl's printers (`cp/printers/`); this module builds
 the Table around them, with the `includeObject` rules of `../shared/reference/kubectl-compat.md` §4,
 and keeps rows of stored objects between requests (`RowCache`). Pure; no I/O.
 """
@@ -24,9 +24,9 @@ _E: Mapping[str, Any] = {}
 # Row conditions upstream attaches to finished pods (`metav1.RowCompleted`).
 _POD_DONE = {
     "Succeeded": [{"type": "Completed", "status": "True", "reason": "Succeeded",
-                   "message": "The pod ran to completion."}],
+                   "message": "The pod has completed successfully."}],
     "Failed": [{"type": "Completed", "status": "True", "reason": "Failed",
-                "message": "The pod terminated with a failure."}],
+                "message": "The pod failed."}],
 }
 
 
@@ -46,8 +46,16 @@ def _pod_conditions(o: Obj) -> list[dict[str, Any]] | None:
     return _POD_DONE.get(phase)
 
 
+def _flow_schema_order(row: dict[str, Any]) -> tuple[Any, Any]:
+    cells = row["cells"]
+    return cells[2], cells[0]  # matching precedence, then name
+
+
 def _table(rows: list[dict[str, Any]], *, group: str, kind: str, resource_version: str, continue_token: str,
            headers: bool) -> dict[str, Any]:
+    if kind == "FlowSchema" and group == "flowcontrol.apiserver.k8s.io":
+        # Upstream's FlowSchema list printer orders the rows as the schemas are matched.
+        rows.sort(key=_flow_schema_order)
     meta: dict[str, Any] = {}
     if resource_version:
         meta["resourceVersion"] = resource_version

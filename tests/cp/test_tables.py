@@ -120,7 +120,7 @@ def test_pod_columns() -> None:
     ("resource.k8s.io", "ResourceSlice", [("Name", 0), ("Node", 0), ("Driver", 0), ("Pool", 0), ("Age", 0)]),
     ("resource.k8s.io", "DeviceTaintRule", [("Name", 0), ("Age", 0)]),
     ("sim.cplane.dev", "Widget", [("Name", 0), ("Age", 0)]),
-    ("example.com", "Pod", [("Name", 0), ("Age", 0)]),       # same kind name, other group: unknown
+    ("example.com", "Pod", [("Name", 0), ("Created At", 0)]),  # same kind name, other group: the default table
 ])
 def test_columns_per_kind(group: str, kind: str, expected: list[tuple[str, int]]) -> None:
     assert names(group, kind) == expected
