@@ -14,11 +14,11 @@ from typing import Any
 
 from cp import rbac
 from cp import resources as res
-from cp.strategies import cluster, core, dra, workloads
+from cp.strategies import accounts, cluster, core, dra, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra, cluster):
+for _module in (core, accounts, workloads, dra, cluster):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
@@ -69,6 +69,12 @@ def prepare_for_update(kind: res.ResourceKind, new: dict[str, Any], old: dict[st
     strategy = of(kind)
     if strategy.prepare_for_update is not None:
         strategy.prepare_for_update(new, old, now, subresource)
+
+
+def warnings(kind: res.ResourceKind, obj: dict[str, Any]) -> list[str]:
+    """The strategy's warnings about an object being created or updated (`Warning` headers)."""
+    fn = of(kind).warnings
+    return fn(obj) if fn is not None else []
 
 
 def _copy(value: Any) -> Any:

@@ -66,3 +66,35 @@ async def test_bad_base64_and_immutability_without_echoing_values(http: aiohttp.
                                "redacted>\": invalid character 'h' looking for beginning of value")
     for text in (json.dumps(body),):
         assert VALUE not in text and b64(VALUE) not in text
+
+
+def _pem_pair() -> tuple[str, str, str]:
+    import datetime as dt
+
+    from cryptography.hazmat.primitives import serialization
+
+    from cp import certs
+
+    cert, key = certs.new_ca(now=dt.datetime.now(dt.UTC).timestamp())
+    other = certs.key_pem(certs.new_key())
+    assert serialization.load_pem_private_key(key, None)
+    return cert.decode(), key.decode(), other.decode()
+
+
+async def test_tls_secrets_that_are_not_a_key_pair_are_written_with_a_warning(http: aiohttp.ClientSession) -> None:
+    cert, key, other = _pem_pair()
+    cases = [
+        ({"tls.crt": cert, "tls.key": key}, None),
+        ({"tls.crt": cert, "tls.key": other}, "tls: private key does not match public key"),
+        ({"tls.crt": "junk", "tls.key": key}, "tls: failed to find any PEM data in certificate input"),
+        ({"tls.crt": key, "tls.key": cert}, "tls: failed to find certificate PEM data in certificate input, but "
+                                            "did find a private key; PEM inputs may have been switched"),
+        ({"tls.crt": cert, "tls.key": cert}, "tls: found a certificate rather than a key in the PEM for the "
+                                             "private key"),
+    ]
+    for i, (data, warning) in enumerate(cases):
+        body = {"metadata": {"name": f"t{i}"}, "type": "kubernetes.io/tls", "stringData": data}
+        async with http.post(NS, json=body) as r:
+            assert r.status == 201, await r.text()
+            got = r.headers.getall("Warning", [])
+        assert got == ([f'299 - "{warning}"'] if warning else []), (i, got)
