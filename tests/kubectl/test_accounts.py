@@ -55,7 +55,7 @@ async def test_kubectl_create_token(kubectl: Kubectl) -> None:
     # Audiences and duration; a token for another audience is not accepted by the API.
     other = (await kubectl("create", "token", "builder", "--audience=vault", "--duration=20m")).stdout.strip()
     claims = _claims(other)
-    assert claims["aud"] == ["vault"] and int(claims["exp"]) - int(claims["iat"]) == 1200  # type: ignore[call-overload]
+    assert claims["aud"] == ["vault"] and int(claims["exp"]) - int(claims["iat"]) == 1200
     r = await kubectl("get", "pods", f"--token={other}", check=False)
     assert r.code == 1 and "Unauthorized" in r.stderr
     # Too short, and a missing account.
@@ -97,3 +97,26 @@ async def test_kubectl_auth_can_i_as(kubectl: Kubectl) -> None:
     assert (await kubectl("auth", "can-i", "create", "configmaps", sa, check=False)).stdout.strip() == "no"
     await kubectl("create", "rolebinding", "builder-edit", "--clusterrole=edit", "--serviceaccount=default:builder")
     assert (await kubectl("auth", "can-i", "create", "configmaps", sa)).stdout.strip() == "yes"
+
+
+async def test_kubectl_create_token_bound_to_a_pod(kubectl: Kubectl) -> None:
+    await kubectl("create", "serviceaccount", "builder")
+    await kubectl("run", "p", "--image=busybox", "--overrides",
+                  '{"spec": {"serviceAccountName": "builder"}}')
+    token = (await kubectl("create", "token", "builder", "--bound-object-kind", "Pod",
+                           "--bound-object-name", "p")).stdout.strip()
+    uid = await kubectl.jsonpath("pod", "p", path="{.metadata.uid}")
+    assert _claims(token)["kubernetes.io"] == {
+        "namespace": "default", "serviceaccount": {"name": "builder",
+                                                   "uid": await kubectl.jsonpath("sa", "builder",
+                                                                                 path="{.metadata.uid}")},
+        "pod": {"name": "p", "uid": uid}}
+    who = json.loads((await kubectl("auth", "whoami", "-o", "json", f"--token={token}")).stdout)
+    assert who["status"]["userInfo"]["extra"]["authentication.kubernetes.io/pod-name"] == ["p"]
+    # The pod goes (it was never scheduled: at once), and the token with it.
+    await kubectl("delete", "pod", "p")
+    r = await kubectl("auth", "whoami", f"--token={token}", check=False)
+    assert r.code == 1 and "Unauthorized" in r.stderr
+    jwks = json.loads((await kubectl("get", "--raw", "/openid/v1/jwks")).stdout)
+    header = token.split(".")[0]
+    assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["kid"] == jwks["keys"][0]["kid"]
