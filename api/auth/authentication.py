@@ -111,7 +111,11 @@ class Authenticator:
         requested = audiences or self.api_audiences
         for known, user in self._tokens.items():
             if hmac.compare_digest(known.encode(), token.encode()):
-                return TokenResult(user=_with_group(user, rbac.AUTHENTICATED), audiences=requested)
+                # Audience-agnostic tokens are good for the API audiences only (upstream's wrapper).
+                agnostic = tuple(a for a in self.api_audiences if a in requested)
+                if not agnostic:
+                    return TokenResult()
+                return TokenResult(user=_with_group(user, rbac.AUTHENTICATED), audiences=agnostic)
         if self._public is None or token.count(".") != 2:
             return TokenResult()
         from cp import certs

@@ -125,8 +125,12 @@ async def test_expired_wrong_audience_and_deleted_account_are_rejected(secure: S
     assert code == 201
     status = await review(admin, token)
     assert status["error"] == f"service account UID ({again['metadata']['uid']}) does not match claim ({uid})"
-    # Nonsense is not authenticated, without an error.
+    # Nonsense is not authenticated, without an error; static tokens are for the API audiences only.
     assert await review(admin, "not-a-token") == {"user": {}}
+    status = await review(admin, secure.tokens["alice"])
+    assert status["authenticated"] is True and status["audiences"] == [ISSUER]
+    assert status["user"] == {"username": "alice", "uid": "uid-alice", "groups": ["system:authenticated"]}
+    assert await review(admin, secure.tokens["alice"], ["vault"]) == {"user": {}}
 
 
 async def test_tokens_bound_to_a_secret_end_with_it(secure: Secure) -> None:
