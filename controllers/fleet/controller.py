@@ -522,15 +522,19 @@ class Simulator:
             deadline = self.clock.now()
         done_at = deadline - grace + min(grace, self.kubelet.pod_shutdown_seconds)
         now = self.clock.now()
+        status = status_of(pod)
+        running = any("running" in (cs.get("state") or {}) for cs in status.get("containerStatuses") or [])
+        if running and status.get("phase") not in TERMINAL:
+            # Stopped containers and a terminal phase are written before the final DELETE, even with
+            # no grace period (the kubelet's status manager): a pod kept by a finalizer (foreground
+            # deletion of a pod whose ResourceClaim it owns) must not look Running, or its claims'
+            # reservations are never released and the deletion never ends.
+            host_ip = _node_ip(node, self.plan.node_address(str(spec_of(pod).get("nodeName"))))
+            desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip,
+                                      pod_ip=str(status.get("podIP") or ""))
+            await self._write_pod_status(pod, desired)
+            self._log.debug("pod_stopping", namespace=ns, name=name)
         if now < done_at:
-            status = status_of(pod)
-            running = any("running" in (cs.get("state") or {}) for cs in status.get("containerStatuses") or [])
-            if running and status.get("phase") not in TERMINAL:
-                host_ip = _node_ip(node, self.plan.node_address(str(spec_of(pod).get("nodeName"))))
-                desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip,
-                                          pod_ip=str(status.get("podIP") or ""))
-                await self._write_pod_status(pod, desired)
-                self._log.debug("pod_stopping", namespace=ns, name=name)
             return Result(requeue_after=max(done_at - now, MIN_REQUEUE))
         with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or replaced (uid precondition)
             await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,

@@ -7,7 +7,9 @@ names, label selector values, unchanged match conditions). The CEL expressions o
 validations, variables, audit annotations and mutations must compile: they are compiled with the
 project's CEL environment (`cp.dra.celenv`, loaded on the first expression, not at import) with the
 variables kube-apiserver declares for each; the functions of Kubernetes' admission libraries
-(authorizer, URL, IP, CIDR, format...) are known names. Static type checking of the result (a
+(authorizer, URL, IP, CIDR, format, optional types...) are known names; the optional syntax the
+project's parser lacks (`x.?y`, `m[?k]`) is compiled as plain selection, with compiler messages pointing
+into the expression as written. Static type checking of the result (a
 validation must evaluate to bool) is not done. Enforcing policies is not part of validation. Pure.
 """
 
@@ -76,7 +78,77 @@ _LIBRARY_FUNCTIONS = frozenset({
     "greatest", "least", "ceil", "floor", "round", "trunc", "abs", "isInf", "isNaN", "isFinite", "equivalent",
     "intersects", "transformList", "transformMap", "transformMapEntry", "optMap", "optFlatMap", "encode",
     "decode",
+    # optional types (in the base environment since 1.29): optional.of(x), x.?y.orValue(z), ...
+    "of", "ofNonZeroValue", "none", "hasValue", "value", "orValue", "or",
 })
+_OPTIONAL_NAMESPACE = "optional"
+_OPENERS = frozenset(".[{,")
+
+
+def _without_optional_markers(expression: str) -> tuple[str, list[int]]:
+    """`expression` with the `?` of cel-go's optional syntax dropped (`x.?y`, `m[?k]`, `[?e]`, `{?k: v}`,
+    `[a, ?b]`), outside string literals: what the project's parser (which lacks that syntax) can compile.
+    Only whether the expression compiles is asked here, and optional selection has the same variables and
+    functions as plain selection. Also returns, per character of the result, its index in `expression`."""
+    out: list[str] = []
+    where: list[int] = []
+    i, n = 0, len(expression)
+    last = ""  # the last character outside strings and spaces
+    while i < n:
+        c = expression[i]
+        if c in "'\"":
+            quote = c * 3 if expression.startswith(c * 3, i) else c
+            raw = i > 0 and expression[i - 1] in "rR"
+            j = i + len(quote)
+            while j < n and not expression.startswith(quote, j):
+                j += 2 if expression[j] == "\\" and not raw else 1
+            j = min(n, j + len(quote))
+            out.append(expression[i:j])
+            where.extend(range(i, j))
+            last, i = quote[-1], j
+            continue
+        if c == "?" and last in _OPENERS:
+            i += 1
+            continue
+        out.append(c)
+        where.append(i)
+        if not c.isspace():
+            last = c
+        i += 1
+    return "".join(out), where
+
+
+_POSITION = re.compile(r"<input>:(\d+):(\d+):")
+
+
+def _original_positions(message: str, source: str, where: list[int], expression: str) -> str:
+    """`message` with its `<input>:LINE:COLUMN:` positions in `source` moved to those in `expression`, and
+    the quoted source line and caret under each (the parser's report) redrawn on `expression`."""
+    starts = [0] + [i + 1 for i, c in enumerate(source) if c == "\n"]
+    lines = expression.split("\n")
+    out: list[str] = []
+    caret_at: int | None = None
+    quoted: str | None = None
+    for text in message.split("\n"):
+        if caret_at is not None and text.startswith("| ."):
+            out.append("| " + "." * (caret_at - 1) + "^")
+            continue
+        m = _POSITION.search(text)
+        if m is None:
+            if caret_at is not None and text.startswith("| ") and quoted is not None:
+                text = "| " + quoted
+            out.append(text)
+            continue
+        line, col = int(m.group(1)), int(m.group(2))
+        caret_at, quoted = None, None
+        if 1 <= line <= len(starts):
+            index = starts[line - 1] + col - 1
+            original = where[index] if 0 <= index < len(where) else index + len(expression) - len(source)
+            before = expression[:original]
+            line, col = before.count("\n") + 1, original - (before.rfind("\n") + 1) + 1
+            caret_at, quoted = col, lines[line - 1] if line <= len(lines) else None
+        out.append(text[:m.start()] + f"<input>:{line}:{col}:" + text[m.end():])
+    return "\n".join(out)
 
 
 def cel_problem(expression: str, *, params: bool, authorizer: bool, variables: bool) -> str | None:
@@ -84,14 +156,18 @@ def cel_problem(expression: str, *, params: bool, authorizer: bool, variables: b
     compiler's message. The CEL environment (a Rust extension) is imported on the first expression."""
     from cp.dra.celenv import compile_expression
 
-    declared = set(_BASE_VARIABLES)
+    declared = set(_BASE_VARIABLES) | {_OPTIONAL_NAMESPACE}
     if params:
         declared.add("params")
     if authorizer:
         declared.add("authorizer")
     if variables:
         declared.add("variables")
-    return compile_expression(expression, variables=frozenset(declared), functions=_LIBRARY_FUNCTIONS).error
+    if "?" not in expression:
+        return compile_expression(expression, variables=frozenset(declared), functions=_LIBRARY_FUNCTIONS).error
+    source, where = _without_optional_markers(expression)
+    problem = compile_expression(source, variables=frozenset(declared), functions=_LIBRARY_FUNCTIONS).error
+    return _original_positions(problem, source, where, expression) if problem else None
 
 
 def _expression(expression: str, path: str, errs: list[Cause], *, params: bool, authorizer: bool = True,

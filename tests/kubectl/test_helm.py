@@ -4,7 +4,8 @@ the server does not serve fails as upstream Helm fails, before touching anything
 
 Helm validates the manifests as kubectl does (the v3 documents, then `/openapi/v2` for List items and
 unknown kinds), so these need the v2 document. Releases are kept in ConfigMaps (`HELM_DRIVER=configmap`):
-Helm's default Secret storage, written and read in protobuf, is tests/kubectl/test_protobuf.py's.
+Helm's default Secret storage, written and read in protobuf, is tests/kubectl/test_protobuf.py's; the
+lifecycle of DRA charts with it, tests/kubectl/test_helm_dra_chart.py's.
 
 Out of scope: chart features (Helm's own business), other clients (tests/kubectl/test_openapi.py).
 """

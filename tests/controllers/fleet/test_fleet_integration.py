@@ -385,3 +385,24 @@ async def test_slices_edited_or_deleted_by_others_are_republished(
         await eventually(restored, what="edited slice restored")
         restored_slice = await client.get(SLICES, "gpu-node-1-gpu.example.com")
         assert restored_slice["spec"]["pool"]["generation"] == 2
+
+
+async def test_a_pod_deleted_without_grace_but_kept_by_a_finalizer_is_stopped(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    # As a foreground deletion leaves a pod whose ResourceClaim it owns: the containers stop and the
+    # phase turns terminal before the kubelet's final DELETE, so the claim can be released.
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod("held", "gpu-node-0", terminationGracePeriodSeconds=0,
+                                         metadata={"finalizers": ["example.com/hold"]}))
+        await eventually(lambda: _is(client, "held", "Running"), what="pod running")
+        await client.delete("pods", "held", namespace="default", propagation_policy="Foreground")
+        await eventually(lambda: _is(client, "held", "Succeeded"), what="pod stopped")
+        pod = await client.get("pods", "held", namespace="default")
+        assert all("terminated" in cs["state"] for cs in pod["status"]["containerStatuses"])
+        assert pod["metadata"]["finalizers"] == ["example.com/hold", "foregroundDeletion"]
+        await settle(50)
+        writes = await _pod_writes(srv, "held")  # running, deleted, stopped; the final DELETE changes nothing
+        assert len(writes) == 4 and writes[1] == writes[3] == "kubelet"
+        await client.patch("pods", "held", {"metadata": {"finalizers": None}}, namespace="default")
+        await eventually(lambda: _is(client, "held", "<gone>"), what="pod gone")

@@ -104,6 +104,19 @@ def policy(**spec: Any) -> dict[str, Any]:
       "validations": [{"expression": "variables.count < 10", "message": "too\nmany"}]},
      ['spec.variables[1].name: Invalid value: "if": name is not a valid CEL identifier',
       'spec.validations[0].message: Invalid value: "too\\nmany": message must not contain line breaks']),
+    # cel-go's optional syntax, as the dra-example-driver chart's policy on ResourceSlices uses it
+    ({"variables": [
+        {"name": "nodeName", "expression": "request.userInfo.extra[?'authentication.kubernetes.io/node-name']"
+                                           "[0].orValue('')"},
+        {"name": "objectNodeName", "expression": '(request.operation == "DELETE" ? oldObject : object)'
+                                                 '.spec.?nodeName.orValue("")'},
+        {"name": "literals", "expression": "[1, ?optional.none(), ?optional.of(2)].size() + {?'k': "
+                                           "optional.ofNonZeroValue(0)}.size()"}],
+      "validations": [{"expression": "variables.nodeName == '' || variables.nodeName == variables.objectNodeName"},
+                      {"expression": "object.metadata.?labels['a?b'].hasValue() || 'x.?y' != \"[?\""},
+                      {"expression": "object.spec.?missing.orValue(undefined)"}]},
+     ['spec.validations[2].expression: Invalid value: "object.spec.?missing.orValue(undefined)": compilation '
+      "failed: ERROR: <input>:1:30: undeclared reference to 'undefined' (in container '')"]),
     ({"validations": [], "auditAnnotations": []},
      ["spec.validations: Required value: validations or auditAnnotations must contain at least one item",
       "spec.auditAnnotations: Required value: validations or auditAnnotations must contain at least one item"]),
@@ -191,3 +204,17 @@ def binding(kind: str = "ValidatingAdmissionPolicyBinding", **spec: Any) -> dict
 ])
 def test_bindings(obj: dict[str, Any], expected: list[str]) -> None:
     assert create_errors(obj) == expected
+
+
+def test_errors_in_expressions_with_optional_syntax_point_into_the_expression_as_written() -> None:
+    from cp.validation.admission import cel_problem
+
+    problem = cel_problem("object.?spec.?x ++", params=False, authorizer=True, variables=False)
+    assert problem is not None
+    assert problem.splitlines()[:3] == [
+        "compilation failed: ERROR: <input>:1:18: Syntax error: mismatched input '+' expecting {'[', '{', '(', "
+        "'.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}",
+        "| object.?spec.?x ++",
+        "| .................^"]
+    assert "<input>:2:3: undeclared reference to 'nope'" in str(
+        cel_problem("object.?a.orValue(1) +\n  nope", params=False, authorizer=True, variables=False))
