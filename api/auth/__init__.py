@@ -34,11 +34,14 @@ event log. See docs/security.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from api import state as st
+from api.auth import reviews, tokens
 from api.auth.admission import AdmittingStore, store_class
-from api.auth.authentication import NODE_NAME_EXTRA, Authenticator
+from api.auth.authentication import NODE_NAME_EXTRA, Authenticator, Lookup
 from api.auth.chain import middleware
 from api.auth.config import AUTH, AuthConfig, controller_token
 from api.auth.credentials import (
@@ -50,17 +53,39 @@ from api.auth.credentials import (
 )
 from api.auth.policy import bootstrap_policy
 from api.auth.requestinfo import RequestInfo, request_info
-from api.auth.reviews import routes
 from api.limits import Limits
+from api.store import Store
 
 
 async def start(app: web.Application, *, write_defaults: bool) -> None:
     config = app[AUTH]
     store = app[st.STORE]
     await config.cache.load(store.log)
+    if config.authenticator is not None:
+        config.authenticator.lookup = _lookup(store)
     if write_defaults and config.secure and config.bootstrap_policy:
         await bootstrap_policy(store)
     config.cache.follow(store.log)
+
+
+def routes() -> list[web.RouteDef]:
+    return [*reviews.routes(), *tokens.routes()]
+
+
+def _lookup(store: Store) -> Lookup:
+    """Reads of the objects a bound ServiceAccount token names, from the store."""
+    from cp import errors
+    from cp import resources as res
+
+    async def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        kind = res.by_group_resource("", plural)
+        assert kind is not None
+        try:
+            return await store.get_object(kind, namespace, name)
+        except errors.NotFound:
+            return None
+
+    return lookup
 
 
 async def stop(app: web.Application) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from api.auth.authentication import ADMIN_USER, Authenticator
+from api.auth.authentication import ADMIN_USER, ISSUER, Authenticator
 from api.auth.credentials import Credentials, parse_token_file
 from api.auth.policy import PolicyCache
 from api.fairness import FairSeats
@@ -53,13 +53,15 @@ class AuthConfig:
 
     @classmethod
     def from_credentials(cls, creds: Credentials, *, token_file: str | None = None,
-                         limits: Limits | None = None) -> AuthConfig:
+                         limits: Limits | None = None, issuer: str | None = None,
+                         audiences: tuple[str, ...] = ()) -> AuthConfig:
         tokens = {creds.admin_token: rbac.UserInfo(name=ADMIN_USER, groups=(rbac.MASTERS,))}
         if token_file:
             for token, user in parse_token_file(Path(token_file).read_text()).items():
                 tokens.setdefault(token, user)
-        return cls(authenticator=Authenticator(tokens=tokens, sa_key=creds.sa_key), limits=limits,
-                   credentials=creds)
+        authenticator = Authenticator(tokens=tokens, sa_key=creds.sa_key, issuer=issuer or ISSUER,
+                                      audiences=audiences)
+        return cls(authenticator=authenticator, limits=limits, credentials=creds)
 
     def authorize(self, attrs: rbac.Attributes) -> rbac.Decision:
         if rbac.MASTERS in attrs.user.groups:

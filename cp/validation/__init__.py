@@ -22,7 +22,7 @@ from typing import Any
 
 from cp import errors, structure
 from cp.errors import Cause
-from cp.validation import core, dra_claims, dra_slices, pod, rbac, service, workloads
+from cp.validation import accounts, core, dra_claims, dra_slices, pod, rbac, service, workloads
 from cp.validation.common import (
     GoValue,
     is_dns1123_label,
@@ -38,7 +38,7 @@ from cp.validation.common import (
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
 from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
-for _module in (pod, workloads, core, dra_claims, dra_slices, rbac, service):
+for _module in (pod, workloads, core, accounts, dra_claims, dra_slices, rbac, service):
     register_all(_module.RULES)
 # The cluster configuration groups: their modules load on the first object of the group.
 register_lazily({
