@@ -150,7 +150,11 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         ssl_context = auths.server_ssl_context(creds)
         options["auth"] = config
     elif insecure_limits:
-        config = auths.AuthConfig.insecure(limits)
+        def make_signer() -> auths.Authenticator:
+            return auths.Authenticator(sa_key=auths.signing_key(data_dir), issuer=service_account_issuer or auths.ISSUER,
+                                       audiences=api_audiences)
+
+        config = auths.AuthConfig.insecure(limits, make_signer=make_signer)
         options["auth"] = config
     own_log = event_log is None
     the_log = event_log or open_log(db_url or default_db_url(data_dir))

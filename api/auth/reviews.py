@@ -126,8 +126,9 @@ async def token_review(request: web.Request) -> web.StreamResponse:
     token = str(spec.get("token") or "")
     if not token:
         raise errors.BadRequest("token is required for TokenReview in authentication.k8s.io")
-    authenticator = request.app[AUTH].authenticator
-    assert authenticator is not None  # the reviews are served with authentication only
+    authenticator = request.app[AUTH].signer
+    if authenticator is None:  # a server without any token authenticator: nothing to review against
+        raise errors.NotFound("the server could not find the requested resource")
     raw_auds = spec.get("audiences")
     audiences = tuple(str(a) for a in raw_auds) if isinstance(raw_auds, list) else ()
     result = await authenticator.review(token, audiences)

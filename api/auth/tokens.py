@@ -26,9 +26,9 @@ _BINDABLE = {"Pod": "pods", "Secret": "secrets", "Node": "nodes"}
 
 def _authenticator(request: web.Request) -> Authenticator:
     config = request.app.get(AUTH)
-    if config is None or config.authenticator is None or not config.authenticator.can_sign:
+    if config is None or config.signer is None or not config.signer.can_sign:
         raise errors.NotFound("the server could not find the requested resource")
-    return config.authenticator
+    return config.signer
 
 
 def _invalid(name: str, field: str, value: Any, detail: str) -> errors.Invalid:
