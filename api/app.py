@@ -165,11 +165,18 @@ def server_context() -> stores.WriteContext:
     return stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="kube-apiserver")
 
 
-def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None) -> None:
-    """The built-in admission plugins, in kube-apiserver's order (LimitRanger, Priority, ...,
-    ResourceQuota last of the validating ones). `authorize`: the server's authorizer, for the plugins
-    that check the writer's permissions (CertificateApproval)."""
+def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None,
+                      service_accounts: bool = False) -> None:
+    """The built-in admission plugins, in kube-apiserver's order (LimitRanger, ServiceAccount,
+    Priority, ..., ResourceQuota last of the validating ones). `authorize`: the server's authorizer,
+    for the plugins that check the writer's permissions (CertificateApproval). `service_accounts`:
+    the ServiceAccount plugin (`cplane serve`; off in the test sandbox, which runs no controller to
+    create the `default` accounts it requires)."""
     store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
+    if service_accounts:
+        from api.admission import serviceaccount
+
+        store.admission.add(serviceaccount.ServiceAccountPlugin())
     store.admission.add(priority.PriorityPlugin(writer=server_context))
     if authorize is not None:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
@@ -213,7 +220,8 @@ async def _shutdown_watches(app: web.Application) -> None:
 
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
-             auth: Any = None, service_ranges: allocation.ServiceRanges | None = None) -> web.Application:
+             auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
+             service_accounts: bool = False) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -224,6 +232,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
       reviews; None serves everyone as the admin, as before. Admission checks that do not depend
       on the user (DRA adminAccess, RBAC object validation) apply either way;
     - `service_ranges`: the Services' cluster IP and node port ranges (kube-apiserver's defaults if None).
+    - `service_accounts`: the ServiceAccount admission plugin (pods run as an existing account, with
+      its token volume), as kube-apiserver enables it by default (`cplane serve`).
     """
     from api import auth as auths
 
@@ -243,7 +253,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.BOOTSTRAP] = bootstrap_objects
     app[st.STORE].hooks[("", "services")] = services.ServiceAllocator(ranges=ranges, writer=server_context)
     install_admission(app[st.STORE], authorize=(lambda attrs: auth.authorize(attrs).allowed)
-                      if auth is not None and auth.secure else None)
+                      if auth is not None and auth.secure else None, service_accounts=service_accounts)
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()

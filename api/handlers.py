@@ -164,6 +164,10 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
             return await create_binding(request, target)
         if target.subresource == "eviction":
             return await create_eviction(request, target)
+        if target.subresource == "token":
+            from api.auth import tokens
+
+            return await tokens.token_request(request, target)
         if target.name or target.all_namespaces:
             raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
         return await create_object(request, target)

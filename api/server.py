@@ -121,7 +121,9 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
                   event_log: log.EventLog | None = None,
                   app_options: dict[str, Any] | None = None, secure: bool = False,
                   token_auth_file: str | None = None, limits: Limits | None = None,
-                  insecure_limits: bool = False, advertise_address: str | None = None) -> AsyncIterator[Running]:
+                  insecure_limits: bool = False, advertise_address: str | None = None,
+                  service_account_issuer: str | None = None,
+                  api_audiences: tuple[str, ...] = ()) -> AsyncIterator[Running]:
     """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
     `api.app.make_app` (its extension points).
 
@@ -130,6 +132,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     client-certificate and ServiceAccount-token authentication (`token_auth_file`: kube-apiserver's
     CSV), RBAC, and `limits` (an `api.auth.Limits`); the kubeconfig carries the CA and the admin
     token. `insecure_limits=True`: plain HTTP without authentication but with the limits.
+    `service_account_issuer` and `api_audiences`: kube-apiserver's `--service-account-issuer` and
+    `--api-audiences` (defaults: `api.auth.ISSUER`, the issuer).
     The connection-level bounds of `limits` (header and handshake deadlines, the connection cap:
     `api.connections`) apply in every mode. `advertise_address`: the address the `kubernetes` Service's
     endpoints name (kube-apiserver's `--advertise-address`; see `advertised_address` for the default)."""
@@ -141,11 +145,16 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     ssl_context = None
     if secure:
         creds = auths.ensure_credentials(data_dir, hosts=[host])
-        config = auths.AuthConfig.from_credentials(creds, token_file=token_auth_file, limits=limits)
+        config = auths.AuthConfig.from_credentials(creds, token_file=token_auth_file, limits=limits,
+                                                   issuer=service_account_issuer, audiences=api_audiences)
         ssl_context = auths.server_ssl_context(creds)
         options["auth"] = config
     elif insecure_limits:
-        config = auths.AuthConfig.insecure(limits)
+        def make_signer() -> auths.Authenticator:
+            return auths.Authenticator(sa_key=auths.signing_key(data_dir), issuer=service_account_issuer or auths.ISSUER,
+                                       audiences=api_audiences)
+
+        config = auths.AuthConfig.insecure(limits, make_signer=make_signer)
         options["auth"] = config
     own_log = event_log is None
     the_log = event_log or open_log(db_url or default_db_url(data_dir))

@@ -175,6 +175,7 @@ class Store:
             strategies.prepare_for_create(kind, obj, now=now, user=ctx.user_info or rbac.UserInfo(name=ctx.user))
             validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
                                        namespaced=kind.namespaced)
+            ctx.warnings.extend(strategies.warnings(kind, obj))
             if kind.group == res.SIM_GROUP:
                 sim.validate(obj, None, kind=kind.kind)
             if kind.namespaced:
@@ -508,6 +509,8 @@ class Store:
             meta.pop("finalizers", None)
         validation.validate_update(new, old, group=kind.group, version=kind.version, kind=kind.kind,
                                    subresource=subresource)
+        if not subresource:
+            ctx.warnings.extend(w for w in strategies.warnings(kind, new) if w not in ctx.warnings)
         if kind.group == res.SIM_GROUP:
             sim.validate(new, old, kind=kind.kind)
         if operation == "Apply":

@@ -25,7 +25,9 @@ from controllers import (
     replicaset,
     resourceclaim,
     resourcequota,
+    rootcacert,
     scheduler,
+    serviceaccount,
     taint_evictor,
 )
 from controllers.runtime import client as clients
@@ -38,6 +40,8 @@ ControllerFactory = Callable[[managers.ControllerContext], managers.Controller]
 CONTROLLERS: dict[str, ControllerFactory] = {
     garbage_collector.NAME: garbage_collector.new,
     namespace.NAME: namespace.new,
+    serviceaccount.NAME: serviceaccount.new,
+    rootcacert.NAME: rootcacert.new,
     taint_evictor.NAME: taint_evictor.new,
     health.NAME: health.new,
     replicaset.NAME: replicaset.new,
@@ -57,6 +61,8 @@ ALIASES = {
     "garbage-collector-controller": garbage_collector.NAME,
     "garbagecollector": garbage_collector.NAME,
     "namespace-controller": namespace.NAME,
+    "serviceaccount-controller": serviceaccount.NAME,
+    "root-ca-certificate-publisher-controller": rootcacert.NAME,
     taint_evictor.COMPONENT: taint_evictor.NAME,
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,

@@ -3,7 +3,8 @@
 - `new_ca` / `new_serving_cert` / `new_client_cert` make ECDSA P-256 key pairs and X.509 certificates
   (PEM bytes). A client certificate names its user in the subject's CommonName and its groups in
   Organization attributes, as kube-apiserver's x509 authenticator reads them.
-- `sign_token` / `verify_token`: compact JWS (ES256) for ServiceAccount-style tokens.
+- `sign_token` / `verify_token` / `token_claims`: compact JWS (ES256) for ServiceAccount tokens;
+  `key_id` and `public_jwk` publish the verifying key as kube-apiserver does.
 
 Callers pass `now` (unix seconds) so that tests can pin validity windows; I/O (writing PEM files
 with mode 0600) lives in `api/auth/credentials.py`.
@@ -184,9 +185,9 @@ def sign_token(key_pem_bytes: bytes, claims: Mapping[str, Any], *, key_id: str =
     return signing_input + "." + _b64(r.to_bytes(32, "big") + s.to_bytes(32, "big"))
 
 
-def verify_token(public_key: ec.EllipticCurvePublicKey, token: str, *, now: float,
-                 issuer: str) -> dict[str, Any] | None:
-    """The claims of a token signed by `public_key` for `issuer` and valid at `now`, else None."""
+def token_claims(public_key: ec.EllipticCurvePublicKey, token: str) -> dict[str, Any] | None:
+    """The claims of a compact JWS whose ES256 signature `public_key` verifies, else None (no claim
+    is checked)."""
     parts = token.split(".")
     if len(parts) != 3 or len(token) > 8192:
         return None
@@ -205,7 +206,14 @@ def verify_token(public_key: ec.EllipticCurvePublicKey, token: str, *, now: floa
         public_key.verify(der, (parts[0] + "." + parts[1]).encode(), ec.ECDSA(hashes.SHA256()))
     except InvalidSignature:
         return None
-    if claims.get("iss") != issuer:
+    return claims
+
+
+def verify_token(public_key: ec.EllipticCurvePublicKey, token: str, *, now: float,
+                 issuer: str) -> dict[str, Any] | None:
+    """The claims of a token signed by `public_key` for `issuer` and valid at `now`, else None."""
+    claims = token_claims(public_key, token)
+    if claims is None or claims.get("iss") != issuer:
         return None
     exp = claims.get("exp")
     if exp is not None and (not isinstance(exp, int | float) or now >= exp):
@@ -214,3 +222,19 @@ def verify_token(public_key: ec.EllipticCurvePublicKey, token: str, *, now: floa
     if nbf is not None and (not isinstance(nbf, int | float) or now + 60 < nbf):
         return None
     return claims
+
+
+def key_id(public_key: ec.EllipticCurvePublicKey) -> str:
+    """The `kid` kube-apiserver gives a signing key: unpadded base64url of the SHA-256 of its
+    PKIX (SubjectPublicKeyInfo) DER encoding."""
+    der = public_key.public_bytes(serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo)
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(der)
+    return _b64(digest.finalize())
+
+
+def public_jwk(public_key: ec.EllipticCurvePublicKey) -> dict[str, Any]:
+    """The public key as a JSON Web Key (RFC 7517), as `/openid/v1/jwks` lists it."""
+    numbers = public_key.public_numbers()
+    return {"use": "sig", "kty": "EC", "kid": key_id(public_key), "crv": "P-256", "alg": "ES256",
+            "x": _b64(numbers.x.to_bytes(32, "big")), "y": _b64(numbers.y.to_bytes(32, "big"))}

@@ -565,6 +565,8 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "resourceclaim": "resource-claim-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
+    "serviceaccount": "service-account-controller",
+    "root-ca-cert-publisher": "root-ca-cert-publisher",
 }
 
 
@@ -575,6 +577,12 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
     return {
         "generic-garbage-collector": [
             rule(["delete", "get", "list", "patch", "update", "watch"], groups=["*"], resources=["*"]),
+            _events()],
+        "service-account-controller": [
+            rule(["create"], groups=[""], resources=["serviceaccounts"]),
+            _events()],
+        "root-ca-cert-publisher": [
+            rule(["create", "update"], groups=[""], resources=["configmaps"]),
             _events()],
         "namespace-controller": [
             rule(["delete", "get", "list", "watch"], groups=[""], resources=["namespaces"]),
@@ -737,6 +745,12 @@ def default_cluster_roles() -> list[dict[str, Any]]:
             rule(["create"], groups=["authorization.k8s.io"],
                  resources=["selfsubjectaccessreviews", "selfsubjectrulesreviews"]),
             rule(["create"], groups=["authentication.k8s.io"], resources=["selfsubjectreviews"])]),
+        _cluster_role("system:service-account-issuer-discovery", [rule(["get"], urls=[
+            "/.well-known/openid-configuration", "/.well-known/openid-configuration/", "/openid/v1/jwks",
+            "/openid/v1/jwks/"])]),
+        _cluster_role("system:auth-delegator", [
+            rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
+            rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"])]),
         _cluster_role("system:monitoring", [rule(["get"], urls=[
             "/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"])]),
         _cluster_role(KUBE_CONTROLLER_MANAGER, _kcm_rules()),
@@ -754,6 +768,8 @@ def default_cluster_role_bindings() -> list[dict[str, Any]]:
         _cluster_binding("system:basic-user", "system:basic-user", [("Group", AUTHENTICATED)]),
         _cluster_binding("system:public-info-viewer", "system:public-info-viewer",
                          [("Group", AUTHENTICATED), ("Group", UNAUTHENTICATED)]),
+        _cluster_binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
+                         [("Group", SERVICE_ACCOUNTS)]),
         _cluster_binding(KUBE_CONTROLLER_MANAGER, KUBE_CONTROLLER_MANAGER, [("User", KUBE_CONTROLLER_MANAGER)]),
         _cluster_binding(KUBE_SCHEDULER, KUBE_SCHEDULER, [("User", KUBE_SCHEDULER)]),
     ]

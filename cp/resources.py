@@ -112,7 +112,7 @@ SERVED: tuple[ResourceKind, ...] = (
     ResourceKind(group="", version="v1", kind="ReplicationController", plural="replicationcontrollers", singular="replicationcontroller", namespaced=True, short_names=("rc",), categories=("all",), subresources=(_scale(), _status("ReplicationController"),)),
     ResourceKind(group="", version="v1", kind="ResourceQuota", plural="resourcequotas", singular="resourcequota", namespaced=True, short_names=("quota",), subresources=(_status("ResourceQuota"),), has_spec=False),
     ResourceKind(group="", version="v1", kind="Secret", plural="secrets", singular="secret", namespaced=True, has_spec=False),
-    ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", singular="serviceaccount", namespaced=True, short_names=("sa",), has_spec=False),
+    ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", singular="serviceaccount", namespaced=True, short_names=("sa",), subresources=(Subresource(name="token", kind="TokenRequest", group="authentication.k8s.io", version="v1", verbs=("create",)),), has_spec=False),
     ResourceKind(group="", version="v1", kind="Service", plural="services", singular="service", namespaced=True, short_names=("svc",), categories=("all",), subresources=(_status("Service"),)),
     # apiregistration.k8s.io/v1
     ResourceKind(group="apiregistration.k8s.io", version="v1", kind="APIService", plural="apiservices", singular="apiservice", namespaced=False, categories=("api-extensions",), subresources=(_status("APIService"),), has_spec=False),

@@ -10,7 +10,6 @@ then objects are walked without further schema lookups. Error wording follows Go
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import re
 from typing import Any
@@ -248,7 +247,7 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
             if ck == QTY:
                 value[key] = _quantity(sub)
                 continue
-            if ck in (TIME, MICRO):
+            if ck in (TIME, MICRO, BYTES):
                 value[key] = _walk(sub, child, "", "", sname, w)
                 continue
             _walk(sub, child, f"{path}.{key}" if path else key, f"{gopath}.{key}" if gopath else key,
@@ -299,6 +298,11 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
                 if v is not None:
                     value[key] = _quantity(v)
             return value
+        if ik == BYTES:  # stored as Go encodes the decoded bytes again
+            for key, v in value.items():
+                if v is not None:
+                    value[key] = _walk(v, item, "", "", struct, w)
+            return value
         for key, v in value.items():
             if v is not None:
                 _walk(v, item, f"{path}.{key}", f"{gopath}.{key}", struct, w)
@@ -340,11 +344,10 @@ def _walk(value: Any, node: _Node, path: str, gopath: str, struct: str, w: _Walk
     if k == BYTES:
         if not isinstance(value, str):
             raise _type_error(value, node, struct, gopath)
-        try:
-            base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
-            raise StructureError(f"illegal base64 data at input byte {_bad_b64_offset(value)}") from None
-        return value
+        decoded, bad = go_b64decode(value)
+        if bad >= 0:
+            raise StructureError(f"illegal base64 data at input byte {bad}")
+        return base64.b64encode(decoded).decode()
     return value
 
 
@@ -358,12 +361,51 @@ def _quantity(value: Any) -> str:
         raise StructureError(str(exc)) from None
 
 
-def _bad_b64_offset(text: str) -> int:
-    allowed = set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
-    for i, ch in enumerate(text):
-        if ch not in allowed:
-            return i
-    return len(text)
+_B64 = {c: i for i, c in enumerate("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")}
+
+
+def go_b64decode(text: str) -> tuple[bytes, int]:
+    """Decode as Go's `base64.StdEncoding.Decode` (what JSON decoding of a `[]byte` field uses):
+    padding required, `\\r` and `\\n` skipped anywhere, non-zero trailing bits accepted. Returns the
+    bytes and -1, or what was decoded and the offset Go's `CorruptInputError` reports."""
+    src = text.encode("utf-8", "surrogatepass")
+    out = bytearray()
+    si, n = 0, len(src)
+    while si < n:
+        quantum: list[int] = []
+        while len(quantum) < 4:
+            if si == n:
+                if not quantum:
+                    return bytes(out), -1
+                return bytes(out), si - len(quantum)
+            ch = src[si]
+            si += 1
+            if chr(ch) in _B64:
+                quantum.append(_B64[chr(ch)])
+                continue
+            if ch in (0x0A, 0x0D):
+                continue
+            if ch != 0x3D or len(quantum) < 2:  # not '=', or padding too early
+                return bytes(out), si - 1
+            if len(quantum) == 2:  # "==" expected; the first one is read
+                while si < n and src[si] in (0x0A, 0x0D):
+                    si += 1
+                if si == n:
+                    return bytes(out), n
+                if src[si] != 0x3D:
+                    return bytes(out), si - 1
+                si += 1
+            while si < n and src[si] in (0x0A, 0x0D):
+                si += 1
+            if si < n:  # trailing data after the padding
+                return bytes(out), si
+            break
+        val = 0
+        for q in quantum:
+            val = val << 6 | q
+        val <<= 6 * (4 - len(quantum))
+        out += val.to_bytes(3, "big")[: len(quantum) - 1]
+    return bytes(out), -1
 
 
 def unknown_field_warnings(paths: list[str]) -> list[str]:

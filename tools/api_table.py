@@ -38,7 +38,6 @@ NOT_SERVED: dict[tuple[str, str, str], str] = {
     ("v1", "services", "proxy"): "no service network to proxy to",
     ("v1", "pods", "ephemeralcontainers"): "not yet",
     ("v1", "pods", "resize"): "not yet",
-    ("v1", "serviceaccounts", "token"): "not yet",
 }
 
 

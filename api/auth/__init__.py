@@ -34,11 +34,14 @@ event log. See docs/security.md.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from api import state as st
+from api.auth import reviews, tokens
 from api.auth.admission import AdmittingStore, store_class
-from api.auth.authentication import NODE_NAME_EXTRA, Authenticator
+from api.auth.authentication import ISSUER, NODE_NAME_EXTRA, Authenticator, Lookup
 from api.auth.chain import middleware
 from api.auth.config import AUTH, AuthConfig, controller_token
 from api.auth.credentials import (
@@ -47,27 +50,71 @@ from api.auth.credentials import (
     ensure_credentials,
     parse_token_file,
     server_ssl_context,
+    signing_key,
 )
 from api.auth.policy import bootstrap_policy
 from api.auth.requestinfo import RequestInfo, request_info
-from api.auth.reviews import routes
 from api.limits import Limits
+from api.store import Store
 
 
 async def start(app: web.Application, *, write_defaults: bool) -> None:
     config = app[AUTH]
     store = app[st.STORE]
     await config.cache.load(store.log)
+    config.lookup = _lookup(store)
+    if config.authenticator is not None:
+        config.authenticator.lookup = config.lookup
     if write_defaults and config.secure and config.bootstrap_policy:
         await bootstrap_policy(store)
     config.cache.follow(store.log)
+
+
+def routes() -> list[web.RouteDef]:
+    return [*reviews.routes(), *tokens.routes()]
+
+
+def _lookup(store: Store) -> Lookup:
+    """Reads of the objects a bound ServiceAccount token names, from the store."""
+    from cp import errors
+    from cp import resources as res
+
+    async def lookup(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+        kind = res.by_group_resource("", plural)
+        assert kind is not None
+        try:
+            return await store.get_object(kind, namespace, name)
+        except errors.NotFound:
+            return None
+
+    return lookup
 
 
 async def stop(app: web.Application) -> None:
     await app[AUTH].cache.stop()
 
 
-__all__ = ["AUTH", "NODE_NAME_EXTRA", "AdmittingStore", "AuthConfig", "Authenticator", "Credentials", "Limits",
-           "RequestInfo", "bootstrap_policy", "client_ssl_context", "controller_token", "ensure_credentials",
-           "middleware", "parse_token_file", "request_info", "routes", "server_ssl_context", "start", "stop",
-           "store_class"]
+__all__ = [
+    "AUTH",
+    "ISSUER",
+    "NODE_NAME_EXTRA",
+    "AdmittingStore",
+    "AuthConfig",
+    "Authenticator",
+    "Credentials",
+    "Limits",
+    "RequestInfo",
+    "bootstrap_policy",
+    "client_ssl_context",
+    "controller_token",
+    "ensure_credentials",
+    "middleware",
+    "parse_token_file",
+    "request_info",
+    "routes",
+    "server_ssl_context",
+    "signing_key",
+    "start",
+    "stop",
+    "store_class",
+]

@@ -103,7 +103,7 @@ def middleware(config: AuthConfig) -> Any:
         request[REQUEST_INFO] = info
         if config.authenticator is not None:
             try:
-                user = config.authenticator.authenticate(request)
+                user = await config.authenticator.authenticate(request)
             except Exception:
                 logger.warning("authentication_error", path=request.path)
                 user = None

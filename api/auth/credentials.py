@@ -59,6 +59,16 @@ def _san_set(cert_pem: bytes) -> set[str]:
     return out
 
 
+def signing_key(data_dir: Path) -> bytes:
+    """The ServiceAccount token signing key (`pki/sa.key`), created on first use."""
+    from cp import certs
+
+    path = data_dir / "pki" / "sa.key"
+    if not path.exists():
+        _write_secret(path, certs.key_pem(certs.new_key()))
+    return path.read_bytes()
+
+
 def ensure_credentials(data_dir: Path, *, hosts: Iterable[str] = (), now: float | None = None) -> Credentials:
     """Create (first start) or load the CA, the serving certificate (re-issued when a new host is
     served or it is about to expire), the ServiceAccount signing key and the admin token."""
@@ -85,14 +95,12 @@ def ensure_credentials(data_dir: Path, *, hosts: Iterable[str] = (), now: float 
         cert, key = certs.new_serving_cert(ca_cert_pem, ca_key_pem, hosts=sorted(wanted), now=now)
         _write_secret(srv_key, key)
         _write_secret(srv_crt, cert)
-    sa_key = pki / "sa.key"
-    if not sa_key.exists():
-        _write_secret(sa_key, certs.key_pem(certs.new_key()))
+    sa_key = signing_key(data_dir)
     token_file = pki / "admin.token"
     if not token_file.exists():
         _write_secret(token_file, certs.random_token().encode())
     return Credentials(dir=pki, ca_cert=ca_cert_pem, ca_key=ca_key_pem, serving_cert=srv_crt, serving_key=srv_key,
-                       sa_key=sa_key.read_bytes(), admin_token=token_file.read_text().strip())
+                       sa_key=sa_key, admin_token=token_file.read_text().strip())
 
 
 def server_ssl_context(creds: Credentials) -> ssl.SSLContext:

@@ -1,5 +1,7 @@
 """SelfSubjectAccessReview, SelfSubjectRulesReview and SelfSubjectReview (`kubectl auth can-i`,
-`kubectl auth whoami`)."""
+`kubectl auth whoami`); TokenReview (the server's token authenticators), SubjectAccessReview and
+LocalSubjectAccessReview (its authorizer, for a user named in the spec), as upstream's
+`pkg/registry/authentication/tokenreview` and `pkg/registry/authorization/*subjectaccessreview`."""
 
 from __future__ import annotations
 
@@ -40,6 +42,14 @@ async def self_subject_access_review(request: web.Request) -> web.StreamResponse
             errors.Cause("Invalid", "spec.resourceAttributes", "exactly one of nonResourceAttributes or "
                          "resourceAttributes must be specified", "null" if ra is None else "{...}")])
     user = _review_user(request)
+    out = _access_review(request, "SelfSubjectAccessReview", obj, spec, user)
+    return _created(request, out)
+
+
+def _access_review(request: web.Request, kind: str, obj: dict[str, Any], spec: dict[str, Any],
+                   user: rbac.UserInfo) -> dict[str, Any]:
+    """The review answered by the server's authorizer for `user` (spec already validated)."""
+    ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
     if ra is not None:
         attrs = rbac.Attributes(user=user, verb=str(ra.get("verb") or ""), namespace=str(ra.get("namespace") or ""),
                                 api_group=str(ra.get("group") or ""), api_version=str(ra.get("version") or ""),
@@ -55,8 +65,85 @@ async def self_subject_access_review(request: web.Request) -> web.StreamResponse
         status["reason"] = decision.reason
     meta = dict(obj.get("metadata") or {}) if isinstance(obj.get("metadata"), dict) else {}
     meta.setdefault("creationTimestamp", None)
-    out = {"kind": "SelfSubjectAccessReview", "apiVersion": "authorization.k8s.io/v1", "metadata": meta,
-           "spec": spec, "status": status}
+    return {"kind": kind, "apiVersion": "authorization.k8s.io/v1", "metadata": meta, "spec": spec,
+            "status": status}
+
+
+def _subject_spec(kind: str, obj: dict[str, Any]) -> tuple[dict[str, Any], rbac.UserInfo]:
+    """ValidateSubjectAccessReviewSpec, and the user the spec names."""
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    ra, nra = spec.get("resourceAttributes"), spec.get("nonResourceAttributes")
+    causes: list[errors.Cause] = []
+    if (ra is None) == (nra is None) or not isinstance(ra or nra, dict):
+        causes.append(errors.Cause("Invalid", "spec.resourceAttributes", "exactly one of nonResourceAttributes or "
+                                   "resourceAttributes must be specified", "null" if ra is None else "{...}"))
+    name = str(spec.get("user") or "")
+    raw_groups = spec.get("groups")
+    groups = tuple(str(g) for g in raw_groups) if isinstance(raw_groups, list) else ()
+    if not name and not groups:
+        causes.append(errors.Cause("Invalid", "spec.user", "at least one of user or group must be specified", ""))
+    if causes:
+        raise errors.Invalid(kind=kind, group="authorization.k8s.io", name="", causes=causes)
+    raw_extra = spec.get("extra")
+    extra = {str(k): tuple(str(x) for x in v) for k, v in raw_extra.items() if isinstance(v, list)} \
+        if isinstance(raw_extra, dict) else {}
+    return spec, rbac.UserInfo(name=name, uid=str(spec.get("uid") or ""), groups=groups, extra=extra)
+
+
+async def subject_access_review(request: web.Request) -> web.StreamResponse:
+    obj = await _review_body(request)
+    spec, user = _subject_spec("SubjectAccessReview", obj)
+    return _created(request, _access_review(request, "SubjectAccessReview", obj, spec, user))
+
+
+async def local_subject_access_review(request: web.Request) -> web.StreamResponse:
+    namespace = request.match_info["namespace"]
+    obj = await _review_body(request)
+    raw_meta = obj.get("metadata")
+    meta_ns = str(raw_meta.get("namespace") or "") if isinstance(raw_meta, dict) else ""
+    if meta_ns and meta_ns != namespace:
+        raise errors.BadRequest("the namespace of the provided object does not match the namespace sent on the "
+                                "request")
+    raw_spec = obj.get("spec")
+    if isinstance(raw_spec, dict) and raw_spec.get("nonResourceAttributes") is not None:
+        raise errors.Invalid(kind="LocalSubjectAccessReview", group="authorization.k8s.io", name="", causes=[
+            errors.Cause("Invalid", "spec.nonResourceAttributes", "disallowed on this kind of request",
+                         "{...}")])
+    spec, user = _subject_spec("LocalSubjectAccessReview", obj)
+    ra = spec.get("resourceAttributes")
+    if isinstance(ra, dict) and str(ra.get("namespace") or "") != namespace:
+        raise errors.BadRequest(f"spec.resourceAttributes.namespace must match namespace: {namespace}")
+    out = _access_review(request, "LocalSubjectAccessReview", obj, spec, user)
+    out["metadata"]["namespace"] = namespace
+    return _created(request, out)
+
+
+async def token_review(request: web.Request) -> web.StreamResponse:
+    obj = await _review_body(request)
+    raw_spec = obj.get("spec")
+    spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
+    token = str(spec.get("token") or "")
+    if not token:
+        raise errors.BadRequest("token is required for TokenReview in authentication.k8s.io")
+    authenticator = request.app[AUTH].signer
+    if authenticator is None:  # a server without any token authenticator: nothing to review against
+        raise errors.NotFound("the server could not find the requested resource")
+    raw_auds = spec.get("audiences")
+    audiences = tuple(str(a) for a in raw_auds) if isinstance(raw_auds, list) else ()
+    result = await authenticator.review(token, audiences)
+    status: dict[str, Any] = {}
+    if result.user is not None:
+        status["authenticated"] = True
+    status["user"] = result.user.to_status() if result.user is not None else {}
+    if result.user is not None and result.audiences:
+        status["audiences"] = list(result.audiences)
+    if result.error:
+        status["error"] = result.error
+    raw_meta = obj.get("metadata")
+    meta: dict[str, Any] = dict(raw_meta) if isinstance(raw_meta, dict) else {}
+    out = {"kind": "TokenReview", "apiVersion": "authentication.k8s.io/v1",
+           "metadata": {**meta, "creationTimestamp": None}, "spec": spec, "status": status}
     return _created(request, out)
 
 
@@ -102,4 +189,8 @@ def routes() -> list[web.RouteDef]:
         web.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self_subject_access_review),
         web.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", self_subject_rules_review),
         web.post("/apis/authentication.k8s.io/{version:v1|v1beta1}/selfsubjectreviews", self_subject_review),
+        web.post("/apis/authentication.k8s.io/v1/tokenreviews", token_review),
+        web.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", subject_access_review),
+        web.post("/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews",
+                 local_subject_access_review),
     ]

@@ -208,8 +208,10 @@ class Client:
     """An API client bound to one server. Create it inside the event loop; `close()` when done."""
 
     def __init__(self, base_url: str, *, token: str = "", user_agent: str = DEFAULT_USER_AGENT,
-                 ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256) -> None:
+                 ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256,
+                 root_ca: str = "") -> None:
         self.base_url = base_url.rstrip("/")
+        self.root_ca = root_ca  # the CA (PEM) this client trusts for the server, when it has one
         self.token = token
         self.user_agent = user_agent
         self._ssl = ssl_context
@@ -224,7 +226,8 @@ class Client:
                         user_agent: str = DEFAULT_USER_AGENT) -> Client:
         """From `path` (else $KUBECONFIG, else ~/.kube/config): server, token, TLS trust, client cert."""
         ep = kubeconfigs.load(Path(path) if path is not None else None, context=context)
-        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep))
+        root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
+        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -9,6 +9,7 @@ stream it is given (and only when that stream is a terminal). Object names (`pod
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -209,11 +210,45 @@ def _walk(old: Any, new: Any, path: str, out: list[Change], skip: set[str]) -> N
 
 def diff(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None, *, all_fields: bool = False) -> list[Change]:
     """Field-level changes from `old` to `new` (either may be None: everything added / removed).
-    Unless `all_fields`, metadata.resourceVersion and metadata.managedFields are left out."""
+    Unless `all_fields`, metadata.resourceVersion and metadata.managedFields are left out. A Secret's
+    values are masked as `kubectl diff` masks them."""
     skip = set() if all_fields else {".".join(p) for p in NOISY_FIELDS}
     out: list[Change] = []
-    _walk(dict(old or {}), dict(new or {}), "", out, skip)
+    before, after = dict(old or {}), dict(new or {})
+    if _is_secret(before) or _is_secret(after):
+        before, after = _mask_secrets(before, after)
+    _walk(before, after, "", out, skip)
     return out
+
+
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+def _is_secret(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == "Secret" and obj.get("apiVersion") == "v1"
+
+
+def _mask_secrets(old: dict[str, Any], new: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Copies whose `data` and `stringData` values (and kubectl's last-applied annotation, which
+    repeats them) are `***`, or `*** (before)` / `*** (after)` where the value changed."""
+    old, new = copy.deepcopy(old), copy.deepcopy(new)
+    for field in ("data", "stringData"):
+        a, b = old.get(field), new.get(field)
+        a = a if isinstance(a, dict) else {}
+        b = b if isinstance(b, dict) else {}
+        for key in set(a) | set(b):
+            changed = key in a and key in b and a[key] != b[key]
+            if key in a:
+                a[key] = "*** (before)" if changed else "***"
+            if key in b:
+                b[key] = "*** (after)" if changed else "***"
+    for obj, mark in ((old, "*** (before)"), (new, "*** (after)")):
+        annotations = (obj.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict) and _LAST_APPLIED in annotations:
+            other = (new if obj is old else old).get("metadata") or {}
+            same = (other.get("annotations") or {}).get(_LAST_APPLIED) == annotations[_LAST_APPLIED]
+            annotations[_LAST_APPLIED] = "***" if same else mark
+    return old, new
 
 
 def value_text(value: Any, *, width: int = VALUE_WIDTH) -> str:

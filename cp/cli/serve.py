@@ -43,6 +43,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "server speaks TLS (CA and certificate in DIR/pki) and requires credentials")
     p.add_argument("--token-auth-file", default=None, metavar="FILE",
                    help="more users: kube-apiserver's CSV token file, `token,user,uid[,\"group1,group2\"]`")
+    p.add_argument("--service-account-issuer", default=None, metavar="URL",
+                   help="the `iss` of ServiceAccount tokens (default https://kubernetes.default.svc.cluster.local)")
+    p.add_argument("--api-audiences", default=None, metavar="A,B",
+                   help="audiences a token must be for to reach the API (default: the issuer)")
     p.add_argument("--no-controllers", action="store_true", help="serve the API only")
     p.add_argument("--service-cluster-ip-range", type=_cidr, default="10.0.0.0/24", metavar="CIDR",
                    help="the range Services' cluster IPs come from (default 10.0.0.0/24, as kube-apiserver; "
@@ -104,9 +108,12 @@ async def _serve_async(args: argparse.Namespace) -> int:
                               db_url=args.db, clock=the_clock, secure=not args.insecure,
                               token_auth_file=args.token_auth_file, insecure_limits=args.insecure,
                               advertise_address=args.advertise_address,
-                              app_options={"service_ranges": allocation.ServiceRanges(
-                                  cluster_ip_range=args.service_cluster_ip_range,
-                                  node_port_range=args.service_node_port_range)}) as srv:
+                              service_account_issuer=args.service_account_issuer,
+                              api_audiences=tuple(a for a in (args.api_audiences or "").split(",") if a),
+                              app_options={"service_accounts": True,
+                                           "service_ranges": allocation.ServiceRanges(
+                                               cluster_ip_range=args.service_cluster_ip_range,
+                                               node_port_range=args.service_node_port_range)}) as srv:
         collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
@@ -147,7 +154,7 @@ def _controller_identities(srv: Any) -> Any:
 
     def identity(name: str) -> clients.Client:
         return clients.Client(srv.url, token=auth.controller_token(srv.auth, name),
-                              ssl_context=auth.client_ssl_context(ca))
+                              ssl_context=auth.client_ssl_context(ca), root_ca=ca.decode())
 
     return identity
 

@@ -16,11 +16,11 @@ from typing import Any
 from cp import rbac
 from cp import resources as res
 from cp.protobuf import zero
-from cp.strategies import cluster, core, dra, service, workloads
+from cp.strategies import accounts, cluster, core, dra, service, workloads
 from cp.strategies.model import Strategy
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
-for _module in (core, workloads, dra, cluster, service):
+for _module in (core, accounts, workloads, dra, cluster, service):
     STRATEGIES.update(_module.STRATEGIES)
 
 _DEFAULT = Strategy()
@@ -79,6 +79,12 @@ def prepare_for_update(kind: res.ResourceKind, new: dict[str, Any], old: dict[st
     if strategy.prepare_for_update is not None:
         strategy.prepare_for_update(new, old, now, subresource)
         zero.fill(new, api_version=kind.api_version, kind=kind.kind)
+
+
+def warnings(kind: res.ResourceKind, obj: dict[str, Any]) -> list[str]:
+    """The strategy's warnings about an object being created or updated (`Warning` headers)."""
+    fn = of(kind).warnings
+    return fn(obj) if fn is not None else []
 
 
 def _copy(value: Any) -> Any:

@@ -23,5 +23,7 @@ class Strategy(msgspec.Struct, frozen=True, kw_only=True):
     prepare_for_update: Callable[[Obj, Obj, float, str], None] | None = None
     # Records the requesting user in a new object (obj, user), as CertificateSigningRequests do.
     record_requester: Callable[[Obj, UserInfo], None] | None = None
+    # `WarningsOnCreate`/`WarningsOnUpdate`: warnings about the object written (obj), sent to the client.
+    warnings: Callable[[Obj], list[str]] | None = None
     # Metadata fields a `/status` write may change (upstream resets all of metadata for most kinds).
     status_keeps_metadata: tuple[str, ...] = ()

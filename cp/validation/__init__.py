@@ -11,7 +11,8 @@ The package: `common` (shared helpers and apimachinery's string formats), `ip` (
 immutability messages), `registry` (the per-kind rules table), and one rule module per API area — `pod`,
 `workloads` (Deployment, ReplicaSet, autoscaling), `apps` (DaemonSet, StatefulSet, ControllerRevision,
 ReplicationController, PodTemplate), `batch` (Job, CronJob), `policy` (PodDisruptionBudget), `volumes`
-(PersistentVolume(Claim)), `quota` (LimitRange, ResourceQuota), `service` (Service), `core` (the other core/v1
+(PersistentVolume(Claim)), `quota` (LimitRange, ResourceQuota), `service` (Service), `accounts` (Secret,
+ServiceAccount), `core` (the other core/v1
 kinds, Lease), `dra_claims` and `dra_slices` (resource.k8s.io,
 sharing `dra_fields`), `rbac`, `networking` (networking.k8s.io, discovery.k8s.io), `storage`,
 `scheduling` (PriorityClass, RuntimeClass), `certificates`, `admission` (admissionregistration),
@@ -26,7 +27,19 @@ from typing import Any
 
 from cp import errors, structure
 from cp.errors import Cause
-from cp.validation import apps, core, dra_claims, dra_slices, pod, quota, rbac, service, volumes, workloads
+from cp.validation import (
+    accounts,
+    apps,
+    core,
+    dra_claims,
+    dra_slices,
+    pod,
+    quota,
+    rbac,
+    service,
+    volumes,
+    workloads,
+)
 from cp.validation.common import (
     GoValue,
     is_dns1123_label,
@@ -42,7 +55,7 @@ from cp.validation.common import (
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
 from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
-for _module in (pod, workloads, apps, core, volumes, quota, dra_claims, dra_slices, rbac, service):
+for _module in (pod, workloads, apps, core, accounts, volumes, quota, dra_claims, dra_slices, rbac, service):
     register_all(_module.RULES)
 # The cluster configuration groups: their modules load on the first object of the group.
 register_lazily({

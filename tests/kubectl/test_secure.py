@@ -132,7 +132,20 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
         assert status["allocation"]["devices"]["results"][0]["driver"] == "gpu.example.com"
         assert status["devices"][0]["driver"] == "gpu.example.com"  # written by the simulated driver
         assert status["reservedFor"][0]["name"] == "trainer"
-        secrets = [admin_token(admin), "alice-secret-token-123"]
+        # Every pod runs as `default`, with its token volume; the controllers keep that account and the
+        # root CA in each namespace; its token works and is never logged.
+        pod = json.loads((await k("get", "pod", "trainer", "-o", "json"))[1])
+        assert pod["spec"]["serviceAccountName"] == "default"
+        assert pod["spec"]["volumes"][-1]["name"].startswith("kube-api-access-")
+        code, out, _ = await k("get", "configmap", "kube-root-ca.crt", "-o", "json")
+        assert code == 0 and json.loads(out)["data"]["ca.crt"] == (data / "pki" / "ca.crt").read_text()
+        code, token, err = await k("create", "token", "default")
+        assert code == 0, err
+        code, out, _ = await k("--token", token.strip(), "auth", "whoami", "-o", "json")
+        assert json.loads(out)["status"]["userInfo"]["username"] == "system:serviceaccount:default:default"
+        code, _, err = await k("create", "secret", "generic", "s", "--from-literal=password=s3cr3t-value-1234")
+        assert code == 0, err
+        secrets = [admin_token(admin), "alice-secret-token-123", token.strip()]
         secrets += [p.read_text().strip().splitlines()[1] for p in (data / "pki").glob("*.key")]
     finally:
         server.terminate()
@@ -152,10 +165,13 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
             "system:serviceaccount:kube-system:deployment-controller",
             "system:serviceaccount:kube-system:fleet-simulator",
             "system:serviceaccount:kube-system:endpointslice-controller",
-            "system:serviceaccount:kube-system:endpoint-controller", "cplane-admin", "bob", "alice"} <= actors, actors
+            "system:serviceaccount:kube-system:endpoint-controller",
+            "system:serviceaccount:kube-system:service-account-controller",
+            "system:serviceaccount:kube-system:root-ca-cert-publisher", "cplane-admin", "bob", "alice"} <= actors, actors
     code, export, err = await run(*CPLANE, "log", "export", "--data-dir", str(data), home=tmp_path)
     assert code == 0, err
     assert '"user":"system:kube-scheduler"' in export.replace(" ", "") or "system:kube-scheduler" in export
+    assert "s3cr3t-value-1234" not in logs
     for secret in secrets:
         assert secret not in logs, "a secret in the server log"
         assert secret not in export, "a secret in the event log export"

@@ -16,18 +16,18 @@ from cp import certs, rbac
 NOW = 1_800_000_000.0
 
 
-def test_authenticator_mints_service_account_identities() -> None:
+async def test_authenticator_mints_service_account_identities() -> None:
     key = certs.key_pem(certs.new_key())
     a = auth.Authenticator(sa_key=key, clock=lambda: NOW)
     token = a.mint("kube-system", "replicaset-controller", node="node-1")
-    user = a._token_user(token)
+    user = (await a.review(token)).user
     assert user is not None
     assert user.name == "system:serviceaccount:kube-system:replicaset-controller"
     assert set(user.groups) == {"system:serviceaccounts", "system:serviceaccounts:kube-system",
                                 "system:authenticated"}
     assert user.extra[auth.NODE_NAME_EXTRA] == ("node-1",)
-    assert a._token_user(token + "x") is None
-    assert a._token_user("not-a-token") is None
+    assert (await a.review(token + "x")).user is None
+    assert (await a.review("not-a-token")).user is None
 
 
 def test_token_file_parsing() -> None:

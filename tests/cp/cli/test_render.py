@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import Any
 
 import pytest
 
@@ -126,3 +127,23 @@ def test_progress_draws_only_on_a_terminal() -> None:
     counted = render.Progress(Tty(), label="importing", total=100, unit="bytes", min_total=0)
     assert list(render.progress_lines([b"ab\n", b"c\n"], counted)) == [b"ab\n", b"c\n"]
     assert counted.done == 5
+
+
+def test_secret_values_are_masked_in_diffs() -> None:
+    def secret(data: dict[str, str], applied: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Secret", "metadata": {
+            "name": "s", "annotations": {"kubectl.kubernetes.io/last-applied-configuration": applied}},
+            "data": data}
+
+    old = secret({"same": "c2FtZQ==", "changed": "b2xk", "gone": "Z29uZQ=="}, '{"data":{"changed":"b2xk"}}')
+    new = secret({"same": "c2FtZQ==", "changed": "bmV3", "added": "YWRk"}, '{"data":{"changed":"bmV3"}}')
+    text = render.changes_text(render.diff(old, new))
+    for value in ("c2FtZQ==", "b2xk", "bmV3", "Z29uZQ==", "YWRk"):
+        assert value not in text
+    assert '~ data.changed: "*** (before)" → "*** (after)"' in text
+    assert '+ data.added: "***"' in text and '- data.gone: "***"' in text
+    assert "same" not in text
+    assert "last-applied-configuration" in text and "*** (after)" in text
+    assert "b2xk" in str(old)  # the objects themselves are left alone
+    created = render.changes_text(render.diff(None, new))
+    assert "bmV3" not in created and "YWRk" not in created

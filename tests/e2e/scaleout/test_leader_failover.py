@@ -36,7 +36,7 @@ pytestmark = pytest.mark.postgres
 ROOT = Path(__file__).resolve().parents[3]
 FLEET = ROOT / "examples" / "fleets" / "demo.yaml"  # 2 nodes x 4 GPUs (gpu.example.com) + 1 NIC each
 GPUS = 8
-CONTROLLERS = "fleet,resourceclaim,garbage-collector,scheduler"
+CONTROLLERS = "fleet,resourceclaim,garbage-collector,scheduler,serviceaccount"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/cplane-controller-manager"
 CLAIMS = "/apis/resource.k8s.io/v1/resourceclaims"
 DEFAULTS = elections.LeaderElectionConfig(identity="-")  # what `cplane controllers --leader-elect` uses
