@@ -201,8 +201,18 @@ class ServiceUnavailable(StatusError):
     reason = "ServiceUnavailable"
 
 
+class _Omitted:
+    """`field.OmitValueType{}`: a cause whose value is not shown."""
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED = _Omitted()
+
+
 class Cause:
-    """One field error, as `field.Error` renders it."""
+    """One field error, as `field.Error` renders it (`OMITTED` as value: none shown)."""
 
     __slots__ = ("detail", "field", "type", "value")
 
@@ -229,7 +239,7 @@ class Cause:
     def text(self) -> str:
         phrase = self.TYPES.get(self.type, ("", self.type))[1]
         if self.type in ("Required", "Forbidden", "TooLong", "InternalError") or \
-                (self.type == "TooMany" and self.value is None):
+                (self.type == "TooMany" and self.value is None) or self.value is OMITTED:
             body = f"{self.field}: {phrase}"
         else:
             body = f"{self.field}: {phrase}: {_render(self.value)}"

@@ -14,7 +14,7 @@ import importlib
 from collections.abc import Callable
 from typing import Any
 
-from cp.defaulting import accounts, core, service
+from cp.defaulting import accounts, core, service, volumes, workloads
 from cp.defaulting.core import (
     DEFAULT_TOLERATION_SECONDS,
     VOLUME_SOURCES,
@@ -25,9 +25,8 @@ from cp.defaulting.core import (
 )
 from cp.protobuf import zero
 
-DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = {**core.DEFAULTERS,
-                                                                           **accounts.DEFAULTERS,
-                                                                           **service.DEFAULTERS}
+DEFAULTERS: dict[tuple[str, str, str], Callable[[dict[str, Any]], None]] = {
+    **core.DEFAULTERS, **accounts.DEFAULTERS, **service.DEFAULTERS, **volumes.DEFAULTERS, **workloads.DEFAULTERS}
 _LAZY: dict[str, str] = {  # API group -> module whose DEFAULTERS cover it, until imported
     "networking.k8s.io": "networking", "discovery.k8s.io": "networking", "storage.k8s.io": "storage",
     "scheduling.k8s.io": "scheduling", "certificates.k8s.io": "certificates",

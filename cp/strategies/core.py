@@ -1,9 +1,13 @@
-"""Strategies of core/v1 kinds: pods, namespaces, nodes."""
+"""Strategies of core/v1 kinds: pods, namespaces, nodes, persistent volumes and claims.
+
+A new volume or claim starts `Pending` (a volume records when it entered the phase, and a status write
+that changes the phase without a new time gets one: PersistentVolumeLastPhaseTransitionTime)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from cp import clock as clocks
 from cp.strategies.model import Obj, Strategy
 
 
@@ -31,7 +35,39 @@ def _pod_status(obj: Obj) -> Obj:
     return {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
 
 
+def _claim_create(obj: Obj, _now: float) -> None:
+    """NormalizeDataSources (AnyVolumeDataSource): `dataSource` and `dataSourceRef` name the same source;
+    a cross-namespace reference has no `dataSource`."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return
+    source, ref = spec.get("dataSource"), spec.get("dataSourceRef")
+    if isinstance(source, dict) and ref is None:
+        spec["dataSourceRef"] = {k: source[k] for k in ("apiGroup", "kind", "name") if k in source}
+    elif isinstance(ref, dict) and source is None and not ref.get("namespace"):
+        spec["dataSource"] = {k: ref[k] for k in ("apiGroup", "kind", "name") if k in ref}
+
+
+def _volume_create(obj: Obj, now: float) -> None:
+    status = obj.get("status")
+    if isinstance(status, dict):
+        status["lastPhaseTransitionTime"] = clocks.rfc3339(now)
+
+
+def _volume_update(new: Obj, old: Obj, now: float, subresource: str) -> None:
+    status, old_status = new.get("status"), old.get("status") or {}
+    if subresource != "status" or not isinstance(status, dict) or not isinstance(old_status, dict):
+        return
+    if status.get("phase") != old_status.get("phase") and \
+            status.get("lastPhaseTransitionTime") == old_status.get("lastPhaseTransitionTime"):
+        status["lastPhaseTransitionTime"] = clocks.rfc3339(now)
+
+
 STRATEGIES: dict[tuple[str, str], Strategy] = {
+    ("", "PersistentVolume"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
+                                       prepare_for_create=_volume_create, prepare_for_update=_volume_update),
+    ("", "PersistentVolumeClaim"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
+                                            prepare_for_create=_claim_create),
     ("", "Pod"): Strategy(initial_status=_pod_status),
     ("", "Namespace"): Strategy(initial_status=lambda _obj: {"phase": "Active"}),
     ("", "Node"): Strategy(status_on_create=True),  # the kubelet registers a node with its status

@@ -7,8 +7,13 @@ messages follow upstream (`field.Invalid`, `Required`, `NotSupported`...). Pure.
 
 The package: `common` (shared helpers and apimachinery's string formats), `ip` (IP and CIDR formats),
 `meta` (object metadata, label selectors, conditions), `webhook` (webhook client configurations),
-`registry` (the per-kind rules table), and one rule module per API area — `pod`, `workloads` (apps,
-autoscaling), `service` (Service), `core` (the other core/v1 kinds, Lease), `dra_claims` and `dra_slices` (resource.k8s.io,
+`templates` (pod templates of the workload kinds), `cron` (CronJob schedules), `godiff` (the diffs of
+immutability messages), `registry` (the per-kind rules table), and one rule module per API area — `pod`,
+`workloads` (Deployment, ReplicaSet, autoscaling), `apps` (DaemonSet, StatefulSet, ControllerRevision,
+ReplicationController, PodTemplate), `batch` (Job, CronJob), `policy` (PodDisruptionBudget), `volumes`
+(PersistentVolume(Claim)), `quota` (LimitRange, ResourceQuota), `service` (Service), `accounts` (Secret,
+ServiceAccount), `core` (the other core/v1
+kinds, Lease), `dra_claims` and `dra_slices` (resource.k8s.io,
 sharing `dra_fields`), `rbac`, `networking` (networking.k8s.io, discovery.k8s.io), `storage`,
 `scheduling` (PriorityClass, RuntimeClass), `certificates`, `admission` (admissionregistration),
 `flowcontrol`, `extensions` (APIService, CustomResourceDefinition, StorageVersionMigration). Every rule
@@ -22,7 +27,19 @@ from typing import Any
 
 from cp import errors, structure
 from cp.errors import Cause
-from cp.validation import accounts, core, dra_claims, dra_slices, pod, rbac, service, workloads
+from cp.validation import (
+    accounts,
+    apps,
+    core,
+    dra_claims,
+    dra_slices,
+    pod,
+    quota,
+    rbac,
+    service,
+    volumes,
+    workloads,
+)
 from cp.validation.common import (
     GoValue,
     is_dns1123_label,
@@ -38,7 +55,7 @@ from cp.validation.common import (
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
 from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
-for _module in (pod, workloads, core, accounts, dra_claims, dra_slices, rbac, service):
+for _module in (pod, workloads, apps, core, accounts, volumes, quota, dra_claims, dra_slices, rbac, service):
     register_all(_module.RULES)
 # The cluster configuration groups: their modules load on the first object of the group.
 register_lazily({
@@ -49,6 +66,7 @@ register_lazily({
     "flowcontrol.apiserver.k8s.io": "cp.validation.flowcontrol",
     "apiregistration.k8s.io": "cp.validation.extensions", "apiextensions.k8s.io": "cp.validation.extensions",
     "storagemigration.k8s.io": "cp.validation.extensions",
+    "batch": "cp.validation.batch", "policy": "cp.validation.policy",
 })
 
 

@@ -1,4 +1,4 @@
-"""Validation rules for the other core/v1 kinds (Namespace, Node, ConfigMap, Event) and
+"""Validation rules for the other core/v1 kinds (Namespace, Node, ConfigMap, Event, Endpoints) and
 coordination.k8s.io/v1 Lease.
 
 Behaviour follows upstream `pkg/apis/core/validation` and `pkg/apis/coordination/validation`. Pure.
@@ -15,14 +15,18 @@ from cp.validation.common import (
     as_str,
     each,
     is_config_map_key,
+    is_dns1123_label,
     is_dns1123_subdomain,
     is_int,
     is_qualified_name,
+    is_valid_port_num,
     meta_of,
     name_is_dns_label,
     name_is_dns_subdomain,
+    not_supported,
     parse_quantity,
 )
+from cp.validation.ip import is_valid_ip_for_legacy_field, parse_ip_sloppy
 from cp.validation.meta import (
     STANDARD_FINALIZERS,
     validate_object_meta,
@@ -223,6 +227,87 @@ def _validate_lease_update(new: dict[str, Any], old: dict[str, Any], errs: list[
     _validate_lease_spec(new, errs)
 
 
+# ---------------------------------------------------------------- Endpoints
+
+_PROTOCOLS = ("SCTP", "TCP", "UDP")
+
+
+def _special_ip(text: str, path: str, errs: list[Cause]) -> None:
+    """ValidateNonSpecialIP: endpoints may not point at unspecified, loopback or link-local addresses."""
+    addr = parse_ip_sloppy(text)
+    if addr is None:
+        errs.append(Cause("Invalid", path, "must be a valid IP address", text))
+        return
+    if addr.is_unspecified:
+        errs.append(Cause("Invalid", path, f"may not be unspecified ({text})", text))
+    if addr.is_loopback:
+        errs.append(Cause("Invalid", path, "may not be in the loopback range (127.0.0.0/8, ::1/128)", text))
+    multicast_local = (addr.version == 4 and addr.packed[:3] == bytes((224, 0, 0))) or \
+        (addr.version == 6 and addr.packed[:2] == bytes((0xff, 0x02)))
+    if multicast_local:
+        errs.append(Cause("Invalid", path, "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
+                          text))
+    if addr.is_link_local and not multicast_local:
+        errs.append(Cause("Invalid", path, "may not be in the link-local range (169.254.0.0/16, fe80::/10)", text))
+
+
+def _endpoint_address(address: dict[str, Any], path: str, errs: list[Cause], old_ips: list[str] | None) -> None:
+    ip = as_str(address.get("ip"))
+    errs.extend(is_valid_ip_for_legacy_field(f"{path}.ip", ip, strict=True, valid_old=old_ips))
+    hostname = as_str(address.get("hostname"))
+    if hostname:
+        each(errs, f"{path}.hostname", hostname, is_dns1123_label(hostname))
+    node = address.get("nodeName")
+    if isinstance(node, str):
+        each(errs, f"{path}.nodeName", node, name_is_dns_subdomain(node, False))
+    _special_ip(ip, f"{path}.ip", errs)
+
+
+def _endpoint_port(port: dict[str, Any], path: str, errs: list[Cause], *, named: bool) -> None:
+    name = as_str(port.get("name"))
+    if named and not name:
+        errs.append(Cause("Required", f"{path}.name", ""))
+    elif name:
+        each(errs, f"{path}.name", name, is_dns1123_label(name))
+    each(errs, f"{path}.port", port.get("port"), is_valid_port_num(port.get("port")))
+    protocol = port.get("protocol")
+    if not protocol:
+        errs.append(Cause("Required", f"{path}.protocol", ""))
+    elif protocol not in _PROTOCOLS:
+        not_supported(errs, f"{path}.protocol", protocol, _PROTOCOLS)
+    app = port.get("appProtocol")
+    if isinstance(app, str):
+        each(errs, f"{path}.appProtocol", app, is_qualified_name(app))
+
+
+def _validate_endpoints(obj: dict[str, Any], errs: list[Cause], old_ips: list[str] | None = None) -> None:
+    for i, subset in enumerate(as_list(obj.get("subsets"))):
+        subset = as_dict(subset)
+        path = f"subsets[{i}]"
+        if not as_list(subset.get("addresses")) and not as_list(subset.get("notReadyAddresses")):
+            errs.append(Cause("Required", path, "must specify `addresses` or `notReadyAddresses`"))
+        for key in ("addresses", "notReadyAddresses"):
+            for j, address in enumerate(as_list(subset.get(key))):
+                _endpoint_address(as_dict(address), f"{path}.{key}[{j}]", errs, old_ips)
+        ports = as_list(subset.get("ports"))
+        for j, port in enumerate(ports):
+            _endpoint_port(as_dict(port), f"{path}.ports[{j}]", errs, named=len(ports) > 1)
+
+
+def _endpoint_ips(obj: dict[str, Any]) -> list[str]:
+    return [as_str(as_dict(a).get("ip")) for s in as_list(obj.get("subsets")) for key in ("addresses",
+            "notReadyAddresses") for a in as_list(as_dict(s).get(key))]
+
+
+def _validate_endpoints_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause],
+                               namespaced: bool) -> None:
+    validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    _validate_endpoints(obj, errs)
+
+
+def _validate_endpoints_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    # Addresses stored before strict IP validation may stay.
+    _validate_endpoints(new, errs, old_ips=_endpoint_ips(old))
 
 
 RULES = {
@@ -230,5 +315,6 @@ RULES = {
     ("", "Node"): Rules(_validate_node_create, _validate_node_update),
     ("", "ConfigMap"): Rules(_validate_configmap_create, _validate_configmap_update),
     ("", "Event"): Rules(_validate_event_create, _validate_event_update),
+    ("", "Endpoints"): Rules(_validate_endpoints_create, _validate_endpoints_update),
     ("coordination.k8s.io", "Lease"): Rules(_validate_lease_create, _validate_lease_update),
 }

@@ -18,8 +18,6 @@ from cp.validation.common import (
     go_string_map,
     is_dns1123_label,
     is_int,
-    is_label_value,
-    is_qualified_name,
     name_is_dns_subdomain,
     nonnegative,
     not_supported,
@@ -37,6 +35,7 @@ from cp.validation.pod import (
     validate_pod_spec,
 )
 from cp.validation.registry import Rules
+from cp.validation.templates import selector_converts
 
 # ---------------------------------------------------------------- apps/v1
 
@@ -51,8 +50,8 @@ def _validate_pod_template(template: Any, selector: Any, path: str, errs: list[C
             and not selector_matches(selector, labels):
         errs.append(Cause("Invalid", f"{path}.metadata.labels", "`selector` does not match template `labels`",
                               go_string_map(labels)))
-    validate_labels(meta.get("labels"), f"{path}.metadata.labels", errs)
-    validate_annotations(meta.get("annotations"), f"{path}.metadata.annotations", errs)
+    validate_labels(meta.get("labels"), f"{path}.labels", errs)
+    validate_annotations(meta.get("annotations"), f"{path}.annotations", errs)
     spec = as_dict(template.get("spec"))
     validate_pod_spec(spec, f"{path}.spec", errs)
     rp = spec.get("restartPolicy")
@@ -74,28 +73,10 @@ def _validate_selector_and_template(spec: dict[str, Any], errs: list[Cause], wha
         if not as_dict(sel).get("matchLabels") and not as_dict(sel).get("matchExpressions"):
             errs.append(Cause("Invalid", "spec.selector", f"empty selector is invalid for {what}",
                               go_label_selector(sel)))
-    if sel is not None and not _selector_converts(sel):
+    if sel is not None and not selector_converts(sel):
         errs.append(Cause("Invalid", "spec.selector", "invalid label selector", go_label_selector(sel)))
         return
     _validate_pod_template(spec.get("template"), sel, "spec.template", errs)
-
-
-def _selector_converts(sel: Any) -> bool:
-    for req in as_list(as_dict(sel).get("matchExpressions")):
-        req = as_dict(req)
-        op, values = req.get("operator"), as_list(req.get("values"))
-        if op in ("In", "NotIn") and not values:
-            return False
-        if op in ("Exists", "DoesNotExist") and values:
-            return False
-        if op not in ("In", "NotIn", "Exists", "DoesNotExist"):
-            return False
-        if is_qualified_name(as_str(req.get("key"))):
-            return False
-    for key, value in as_dict(as_dict(sel).get("matchLabels")).items():
-        if is_qualified_name(key) or is_label_value(as_str(value)):
-            return False
-    return True
 
 
 def _int_or_percent(value: Any, path: str, errs: list[Cause]) -> tuple[int | None, bool]:

@@ -71,14 +71,23 @@ async def test_container_bounds(http: aiohttp.ClientSession) -> None:
         'pods "big" is forbidden: [minimum memory usage per Container is 64Mi, but request is 32Mi, '
         'maximum cpu usage per Container is 1, but limit is 2, '
         'cpu max limit to request ratio per Container is 2, but provided ratio is 4.000000]')
-    code, status = await _post(http, "pods", _pod("unlimited", _container("app", requests={"memory": "64Mi"})))
-    assert code == 403
-    assert status["message"] == ('pods "unlimited" is forbidden: [maximum cpu usage per Container is 1.  No limit '
-                                 'is specified, cpu max limit to request ratio per Container is 2, but no request '
-                                 'is specified or request is 0]')
+    # A Container max is also the default limit and request (the LimitRange's defaulting).
+    code, pod = await _post(http, "pods", _pod("unlimited", _container("app", requests={"memory": "64Mi"})))
+    assert code == 201, pod
+    assert pod["spec"]["containers"][0]["resources"] == {"limits": {"cpu": "1"},
+                                                         "requests": {"cpu": "1", "memory": "64Mi"}}
     code, pod = await _post(http, "pods", _pod("fits", _container(
         "app", requests={"cpu": "500m", "memory": "64Mi"}, limits={"cpu": "1", "memory": "64Mi"})))
     assert code == 201, pod
+
+
+async def test_pod_bounds_without_limits(http: aiohttp.ClientSession) -> None:
+    await _limits(http, "pod-bounds", {"type": "Pod", "max": {"cpu": "1"}, "maxLimitRequestRatio": {"cpu": "2"}})
+    code, status = await _post(http, "pods", _pod("unlimited", _container("app", requests={"memory": "64Mi"})))
+    assert code == 403
+    assert status["message"] == ('pods "unlimited" is forbidden: [maximum cpu usage per Pod is 1.  No limit '
+                                 'is specified, cpu max limit to request ratio per Pod is 2, but no request '
+                                 'is specified or request is 0]')
 
 
 async def test_pod_bounds_count_init_containers_as_the_scheduler(http: aiohttp.ClientSession) -> None:
@@ -109,6 +118,11 @@ async def test_claim_storage_bounds(http: aiohttp.ClientSession) -> None:
                                  'PersistentVolumeClaim is 1Gi, but request is 100Mi')
     code, _ = await _post(http, "persistentvolumeclaims", claim("fine", "5Gi"))
     assert code == 201
+    # Only a bound claim may ask for more storage.
+    async with http.patch(f"{NS}/persistentvolumeclaims/fine/status",
+                          json={"status": {"phase": "Bound", "capacity": {"storage": "5Gi"}}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200, await r.text()
     async with http.patch(f"{NS}/persistentvolumeclaims/fine",
                           json={"spec": {"resources": {"requests": {"storage": "50Gi"}}}},
                           headers={"Content-Type": "application/merge-patch+json"}) as r:
