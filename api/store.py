@@ -470,8 +470,9 @@ class Store:
         old_meta = old.get("metadata") or {}
         if subresource in res.PARTIAL_WRITES:
             # Status writes change status only (spec and metadata from old), but for the metadata the
-            # kind's status strategy keeps from the write; `approval` writes, a CSR's conditions.
-            new = strategies.status_write(kind, new, old)
+            # kind's status strategy keeps from the write; `approval` writes, a CSR's conditions; a
+            # Pod's `ephemeralcontainers` and `resize`, the part of the spec they own.
+            new = strategies.partial_write(kind, new, old, subresource=subresource)
         elif kind.subresource("status") is not None and "status" in old:
             new["status"] = copy.deepcopy(old["status"])
         elif kind.subresource("status") is not None:

@@ -14,12 +14,13 @@ SUB_VERBS = ("get", "patch", "update")
 
 
 # Subresources whose writes change part of the object they belong to (the rest comes from the stored
-# object): `status`, and a CertificateSigningRequest's `approval` conditions.
-PARTIAL_WRITES = ("status", "approval")
+# object): `status`, a CertificateSigningRequest's `approval` conditions, a Pod's
+# `ephemeralcontainers` and the container resources a Pod's `resize` changes.
+PARTIAL_WRITES = ("status", "approval", "ephemeralcontainers", "resize")
 
 
 class Subresource(msgspec.Struct, frozen=True, kw_only=True):
-    name: str  # "status" | "scale" | "binding" | "approval"
+    name: str  # "status" | "scale" | "binding" | "approval" | "ephemeralcontainers" | "resize" ...
     kind: str  # the kind its body carries
     group: str = ""  # group of that kind ("" = same as the parent)
     version: str = ""
@@ -107,7 +108,7 @@ SERVED: tuple[ResourceKind, ...] = (
     ResourceKind(group="", version="v1", kind="Node", plural="nodes", singular="node", namespaced=False, short_names=("no",), subresources=(_status("Node"),)),
     ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", singular="persistentvolumeclaim", namespaced=True, short_names=("pvc",), subresources=(_status("PersistentVolumeClaim"),), has_spec=False),
     ResourceKind(group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", singular="persistentvolume", namespaced=False, short_names=("pv",), subresources=(_status("PersistentVolume"),), has_spec=False),
-    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True, short_names=("po",), categories=("all",), subresources=(Subresource(name="binding", kind="Binding", verbs=("create",)), Subresource(name="eviction", kind="Eviction", group="policy", version="v1", verbs=("create",)), _status("Pod"),)),
+    ResourceKind(group="", version="v1", kind="Pod", plural="pods", singular="pod", namespaced=True, short_names=("po",), categories=("all",), subresources=(Subresource(name="binding", kind="Binding", verbs=("create",)), Subresource(name="ephemeralcontainers", kind="Pod"), Subresource(name="eviction", kind="Eviction", group="policy", version="v1", verbs=("create",)), Subresource(name="resize", kind="Pod"), _status("Pod"),)),
     ResourceKind(group="", version="v1", kind="PodTemplate", plural="podtemplates", singular="podtemplate", namespaced=True, has_spec=False),
     ResourceKind(group="", version="v1", kind="ReplicationController", plural="replicationcontrollers", singular="replicationcontroller", namespaced=True, short_names=("rc",), categories=("all",), subresources=(_scale(), _status("ReplicationController"),)),
     ResourceKind(group="", version="v1", kind="ResourceQuota", plural="resourcequotas", singular="resourcequota", namespaced=True, short_names=("quota",), subresources=(_status("ResourceQuota"),), has_spec=False),

@@ -36,8 +36,6 @@ NOT_SERVED: dict[tuple[str, str, str], str] = {
     ("v1", "pods", "portforward"): _NO_NODES,
     ("v1", "pods", "proxy"): _NO_NODES,
     ("v1", "services", "proxy"): "no service network to proxy to",
-    ("v1", "pods", "ephemeralcontainers"): "not yet",
-    ("v1", "pods", "resize"): "not yet",
 }
 
 

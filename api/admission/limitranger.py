@@ -22,12 +22,15 @@ class LimitRangerPlugin(admission.BasePlugin):
         self.ranges = listers.Lister(group="", resource="limitranges")
 
     def handles(self, attrs: admission.Attributes) -> bool:
-        if attrs.subresource or attrs.kind.group != "":
+        if attrs.kind.group != "":
             return False
+        if attrs.subresource and not (attrs.kind.plural == "pods" and attrs.subresource == "resize"
+                                      and attrs.operation == admission.UPDATE):
+            return False  # of subresources, only a pod's resize (in-place vertical scaling)
         if self.ranges.peek(self.event_log, attrs.namespace) == []:
             return False  # known to have no LimitRange
         if attrs.kind.plural == "pods":
-            return attrs.operation == admission.CREATE
+            return attrs.operation == admission.CREATE or attrs.subresource == "resize"
         return attrs.kind.plural == "persistentvolumeclaims" and attrs.operation in (admission.CREATE,
                                                                                      admission.UPDATE)
 
@@ -37,8 +40,8 @@ class LimitRangerPlugin(admission.BasePlugin):
         return limitranges.sort_ranges(await self.ranges.list(store.log, attrs.namespace))
 
     async def admit(self, attrs: admission.Attributes, store: admission.Store) -> None:
-        if attrs.kind.plural != "pods" or attrs.obj is None:
-            return
+        if attrs.kind.plural != "pods" or attrs.obj is None or attrs.subresource:
+            return  # a resize is checked against the ranges, not defaulted (it removes no request or limit)
         for limit_range in await self._ranges(attrs, store):
             limitranges.apply_pod_defaults(attrs.obj, limit_range)
 

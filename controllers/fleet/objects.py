@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from controllers.fleet import resizing
 from controllers.fleet.model import (
     DEFAULT_CAPACITY,
     Attribute,
@@ -634,7 +635,7 @@ def container_status(pod: Mapping[str, Any], container: Mapping[str, Any], state
     out["imageID"] = f"{repo}@sha256:{_hex('image', image)}"
     out["containerID"] = f"containerd://{_hex('container', uid, name)}"
     if state == "running":
-        out.update(ready=True, started=True)
+        out.update(ready=True, started=True, **resizing.applied_resources(container))
         out["state"] = {"running": {"startedAt": started_at}}
         return out
     finished = (old_state.get("terminated") or {}).get("finishedAt") or clocks.rfc3339(now)
@@ -688,7 +689,7 @@ def _names(containers: Iterable[Mapping[str, Any]]) -> str:
 
 
 OWNED_POD_STATUS = ("phase", "conditions", "hostIP", "hostIPs", "podIP", "podIPs", "startTime",
-                    "containerStatuses", "initContainerStatuses", "reason", "message")
+                    "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "reason", "message")
 
 
 def pod_status(pod: Mapping[str, Any], stage: str, *, now: float, host_ip: str, pod_ip: str = "",
@@ -732,6 +733,10 @@ def pod_status(pod: Mapping[str, Any], stage: str, *, now: float, host_ip: str, 
         mains = [container_status(pod, c, "running", now, old_main.get(str(c.get("name")))) for c in containers]
         init_list = [container_status(pod, c, "running" if _is_sidecar(c) else "terminated", now,
                                       old_init.get(str(c.get("name")))) for c in inits]
+        old_eph = _statuses_by_name(status, "ephemeralContainerStatuses")
+        if spec.get("ephemeralContainers"):
+            out["ephemeralContainerStatuses"] = [resizing.ephemeral_status(container_status(
+                pod, c, "running", now, old_eph.get(str(c.get("name"))))) for c in spec["ephemeralContainers"]]
     elif stage == "completed":
         out["phase"] = "Succeeded" if exit_code == 0 else "Failed"
         if pod_ip:
@@ -748,7 +753,8 @@ def pod_status(pod: Mapping[str, Any], stage: str, *, now: float, host_ip: str, 
                      for c in inits]
     else:
         raise ValueError(f"unknown stage {stage!r}")
-    out["conditions"] = _conditions(status.get("conditions") or [], conds, now)
+    out["conditions"] = [c for c in _conditions(status.get("conditions") or [], conds, now)
+                         if c.get("type") not in resizing.RESIZE_CONDITIONS]
     out["containerStatuses"] = sorted(mains, key=lambda s: s["name"])
     if init_list:
         out["initContainerStatuses"] = init_list

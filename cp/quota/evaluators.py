@@ -331,7 +331,7 @@ class PodEvaluator(Evaluator):
     def handles(self, *, operation: str, subresource: str, obj: Mapping[str, Any] | None,
                 old: Mapping[str, Any] | None) -> bool:
         if subresource:
-            return False  # pods/resize, which re-charges resized resources upstream, is not served
+            return subresource == "resize" and operation == "UPDATE"  # a resize charges what grew
         if operation == "UPDATE" and obj is not None and old is not None:
             return is_terminating(old) != is_terminating(obj)
         return operation == "CREATE"

@@ -53,6 +53,16 @@ def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: floa
         zero.fill(obj, api_version=kind.api_version, kind=kind.kind)
 
 
+def partial_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any], *,
+                  subresource: str) -> dict[str, Any]:
+    """A write to a subresource that changes part of the object (`res.PARTIAL_WRITES`): the kind's own
+    rule for it where it has one (a Pod's `ephemeralcontainers`, `resize`), else as `/status`."""
+    for name, fn in of(kind).partial_writes:
+        if name == subresource:
+            return fn(new, _copy(old))
+    return status_write(kind, new, old)
+
+
 def status_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any]) -> dict[str, Any]:
     """A write to `/status`: the old object with the new status (metav1.ResetObjectMetaForStatus),
     keeping of the written metadata only what the kind's status strategy keeps."""
@@ -95,4 +105,5 @@ def _copy(value: Any) -> Any:
     return value
 
 
-__all__ = ["STRATEGIES", "Strategy", "of", "prepare_for_create", "prepare_for_update", "status_write"]
+__all__ = ["STRATEGIES", "Strategy", "of", "partial_write", "prepare_for_create", "prepare_for_update",
+           "status_write"]

@@ -1,7 +1,12 @@
 """Strategies of core/v1 kinds: pods, namespaces, nodes, persistent volumes and claims.
 
 A new volume or claim starts `Pending` (a volume records when it entered the phase, and a status write
-that changes the phase without a new time gets one: PersistentVolumeLastPhaseTransitionTime)."""
+that changes the phase without a new time gets one: PersistentVolumeLastPhaseTransitionTime).
+
+A Pod's `ephemeralcontainers` and `resize` subresources write part of its spec (upstream's
+podEphemeralContainersStrategy and podResizeStrategy): the stored pod with, of the write, only the
+ephemeral containers, or only each container's `resources` and `resizePolicy` (matched by name; a
+container the write does not name keeps its own)."""
 
 from __future__ import annotations
 
@@ -63,12 +68,49 @@ def _volume_update(new: Obj, old: Obj, now: float, subresource: str) -> None:
         status["lastPhaseTransitionTime"] = clocks.rfc3339(now)
 
 
+def _set_or_drop(target: dict[str, Any], key: str, value: Any) -> None:
+    if value is None:
+        target.pop(key, None)
+    else:
+        target[key] = value
+
+
+def _spec(obj: Obj) -> dict[str, Any]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        spec = obj["spec"] = {}
+    return spec
+
+
+def _ephemeral_containers_write(new: Obj, stored: Obj) -> Obj:
+    """Of the write, only `spec.ephemeralContainers` (validation then forbids changing existing ones)."""
+    raw = new.get("spec")
+    written = raw.get("ephemeralContainers") if isinstance(raw, dict) else None
+    _set_or_drop(_spec(stored), "ephemeralContainers", written)
+    return stored
+
+
+def _resize_write(new: Obj, stored: Obj) -> Obj:
+    """Of the write, only the regular containers' `resources` and `resizePolicy`, by container name."""
+    raw = new.get("spec")
+    written = raw.get("containers") if isinstance(raw, dict) else None
+    by_name = {c.get("name"): c for c in written or [] if isinstance(c, dict)}
+    for container in _spec(stored).get("containers") or []:
+        if not isinstance(container, dict) or container.get("name") not in by_name:
+            continue
+        source = by_name[container.get("name")]
+        for key in ("resources", "resizePolicy"):
+            _set_or_drop(container, key, source.get(key))
+    return stored
+
+
 STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "PersistentVolume"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
                                        prepare_for_create=_volume_create, prepare_for_update=_volume_update),
     ("", "PersistentVolumeClaim"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
                                             prepare_for_create=_claim_create),
-    ("", "Pod"): Strategy(initial_status=_pod_status),
+    ("", "Pod"): Strategy(initial_status=_pod_status, partial_writes=(
+        ("ephemeralcontainers", _ephemeral_containers_write), ("resize", _resize_write))),
     ("", "Namespace"): Strategy(initial_status=lambda _obj: {"phase": "Active"}),
     ("", "Node"): Strategy(status_on_create=True),  # the kubelet registers a node with its status
 }

@@ -27,3 +27,6 @@ class Strategy(msgspec.Struct, frozen=True, kw_only=True):
     warnings: Callable[[Obj], list[str]] | None = None
     # Metadata fields a `/status` write may change (upstream resets all of metadata for most kinds).
     status_keeps_metadata: tuple[str, ...] = ()
+    # Other subresources that write part of the object (`cp.resources.PARTIAL_WRITES`): (name, fn) where
+    # fn(new, old) returns the object to store, the stored one with what the write may change.
+    partial_writes: tuple[tuple[str, Callable[[Obj, Obj], Obj]], ...] = ()

@@ -46,6 +46,9 @@ _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _PREEMPTION_POLICIES = ("Never", "PreemptLowerPriority")
 _CONTAINER_RESTART_POLICIES = ("Always",)
+_EPHEMERAL_FORBIDDEN = ("ports", "resources", "resizePolicy", "restartPolicy", "restartPolicyRules",
+                        "livenessProbe", "readinessProbe", "startupProbe", "lifecycle")
+_MIRROR_POD = "kubernetes.io/config.mirror"
 _STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 
 # ---------------------------------------------------------------- quantities and resources
@@ -241,9 +244,16 @@ def _validate_container(c: dict[str, Any], path: str, errs: list[Cause], *, name
     elif name:
         names.add(name)
     if kind == "ephemeralContainers":
-        for forbidden in ("ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"):
+        # Ephemeral containers are not for a pod's services: upstream allows a list of fields; these
+        # are the others, in the order of the Go struct.
+        for forbidden in _EPHEMERAL_FORBIDDEN:
             if c.get(forbidden):
                 errs.append(Cause("Forbidden", f"{path}.{forbidden}", "cannot be set for an Ephemeral Container"))
+        for i, m in enumerate(as_list(c.get("volumeMounts"))):
+            for key in ("subPath", "subPathExpr"):
+                if as_dict(m).get(key):
+                    errs.append(Cause("Forbidden", f"{path}.volumeMounts[{i}].{key}",
+                                      "cannot be set for an Ephemeral Container"))
         return
     for key in ("livenessProbe", "readinessProbe", "startupProbe"):
         _validate_probe(c.get(key), f"{path}.{key}", errs)
@@ -396,9 +406,13 @@ def validate_pod_spec(spec: Any, path: str, errs: list[Cause], *, pod_name: str 
     for i, c in enumerate(as_list(spec.get("initContainers"))):
         _validate_container(as_dict(c), f"{path}.initContainers[{i}]", errs, names=names, volumes=volumes,
                             pod_claims=pod_claims, kind="initContainers")
+    targets = set(names)
     for i, c in enumerate(as_list(spec.get("ephemeralContainers"))):
         _validate_container(as_dict(c), f"{path}.ephemeralContainers[{i}]", errs, names=names, volumes=volumes,
                             pod_claims=pod_claims, kind="ephemeralContainers")
+        target = as_str(as_dict(c).get("targetContainerName"))
+        if target and target not in targets:
+            errs.append(Cause("NotFound", f"{path}.ephemeralContainers[{i}].targetContainerName", "", target))
     rp = spec.get("restartPolicy")
     if not rp:
         errs.append(Cause("Required", f"{path}.restartPolicy", ""))
@@ -560,6 +574,84 @@ def _validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], errs: 
 
 
 
+def _validate_ephemeral_containers_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    """ValidatePodEphemeralContainersUpdate: the new pod is valid, and ephemeral containers are only
+    added (existing ones neither removed nor changed, matched by name as patches may reorder them)."""
+    validate_pod_spec(new.get("spec"), "spec", errs, pod_name=as_str(meta_of(new).get("name")))
+    if _MIRROR_POD in as_dict(meta_of(old).get("annotations")):
+        errs[:] = [Cause("Forbidden", "", "static pods do not support ephemeral containers")]
+        return
+    written = {as_str(as_dict(c).get("name")): as_dict(c)
+               for c in as_list(as_dict(new.get("spec")).get("ephemeralContainers"))}
+    for c in as_list(as_dict(old.get("spec")).get("ephemeralContainers")):
+        c = as_dict(c)
+        name = as_str(c.get("name"))
+        if name not in written:
+            errs.append(Cause("Forbidden", "spec.ephemeralContainers",
+                              f"existing ephemeral containers {json.dumps(name)} may not be removed\n"))
+        elif written[name] != c:
+            errs.append(Cause("Forbidden", f"spec.ephemeralContainers[{name}]",
+                              f"existing ephemeral containers {json.dumps(name)} may not be changed\n"
+                              + _spec_diff(c, written[name]).replace("core.PodSpec", "core.EphemeralContainer")))
+
+
+def _resources_without_cpu_memory(new: Any, old: Any) -> dict[str, Any] | None:
+    """A resource list with its cpu and memory as in `old` (None when `old` has none)."""
+    if not isinstance(old, dict):
+        return None
+    out = {k: v for k, v in as_dict(new).items() if k not in ("cpu", "memory")}
+    out.update({k: old[k] for k in ("cpu", "memory") if k in old})
+    return out
+
+
+def _non_empty(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in mapping.items() if v}
+
+
+def _validate_pod_resize(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
+    """ValidatePodResize: the new pod is valid; static and windows pods are not resized; the QoS class
+    stays; requests and limits are not removed; of the containers only cpu and memory change."""
+    from cp.strategies.core import qos_class  # the strategy's rule, as upstream's qos helper
+
+    spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
+    validate_pod_spec(spec, "spec", errs, pod_name=as_str(meta_of(new).get("name")))
+    if _MIRROR_POD in as_dict(meta_of(old).get("annotations")):
+        errs[:] = [Cause("Forbidden", "", "static pods cannot be resized")]
+        return
+    if as_dict(old_spec.get("os")).get("name") == "windows":
+        errs[:] = [Cause("Forbidden", "", "windows pods cannot be resized")]
+        return
+    old_qos = as_str(as_dict(old.get("status")).get("qosClass")) or qos_class(old_spec)
+    if qos_class(spec) != old_qos:
+        errs.append(Cause("Invalid", "spec", "Pod QOS Class may not change as a result of resizing",
+                          as_str(as_dict(new.get("status")).get("qosClass"))))
+    containers, old_containers = as_list(spec.get("containers")), as_list(old_spec.get("containers"))
+    mutable_only = len(containers) == len(old_containers)  # the strategy keeps the stored containers
+    for i, (c, o) in enumerate(zip(containers, old_containers, strict=False)):
+        c, o = as_dict(c), as_dict(o)
+        resources, old_resources = as_dict(c.get("resources")), as_dict(o.get("resources"))
+        path = f"spec.containers[{i}].resources"
+        for key in ("limits", "requests"):
+            if any(name not in as_dict(resources.get(key)) for name in as_dict(old_resources.get(key))):
+                errs.append(Cause("Forbidden", f"{path}.{key}", f"resource {key} cannot be removed"))
+        munged = dict(resources)
+        for key in ("limits", "requests"):
+            kept = _resources_without_cpu_memory(resources.get(key), old_resources.get(key))
+            if kept is None:
+                munged.pop(key, None)
+            else:
+                munged[key] = kept
+        rest = {k: v for k, v in c.items() if k not in ("resources", "resizePolicy")}
+        old_rest = {k: v for k, v in o.items() if k not in ("resources", "resizePolicy")}
+        if rest != old_rest or _non_empty(munged) != _non_empty(old_resources):
+            mutable_only = False
+    others = {k: v for k, v in spec.items() if k != "containers"}
+    if not mutable_only or others != {k: v for k, v in old_spec.items() if k != "containers"}:
+        errs.append(Cause("Forbidden", "spec", "only cpu and memory resources are mutable"))
+
+
 RULES = {
-    ("", "Pod"): Rules(_validate_pod_create, _validate_pod_update, _validate_pod_status_update),
+    ("", "Pod"): Rules(_validate_pod_create, _validate_pod_update, _validate_pod_status_update,
+                       subresource_updates={"ephemeralcontainers": _validate_ephemeral_containers_update,
+                                            "resize": _validate_pod_resize}),
 }

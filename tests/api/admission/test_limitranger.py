@@ -134,3 +134,19 @@ async def test_without_limit_ranges_pods_are_left_alone(http: aiohttp.ClientSess
     assert code == 201
     assert pod["spec"]["containers"][0]["resources"] == {}
     assert "annotations" not in pod["metadata"]
+
+
+async def test_a_resize_is_held_to_the_bounds(http: aiohttp.ClientSession) -> None:
+    await _limits(http, "bounds", {"type": "Container", "max": {"cpu": "1"}})
+    code, pod = await _post(http, "pods", _pod("web", _container("app", requests={"cpu": "200m"},
+                                                                  limits={"cpu": "500m"})))
+    assert code == 201, pod
+    smp = {"Content-Type": "application/strategic-merge-patch+json"}
+    body = {"spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "2"}}}]}}
+    async with http.patch(f"{NS}/pods/web/resize", json=body, headers=smp) as r:
+        assert r.status == 403, await r.text()
+        assert (await r.json())["message"] == ('pods "web" is forbidden: maximum cpu usage per Container is 1, '
+                                               'but limit is 2')
+    body["spec"]["containers"][0]["resources"]["limits"]["cpu"] = "800m"
+    async with http.patch(f"{NS}/pods/web/resize", json=body, headers=smp) as r:
+        assert r.status == 200, await r.text()

@@ -264,3 +264,22 @@ async def test_objects_outside_namespaces_and_ignored_resources(http: aiohttp.Cl
              "reason": "Test", "message": "m"}
     assert (await _post(http, f"{NS}/events", event))[0] == 201
     assert (await _post(http, "/api/v1/namespaces", {"metadata": {"name": "fresh"}}))[0] == 201
+
+
+async def test_a_resize_is_charged_what_grew(http: aiohttp.ClientSession) -> None:
+    await _quota(http, "compute", {"requests.cpu": "1"})
+    code, _ = await _post(http, f"{NS}/pods", _pod("a", requests={"cpu": "400m"}))
+    assert code == 201
+    smp = {"Content-Type": "application/strategic-merge-patch+json"}
+
+    async def resize(cpu: str) -> tuple[int, dict[str, Any]]:
+        body = {"spec": {"containers": [{"name": "app", "resources": {"requests": {"cpu": cpu}}}]}}
+        async with http.patch(f"{NS}/pods/a/resize", json=body, headers=smp) as r:
+            return r.status, await r.json()
+
+    code, status = await resize("1200m")
+    assert (code, status["message"]) == (403, 'pods "a" is forbidden: exceeded quota: compute, requested: '
+                                              'requests.cpu=800m, used: requests.cpu=400m, limited: requests.cpu=1')
+    code, _ = await resize("900m")
+    assert code == 200
+    assert await _used(http, "compute") == {"requests.cpu": "900m"}

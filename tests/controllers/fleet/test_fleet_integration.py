@@ -410,3 +410,37 @@ async def test_a_pod_deleted_without_grace_but_kept_by_a_finalizer_is_stopped(
         assert len(writes) == 4 and writes[1] == writes[3] == "kubelet"
         await client.patch("pods", "held", {"metadata": {"finalizers": None}}, namespace="default")
         await eventually(lambda: _is(client, "held", "<gone>"), what="pod gone")
+
+
+async def test_a_resize_is_applied_and_an_ephemeral_container_runs(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    resources = {"requests": {"cpu": "100m"}, "limits": {"cpu": "200m"}}
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod("web", "gpu-node-1", containers=[
+            {"name": "app", "image": "nginx:1.27", "resources": resources}]))
+        await eventually(lambda: _is(client, "web", "Running"), what="pod running")
+        (cs,) = (await client.get("pods", "web", namespace="default"))["status"]["containerStatuses"]
+        assert cs["resources"] == resources and cs["allocatedResources"] == {"cpu": "100m"}
+
+        resized = {"requests": {"cpu": "150m"}, "limits": {"cpu": "300m"}}
+        await client.patch("pods", "web", {"spec": {"containers": [{"name": "app", "resources": resized}]}},
+                           namespace="default", patch_type="strategic", subresource="resize")
+
+        async def applied() -> bool:
+            pod = await client.get("pods", "web", namespace="default")
+            return bool(pod["status"]["containerStatuses"][0].get("resources") == resized)
+        await eventually(applied, what="resize applied")
+
+        await client.patch("pods", "web", {"spec": {"ephemeralContainers": [{"name": "dbg", "image": "busybox"}]}},
+                           namespace="default", patch_type="strategic", subresource="ephemeralcontainers")
+
+        async def debugging() -> bool:
+            status = (await client.get("pods", "web", namespace="default"))["status"]
+            return bool(status.get("ephemeralContainerStatuses"))
+        await eventually(debugging, what="ephemeral container status")
+        status = (await client.get("pods", "web", namespace="default"))["status"]
+        (eph,) = status["ephemeralContainerStatuses"]
+        assert eph["name"] == "dbg" and eph["ready"] is False and "running" in eph["state"]
+        assert eph["image"] == "docker.io/library/busybox:latest"
+        assert not any(c["type"].startswith("PodResize") for c in status["conditions"])
