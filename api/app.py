@@ -165,22 +165,30 @@ def server_context() -> stores.WriteContext:
     return stores.WriteContext(user="system:apiserver", field_manager="kube-apiserver", user_agent="kube-apiserver")
 
 
+# The built-in admission plugins, by kube-apiserver's names, in its order.
+ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "ResourceQuota")
+
+
 def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None,
-                      service_accounts: bool = False) -> None:
+                      service_accounts: bool = False, disabled: frozenset[str] = frozenset()) -> None:
     """The built-in admission plugins, in kube-apiserver's order (LimitRanger, ServiceAccount,
     Priority, ..., ResourceQuota last of the validating ones). `authorize`: the server's authorizer,
     for the plugins that check the writer's permissions (CertificateApproval). `service_accounts`:
     the ServiceAccount plugin (`cplane serve`; off in the test sandbox, which runs no controller to
-    create the `default` accounts it requires)."""
-    store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
-    if service_accounts:
+    create the `default` accounts it requires). `disabled`: plugin names left out
+    (`--disable-admission-plugins`)."""
+    if "LimitRanger" not in disabled:
+        store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
+    if service_accounts and "ServiceAccount" not in disabled:
         from api.admission import serviceaccount
 
         store.admission.add(serviceaccount.ServiceAccountPlugin())
-    store.admission.add(priority.PriorityPlugin(writer=server_context))
-    if authorize is not None:
+    if "Priority" not in disabled:
+        store.admission.add(priority.PriorityPlugin(writer=server_context))
+    if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
-    store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
+    if "ResourceQuota" not in disabled:
+        store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 
 
 async def bootstrap(store: stores.Store) -> None:
@@ -221,7 +229,7 @@ async def _shutdown_watches(app: web.Application) -> None:
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
              auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
-             service_accounts: bool = False) -> web.Application:
+             service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset()) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -234,6 +242,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     - `service_ranges`: the Services' cluster IP and node port ranges (kube-apiserver's defaults if None).
     - `service_accounts`: the ServiceAccount admission plugin (pods run as an existing account, with
       its token volume), as kube-apiserver enables it by default (`cplane serve`).
+    - `disabled_admission`: built-in admission plugins left out (`--disable-admission-plugins`).
     """
     from api import auth as auths
 
@@ -253,7 +262,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.BOOTSTRAP] = bootstrap_objects
     app[st.STORE].hooks[("", "services")] = services.ServiceAllocator(ranges=ranges, writer=server_context)
     install_admission(app[st.STORE], authorize=(lambda attrs: auth.authorize(attrs).allowed)
-                      if auth is not None and auth.secure else None, service_accounts=service_accounts)
+                      if auth is not None and auth.secure else None, service_accounts=service_accounts,
+                      disabled=disabled_admission)
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()

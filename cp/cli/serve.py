@@ -27,6 +27,27 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+# kube-apiserver's names of the built-in plugins (api.app.ADMISSION_PLUGINS, kept equal by a test).
+_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "ResourceQuota")
+
+
+def _plugins(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in _PLUGINS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown admission plugins: {', '.join(unknown)} "
+                                         f"(known: {', '.join(_PLUGINS)})")
+    return names
+
+
+def _service_accounts(args: argparse.Namespace) -> bool:
+    """ServiceAccount admission: on, as kube-apiserver's default, while the controller that creates the
+    `default` accounts runs; with `--no-controllers` only when enabled explicitly."""
+    if "ServiceAccount" in args.disable_admission_plugins:
+        return False
+    return "ServiceAccount" in args.enable_admission_plugins or not args.no_controllers
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "serve", help="serve the Kubernetes API (and controllers) over an event log",
@@ -47,7 +68,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="the `iss` of ServiceAccount tokens (default https://kubernetes.default.svc.cluster.local)")
     p.add_argument("--api-audiences", default=None, metavar="A,B",
                    help="audiences a token must be for to reach the API (default: the issuer)")
-    p.add_argument("--no-controllers", action="store_true", help="serve the API only")
+    p.add_argument("--no-controllers", action="store_true",
+                   help="serve the API only (ServiceAccount admission is then off unless enabled: no "
+                        "controller keeps the `default` accounts it requires)")
+    p.add_argument("--enable-admission-plugins", type=_plugins, default=(), metavar="NAMES",
+                   help="built-in admission plugins to run besides the default ones: " + ", ".join(_PLUGINS))
+    p.add_argument("--disable-admission-plugins", type=_plugins, default=(), metavar="NAMES",
+                   help="built-in admission plugins to leave out (comma-separated, kube-apiserver's names)")
     p.add_argument("--service-cluster-ip-range", type=_cidr, default="10.0.0.0/24", metavar="CIDR",
                    help="the range Services' cluster IPs come from (default 10.0.0.0/24, as kube-apiserver; "
                         "the `kubernetes` Service takes its first address)")
@@ -110,7 +137,8 @@ async def _serve_async(args: argparse.Namespace) -> int:
                               advertise_address=args.advertise_address,
                               service_account_issuer=args.service_account_issuer,
                               api_audiences=tuple(a for a in (args.api_audiences or "").split(",") if a),
-                              app_options={"service_accounts": True,
+                              app_options={"service_accounts": _service_accounts(args),
+                                           "disabled_admission": frozenset(args.disable_admission_plugins),
                                            "service_ranges": allocation.ServiceRanges(
                                                cluster_ip_range=args.service_cluster_ip_range,
                                                node_port_range=args.service_node_port_range)}) as srv:

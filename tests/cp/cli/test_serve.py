@@ -3,10 +3,14 @@ writes (a full disk), a database it cannot reach — exit 1, no traceback, no pa
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import resource
 import sys
 from pathlib import Path
+
+from api import app
+from cp.cli import serve
 
 CPLANE = (sys.executable, "-m", "cp.cli")
 
@@ -46,3 +50,24 @@ async def test_bad_service_ranges_are_usage_errors(tmp_path: Path) -> None:
     assert code == 2 and "argument --service-cluster-ip-range:" in err and "Traceback" not in err
     code, err = await _serve("--data-dir", str(tmp_path), "--service-node-port-range", "32767-30000")
     assert code == 2 and "argument --service-node-port-range: invalid port range: 32767-30000" in err
+
+
+async def test_unknown_admission_plugins_are_usage_errors(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--disable-admission-plugins", "Priority,AlwaysDeny")
+    assert code == 2 and "unknown admission plugins: AlwaysDeny" in err and "Traceback" not in err
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    serve.add_parser(parser.add_subparsers())
+    return parser.parse_args(["serve", "--data-dir", "d", *argv])
+
+
+def test_service_account_admission_runs_where_its_controller_does() -> None:
+    assert serve._PLUGINS == app.ADMISSION_PLUGINS
+    assert serve._service_accounts(_args())  # the serviceaccount controller runs in-process
+    assert not serve._service_accounts(_args("--no-controllers"))  # nothing would create `default`
+    assert serve._service_accounts(_args("--no-controllers", "--enable-admission-plugins", "ServiceAccount"))
+    assert not serve._service_accounts(_args("--disable-admission-plugins", "ServiceAccount,Priority"))
+    assert _args("--disable-admission-plugins", "Priority,ResourceQuota").disable_admission_plugins == (
+        "Priority", "ResourceQuota")
