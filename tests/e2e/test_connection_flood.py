@@ -77,6 +77,7 @@ async def test_a_thousand_stalled_connections_do_not_take_the_server_down(tmp_pa
         proc.terminate()
         await proc.wait()
         await drainer
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))  # the next tests' children inherit it
     text = log.decode(errors="replace")
     assert "Traceback" not in text and "out of system resource" not in text
     refusals = [line for line in text.splitlines() if "connections_refused" in line]

@@ -11,7 +11,9 @@ from bench import hostile
 
 
 async def test_the_hostile_campaign_keeps_every_bound(tmp_path: Path) -> None:
-    figures = await hostile.campaign(data_dir=tmp_path, baseline_s=5.0, attack_s=10.0, scale=0.5)
+    # Phases long enough for stable percentiles (500 baseline writes, 1,000 under attack): with half
+    # as many, the p99 was the third slowest write and one scheduler hiccup decided the comparison.
+    figures = await hostile.campaign(data_dir=tmp_path, baseline_s=10.0, attack_s=20.0, scale=0.5)
     print(hostile.report(figures))
     assert not figures.failures(), hostile.report(figures)
     expected = {"yaml-alias-create", "yaml-alias-apply", "json-patch-copy", "watch-timeout-overflow",
