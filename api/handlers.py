@@ -418,7 +418,8 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.served is not None:
-        result = await versions.patch(store, target, body, content_type, ctx, subresource=sub)
+        result = await versions.patch(store, target, body, content_type, ctx, subresource=sub,
+                                      force=bool(force))
     else:
         result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
                                    subresource=sub, force=bool(force))

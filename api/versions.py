@@ -12,7 +12,7 @@ import msgspec
 
 from api import reads
 from api import store as stores
-from cp import conversions, errors, patching
+from cp import conversions, errors, fieldmanager, patching
 from cp import resources as res
 from storage import log
 
@@ -55,13 +55,19 @@ def to_storage(target: reads.Target, obj: dict[str, Any], *, create: bool = Fals
 
 
 async def patch(store: stores.Store, target: reads.Target, body: bytes, content_type: str,
-                ctx: stores.WriteContext, *, subresource: str) -> stores.Result:
+                ctx: stores.WriteContext, *, subresource: str, force: bool = False) -> stores.Result:
     """A patch written against the client's version: applied to the stored object converted to that
-    version, and the result converted back (server-side apply is the stored kind's only)."""
+    version, and the result converted back. A server-side apply configuration is converted to the
+    stored version and applied there, so its fields are owned (and listed in managedFields) as the
+    stored version's."""
     served = target.served
     assert served is not None
     if content_type == patching.APPLY_PATCH:
-        raise patching.unsupported_media_type()
+        applied = patching.apply_yaml_body(body)
+        fieldmanager.check_apply_config(served, applied)
+        stored = conversions.to_storage(served, applied)
+        return await store.apply(target.kind, target.namespace, target.name, msgspec.json.encode(stored), ctx,
+                                 subresource=subresource, force=force)
 
     def mutate(current: dict[str, Any]) -> dict[str, Any]:
         shown = conversions.served_object(served, msgspec.json.encode(current))

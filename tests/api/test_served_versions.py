@@ -200,3 +200,28 @@ async def test_field_selectors_of_each_version(http: aiohttp.ClientSession) -> N
     async with http.get(EVENTS, params={"fieldSelector": "involvedObject.name=web"}) as r:
         assert r.status == 400
         assert (await _json(r))["message"] == "field label not supported: involvedObject.name"
+
+
+async def test_server_side_apply_through_the_other_version(http: aiohttp.ClientSession) -> None:
+    """An events.k8s.io/v1 apply configuration is converted and applied as the stored core Event: the
+    answer is in v1, the stored object in core's names; a configuration of another kind is a 400."""
+    event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "applied.1"},
+             "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/ctl",
+             "reportingInstance": "ctl-1", "action": "Scale", "reason": "Scaled", "type": "Normal",
+             "regarding": {"kind": "Deployment", "namespace": "default", "name": "web"}, "note": "scaled up"}
+    headers = {"Content-Type": "application/apply-patch+yaml"}
+    url = f"{EVENTS}/applied.1?fieldManager=ctl"
+    async with http.patch(url, data=json.dumps(event), headers=headers) as r:
+        assert r.status == 201, await r.text()
+        assert (await _json(r))["note"] == "scaled up"
+    async with http.patch(url, data=json.dumps({**event, "note": "scaled up again"}), headers=headers) as r:
+        assert r.status == 200, await r.text()
+        assert (await _json(r))["apiVersion"] == "events.k8s.io/v1"
+    async with http.get(f"{CORE}/applied.1") as r:
+        core = await _json(r)
+    assert core["message"] == "scaled up again"
+    assert [m["manager"] for m in core["metadata"]["managedFields"]] == ["ctl"]
+    wrong = {**event, "apiVersion": "v1"}
+    async with http.patch(url, data=json.dumps(wrong), headers=headers) as r:
+        assert r.status == 400
+        assert (await _json(r))["message"] == "invalid object type: /v1, Kind=Event"

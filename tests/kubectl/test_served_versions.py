@@ -67,3 +67,38 @@ async def test_autoscale_and_get_hpa_v1(kubectl: Kubectl) -> None:
                   json.dumps({"spec": {"targetCPUUtilizationPercentage": 55}}))
     target = await kubectl.jsonpath("hpa", "web", path="{.spec.metrics[0].resource.target.averageUtilization}")
     assert target == "55"
+
+
+HPA_V1 = """\
+apiVersion: autoscaling/v1
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 1
+  maxReplicas: {max}
+  targetCPUUtilizationPercentage: {cpu}
+"""
+
+
+async def test_server_side_apply_of_an_hpa_v1_manifest(kubectl: Kubectl) -> None:
+    """Helm v4 and `kubectl apply --server-side` apply a chart's autoscaling/v1 HPA as written: the
+    configuration is converted to the stored version and applied there; a second apply changes what
+    it owns, and a change through v2 by another manager is a conflict until forced."""
+    await kubectl("apply", "-f", kubectl.write("web.yaml", DEPLOYMENT))
+    first = kubectl.write("hpa.yaml", HPA_V1.replace("{max}", "4").replace("{cpu}", "60"))
+    r = await kubectl("apply", "--server-side", "--field-manager=chart", "-f", first)
+    assert r.stdout.strip() == "horizontalpodautoscaler.autoscaling/web serverside-applied"
+    v1 = (await kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "json")).json()
+    assert (v1["spec"]["maxReplicas"], v1["spec"]["targetCPUUtilizationPercentage"]) == (4, 60)
+    second = kubectl.write("hpa2.yaml", HPA_V1.replace("{max}", "6").replace("{cpu}", "75"))
+    await kubectl("apply", "--server-side", "--field-manager=chart", "-f", second)
+    v2 = (await kubectl("get", "hpa", "web", "-o", "json")).json()
+    assert v2["spec"]["maxReplicas"] == 6
+    assert v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"] == 75
+    await kubectl("patch", "hpa", "web", "--type=merge", "--field-manager=someone", "-p",
+                  json.dumps({"spec": {"maxReplicas": 9}}))
+    conflict = await kubectl("apply", "--server-side", "--field-manager=chart", "-f", second, check=False)
+    assert conflict.code != 0 and "conflict" in conflict.stderr.lower(), conflict.stderr
+    await kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=chart", "-f", second)
+    assert await kubectl.jsonpath("hpa", "web", path="{.spec.maxReplicas}") == "6"
