@@ -104,7 +104,7 @@ SERVED: tuple[ResourceKind, ...] = (
     ResourceKind(group="", version="v1", kind="Endpoints", plural="endpoints", singular="endpoints", namespaced=True, short_names=("ep",), has_spec=False),
     ResourceKind(group="", version="v1", kind="Event", plural="events", singular="event", namespaced=True, short_names=("ev",), has_spec=False),
     ResourceKind(group="", version="v1", kind="LimitRange", plural="limitranges", singular="limitrange", namespaced=True, short_names=("limits",), has_spec=False),
-    ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", singular="namespace", namespaced=False, short_names=("ns",), subresources=(_status("Namespace"),), verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
+    ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", singular="namespace", namespaced=False, short_names=("ns",), subresources=(Subresource(name="finalize", kind="Namespace", verbs=("update",)), _status("Namespace"),), verbs=("create", "delete", "get", "list", "patch", "update", "watch")),
     ResourceKind(group="", version="v1", kind="Node", plural="nodes", singular="node", namespaced=False, short_names=("no",), subresources=(_status("Node"),)),
     ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", singular="persistentvolumeclaim", namespaced=True, short_names=("pvc",), subresources=(_status("PersistentVolumeClaim"),), has_spec=False),
     ResourceKind(group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", singular="persistentvolume", namespaced=False, short_names=("pv",), subresources=(_status("PersistentVolume"),), has_spec=False),

@@ -28,7 +28,6 @@ END = "<!-- served-resources: end -->"
 # subresource or ""), with the reason.
 _NO_NODES = "no kubelet or container to connect to (the fleet's nodes are simulated)"
 NOT_SERVED: dict[tuple[str, str, str], str] = {
-    ("v1", "namespaces", "finalize"): "served (PUT, as the namespace controller writes it) but not listed in discovery",
     ("v1", "nodes", "proxy"): _NO_NODES,
     ("v1", "pods", "attach"): _NO_NODES,
     ("v1", "pods", "exec"): _NO_NODES,
