@@ -7,6 +7,8 @@ from typing import Any
 
 from cp.printers.common import (
     AGE_COL,
+    CONTAINERS_COL,
+    IMAGES_COL,
     NAME_COL,
     E,
     Obj,
@@ -14,6 +16,7 @@ from cp.printers.common import (
     col,
     containers_images,
     format_labels,
+    replicas_row,
     selector_format,
     selector_text,
     since,
@@ -21,8 +24,6 @@ from cp.printers.common import (
 
 __all__ = ["PRINTERS"]
 
-_CONTAINERS_COL = col("Containers", "string", "Names of the containers in the pod template.", priority=1)
-_IMAGES_COL = col("Images", "string", "Images of the containers in the pod template.", priority=1)
 
 
 def _selector_col(what: str) -> dict[str, Any]:
@@ -52,21 +53,7 @@ def _deployment_row(o: Obj) -> list[Any]:
 
 
 def _replicaset_row(o: Obj) -> list[Any]:
-    meta = o.get("metadata") or E
-    spec = o.get("spec") or E
-    status = o.get("status") or E
-    replicas = spec.get("replicas")
-    names, images = containers_images(_template_spec(spec))
-    return [
-        meta.get("name", ""),
-        1 if replicas is None else replicas,
-        status.get("replicas") or 0,
-        status.get("readyReplicas") or 0,
-        since(meta.get("creationTimestamp")),
-        names,
-        images,
-        selector_format(spec.get("selector")),
-    ]
+    return replicas_row(o, selector=selector_format((o.get("spec") or E).get("selector")))
 
 
 def _statefulset_row(o: Obj) -> list[Any]:
@@ -129,8 +116,8 @@ PRINTERS: dict[str, Printer] = {
         col("Up-to-date", "string", "Pods running the current pod template."),
         col("Available", "string", "Pods available for at least minReadySeconds."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         _selector_col("deployment"),
     ], _deployment_row),
     "ReplicaSet": Printer([
@@ -139,16 +126,16 @@ PRINTERS: dict[str, Printer] = {
         col("Current", "integer", "Most recently observed number of replicas."),
         col("Ready", "integer", "Number of ready replicas."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         _selector_col("replica set"),
     ], _replicaset_row),
     "StatefulSet": Printer([
         NAME_COL,
         col("Ready", "string", "Ready pods out of desired replicas."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
     ], _statefulset_row),
     "DaemonSet": Printer([
         NAME_COL,
@@ -159,8 +146,8 @@ PRINTERS: dict[str, Printer] = {
         col("Available", "integer", "Nodes whose daemon pod is available."),
         col("Node Selector", "string", "Node selector of the pod template."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         _selector_col("daemon set"),
     ], _daemonset_row),
     "ControllerRevision": Printer([

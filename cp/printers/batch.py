@@ -7,6 +7,8 @@ from typing import Any
 
 from cp.printers.common import (
     AGE_COL,
+    CONTAINERS_COL,
+    IMAGES_COL,
     NAME_COL,
     E,
     Obj,
@@ -23,8 +25,6 @@ from cp.printers.common import (
 
 __all__ = ["PRINTERS"]
 
-_CONTAINERS_COL = col("Containers", "string", "Names of the containers in the pod template.", priority=1)
-_IMAGES_COL = col("Images", "string", "Images of the containers in the pod template.", priority=1)
 _SELECTOR_COL = col("Selector", "string", "Label selector of the job's pods.", priority=1)
 
 
@@ -118,8 +118,8 @@ PRINTERS: dict[str, Printer] = {
         col("Completions", "string", "Succeeded pods out of the completions wanted."),
         col("Duration", "string", "Time the job took, or has taken so far."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         _SELECTOR_COL,
     ], _job_row),
     "CronJob": Printer([
@@ -130,8 +130,8 @@ PRINTERS: dict[str, Printer] = {
         col("Active", "integer", "Number of running jobs."),
         col("Last Schedule", "string", "Time since the job was last scheduled."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         _SELECTOR_COL,
     ], _cronjob_row),
 }

@@ -221,6 +221,22 @@ def containers_images(pod_spec: Obj) -> tuple[str, str]:
             ",".join(c.get("image") or "" for c in containers))
 
 
+CONTAINERS_COL = col("Containers", "string", "Names of the containers in the pod template.", priority=1)
+IMAGES_COL = col("Images", "string", "Images of the containers in the pod template.", priority=1)
+
+
+def replicas_row(o: Obj, *, selector: str) -> list[Any]:
+    """Name, desired, current, ready, age, containers, images, selector: the row of a ReplicaSet and of a
+    ReplicationController (whose selectors print differently)."""
+    meta = o.get("metadata") or E
+    spec = o.get("spec") or E
+    status = o.get("status") or E
+    replicas = spec.get("replicas")
+    names, images = containers_images((spec.get("template") or E).get("spec") or E)
+    return [meta.get("name", ""), 1 if replicas is None else replicas, status.get("replicas") or 0,
+            status.get("readyReplicas") or 0, since(meta.get("creationTimestamp")), names, images, selector]
+
+
 def _selector_key(sel: Any) -> Any:
     """A hashable rendering of a metav1.LabelSelector (for memoising its string form)."""
     if sel is None:

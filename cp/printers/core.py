@@ -12,7 +12,9 @@ from typing import Any
 
 from cp.printers.common import (
     AGE_COL,
+    CONTAINERS_COL,
     CREATED_AT_COL,
+    IMAGES_COL,
     NAME_COL,
     E,
     Obj,
@@ -23,13 +25,12 @@ from cp.printers.common import (
     epoch,
     format_labels,
     name_created_at,
+    replicas_row,
     since,
 )
 
 __all__ = ["PRINTERS", "event_row"]
 
-_CONTAINERS_COL = col("Containers", "string", "Names of the containers in the pod template.", priority=1)
-_IMAGES_COL = col("Images", "string", "Images of the containers in the pod template.", priority=1)
 
 
 def _namespace_row(o: Obj) -> list[Any]:
@@ -469,22 +470,7 @@ def _pvc_row(o: Obj) -> list[Any]:
 
 
 def _rc_row(o: Obj) -> list[Any]:
-    meta = o.get("metadata") or E
-    spec = o.get("spec") or E
-    status = o.get("status") or E
-    replicas = spec.get("replicas")
-    template = spec.get("template")
-    names, images = containers_images((template or E).get("spec") or E)
-    return [
-        meta.get("name", ""),
-        1 if replicas is None else replicas,
-        status.get("replicas") or 0,
-        status.get("readyReplicas") or 0,
-        since(meta.get("creationTimestamp")),
-        names,
-        images,
-        format_labels(spec.get("selector")),
-    ]
+    return replicas_row(o, selector=format_labels((o.get("spec") or E).get("selector")))
 
 
 def _pod_template_row(o: Obj) -> list[Any]:
@@ -622,8 +608,8 @@ PRINTERS: dict[str, Printer] = {
         col("Current", "integer", "Most recently observed number of replicas."),
         col("Ready", "integer", "Number of ready replicas."),
         AGE_COL,
-        _CONTAINERS_COL,
-        _IMAGES_COL,
+        CONTAINERS_COL,
+        IMAGES_COL,
         col("Selector", "string", "Labels of the pods the controller manages.", priority=1),
     ], _rc_row),
     "PodTemplate": Printer([
