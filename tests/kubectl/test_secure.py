@@ -145,6 +145,15 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
         assert json.loads(out)["status"]["userInfo"]["username"] == "system:serviceaccount:default:default"
         code, _, err = await k("create", "secret", "generic", "s", "--from-literal=password=s3cr3t-value-1234")
         assert code == 0, err
+        # The rest of the cluster over TLS, as the admin: cluster-info, and a drain that evicts through a
+        # PodDisruptionBudget the disruption controller keeps.
+        code, out, err = await k("cluster-info")
+        assert code == 0 and "Kubernetes control plane is running at https://127.0.0.1:" in out, err
+        assert (await k("create", "pdb", "web", "--selector=app=web", "--min-available=1"))[0] == 0
+        code, out, _ = await k("get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].spec.nodeName}")
+        code, out, err = await k("drain", out, "--pod-selector=app=web", "--ignore-daemonsets", "--timeout=60s")
+        assert code == 0 and "evicted" in out, err
+        await eventually(running, within=45, interval=0.3, what="the evicted pod replaced")
         secrets = [admin_token(admin), "alice-secret-token-123", token.strip()]
         secrets += [p.read_text().strip().splitlines()[1] for p in (data / "pki").glob("*.key")]
     finally:
@@ -167,7 +176,8 @@ async def test_kubectl_over_tls_with_restricted_users_and_controller_identities(
             "system:serviceaccount:kube-system:endpointslice-controller",
             "system:serviceaccount:kube-system:endpoint-controller",
             "system:serviceaccount:kube-system:service-account-controller",
-            "system:serviceaccount:kube-system:root-ca-cert-publisher", "cplane-admin", "bob", "alice"} <= actors, actors
+            "system:serviceaccount:kube-system:root-ca-cert-publisher",
+            "system:serviceaccount:kube-system:disruption-controller", "cplane-admin", "bob", "alice"} <= actors, actors
     code, export, err = await run(*CPLANE, "log", "export", "--data-dir", str(data), home=tmp_path)
     assert code == 0, err
     assert '"user":"system:kube-scheduler"' in export.replace(" ", "") or "system:kube-scheduler" in export
