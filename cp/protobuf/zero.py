@@ -72,9 +72,18 @@ def _fill(obj: dict[str, Any], message: str) -> None:
                     _fill(item, sub)
 
 
-def fill(obj: dict[str, Any], *, api_version: str, kind: str) -> None:
+def fill(obj: dict[str, Any], *, api_version: str, kind: str, only: str = "") -> None:
     """Add to `obj` (in place) the fields Go always writes for its kind; kinds without a message (the
-    sandbox's own, custom resources) are left as they are."""
+    sandbox's own, custom resources) are left as they are. `only`: just that top-level field's
+    object (e.g. the `status` a strategy has just reset; the rest was filled already)."""
     message = table.message_for(api_version=api_version, kind=kind)
-    if message is not None:
+    if message is None:
+        return
+    if not only:
         _fill(obj, message)
+        return
+    part = obj.get(only)
+    if isinstance(part, dict):
+        for name, sub, how in _plan(message)[1]:
+            if name == only and how == _SINGLE:
+                _fill(part, sub)

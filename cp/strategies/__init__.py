@@ -36,21 +36,21 @@ def prepare_for_create(kind: res.ResourceKind, obj: dict[str, Any], *, now: floa
     starts as the kind's strategy says (empty by default). `user` is the requesting user, for kinds
     that record it."""
     strategy = of(kind)
-    changed = True
+    changed = "status"  # what the strategy set, filled as the Go struct has it (defaulting filled the rest)
     if strategy.initial_status is not None:
         obj["status"] = strategy.initial_status(obj)
     elif kind.subresource("status") is not None and not strategy.status_on_create:
         obj["status"] = {}
     else:
-        changed = False
+        changed = ""
     if strategy.prepare_for_create is not None:
         strategy.prepare_for_create(obj, now)
-        changed = True
+        changed = "all"
     if strategy.record_requester is not None and user is not None:
         strategy.record_requester(obj, user)
-        changed = True
-    if changed:  # what the strategy set, as the Go struct has it (a reset status: its zero struct)
-        zero.fill(obj, api_version=kind.api_version, kind=kind.kind)
+        changed = "all"
+    if changed:  # a reset status is its zero struct
+        zero.fill(obj, api_version=kind.api_version, kind=kind.kind, only="" if changed == "all" else changed)
 
 
 def partial_write(kind: res.ResourceKind, new: dict[str, Any], old: dict[str, Any], *,
