@@ -18,6 +18,7 @@ from aiohttp import typedefs, web
 
 from api import (
     codec,
+    crds,
     discovery,
     handlers,
     health,
@@ -138,14 +139,14 @@ async def _version(request: web.Request) -> web.StreamResponse:
 
 async def _api_root(request: web.Request) -> web.StreamResponse:
     if discovery.wants_aggregated(request.headers.get("Accept", "")):
-        return web.Response(body=discovery.aggregated(True),
+        return web.Response(body=discovery.aggregated(request.app[st.STORE].registry, True),
                             headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
     return await handlers.handle_core(request)
 
 
 async def _apis_root(request: web.Request) -> web.StreamResponse:
     if discovery.wants_aggregated(request.headers.get("Accept", "")):
-        return web.Response(body=discovery.aggregated(False),
+        return web.Response(body=discovery.aggregated(request.app[st.STORE].registry, False),
                             headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
     return await handlers.handle_group(request)
 
@@ -275,14 +276,21 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.LIMITS] = the_limits
     app[st.WATCH_WRITES] = limits.Deadlines(the_limits.watch_write_timeout)
 
+    app[st.DEFINITIONS] = crds.Definitions(app[st.STORE], writer=server_context, write=bootstrap_objects)
+
     async def _on_startup(app: web.Application) -> None:
         if bootstrap_objects:
             await bootstrap(app[st.STORE])
         if auth is not None:
             await auths.start(app, write_defaults=bootstrap_objects)
+        await app[st.DEFINITIONS].start()
         app[st.READY].set()
 
+    async def _on_cleanup(app: web.Application) -> None:
+        await app[st.DEFINITIONS].stop()
+
     app.on_startup.append(_on_startup)
+    app.on_cleanup.append(_on_cleanup)
     app.on_shutdown.append(_shutdown_watches)
     if auth is not None:
         app.on_cleanup.append(auths.stop)

@@ -1,4 +1,4 @@
-"""Discovery documents, built once from the resource registry.
+"""Discovery documents, built from a server's resource registry once per registry revision.
 
 Aggregated (apidiscovery.k8s.io/v2) when the client's Accept asks for it — the response
 Content-Type then carries `g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`, which client-go
@@ -67,8 +67,8 @@ def _aggregated_resource(k: res.ResourceKind) -> dict[str, Any]:
     return out
 
 
-def _aggregated_group(group: str) -> dict[str, Any]:
-    versions = [v for g, v in res.group_versions() if g == group]
+def _aggregated_group(registry: res.Registry, group: str) -> dict[str, Any]:
+    versions = [v for g, v in registry.group_versions() if g == group]
     meta: dict[str, Any] = {"creationTimestamp": None}
     if group:
         meta["name"] = group
@@ -76,20 +76,23 @@ def _aggregated_group(group: str) -> dict[str, Any]:
         "metadata": meta,
         "versions": [{
             "version": v,
-            "resources": [_aggregated_resource(k) for k in res.kinds_in(group, v)],
+            "resources": [_aggregated_resource(k) for k in registry.kinds_in(group, v)],
             "freshness": "Current",
         } for v in versions],
     }
 
 
-@functools.cache
-def aggregated(core: bool) -> bytes:
-    groups = [""] if core else [g for g in dict.fromkeys(g for g, _ in res.group_versions()) if g]
+def aggregated(registry: res.Registry, core: bool) -> bytes:
+    return bytes(registry.cached(("discovery.aggregated", core), lambda: _aggregated(registry, core)))
+
+
+def _aggregated(registry: res.Registry, core: bool) -> bytes:
+    groups = [""] if core else [g for g in dict.fromkeys(g for g, _ in registry.group_versions()) if g]
     return _enc.encode({
         "kind": "APIGroupDiscoveryList",
         "apiVersion": "apidiscovery.k8s.io/v2",
         "metadata": {},
-        "items": [_aggregated_group(g) for g in groups],
+        "items": [_aggregated_group(registry, g) for g in groups],
     })
 
 
@@ -102,28 +105,35 @@ def api_versions() -> bytes:
     })
 
 
-def _group_entry(group: str) -> dict[str, Any]:
-    versions = [v for g, v in res.group_versions() if g == group]
+def _group_entry(registry: res.Registry, group: str) -> dict[str, Any]:
+    versions = [v for g, v in registry.group_versions() if g == group]
     entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
     return {"name": group, "versions": entries, "preferredVersion": entries[0]}
 
 
-@functools.cache
-def api_group_list() -> bytes:
-    groups = [g for g in dict.fromkeys(g for g, _ in res.group_versions()) if g]
-    return _enc.encode({"kind": "APIGroupList", "apiVersion": "v1",
-                        "groups": [_group_entry(g) for g in groups]})
+def api_group_list(registry: res.Registry) -> bytes:
+    def build() -> bytes:
+        groups = [g for g in dict.fromkeys(g for g, _ in registry.group_versions()) if g]
+        return _enc.encode({"kind": "APIGroupList", "apiVersion": "v1",
+                            "groups": [_group_entry(registry, g) for g in groups]})
+
+    return bytes(registry.cached("discovery.groups", build))
 
 
-def api_group(group: str) -> bytes | None:
-    if not any(g == group for g, _ in res.group_versions()) or not group:
+def api_group(registry: res.Registry, group: str) -> bytes | None:
+    if not group or not any(g == group for g, _ in registry.group_versions()):
         return None
-    return _enc.encode({"kind": "APIGroup", "apiVersion": "v1", **_group_entry(group)})
+    return _enc.encode({"kind": "APIGroup", "apiVersion": "v1", **_group_entry(registry, group)})
 
 
-@functools.cache
-def resource_list(group: str, version: str) -> bytes | None:
-    kinds = res.kinds_in(group, version)
+def resource_list(registry: res.Registry, group: str, version: str) -> bytes | None:
+    result: bytes | None = registry.cached(("discovery.resources", group, version),
+                                           lambda: _resource_list(registry, group, version))
+    return result
+
+
+def _resource_list(registry: res.Registry, group: str, version: str) -> bytes | None:
+    kinds = registry.kinds_in(group, version)
     if not kinds:
         return None
     items: list[dict[str, Any]] = []

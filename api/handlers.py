@@ -33,8 +33,10 @@ def _not_found() -> errors.NotFound:
     return errors.NotFound("the server could not find the requested resource")
 
 
-def parse_target(group: str, version: str, segments: list[str]) -> reads.Target | None:
-    """Parse the resource part of a path; None means "discovery of this group/version"."""
+def parse_target(group: str, version: str, segments: list[str], *,
+                 registry: res.Registry) -> reads.Target | None:
+    """Parse the resource part of a path against the served resources; None means "discovery of this
+    group/version"."""
     if not segments:
         return None
     namespace = ""
@@ -46,7 +48,7 @@ def parse_target(group: str, version: str, segments: list[str]) -> reads.Target 
         segments = segments[2:]
     if len(segments) > 3:
         raise _not_found()
-    kind = res.lookup(group, version, segments[0])
+    kind = registry.lookup(group, version, segments[0])
     if kind is None:
         raise _not_found()
     name = segments[1] if len(segments) > 1 else ""
@@ -113,10 +115,10 @@ async def handle_group(request: web.Request) -> web.StreamResponse:
     tail = request.match_info.get("tail", "")
     segments = [s for s in tail.split("/") if s]
     if not segments:
-        return codec.json_response(discovery.api_group_list()) if request.method == "GET" else _method()
+        return codec.json_response(discovery.api_group_list(request.app[st.STORE].registry)) if request.method == "GET" else _method()
     group = segments[0]
     if len(segments) == 1:
-        body = discovery.api_group(group)
+        body = discovery.api_group(request.app[st.STORE].registry, group)
         if body is None:
             raise _not_found()
         return codec.json_response(body)
@@ -128,9 +130,9 @@ def _method() -> web.Response:
 
 
 async def _dispatch(request: web.Request, group: str, version: str, segments: list[str]) -> web.StreamResponse:
-    target = parse_target(group, version, segments)
+    target = parse_target(group, version, segments, registry=request.app[st.STORE].registry)
     if target is None:
-        body = discovery.resource_list(group, version)
+        body = discovery.resource_list(request.app[st.STORE].registry, group, version)
         if body is None:
             raise _not_found()
         return codec.json_response(body)
@@ -144,7 +146,7 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     if not kind.stored:
         return await _virtual(request, target)
     if kind.storage_of:  # another version of a stored kind: read and write that kind, converting
-        target = versions.storage_target(target)
+        target = versions.storage_target(target, registry=request.app[st.STORE].registry)
         kind = target.kind
     if target.subresource:
         sub = kind.subresource(target.subresource)

@@ -213,7 +213,7 @@ async def apis_root(request: web.Request) -> web.StreamResponse:
     """GET /apis: the served groups (legacy APIGroupList or aggregated) plus the metrics groups."""
     store = _store(request)
     if discovery.wants_aggregated(request.headers.get("Accept", "")):
-        doc = _decode(discovery.aggregated(False))
+        doc = _decode(discovery.aggregated(request.app[st.STORE].registry, False))
         doc["items"] = [
             *(doc.get("items") or []),
             _aggregated(METRICS_GROUP, METRICS_VERSION, METRICS_RESOURCES),
@@ -221,7 +221,7 @@ async def apis_root(request: web.Request) -> web.StreamResponse:
             _aggregated(EXTERNAL_GROUP, EXTERNAL_VERSION, await external_resources(store)),
         ]
         return web.Response(body=_encode(doc), headers={"Content-Type": discovery.AGGREGATED_CT, "Vary": "Accept"})
-    doc = _decode(discovery.api_group_list())
+    doc = _decode(discovery.api_group_list(request.app[st.STORE].registry))
     doc["groups"] = [*(doc.get("groups") or []), _group_entry(METRICS_GROUP, METRICS_VERSION),
                      _group_entry(CUSTOM_GROUP, CUSTOM_VERSION), _group_entry(EXTERNAL_GROUP, EXTERNAL_VERSION)]
     return _json(doc)

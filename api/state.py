@@ -6,7 +6,7 @@ import asyncio
 
 from aiohttp import web
 
-from api import codec, reads
+from api import codec, crds, reads
 from api import limits as limits_
 from api import metrics as metrics_
 from api import store as stores
@@ -23,6 +23,7 @@ PROTOBUF_ITEMS = web.AppKey("protobuf_items", codec.ProtobufItems)
 LIMITS = web.AppKey("limits", limits_.Limits)
 WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-write bound of watches
 SERVICE_RANGES = web.AppKey("service_ranges", allocation.ServiceRanges)  # --service-cluster-ip-range, ...
+DEFINITIONS = web.AppKey("definitions", crds.Definitions)  # the CRD controllers of the server (api.crds)
 BOOTSTRAP = web.AppKey("bootstrap", bool)  # the server writes its own objects (not a replay)
 
 # Per-request keys.

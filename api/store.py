@@ -30,6 +30,7 @@ from cp import (
 )
 from cp import clock as clocks
 from cp import resources as res
+from cp.crd import custom as crds
 from storage import log
 
 _decode = msgspec.json.Decoder().decode
@@ -94,9 +95,12 @@ class RegistryHooks(Protocol):
 
 
 class Store:
-    def __init__(self, *, event_log: log.EventLog, clock: clocks.Clock) -> None:
+    def __init__(self, *, event_log: log.EventLog, clock: clocks.Clock,
+                 registry: res.Registry | None = None) -> None:
         self.log = event_log
         self.clock = clock
+        # The served resources: the built-in ones and the custom resources of the CRDs (`api.crds`).
+        self.registry = registry if registry is not None else res.Registry()
         self.hooks: dict[tuple[str, str], RegistryHooks] = {}  # (group, plural) -> the kind's REST storage
         # Namespace -> (revision it was read at, terminating): admission reads it on every create
         # of a namespaced object; valid while no namespace changed since (`log.last_change`).
@@ -149,7 +153,7 @@ class Store:
             meta["generation"] = 1
         else:
             meta.pop("generation", None)
-        defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+        _apply_defaults(kind, obj)
         attrs, plugins = self._admission_for(kind, admissions.CREATE, namespace, name, obj, None, ctx)
         if plugins:
             await self.admission.admit(plugins, attrs, self)
@@ -172,10 +176,14 @@ class Store:
                 await self._check_namespace_open(namespace, kind=kind, name=name)
             finish = await hooks.begin_create(self, obj, ctx)
         try:
-            strategies.prepare_for_create(kind, obj, now=now, user=ctx.user_info or rbac.UserInfo(name=ctx.user))
-            validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
-                                       namespaced=kind.namespaced)
-            ctx.warnings.extend(strategies.warnings(kind, obj))
+            if kind.custom is not None:
+                _check_custom_create(kind, obj)
+            else:
+                strategies.prepare_for_create(kind, obj, now=now,
+                                              user=ctx.user_info or rbac.UserInfo(name=ctx.user))
+                validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
+                                           namespaced=kind.namespaced)
+                ctx.warnings.extend(strategies.warnings(kind, obj))
             if kind.group == res.SIM_GROUP:
                 sim.validate(obj, None, kind=kind.kind)
             if kind.namespaced:
@@ -270,6 +278,13 @@ class Store:
                     "message": f"namespace {namespace} is being terminated"}]})
 
     def _structure(self, kind: res.ResourceKind, obj: dict[str, Any], ctx: WriteContext) -> dict[str, Any]:
+        if kind.custom is not None:  # metadata is typed; the rest is the schema's (pruned)
+            obj, warnings = validation.check_structure(obj, group=kind.group, version=kind.version, kind="",
+                                                       field_validation=ctx.field_validation)
+            ctx.warnings.extend(warnings)
+            ctx.warnings.extend(crds.prune(kind.custom, obj, field_validation=ctx.field_validation,
+                                           what=f'{kind.kind} in version "{kind.version}"'))
+            return obj
         obj, warnings = validation.check_structure(
             obj, group=kind.group, version=kind.version, kind=kind.kind,
             field_validation=ctx.field_validation)
@@ -378,13 +393,13 @@ class Store:
             attrs, plugins = self._admission_for(kind, admissions.UPDATE, namespace, name, new, current, ctx,
                                                  subresource=subresource)
             if plugins:  # mutating admission sees the defaulted object, as upstream's
-                defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+                _apply_defaults(kind, new)
                 await self.admission.admit(plugins, attrs, self)
                 new = attrs.obj if attrs.obj is not None else new
             begun = self.hooks.get((kind.group, kind.plural)) if not subresource else None
             finish = None
             if begun is not None:  # upstream's BeginUpdate: allocation, before the strategy and validation
-                defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
+                _apply_defaults(kind, new)
                 finish = await begun.begin_update(self, new, current, ctx)
             try:
                 result = await self._write_update(kind, namespace, name, new, current, ev, ctx, attrs, plugins,
@@ -493,11 +508,13 @@ class Store:
                                                           "object is being deleted, found new "
                                                           f"finalizers {sorted(added)!r}")])
         meta["resourceVersion"] = old_meta.get("resourceVersion", "")
-        defaulting.apply_defaults(new, group=kind.group, version=kind.version, kind=kind.kind)
-        strategies.prepare_for_update(kind, new, old, now=now, subresource=subresource)
+        _apply_defaults(kind, new)
+        if kind.custom is None:
+            strategies.prepare_for_update(kind, new, old, now=now, subresource=subresource)
         if kind.has_spec:
             generation = int(old_meta.get("generation") or 1)
-            if objects.spec_changed(new, old):
+            if crds.generation_changed(kind.custom, new, old) if kind.custom is not None \
+                    else objects.spec_changed(new, old):
                 generation += 1
             meta["generation"] = generation
         else:
@@ -510,6 +527,11 @@ class Store:
             meta.pop("finalizers", None)
         validation.validate_update(new, old, group=kind.group, version=kind.version, kind=kind.kind,
                                    subresource=subresource)
+        if kind.custom is not None:
+            causes = crds.validate(kind.custom, new, old)
+            if causes:
+                raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(meta.get("name") or ""),
+                                     causes=causes)
         if not subresource:
             ctx.warnings.extend(w for w in strategies.warnings(kind, new) if w not in ctx.warnings)
         if kind.group == res.SIM_GROUP:
@@ -554,6 +576,11 @@ class Store:
             if policy is None and delete_options.get("orphanDependents") is True:
                 policy = "Orphan"
             finalizers = list(meta.get("finalizers") or [])
+            if (kind.group, kind.plural) == (crds.GROUP, crds.PLURAL) and not meta.get("deletionTimestamp") \
+                    and crds.CLEANUP_FINALIZER not in finalizers:
+                # A definition's instances go first (`api.crds`), as apiextensions-apiserver's Delete adds
+                # its cleanup finalizer on the first delete.
+                finalizers.append(crds.CLEANUP_FINALIZER)
             if policy == "Foreground" and "foregroundDeletion" not in finalizers:
                 finalizers.append("foregroundDeletion")
             elif policy == "Orphan" and "orphan" not in finalizers:
@@ -672,13 +699,13 @@ class Store:
 
     async def get_scale(self, kind: res.ResourceKind, namespace: str, name: str) -> dict[str, Any]:
         ev = await self.get(kind, namespace, name)
-        return scale_of(_decode(ev.object))
+        return _scale(kind, _decode(ev.object))
 
     async def update_scale(self, kind: res.ResourceKind, namespace: str, name: str,
                            scale_mutate: Callable[[dict[str, Any]], dict[str, Any]],
                            ctx: WriteContext) -> dict[str, Any]:
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
-            scale = scale_mutate(scale_of(current))
+            scale = scale_mutate(_scale(kind, current))
             smeta = scale.get("metadata") or {}
             if smeta.get("name") and smeta["name"] != name:
                 raise errors.BadRequest(
@@ -688,14 +715,45 @@ class Store:
                 raise errors.Invalid(kind="Scale", group="autoscaling", name=name, causes=[
                     errors.Cause("Invalid", "spec.replicas", "must be greater than or equal to 0",
                                  replicas)])
-            current.setdefault("spec", {})["replicas"] = replicas
+            if kind.custom is not None:
+                crds.set_path(current, str((kind.custom.scale or {}).get("specReplicasPath") or ".spec.replicas"),
+                              replicas)
+            else:
+                current.setdefault("spec", {})["replicas"] = replicas
             rv = smeta.get("resourceVersion")
             current["metadata"]["resourceVersion"] = rv or ""
             return current
 
         result = await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource="scale",
                                               fields={"f:spec": {"f:replicas": {}}})
-        return scale_of(_decode(result.body))
+        return _scale(kind, _decode(result.body))
+
+
+def _scale(kind: res.ResourceKind, obj: dict[str, Any]) -> dict[str, Any]:
+    return crds.scale_of(kind.custom, obj) if kind.custom is not None else scale_of(obj)
+
+
+def _apply_defaults(kind: res.ResourceKind, obj: dict[str, Any]) -> None:
+    if kind.custom is not None:
+        crds.apply_defaults(kind.custom, obj)
+    else:
+        defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+
+
+def _check_custom_create(kind: res.ResourceKind, obj: dict[str, Any]) -> None:
+    """The custom resource strategy on create: status dropped where it is a subresource, then the
+    metadata's checks (a DNS subdomain name), the schema's and the CEL rules'."""
+    custom = kind.custom
+    if custom.terminating:
+        raise errors.MethodNotAllowed(
+            "create not allowed while custom resource definition is terminating")
+    crds.prepare_for_create(custom, obj)
+    validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
+                               namespaced=kind.namespaced)
+    causes = crds.validate(custom, obj, None)
+    if causes:
+        raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(objects.meta(obj).get("name") or ""),
+                             causes=causes)
 
 
 def scale_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from storage import log
 _decode = msgspec.json.Decoder().decode
 
 
-def storage_target(target: reads.Target) -> reads.Target:
+def storage_target(target: reads.Target, *, registry: res.Registry) -> reads.Target:
     """The same request on the stored kind, remembering the served one."""
-    return reads.Target(kind=res.storage_kind(target.kind), namespace=target.namespace,
+    return reads.Target(kind=registry.storage_kind(target.kind), namespace=target.namespace,
                         all_namespaces=target.all_namespaces, name=target.name, subresource=target.subresource,
                         served=target.kind)
 

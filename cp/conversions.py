@@ -340,6 +340,8 @@ _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
 
 
 def _converters(kind: res.ResourceKind) -> tuple[Converter, Converter]:
+    if kind.custom is not None:
+        return _custom_converters(kind)
     found = _CONVERTERS.get((kind.group, kind.version, kind.kind))
     if found is None:
         raise KeyError(f"no conversion for {kind.api_version} {kind.kind}")
@@ -356,11 +358,27 @@ def to_storage(kind: res.ResourceKind, served: dict[str, Any]) -> dict[str, Any]
     return _converters(kind)[1](served)
 
 
+def _custom_converters(kind: res.ResourceKind) -> tuple[Converter, Converter]:
+    """A custom resource's versions with the `None` conversion strategy: only `apiVersion` changes."""
+    served = kind.api_version
+    stored = f"{kind.group}/{kind.custom.storage_version}"
+
+    def to_served(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "apiVersion": served}
+
+    def to_stored(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "apiVersion": stored}
+
+    return to_served, to_stored
+
+
 def served_object(kind: res.ResourceKind, raw: bytes) -> dict[str, Any]:
     """Stored JSON as the served version's object, with the fields Go writes for that type (the zero
     values of fields without `omitempty`), as decoding its protobuf message gives them."""
     from cp import protobuf
 
+    if kind.custom is not None:
+        return to_served(kind, dict(_decode(raw)))
     obj = to_served(kind, dict(_decode(raw)))
     return protobuf.decode(protobuf.encode(obj, api_version=kind.api_version, kind=kind.kind))
 

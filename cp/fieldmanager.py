@@ -71,8 +71,15 @@ class KindInfo:
         self.plural = kind.plural
         self.api_version = kind.api_version
         self.gvk = f"{kind.group}/{kind.version}, Kind={kind.kind}"
-        name = schemas.name_for(kind.group, kind.version, kind.kind)
-        base = typed.definition(name) if name else None
+        if kind.custom is not None:  # a custom resource: its definition's schema
+            schema = kind.custom.openapi
+            base = typed.compile_schema(schema) if isinstance(schema, dict) else None
+            if base is not None and base.kind == typed.KIND_MAP:
+                base = base.variant()
+                base.fields = {**(base.fields or {}), "apiVersion": typed.SCALAR, "kind": typed.SCALAR}
+        else:
+            name = schemas.name_for(kind.group, kind.version, kind.kind)
+            base = typed.definition(name) if name else None
         if base is None or base.kind != typed.KIND_MAP:
             base = typed.Type(typed.KIND_MAP)
             base.fields = {"apiVersion": typed.SCALAR, "kind": typed.SCALAR, "metadata": typed.definition(_OBJECT_META)}
@@ -126,6 +133,9 @@ _infos: dict[tuple[str, str, str], KindInfo] = {}
 
 
 def kind_info(kind: res.ResourceKind) -> KindInfo:
+    if kind.custom is not None:  # per definition generation, kept with it
+        made: KindInfo = kind.custom.field_info(lambda: KindInfo(kind))
+        return made
     key = (kind.group, kind.version, kind.kind)
     info = _infos.get(key)
     if info is None:

@@ -7,6 +7,9 @@ Pure data; no I/O. Scopes, short names and categories follow upstream
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import msgspec
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -48,6 +51,9 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     # resource's, converted on the way in and out (`cp.conversions`), as kube-apiserver serves one
     # stored resource in several versions (events.k8s.io/v1 Events are core Events).
     storage_of: tuple[str, ...] = ()
+    # What a CustomResourceDefinition says of this served version (`cp.crd.custom.CustomVersion`): its
+    # schema, printer columns, subresource paths. None for built-in kinds.
+    custom: Any = None
 
     @property
     def group_version(self) -> str:
@@ -65,7 +71,7 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     def protobuf(self) -> bool:
         """Whether its objects are served and read as Kubernetes protobuf: built-in kinds are (cp.protobuf
         has their messages); the sandbox's own kinds are not, as custom resources upstream."""
-        return self.group != SIM_GROUP
+        return self.group != SIM_GROUP and self.custom is None
 
     @property
     def group_resource(self) -> str:
@@ -248,6 +254,122 @@ def group_versions() -> list[tuple[str, str]]:
 
 def kinds_in(group: str, version: str) -> list[ResourceKind]:
     return [k for k in SERVED if k.group == group and k.version == version]
+
+
+class Registry:
+    """The resources one server serves: the built-in ones above and the custom resources its
+    CustomResourceDefinitions define (`set_custom`), as kube-apiserver's handler chain consults the
+    built-in REST storage and then apiextensions-apiserver's CRD handler.
+
+    Built-in lookups cost one dict probe, as the module functions; `revision` moves on every change of
+    the custom resources, so documents built from the registry (discovery, OpenAPI) can be cached per
+    revision (`cached`)."""
+
+    def __init__(self) -> None:
+        self._custom: dict[str, tuple[ResourceKind, ...]] = {}  # CRD name -> its served versions
+        self._path: dict[tuple[str, str, str], ResourceKind] = {}
+        self._gr: dict[tuple[str, str], ResourceKind] = {}
+        self._kind: dict[tuple[str, str], ResourceKind] = {}
+        self.revision = 0
+        self._cache: dict[Any, Any] = {}
+
+    # -------------------------------------------------------------- custom resources
+
+    def set_custom(self, name: str, kinds: tuple[ResourceKind, ...]) -> None:
+        """Serve `kinds` (a CRD's served versions, its storage version the one without `storage_of`)
+        for the CRD `name`, replacing what it served before; an empty tuple stops serving them."""
+        if self._custom.get(name, ()) == kinds:
+            return
+        if kinds:
+            self._custom[name] = kinds
+        else:
+            self._custom.pop(name, None)
+        self._path = {(k.group, k.version, k.plural): k for ks in self._custom.values() for k in ks}
+        self._gr = {(k.group, k.plural): k for ks in self._custom.values() for k in ks if not k.storage_of}
+        self._kind = {(k.group, k.kind): k for k in self._gr.values()}
+        self.revision += 1
+        self._cache.clear()
+
+    def custom(self, name: str) -> tuple[ResourceKind, ...]:
+        return self._custom.get(name, ())
+
+    def custom_kinds(self) -> list[ResourceKind]:
+        """The served versions of every custom resource."""
+        return [k for ks in self._custom.values() for k in ks]
+
+    def cached(self, key: Any, build: Any) -> Any:
+        """`build()` once per registry revision and `key` (documents built from the registry)."""
+        try:
+            return self._cache[key]
+        except KeyError:
+            value = self._cache[key] = build()
+            return value
+
+    # -------------------------------------------------------------- lookups
+
+    def lookup(self, group: str, version: str, plural: str) -> ResourceKind | None:
+        return _BY_PATH.get((group, version, plural)) or (self._path.get((group, version, plural))
+                                                          if self._path else None)
+
+    def by_group_resource(self, group: str, plural: str) -> ResourceKind | None:
+        return _BY_GR.get((group, plural)) or self._gr.get((group, plural))
+
+    def by_kind(self, group: str, kind: str) -> ResourceKind | None:
+        return _BY_KIND.get((group, kind)) or self._kind.get((group, kind))
+
+    def storage_kind(self, kind: ResourceKind) -> ResourceKind:
+        if not kind.storage_of:
+            return kind
+        group, plural = kind.storage_of
+        found = self.by_group_resource(group, plural)
+        if found is None:  # the CRD stopped serving it meanwhile
+            return kind
+        return found
+
+    def served(self) -> list[ResourceKind]:
+        return [*SERVED, *self.custom_kinds()] if self._custom else list(SERVED)
+
+    def kinds(self) -> list[ResourceKind]:
+        """The kinds whose objects the event log holds, one per resource."""
+        return [*KINDS, *self._gr.values()] if self._custom else list(KINDS)
+
+    def group_versions(self) -> list[tuple[str, str]]:
+        """As `group_versions()`, custom groups after the built-in ones with each CRD's versions in
+        kube's version priority (a GA version before a beta before an alpha, higher numbers first)."""
+        if not self._custom:
+            return group_versions()
+        found: list[tuple[str, str]] = self.cached("group_versions", self._group_versions)
+        return found
+
+    def _group_versions(self) -> list[tuple[str, str]]:
+        seen = group_versions()
+        extra: dict[str, set[str]] = {}
+        for k in self.custom_kinds():
+            if (k.group, k.version) not in seen:
+                extra.setdefault(k.group, set()).add(k.version)
+        for group in sorted(extra):
+            seen.extend((group, v) for v in sorted(extra[group], key=version_priority))
+        return seen
+
+    def kinds_in(self, group: str, version: str) -> list[ResourceKind]:
+        builtin = kinds_in(group, version)
+        if not self._custom:
+            return builtin
+        return builtin + sorted((k for k in self.custom_kinds() if k.group == group and k.version == version),
+                                key=lambda k: k.plural)
+
+
+_VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
+
+
+def version_priority(version: str) -> tuple[int, int, int, str]:
+    """Sort key of kube's version priority (`version.CompareKubeAwareVersionStrings`): GA before beta
+    before alpha, higher numbers first, then versions that do not look like kube versions by name."""
+    m = _VERSION_RE.match(version)
+    if m is None:
+        return (3, 0, 0, version)
+    major, stage, minor = int(m.group(1)), m.group(2), int(m.group(3) or 0)
+    return ({None: 0, "beta": 1, "alpha": 2}[stage], -major, -minor, "")
 
 
 # ---------------------------------------------------------------- names as users write them

@@ -70,6 +70,11 @@ register_lazily({
 })
 
 
+# Groups whose objects' metadata upstream validates with apimachinery's generic ValidateObjectMeta (no
+# rule on unqualified finalizer names), as custom resources.
+GENERIC_META_GROUPS = frozenset({"apiextensions.k8s.io", "apiregistration.k8s.io"})
+
+
 def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,
                     field_validation: str) -> tuple[dict[str, Any], list[str]]:
     """Type-check `obj` against the kind's schema; handle unknown fields per `field_validation`.
@@ -83,8 +88,9 @@ def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str,
     errs: list[Cause] = []
     rules = rules_for(group=group, kind=kind)
     meta = meta_of(obj)
-    if rules is None:
-        validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
+    if rules is None:  # custom resources and the sandbox's kinds: apimachinery's generic rules
+        validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain,
+                             kube_finalizers=False)
     else:
         rules.create(obj, meta, errs, namespaced)
     _raise(errs, obj, group=group, kind=kind)
@@ -95,7 +101,8 @@ def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, ver
     errs: list[Cause] = []
     rules = rules_for(group=group, kind=kind)
     meta, old_meta = meta_of(new), meta_of(old)
-    validate_object_meta_update(meta, old_meta, errs)
+    validate_object_meta_update(meta, old_meta, errs,
+                                kube_finalizers=rules is not None and group not in GENERIC_META_GROUPS)
     if rules is not None:
         if subresource == "status":
             if rules.status_update is not None:

@@ -89,12 +89,13 @@ def _api_service_name(obj: dict[str, Any]) -> NameFn:
 
 
 def _api_service_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
-    validate_object_meta(meta, errs, namespaced=False, name_fn=_api_service_name(obj))
+    validate_object_meta(meta, errs, namespaced=False, name_fn=_api_service_name(obj), kube_finalizers=False)
     _api_service_fields(obj, errs)
 
 
 def _api_service_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
-    validate_object_meta(as_dict(new.get("metadata")), errs, namespaced=False, name_fn=_api_service_name(new))
+    validate_object_meta(as_dict(new.get("metadata")), errs, namespaced=False, name_fn=_api_service_name(new),
+                         kube_finalizers=False)
     _api_service_fields(new, errs)
 
 
@@ -231,7 +232,7 @@ def _stored_versions(obj: dict[str, Any], errs: list[Cause]) -> None:
 
 
 def _crd_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
-    validate_object_meta(meta, errs, namespaced=False, name_fn=_crd_name(obj))
+    validate_object_meta(meta, errs, namespaced=False, name_fn=_crd_name(obj), kube_finalizers=False)
     _crd_spec(as_dict(obj.get("spec")), errs)
     _names(as_dict(as_dict(obj.get("status")).get("acceptedNames")), "status.acceptedNames", errs)
     _stored_versions(obj, errs)

@@ -35,7 +35,7 @@ NameFn = Callable[[str, bool], list[str]]
 
 
 def validate_object_meta(meta: dict[str, Any], errs: list[Cause], *, namespaced: bool, name_fn: NameFn,
-                         path: str = "metadata") -> None:
+                         path: str = "metadata", kube_finalizers: bool = True) -> None:
     """apimachinery ValidateObjectMeta + core's finalizer-name check (create)."""
     generate = as_str(meta.get("generateName"))
     if generate:
@@ -45,10 +45,11 @@ def validate_object_meta(meta: dict[str, Any], errs: list[Cause], *, namespaced:
         errs.append(Cause("Required", f"{path}.name", "name or generateName is required"))
     else:
         each(errs, f"{path}.name", name, name_fn(name, False))
-    _validate_meta_common(meta, errs, namespaced=namespaced, path=path)
+    _validate_meta_common(meta, errs, namespaced=namespaced, path=path, kube_finalizers=kube_finalizers)
 
 
-def _validate_meta_common(meta: dict[str, Any], errs: list[Cause], *, namespaced: bool, path: str) -> None:
+def _validate_meta_common(meta: dict[str, Any], errs: list[Cause], *, namespaced: bool, path: str,
+                          kube_finalizers: bool = True) -> None:
     ns = as_str(meta.get("namespace"))
     if namespaced:
         if not ns:
@@ -61,7 +62,7 @@ def _validate_meta_common(meta: dict[str, Any], errs: list[Cause], *, namespaced
     validate_labels(meta.get("labels"), f"{path}.labels", errs)
     validate_annotations(meta.get("annotations"), f"{path}.annotations", errs)
     _validate_owner_references(meta.get("ownerReferences"), f"{path}.ownerReferences", errs)
-    _validate_finalizers(meta.get("finalizers"), f"{path}.finalizers", errs)
+    _validate_finalizers(meta.get("finalizers"), f"{path}.finalizers", errs, kube=kube_finalizers)
 
 
 def _validate_owner_references(refs: Any, path: str, errs: list[Cause]) -> None:
@@ -92,7 +93,9 @@ def _validate_owner_references(refs: Any, path: str, errs: list[Cause]) -> None:
                 first_controller = current
 
 
-def _validate_finalizers(finalizers: Any, path: str, errs: list[Cause]) -> None:
+def _validate_finalizers(finalizers: Any, path: str, errs: list[Cause], *, kube: bool = True) -> None:
+    """apimachinery's ValidateFinalizers; `kube`: also the built-in kinds' rule that a finalizer name is
+    standard or fully qualified (core's ValidateObjectMeta; CRDs and custom resources use the generic one)."""
     items = as_list(finalizers)
     for f in items:
         if isinstance(f, str):
@@ -101,13 +104,14 @@ def _validate_finalizers(finalizers: Any, path: str, errs: list[Cause]) -> None:
         errs.append(Cause("Invalid", path, "finalizer orphan and foregroundDeletion cannot be both set",
                           GoValue("[]string{" + ", ".join(json.dumps(f) for f in items) + "}")))
     for i, f in enumerate(items):
-        if isinstance(f, str) and "/" not in f and f not in STANDARD_FINALIZERS and not is_qualified_name(f):
+        if kube and isinstance(f, str) and "/" not in f and f not in STANDARD_FINALIZERS \
+                and not is_qualified_name(f):
             errs.append(Cause("Invalid", f"{path}[{i}]",
                               "name is neither a standard finalizer name nor is it fully qualified", f))
 
 
 def validate_object_meta_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause],
-                                path: str = "metadata") -> None:
+                                path: str = "metadata", kube_finalizers: bool = True) -> None:
     """apimachinery ValidateObjectMetaUpdate (plus the label/annotation/owner/finalizer checks)."""
     if old.get("deletionTimestamp"):
         added = sorted(set(as_list(new.get("finalizers"))) - set(as_list(old.get("finalizers"))))
@@ -128,7 +132,7 @@ def validate_object_meta_update(new: dict[str, Any], old: dict[str, Any], errs: 
     validate_labels(new.get("labels"), f"{path}.labels", errs)
     validate_annotations(new.get("annotations"), f"{path}.annotations", errs)
     _validate_owner_references(new.get("ownerReferences"), f"{path}.ownerReferences", errs)
-    _validate_finalizers(new.get("finalizers"), f"{path}.finalizers", errs)
+    _validate_finalizers(new.get("finalizers"), f"{path}.finalizers", errs, kube=kube_finalizers)
 
 
 def validate_template_object_meta(meta: Any, path: str, errs: list[Cause]) -> None:

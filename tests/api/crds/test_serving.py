@@ -1,0 +1,169 @@
+"""CustomResourceDefinitions served by the API server (`api/crds.py`): names accepted and the definition
+established, its resources served at once (CRUD, status, scale, discovery), its instances deleted with
+it, and it all with no controller running, as kube-apiserver's own apiextensions controllers do."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import aiohttp
+
+from tests import waiting
+
+AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+WIDGETS: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
+                  "shortNames": ["wd"], "categories": ["all"]},
+        "versions": [{
+            "name": "v1", "served": True, "storage": True,
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "replicas": {"type": "integer"}, "color": {"type": "string"}}},
+                "status": {"type": "object", "properties": {
+                    "replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}},
+            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                                     "statusReplicasPath": ".status.replicas",
+                                                     "labelSelectorPath": ".status.selector"}},
+        }],
+    },
+}
+
+
+async def _json(resp: aiohttp.ClientResponse) -> Any:
+    return json.loads(await resp.read())
+
+
+async def establish(http: aiohttp.ClientSession, crd: dict[str, Any]) -> dict[str, Any]:
+    async with http.post(CRDS, json=crd) as resp:
+        assert resp.status == 201, await resp.text()
+    name = crd["metadata"]["name"]
+
+    async def established() -> dict[str, Any] | None:
+        async with http.get(f"{CRDS}/{name}") as resp:
+            got = await _json(resp)
+        conds = {c["type"]: c["status"] for c in (got.get("status") or {}).get("conditions") or []}
+        return got if conds.get("Established") == "True" else None
+
+    return await waiting.eventually(established, within=5.0)
+
+
+async def test_a_definition_is_named_established_and_served(http: aiohttp.ClientSession) -> None:
+    crd = await establish(http, WIDGETS)
+    status = crd["status"]
+    assert status["acceptedNames"]["kind"] == "Widget"
+    assert status["acceptedNames"]["shortNames"] == ["wd"]
+    assert status["storedVersions"] == ["v1"]
+    conds = {c["type"]: c for c in status["conditions"]}
+    assert conds["NamesAccepted"]["reason"] == "NoConflicts"
+    assert conds["Established"]["reason"] == "InitialNamesAccepted"
+
+    base = "/apis/example.com/v1/namespaces/default/widgets"
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"},
+              "spec": {"replicas": 2, "color": "blue"}, "status": {"replicas": 9}}
+    async with http.post(base, json=widget) as resp:
+        assert resp.status == 201, await resp.text()
+        created = await _json(resp)
+    assert "status" not in created  # status is a subresource: not set on create
+    assert created["metadata"]["generation"] == 1
+    async with http.get(f"{base}/w1") as resp:
+        assert (await _json(resp))["spec"] == {"replicas": 2, "color": "blue"}
+    async with http.get("/apis/example.com/v1/widgets") as resp:
+        listed = await _json(resp)
+    assert listed["kind"] == "WidgetList" and [i["metadata"]["name"] for i in listed["items"]] == ["w1"]
+
+    # status subresource: only status changes; the main resource keeps status
+    current = copy.deepcopy(created)
+    current["status"] = {"replicas": 2, "selector": "app=w1"}
+    current["spec"]["color"] = "red"
+    async with http.put(f"{base}/w1/status", json=current) as resp:
+        assert resp.status == 200, await resp.text()
+        written = await _json(resp)
+    assert written["status"] == {"replicas": 2, "selector": "app=w1"}
+    assert written["spec"]["color"] == "blue" and written["metadata"]["generation"] == 1
+    async with http.patch(f"{base}/w1", data=json.dumps({"spec": {"color": "green"}, "status": {"replicas": 0}}),
+                          headers={"Content-Type": "application/merge-patch+json"}) as resp:
+        patched = await _json(resp)
+    assert patched["spec"]["color"] == "green" and patched["status"]["replicas"] == 2
+    assert patched["metadata"]["generation"] == 2
+
+    # scale subresource
+    async with http.get(f"{base}/w1/scale") as resp:
+        scale = await _json(resp)
+    assert scale["spec"]["replicas"] == 2 and scale["status"] == {"replicas": 2, "selector": "app=w1"}
+    async with http.patch(f"{base}/w1/scale", data=json.dumps({"spec": {"replicas": 5}}),
+                          headers={"Content-Type": "application/merge-patch+json"}) as resp:
+        assert resp.status == 200, await resp.text()
+    async with http.get(f"{base}/w1") as resp:
+        assert (await _json(resp))["spec"]["replicas"] == 5
+
+
+async def test_discovery_lists_the_new_resource(http: aiohttp.ClientSession) -> None:
+    await establish(http, WIDGETS)
+    async with http.get("/apis", headers={"Accept": AGG}) as resp:
+        doc = await _json(resp)
+    groups = {g["metadata"]["name"]: g for g in doc["items"]}
+    (version,) = groups["example.com"]["versions"]
+    (widgets,) = version["resources"]
+    assert widgets["resource"] == "widgets" and widgets["shortNames"] == ["wd"]
+    assert widgets["categories"] == ["all"]
+    assert {s["subresource"] for s in widgets["subresources"]} == {"status", "scale"}
+    async with http.get("/apis/example.com/v1") as resp:
+        legacy = await _json(resp)
+    assert [r["name"] for r in legacy["resources"]] == ["widgets", "widgets/scale", "widgets/status"]
+
+
+async def test_conflicting_names_are_not_accepted(http: aiohttp.ClientSession) -> None:
+    await establish(http, WIDGETS)
+    other = copy.deepcopy(WIDGETS)
+    other["metadata"]["name"] = "gadgets.example.com"
+    other["spec"]["names"] = {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "shortNames": ["wd"]}
+    async with http.post(CRDS, json=other) as resp:
+        assert resp.status == 201
+
+    async def named() -> dict[str, Any] | None:
+        async with http.get(f"{CRDS}/gadgets.example.com") as resp:
+            got = await _json(resp)
+        conds = {c["type"]: c for c in (got.get("status") or {}).get("conditions") or []}
+        return conds if "NamesAccepted" in conds else None
+
+    conds = await waiting.eventually(named, within=5.0)
+    assert conds["NamesAccepted"]["status"] == "False"
+    assert conds["NamesAccepted"]["reason"] == "ShortNamesConflict"
+    assert conds["NamesAccepted"]["message"] == '"wd" is already in use'
+    assert conds["Established"]["status"] == "False"
+    async with http.get("/apis/example.com/v1/gadgets") as resp:
+        assert resp.status == 404
+
+
+async def test_deleting_the_definition_deletes_its_instances(http: aiohttp.ClientSession) -> None:
+    await establish(http, WIDGETS)
+    base = "/apis/example.com/v1/namespaces/default/widgets"
+    for name in ("a", "b"):
+        async with http.post(base, json={"apiVersion": "example.com/v1", "kind": "Widget",
+                                         "metadata": {"name": name}}) as resp:
+            assert resp.status == 201
+    async with http.delete(f"{CRDS}/widgets.example.com") as resp:
+        assert resp.status == 200, await resp.text()
+        deleting = await _json(resp)
+    assert "customresourcecleanup.apiextensions.k8s.io" in deleting["metadata"]["finalizers"]
+
+    async def gone() -> bool:
+        async with http.get(f"{CRDS}/widgets.example.com") as resp:
+            return resp.status == 404
+
+    await waiting.eventually(gone, within=5.0)
+    async with http.get("/apis/example.com/v1/widgets") as resp:
+        assert resp.status == 404
+    # its instances went first: the log holds their deletion
+    async with http.post(CRDS, json=WIDGETS) as resp:
+        assert resp.status == 201
