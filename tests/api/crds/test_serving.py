@@ -167,3 +167,26 @@ async def test_deleting_the_definition_deletes_its_instances(http: aiohttp.Clien
     # its instances went first: the log holds their deletion
     async with http.post(CRDS, json=WIDGETS) as resp:
         assert resp.status == 201
+
+
+async def test_several_versions_are_served_from_one_storage(http: aiohttp.ClientSession) -> None:
+    crd = copy.deepcopy(WIDGETS)
+    v1 = crd["spec"]["versions"][0]
+    beta = {**copy.deepcopy(v1), "name": "v1beta1", "storage": False}
+    crd["spec"]["versions"] = [beta, v1]
+    await establish(http, crd)
+    async with http.post("/apis/example.com/v1beta1/namespaces/default/widgets",
+                         json={"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "old"},
+                               "spec": {"replicas": 1}}) as resp:
+        assert resp.status == 201, await resp.text()
+        assert (await _json(resp))["apiVersion"] == "example.com/v1beta1"
+    async with http.get("/apis/example.com/v1/namespaces/default/widgets/old") as resp:
+        stored = await _json(resp)
+    assert stored["apiVersion"] == "example.com/v1" and stored["spec"] == {"replicas": 1}
+    async with http.get("/apis/example.com/v1beta1/widgets") as resp:
+        listed = await _json(resp)
+    assert [i["apiVersion"] for i in listed["items"]] == ["example.com/v1beta1"]
+    async with http.get("/apis/example.com") as resp:
+        group = await _json(resp)
+    assert group["preferredVersion"]["version"] == "v1"
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]

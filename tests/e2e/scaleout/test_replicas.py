@@ -224,3 +224,25 @@ async def test_a_killed_replica_s_watchers_resume_on_the_other_without_gaps_or_d
         assert lb.connections.get(1, 0) >= 1, "the informer reconnected through the balancer to B"
         print(f"{len(truth)} events; write outcomes {outcomes}; watch failures "
               f"{[w.failures for w in (every, one_ns)]}")
+
+
+async def test_a_crd_created_through_one_replica_is_served_by_the_other(pg_url: str, tmp_path: Path) -> None:
+    from tests.api.crds.test_serving import WIDGETS
+
+    async with clusters.cluster(db_url=pg_url, workdir=tmp_path) as c, aiohttp.ClientSession() as http:
+        a, b = await c.replicas(2)
+        await post(http, f"{a.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions", WIDGETS)
+
+        async def served() -> bool:
+            async with http.get(f"{b.url}/apis/example.com/v1/widgets") as resp:
+                return resp.status == 200
+
+        await eventually(served, within=5.0)
+        widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "default"}}
+        await post(http, f"{b.url}/apis/example.com/v1/namespaces/default/widgets", widget)
+        got = await clusters.get_json(http, f"{a.url}/apis/example.com/v1/namespaces/default/widgets/w")
+        assert got["metadata"]["name"] == "w"  # type: ignore[index]
+        crd = await clusters.get_json(http, f"{a.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+                                            "widgets.example.com")
+        # one NamesAccepted and one Established, however many replicas reconciled them
+        assert sorted(c["type"] for c in crd["status"]["conditions"]) == ["Established", "NamesAccepted"]  # type: ignore[index]
