@@ -57,6 +57,7 @@ bench: bytecode
 	$(PY) -m bench.api $(BENCH_ARGS)
 	$(PY) -m bench.allocator
 	$(PY) -m bench.controllers
+	$(PY) -m bench.crds $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache
