@@ -145,7 +145,9 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
         stream=method == "GET" and not target.name and bool(codec.parse_bool("watch", request.query.get("watch"))))
     if not kind.stored:
         return await _virtual(request, target)
-    if kind.storage_of:  # another version of a stored kind: read and write that kind, converting
+    if kind.storage_of or (kind.custom is not None and kind.custom.convert):
+        # another version of a stored kind: read and write that kind, converting (a custom resource of
+        # several versions: every version, as objects keep the version they were stored in)
         target = versions.storage_target(target, registry=request.app[st.STORE].registry)
         kind = target.kind
     if target.subresource:

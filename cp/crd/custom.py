@@ -31,14 +31,15 @@ class CustomVersion:
     """One served version of a CustomResourceDefinition. Identity equality: a new definition
     generation makes new objects (and so new compiled schemas)."""
 
-    __slots__ = ("_compiled", "_field_info", "_rules", "columns", "conversion", "crd_name", "crd_uid",
+    __slots__ = ("_compiled", "_field_info", "_rules", "columns", "conversion", "convert", "crd_name", "crd_uid",
                  "deprecated", "deprecation_warning", "generation", "openapi", "scale", "selectable",
                  "status", "storage_version", "terminating", "version")
 
     def __init__(self, *, crd_name: str, crd_uid: str, generation: int, version: str, storage_version: str,
                  openapi: dict[str, Any] | None, status: bool, scale: dict[str, Any] | None,
                  columns: list[dict[str, Any]], selectable: list[str], conversion: dict[str, Any],
-                 deprecated: bool = False, deprecation_warning: str = "", terminating: bool = False) -> None:
+                 deprecated: bool = False, deprecation_warning: str = "", terminating: bool = False,
+                 convert: bool = False) -> None:
         self.crd_name = crd_name
         self.crd_uid = crd_uid
         self.generation = generation
@@ -53,6 +54,9 @@ class CustomVersion:
         self.deprecated = deprecated
         self.deprecation_warning = deprecation_warning
         self.terminating = terminating  # the definition is being deleted: no new instances
+        # Objects may be stored in another version than this one (the definition has several): every
+        # answer is converted, the storage version's too (an object keeps the version it was written in).
+        self.convert = convert
         self._compiled: Any = None
         self._rules: Any = None
         self._field_info: Any = None
@@ -140,6 +144,8 @@ def served_kinds(crd: dict[str, Any]) -> tuple[res.ResourceKind, ...]:
         return ()
     storage = storage_version(crd)
     namespaced = spec.get("scope") == "Namespaced"
+    stored_versions = _list(_dict(crd.get("status")).get("storedVersions"))
+    convert = len(_list(spec.get("versions"))) > 1 or len(stored_versions) > 1
     out: list[res.ResourceKind] = []
     for v in _list(spec.get("versions")):
         if not isinstance(v, dict) or v.get("served") is not True:
@@ -162,7 +168,7 @@ def served_kinds(crd: dict[str, Any]) -> tuple[res.ResourceKind, ...]:
             conversion=_dict(spec.get("conversion")),
             deprecated=v.get("deprecated") is True,
             deprecation_warning=str(v.get("deprecationWarning") or ""),
-            terminating=bool(meta.get("deletionTimestamp")))
+            terminating=bool(meta.get("deletionTimestamp")), convert=convert)
         out.append(res.ResourceKind(
             group=group, version=version, kind=kind, plural=plural,
             singular=str(accepted.get("singular") or names.get("singular") or kind.lower()),

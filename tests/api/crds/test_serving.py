@@ -190,3 +190,28 @@ async def test_several_versions_are_served_from_one_storage(http: aiohttp.Client
         group = await _json(resp)
     assert group["preferredVersion"]["version"] == "v1"
     assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+
+
+async def test_objects_keep_their_version_after_the_storage_version_changes(http: aiohttp.ClientSession) -> None:
+    crd = copy.deepcopy(WIDGETS)
+    v1 = crd["spec"]["versions"][0]
+    crd["spec"]["versions"] = [{**copy.deepcopy(v1), "name": "v1beta1"}]
+    await establish(http, crd)
+    async with http.post("/apis/example.com/v1beta1/namespaces/default/widgets",
+                         json={"apiVersion": "example.com/v1beta1", "kind": "Widget",
+                               "metadata": {"name": "w"}}) as resp:
+        assert resp.status == 201
+    async with http.get(f"{CRDS}/widgets.example.com") as resp:
+        current = await _json(resp)
+    current["spec"]["versions"] = [{**copy.deepcopy(v1), "name": "v1beta1", "storage": False}, v1]
+    async with http.put(f"{CRDS}/widgets.example.com", json=current) as resp:
+        assert resp.status == 200, await resp.text()
+
+    async def served() -> dict[str, Any] | None:
+        async with http.get("/apis/example.com/v1/namespaces/default/widgets/w") as resp:
+            return await _json(resp) if resp.status == 200 else None
+
+    got = await waiting.eventually(served, within=5.0)
+    assert got["apiVersion"] == "example.com/v1"  # stored as v1beta1, served as v1
+    async with http.get(f"{CRDS}/widgets.example.com") as resp:
+        assert (await _json(resp))["status"]["storedVersions"] == ["v1beta1", "v1"]
