@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import re
-from copy import deepcopy
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from cp.crd import formats
@@ -47,6 +47,10 @@ class ObjectMetaRule(Protocol):
 # ---------------------------------------------------------------- reading a schema
 
 
+_PY_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "number": (int, float),
+                                          "boolean": (bool,), "object": (dict,), "array": (list,)}
+
+
 def _num(v: Any) -> float | int | None:
     return v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
@@ -66,11 +70,55 @@ class Node:
     extensions, default) and the value validations kube-openapi checks."""
 
     __slots__ = (
-        "additional", "additional_allows", "additional_set", "all_of", "any_of", "default", "embedded",
-        "enum", "exclusive_maximum", "exclusive_minimum", "format", "has_default", "int_or_string", "items",
-        "list_type", "map_keys", "max_items", "max_length", "max_properties", "maximum", "min_items",
-        "min_length", "min_properties", "minimum", "multiple_of", "not_", "nullable", "one_of",
-        "pattern", "pattern_error", "pattern_text", "preserve", "properties", "required", "type", "types",
+        # what the walks need to know without looking (computed from the above)
+        "accepts",
+        "additional",
+        "additional_allows",
+        "additional_set",
+        "all_of",
+        "any_of",
+        "checks_number",
+        "checks_string",
+        "checks_type",
+        "default",
+        "defaulted",
+        "defaulting_children",
+        "defaults_below",
+        "embedded",
+        "embedded_below",
+        "enum",
+        "enum_strings",
+        "exclusive_maximum",
+        "exclusive_minimum",
+        "format",
+        "has_default",
+        "int_or_string",
+        "int_range",
+        "items",
+        "junctors",
+        "list_type",
+        "lists_below",
+        "map_keys",
+        "max_items",
+        "max_length",
+        "max_properties",
+        "maximum",
+        "min_items",
+        "min_length",
+        "min_properties",
+        "minimum",
+        "multiple_of",
+        "not_",
+        "nullable",
+        "one_of",
+        "pattern",
+        "pattern_error",
+        "pattern_text",
+        "preserve",
+        "properties",
+        "required",
+        "type",
+        "types",
         "unique_items",
     )
 
@@ -135,6 +183,34 @@ class Node:
             if isinstance(raw.get("oneOf"), list) else []
         not_ = raw.get("not")
         self.not_: Node | None = Node(not_) if isinstance(not_, dict) else None
+        self.junctors: bool = bool(self.all_of or self.any_of or self.one_of or self.not_ is not None)
+        self.checks_type: bool = bool(self.types or self.format)
+        self.checks_string: bool = bool(self.max_length is not None or self.min_length is not None
+                                        or self.pattern_text or self.format)
+        self.checks_number: bool = bool(self.maximum is not None or self.minimum is not None
+                                        or self.multiple_of is not None or self.format in ("int32", "float"))
+        children = [*self.properties.values(), *(c for c in (self.additional, self.items) if c is not None)]
+        self.embedded_below: bool = self.embedded or any(c.embedded_below for c in children)
+        self.lists_below: bool = self.list_type in ("set", "map") or any(c.lists_below for c in children)
+        self.defaults_below: bool = any(c.has_default or c.defaults_below for c in children)
+        self.defaulted: tuple[tuple[str, Node], ...] = tuple((k, p) for k, p in self.properties.items() if p.has_default)
+        self.defaulting_children: tuple[tuple[str, Node], ...] = tuple(
+            (k, p) for k, p in self.properties.items() if p.defaults_below)
+        # Shortcuts for the common leaves: the Python types a value may have to pass a schema that checks
+        # nothing but its type; the string values of an enum; an integer's inclusive range.
+        self.accepts: frozenset[type] | None = None
+        if not (self.junctors or self.enum is not None or self.checks_string or self.checks_number
+                or self.properties or self.additional_set or self.items is not None or self.required
+                or self.min_items is not None or self.max_items is not None or self.unique_items
+                or self.min_properties is not None or self.max_properties is not None or not self.types):
+            self.accepts = frozenset(t for name in self.types for t in _PY_TYPES[name])
+        self.enum_strings: frozenset[str] = frozenset(e for e in self.enum or () if isinstance(e, str))
+        self.int_range: tuple[float, float] | None = None
+        if self.type == "integer" and not self.int_or_string and not self.format and self.multiple_of is None:
+            low = -math.inf if self.minimum is None else self.minimum
+            high = math.inf if self.maximum is None else self.maximum
+            if all(isinstance(b, int) or math.isinf(b) for b in (low, high)):
+                self.int_range = (low + self.exclusive_minimum, high - self.exclusive_maximum)
 
     def child(self, key: str) -> Node | None:
         """The schema of property `key`: a declared property, else additionalProperties' schema."""
@@ -154,14 +230,22 @@ def prune_value(x: Any, s: Node | None, *, is_resource_root: bool, unknown: list
     """`pruning.PruneWithOptions`: drops the object fields `s` does not specify from `x` in place, not
     touching `apiVersion`, `kind` and `metadata` of (embedded) resources; records the dropped fields'
     paths in `unknown` when given."""
-    _prune(x, s, unknown, parent, root=is_resource_root)
+    _prune(x, s, unknown, parent, root=is_resource_root, nulls=False)
 
 
-def _prune(x: Any, s: Node | None, unknown: list[str] | None, parent: str, *, root: bool = False) -> None:
+def _drops_null(s: Node | None) -> bool:
+    """PruneNonNullableNullsWithoutDefaults: a null under this schema is dropped."""
+    return s is not None and not s.nullable and not s.has_default
+
+
+def _prune(x: Any, s: Node | None, unknown: list[str] | None, parent: str, *, root: bool = False,
+           nulls: bool) -> None:
+    """Pruning, and with `nulls` the removal of non-nullable, non-defaulted nulls in the same walk (upstream
+    runs the second over the result of the first; the fields it looks at are those kept here)."""
     if s is not None and s.preserve:
-        _skip_prune(x, s, unknown, parent, root=root)
+        _skip_prune(x, s, unknown, parent, root=root, nulls=nulls)
         return
-    if isinstance(x, dict):
+    if type(x) is dict:
         if s is None:
             if unknown is not None:
                 unknown.extend(_join(parent, k) for k in x)
@@ -169,43 +253,59 @@ def _prune(x: Any, s: Node | None, unknown: list[str] | None, parent: str, *, ro
             return
         embedded = s.embedded or root
         props = s.properties
-        for k in list(x):
-            if embedded and k in _META_FIELDS:
+        drop: list[str] | None = None
+        for k, v in x.items():
+            sub = props.get(k)
+            if sub is None and embedded and k in _META_FIELDS:
+                if v is None and nulls and s.additional_set and _drops_null(s.additional):
+                    drop = [*(drop or ()), k]
                 continue
-            prop = props.get(k)
-            if prop is not None:
-                v = x[k]
-                if isinstance(v, (dict, list)):
-                    _prune(v, prop, unknown, _join(parent, k) if unknown is not None else "")
-            elif s.additional_set:
-                v = x[k]
-                if isinstance(v, (dict, list)):
-                    _prune(v, s.additional, unknown, _join(parent, k) if unknown is not None else "")
-            else:
+            if sub is None and not s.additional_set:
                 if unknown is not None and (k not in _META_FIELDS or parent):
                     unknown.append(_join(parent, k))
+                drop = [*(drop or ()), k]
+                continue
+            if sub is None:
+                sub = s.additional
+            if v is None:
+                if nulls and _drops_null(sub):
+                    drop = [*(drop or ()), k]
+            elif embedded and k in _META_FIELDS:
+                continue
+            elif type(v) is dict or type(v) is list:
+                _prune(v, sub, unknown, _join(parent, k) if unknown is not None else "", nulls=nulls)
+        if drop:
+            for k in drop:
                 del x[k]
-    elif isinstance(x, list):
+    elif type(x) is list:
         items = s.items if s is not None else None
         for i, v in enumerate(x):
-            if isinstance(v, (dict, list)):
-                _prune(v, items, unknown, f"{parent}[{i}]" if unknown is not None else "")
+            if type(v) is dict or type(v) is list:
+                _prune(v, items, unknown, f"{parent}[{i}]" if unknown is not None else "", nulls=nulls)
 
 
-def _skip_prune(x: Any, s: Node, unknown: list[str] | None, parent: str, *, root: bool) -> None:
-    if isinstance(x, dict):
+def _skip_prune(x: Any, s: Node, unknown: list[str] | None, parent: str, *, root: bool, nulls: bool) -> None:
+    if type(x) is dict:
         embedded = s.embedded or root
+        drop: list[str] | None = None
         for k, v in x.items():
-            if embedded and k in _META_FIELDS:
+            sub = s.properties.get(k)
+            if sub is None and not s.additional_set:
                 continue
-            prop = s.properties.get(k)
-            if prop is not None:
-                _prune(v, prop, unknown, _join(parent, k) if unknown is not None else "")
-            elif s.additional_set:
-                _prune(v, s.additional, unknown, _join(parent, k) if unknown is not None else "")
-    elif isinstance(x, list) and s.items is not None:
+            if sub is None:
+                sub = s.additional
+            if v is None:
+                if nulls and _drops_null(sub):
+                    drop = [*(drop or ()), k]
+            elif not (embedded and k in _META_FIELDS):
+                _prune(v, sub, unknown, _join(parent, k) if unknown is not None else "", nulls=nulls)
+        if drop:
+            for k in drop:
+                del x[k]
+    elif type(x) is list and s.items is not None:
         for i, v in enumerate(x):
-            _skip_prune(v, s.items, unknown, f"{parent}[{i}]" if unknown is not None else "", root=False)
+            _skip_prune(v, s.items, unknown, f"{parent}[{i}]" if unknown is not None else "", root=False,
+                        nulls=nulls)
 
 
 def _coerce_embedded_meta(x: Any, s: Node | None, unknown: list[str] | None, parent: str,
@@ -235,58 +335,54 @@ def _coerce_embedded_meta(x: Any, s: Node | None, unknown: list[str] | None, par
                 _coerce_embedded_meta(v, s.items, unknown, f"{parent}[{i}]")
 
 
-def prune_nulls(x: Any, s: Node | None) -> None:
-    """`PruneNonNullableNullsWithoutDefaults`: drops `null` fields whose schema is neither nullable nor
-    defaulted (those with a default are defaulted later)."""
-    if isinstance(x, dict):
-        for k in list(x):
-            v = x[k]
-            sub = s.child(k) if s is not None else None
-            if v is None:
-                if sub is not None and not sub.nullable and not sub.has_default:
-                    del x[k]
-            elif isinstance(v, (dict, list)):
-                prune_nulls(v, sub)
-    elif isinstance(x, list):
-        items = s.items if s is not None else None
-        for v in x:
-            if isinstance(v, (dict, list)):
-                prune_nulls(v, items)
-
-
 # ---------------------------------------------------------------- defaulting (pkg/apiserver/schema/defaulting)
+
+
+def _copy(v: Any) -> Any:
+    """A deep copy of a JSON value (runtime.DeepCopyJSONValue)."""
+    if type(v) is dict:
+        return {k: _copy(x) for k, x in v.items()}
+    if type(v) is list:
+        return [_copy(x) for x in v]
+    return v
 
 
 def default_value(x: Any, s: Node | None) -> None:
     """`defaulting.Default`: fills absent fields (and non-nullable nulls) from their schemas' defaults,
     deep-copied, then descends; list items and additionalProperties values that are non-nullable nulls
-    are defaulted too."""
-    if s is None:
+    are defaulted too. Subtrees without defaults are not walked."""
+    if s is None or not s.defaults_below:
         return
-    if isinstance(x, dict):
-        for k, prop in s.properties.items():
-            if prop.has_default and (k not in x or (x[k] is None and not prop.nullable)):
-                x[k] = deepcopy(prop.default)
-        for k, v in x.items():
-            declared = s.properties.get(k)
-            if declared is not None:
-                if isinstance(v, (dict, list)):
-                    default_value(v, declared)
-            elif s.additional is not None:
-                add = s.additional
+    if type(x) is dict:
+        for k, prop in s.defaulted:
+            if x.get(k, _ABSENT) is _ABSENT or (x[k] is None and not prop.nullable):
+                x[k] = _copy(prop.default)
+        for k, prop in s.defaulting_children:
+            v = x.get(k)
+            if type(v) is dict or type(v) is list:
+                default_value(v, prop)
+        add = s.additional
+        if add is not None and (add.has_default or add.defaults_below):
+            props = s.properties
+            for k, v in x.items():
+                if k in props:
+                    continue
                 if v is None and not add.nullable and add.has_default:
-                    v = x[k] = deepcopy(add.default)
-                if isinstance(v, (dict, list)):
+                    v = x[k] = _copy(add.default)
+                if type(v) is dict or type(v) is list:
                     default_value(v, add)
-    elif isinstance(x, list):
+    elif type(x) is list:
         items = s.items
         if items is None:
             return
         for i, v in enumerate(x):
             if v is None and not items.nullable and items.has_default:
-                v = x[i] = deepcopy(items.default)
-            if isinstance(v, (dict, list)):
+                v = x[i] = _copy(items.default)
+            if type(v) is dict or type(v) is list:
                 default_value(v, items)
+
+
+_ABSENT = object()
 
 
 # ---------------------------------------------------------------- kube-openapi validation
@@ -306,6 +402,9 @@ class _Err:
         self.value = value
         self.valid = valid
         self.values = values
+
+
+_Add = Callable[[_Err], None]
 
 
 class _Result:
@@ -393,44 +492,34 @@ def _validate(s: Node, data: Any, path: str) -> _Result:
             res.add(_type_error(path, ",".join(s.types), "null"))
         else:
             res.matches += 1
-        _check_enum(s, data, path, res)
+        _check_enum(s, data, path, res.add)
         return res
     kind, fmt = _type_of(data)
     if s.types or s.format:
-        res.matches += 1 + _check_type(s, data, kind, fmt, path, res)
+        res.matches += 1 + _check_type(s, data, kind, fmt, path, res.add)
     if s.all_of or s.any_of or s.one_of or s.not_ is not None:
         _check_schema_props(s, data, path, res)
     else:
         res.matches += 1
     res.matches += 1
     if kind == "string":
-        _check_string(s, data, path, res)
+        _check_string(s, data, path, res.add)
         res.matches += 1
         if s.format:
             if not formats.check(s.format, data):
                 res.add(_type_error(path, s.format, data))
             res.matches += 1
     elif kind in ("integer", "number"):
-        _check_number(s, data, kind, path, res)
+        _check_number(s, data, kind, path, res.add)
         res.matches += 2
     elif kind == "array":
         for i, v in enumerate(data):
             if s.items is not None:
                 res.merge(_validate(s.items, v, f"{path}[{i}]"))
-        n = len(data)
-        if s.min_items is not None and n < s.min_items:
-            res.add(_Err("other", path, f"{_in(path)} should have at least {s.min_items} items", n))
-        if s.max_items is not None and n > s.max_items:
-            res.add(_Err("maxItems", path, f"{_in(path)} should have at most {s.max_items} items", n,
-                         s.max_items))
-        if s.unique_items:
-            for i, v in enumerate(data):
-                if any(_json_equal(v, u) for u in data[:i]):
-                    res.add(_Err("other", path, f"{_in(path)} shouldn't contain duplicates"))
-                    break
+        _array_counts(s, data, path, res.add)
         res.matches += 2
     if s.enum is not None:
-        _check_enum(s, data, path, res)
+        _check_enum(s, data, path, res.add)
     res.matches += 1
     if kind == "object":
         _check_object(s, data, path, res)
@@ -439,7 +528,91 @@ def _validate(s: Node, data: Any, path: str) -> _Result:
     return res
 
 
-def _check_type(s: Node, data: Any, kind: str, fmt: str, path: str, res: _Result) -> int:
+_KINDS: dict[type, tuple[str, str]] = {str: ("string", ""), bool: ("boolean", ""), int: ("integer", "int64"),
+                                       float: ("number", "float64"), list: ("array", ""), dict: ("object", "")}
+
+
+def _fast(s: Node, data: Any, path: str, add: _Add) -> None:
+    """The same validation as `_validate` for a schema without allOf/anyOf/oneOf/not, where kube-openapi's
+    match counting never matters: errors go straight to `add`. Junctors fall back to `_validate`."""
+    if s.accepts is not None and type(data) in s.accepts:
+        return
+    if s.junctors:
+        for err in _validate(s, data, path).errors:
+            add(err)
+        return
+    if data is None:
+        if s.types and not s.nullable:
+            add(_type_error(path, ",".join(s.types), "null"))
+        if s.enum is not None:
+            _check_enum(s, data, path, add)
+        return
+    kind, fmt = _KINDS.get(type(data)) or _type_of(data)
+    if s.checks_type and (s.format or kind not in s.types):
+        _check_type(s, data, kind, fmt, path, add)
+    if kind == "object":
+        props = s.properties
+        additional = s.additional
+        if s.min_properties is not None or s.max_properties is not None or (
+                s.additional_set and not s.additional_allows):
+            _object_counts(s, data, path, add)
+        for k, v in data.items():
+            sub = props.get(k)
+            if sub is not None:
+                if sub.accepts is None or type(v) not in sub.accepts:
+                    _fast(sub, v, f"{path}.{k}" if path else k, add)
+            elif additional is not None and (additional.accepts is None or type(v) not in additional.accepts):
+                _fast(additional, v, f"{path}.{k}", add)
+        for k in s.required:
+            if k not in data:
+                add(_Err("required", f"{path}.{k}", f"{path}.{k} in body is required"))
+    elif kind == "string":
+        if s.checks_string:
+            _check_string(s, data, path, add)
+            if s.format and not formats.check(s.format, data):
+                add(_type_error(path, s.format, data))
+    elif kind == "array":
+        items = s.items
+        if items is not None:
+            for i, v in enumerate(data):
+                _fast(items, v, f"{path}[{i}]", add)
+        if s.min_items is not None or s.max_items is not None or s.unique_items:
+            _array_counts(s, data, path, add)
+    elif kind in ("integer", "number") and s.checks_number:
+        r = s.int_range
+        if r is None or kind != "integer" or not r[0] <= data <= r[1]:
+            _check_number(s, data, kind, path, add)
+    if s.enum is not None and not (kind == "string" and data in s.enum_strings):
+        _check_enum(s, data, path, add)
+
+
+def _array_counts(s: Node, data: list[Any], path: str, add: _Add) -> None:
+    n = len(data)
+    if s.min_items is not None and n < s.min_items:
+        add(_Err("other", path, f"{_in(path)} should have at least {s.min_items} items", n))
+    if s.max_items is not None and n > s.max_items:
+        add(_Err("maxItems", path, f"{_in(path)} should have at most {s.max_items} items", n, s.max_items))
+    if s.unique_items:
+        for i, v in enumerate(data):
+            if any(_json_equal(v, u) for u in data[:i]):
+                add(_Err("other", path, f"{_in(path)} shouldn't contain duplicates"))
+                break
+
+
+def _object_counts(s: Node, data: dict[str, Any], path: str, add: _Add) -> None:
+    n = len(data)
+    if s.min_properties is not None and n < s.min_properties:
+        add(_Err("other", path, f"{_in(path)} should have at least {s.min_properties} properties", n))
+    if s.max_properties is not None and n > s.max_properties:
+        add(_Err("maxProperties", path, f"{_in(path)} should have at most {s.max_properties} properties", n,
+                 s.max_properties))
+    if s.additional_set and not s.additional_allows:
+        for k in data:
+            if k not in s.properties:
+                add(_Err("other", path, f"{path}.{k} in body is a forbidden property", k))
+
+
+def _check_type(s: Node, data: Any, kind: str, fmt: str, path: str, add: _Add) -> int:
     """The type validator; 1 when it passed (it counts itself then), else 0."""
     types = s.types
     is_float_int = kind == "number" and "integer" in types and _float_is_int(data)
@@ -447,29 +620,29 @@ def _check_type(s: Node, data: Any, kind: str, fmt: str, path: str, res: _Result
     if kind not in ("string", "array") and s.format and not (
             kind in types or fmt == s.format or is_float_int or is_int_float
             or (s.format == "int64" and fmt == "int32") or (s.format == "float64" and fmt == "float32")):
-        res.add(_type_error(path, s.format, fmt))
+        add(_type_error(path, s.format, fmt))
         return 0
     if "number" not in types and "integer" not in types and s.format and kind in ("string", "array"):
         return 1
     if not (kind in types or is_float_int or is_int_float):
-        res.add(_type_error(path, ",".join(types), kind))
+        add(_type_error(path, ",".join(types), kind))
         return 0
     return 1
 
 
-def _check_string(s: Node, data: str, path: str, res: _Result) -> None:
+def _check_string(s: Node, data: str, path: str, add: _Add) -> None:
     """The string validator reports the first of maxLength, minLength, pattern that fails."""
     if s.max_length is not None and len(data) > s.max_length:
-        res.add(_Err("tooLong", path, f"{_in(path)} should be at most {s.max_length} chars long", data,
+        add(_Err("tooLong", path, f"{_in(path)} should be at most {s.max_length} chars long", data,
                      s.max_length))
     elif s.min_length is not None and len(data) < s.min_length:
-        res.add(_Err("other", path, f"{_in(path)} should be at least {s.min_length} chars long", data))
+        add(_Err("other", path, f"{_in(path)} should be at least {s.min_length} chars long", data))
     elif s.pattern_text:
         if s.pattern is None:
-            res.add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}, but pattern is invalid: "
+            add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}, but pattern is invalid: "
                          f"{s.pattern_error}'", data))
         elif not s.pattern.search(data):
-            res.add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}'", data))
+            add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}'", data))
 
 
 def _range_ok(value: float, type_name: str, fmt: str) -> bool:
@@ -482,11 +655,11 @@ def _range_ok(value: float, type_name: str, fmt: str) -> bool:
     return -limit <= value < limit
 
 
-def _check_number(s: Node, data: int | float, kind: str, path: str, res: _Result) -> None:
+def _check_number(s: Node, data: int | float, kind: str, path: str, add: _Add) -> None:
     type_name = s.type if s.type in ("integer", "number") and not s.int_or_string else ""
     fmt = s.format if type_name else ""
     if not _range_ok(data, type_name, fmt):
-        res.add(_Err("composite", path, f"Checked value must be of type {type_name or 'number'} "
+        add(_Err("composite", path, f"Checked value must be of type {type_name or 'number'} "
                      f"{'with format ' + fmt if fmt else '(default format)'} in {path}"))
     native_int = kind == "integer"
     if s.multiple_of is not None:
@@ -494,17 +667,17 @@ def _check_number(s: Node, data: int | float, kind: str, path: str, res: _Result
         if native_int and _range_ok(factor, type_name, fmt):
             ifactor = int(factor)
             if ifactor <= 0:
-                res.add(_Err("other", path, f"factor MultipleOf declared for {path} must be positive: {ifactor}",
+                add(_Err("other", path, f"factor MultipleOf declared for {path} must be positive: {ifactor}",
                              ifactor))
             elif int(data) % ifactor:
-                res.add(_Err("other", path, f"{_in(path)} should be a multiple of {ifactor}", data))
+                add(_Err("other", path, f"{_in(path)} should be a multiple of {ifactor}", data))
         else:
             f = float(factor)
             if f <= 0:
-                res.add(_Err("other", path, f"factor MultipleOf declared for {path} must be positive: "
+                add(_Err("other", path, f"factor MultipleOf declared for {path} must be positive: "
                              f"{go_float(f)}", Shown(go_float(f))))
             elif not _float_is_int(1 / f * data if f < 1 else data / f):
-                res.add(_Err("other", path, f"{_in(path)} should be a multiple of {go_float(f)}", data))
+                add(_Err("other", path, f"{_in(path)} should be a multiple of {go_float(f)}", data))
     for bound, exclusive, is_max in ((s.minimum, s.exclusive_minimum, False),
                                      (s.maximum, s.exclusive_maximum, True)):
         if bound is None:
@@ -522,31 +695,22 @@ def _check_number(s: Node, data: int | float, kind: str, path: str, res: _Result
             failed = data <= b if exclusive else data < b
             words = "greater than" if exclusive else "greater than or equal to"
         if failed:
-            res.add(_Err("other", path, f"{_in(path)} should be {words} {shown}", data))
+            add(_Err("other", path, f"{_in(path)} should be {words} {shown}", data))
 
 
-def _check_enum(s: Node, data: Any, path: str, res: _Result) -> None:
+def _check_enum(s: Node, data: Any, path: str, add: _Add) -> None:
     if s.enum is None:
         return
     if data is not None and any(_json_equal(data, e) for e in s.enum):
         return
     values = " ".join(go_v(e) if not isinstance(e, (dict, list)) else go_json(e) for e in s.enum)
-    res.add(_Err("enum", path, f"{_in(path)} should be one of [{values}]", data, values=s.enum))
+    add(_Err("enum", path, f"{_in(path)} should be one of [{values}]", data, values=s.enum))
 
 
 def _check_object(s: Node, data: dict[str, Any], path: str, res: _Result) -> None:
-    n = len(data)
-    if s.min_properties is not None and n < s.min_properties:
-        res.add(_Err("other", path, f"{_in(path)} should have at least {s.min_properties} properties", n))
-    if s.max_properties is not None and n > s.max_properties:
-        res.add(_Err("maxProperties", path, f"{_in(path)} should have at most {s.max_properties} properties",
-                     n, s.max_properties))
+    _object_counts(s, data, path, res.add)
     props = s.properties
-    if s.additional_set and not s.additional_allows:
-        for k in data:
-            if k not in props:
-                res.add(_Err("other", path, f"{path}.{k} in body is a forbidden property", k))
-    elif s.additional is not None:
+    if s.additional is not None:
         for k, v in data.items():
             if k not in props:
                 res.merge(_validate(s.additional, v, f"{path}.{k}"))
@@ -615,6 +779,16 @@ def _check_schema_props(s: Node, data: Any, path: str, res: _Result) -> None:
     res.matches += 1
 
 
+def _run(s: Node, value: Any) -> list[_Err]:
+    """kube-openapi's errors for `value`, each message once (Result.AddErrors drops repeats)."""
+    found: list[_Err] = []
+    _fast(s, value, "", found.append)
+    if len(found) > 1:
+        seen: set[str] = set()
+        found = [e for e in found if not (e.message in seen or seen.add(e.message))]  # type: ignore[func-returns-value]
+    return found
+
+
 def _child_path(base: str | None, name: str) -> str | None:
     if not name or name == ".":
         return base
@@ -652,7 +826,7 @@ def _to_causes(errs: list[_Err], base: str | None) -> list[Cause]:
 def validate_value(s: Node, value: Any, *, base: str | None) -> list[Cause]:
     """`ValidateCustomResource(base, value, validator)`: kube-openapi's validation of `value` against `s`,
     as field errors."""
-    return _to_causes(_validate(s, value, "").errors, base)
+    return _to_causes(_run(s, value), base)
 
 
 # ---------------------------------------------------------------- embedded resources (objectmeta.Validate)
@@ -867,12 +1041,16 @@ class Schema:
         null fields that are neither nullable nor defaulted. Returns the dropped fields' paths, sorted, as
         upstream names them (`spec.foo`, `spec.items[0].bar`)."""
         unknown: list[str] = []
-        _prune(obj, self.root, unknown, "", root=True)
-        unknown.sort()
-        meta_unknown: list[str] = []
-        _coerce_embedded_meta(obj, self.root, meta_unknown, "", root=True)
-        prune_nulls(obj, self.root)
-        return unknown + sorted(meta_unknown)
+        _prune(obj, self.root, unknown, "", root=True, nulls=True)
+        if self.root.embedded_below:
+            meta_unknown: list[str] = []
+            _coerce_embedded_meta(obj, self.root, meta_unknown, "", root=True)
+            if meta_unknown:
+                unknown.sort()
+                return unknown + sorted(meta_unknown)
+        if len(unknown) > 1:
+            unknown.sort()
+        return unknown
 
     def apply_defaults(self, obj: dict[str, Any]) -> None:
         """Fills in the schema's defaults (upstream `defaulting.Default`): an absent field, or a null one
@@ -886,9 +1064,11 @@ class Schema:
         property counts, required, allOf/anyOf/oneOf/not), then embedded resources' apiVersion, kind
         and metadata, then list-type set/map uniqueness. (Root metadata and type meta, CEL rules and
         the scale subresource's paths are the caller's.)"""
-        errs = _to_causes(_validate(self.root, obj, "").errors, None)
-        validate_embedded(obj, self.root, None, self._meta_rule, errs)
-        validate_list_types(obj, self.root, None, errs)
+        errs = _to_causes(_run(self.root, obj), None)
+        if self.root.embedded_below:
+            validate_embedded(obj, self.root, None, self._meta_rule, errs)
+        if self.root.lists_below:
+            validate_list_types(obj, self.root, None, errs)
         return errs
 
     def validate_status(self, status: Any) -> list[Cause]:
@@ -897,7 +1077,7 @@ class Schema:
         sub = self.root.properties.get("status")
         if sub is None:
             return []
-        return _to_causes(_validate(sub, status, "").errors, "status")
+        return _to_causes(_run(sub, status), "status")
 
 
 def compile_schema(schema: dict[str, Any], *, object_meta: ObjectMetaRule | None = None) -> Schema:
