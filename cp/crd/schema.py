@@ -532,10 +532,42 @@ _KINDS: dict[type, tuple[str, str]] = {str: ("string", ""), bool: ("boolean", ""
                                        float: ("number", "float64"), list: ("array", ""), dict: ("object", "")}
 
 
-def _fast(s: Node, data: Any, path: str, add: _Add) -> None:
+_NO_OLD: Any = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """reflect.DeepEqual of two decoded JSON values (an int64 1 is not a float64 1.0, nor true)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is dict:
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _old_item(s: Node, item: Any, old: Any) -> Any:
+    """The item of the old list an item of a `map` list correlates with (same key values), else none:
+    the items of other lists are not correlated (apiserver's CorrelatedObject.Index)."""
+    if s.list_type != "map" or type(old) is not list or type(item) is not dict or not s.map_keys:
+        return _NO_OLD
+    keys = s.map_keys
+    for candidate in old:
+        if type(candidate) is dict and all(_same(item.get(k, _NO_OLD), candidate.get(k, _NO_OLD)) for k in keys):
+            return candidate
+    return _NO_OLD
+
+
+def _fast(s: Node, data: Any, path: str, add: _Add, old: Any = _NO_OLD) -> None:
     """The same validation as `_validate` for a schema without allOf/anyOf/oneOf/not, where kube-openapi's
-    match counting never matters: errors go straight to `add`. Junctors fall back to `_validate`."""
+    match counting never matters: errors go straight to `add`. Junctors fall back to `_validate`.
+
+    With `old` (an update, CRDValidationRatcheting): a value equal to the old value it correlates with
+    (same property; same keys in a map list) reports nothing, as upstream turns such errors into
+    warnings."""
     if s.accepts is not None and type(data) in s.accepts:
+        return
+    if old is not _NO_OLD and _same(data, old):
         return
     if s.junctors:
         for err in _validate(s, data, path).errors:
@@ -556,13 +588,16 @@ def _fast(s: Node, data: Any, path: str, add: _Add) -> None:
         if s.min_properties is not None or s.max_properties is not None or (
                 s.additional_set and not s.additional_allows):
             _object_counts(s, data, path, add)
+        old_map = old if type(old) is dict else None
         for k, v in data.items():
             sub = props.get(k)
             if sub is not None:
                 if sub.accepts is None or type(v) not in sub.accepts:
-                    _fast(sub, v, f"{path}.{k}" if path else k, add)
+                    prev = _NO_OLD if old_map is None or (not path and k in ("apiVersion", "kind")) \
+                        else old_map.get(k, _NO_OLD)
+                    _fast(sub, v, f"{path}.{k}" if path else k, add, prev)
             elif additional is not None and (additional.accepts is None or type(v) not in additional.accepts):
-                _fast(additional, v, f"{path}.{k}", add)
+                _fast(additional, v, f"{path}.{k}", add, _NO_OLD if old_map is None else old_map.get(k, _NO_OLD))
         for k in s.required:
             if k not in data:
                 add(_Err("required", f"{path}.{k}", f"{path}.{k} in body is required"))
@@ -575,7 +610,7 @@ def _fast(s: Node, data: Any, path: str, add: _Add) -> None:
         items = s.items
         if items is not None:
             for i, v in enumerate(data):
-                _fast(items, v, f"{path}[{i}]", add)
+                _fast(items, v, f"{path}[{i}]", add, _NO_OLD if old is _NO_OLD else _old_item(s, v, old))
         if s.min_items is not None or s.max_items is not None or s.unique_items:
             _array_counts(s, data, path, add)
     elif kind in ("integer", "number") and s.checks_number:
@@ -779,10 +814,11 @@ def _check_schema_props(s: Node, data: Any, path: str, res: _Result) -> None:
     res.matches += 1
 
 
-def _run(s: Node, value: Any) -> list[_Err]:
-    """kube-openapi's errors for `value`, each message once (Result.AddErrors drops repeats)."""
+def _run(s: Node, value: Any, old: Any = _NO_OLD) -> list[_Err]:
+    """kube-openapi's errors for `value`, each message once (Result.AddErrors drops repeats); ratcheted
+    against `old` when given."""
     found: list[_Err] = []
-    _fast(s, value, "", found.append)
+    _fast(s, value, "", found.append, old)
     if len(found) > 1:
         seen: set[str] = set()
         found = [e for e in found if not (e.message in seen or seen.add(e.message))]  # type: ignore[func-returns-value]
@@ -1071,13 +1107,28 @@ class Schema:
             validate_list_types(obj, self.root, None, errs)
         return errs
 
-    def validate_status(self, status: Any) -> list[Cause]:
+    def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+        """`validate` for an update, as upstream's ValidateUpdate with CRDValidationRatcheting (GA): a
+        value that did not change (compared where it correlates with the old object: same property,
+        same keys of a map list) is not held against the object even if the schema now refuses it;
+        list-type uniqueness is only checked when the old object passed it."""
+        errs = _to_causes(_run(self.root, new, old), None)
+        if self.root.embedded_below:
+            validate_embedded(new, self.root, None, self._meta_rule, errs)
+        if self.root.lists_below:
+            old_errs: list[Cause] = []
+            validate_list_types(old, self.root, None, old_errs)
+            if not old_errs:
+                validate_list_types(new, self.root, None, errs)
+        return errs
+
+    def validate_status(self, status: Any, old_status: Any = _NO_OLD) -> list[Cause]:
         """The status subresource's check (`ValidateStatusUpdate`): `status` against the schema's
-        `properties.status`, paths under `status`."""
+        `properties.status`, paths under `status`, ratcheted against the old status when given."""
         sub = self.root.properties.get("status")
         if sub is None:
             return []
-        return _to_causes(_run(sub, status), "status")
+        return _to_causes(_run(sub, status, old_status), "status")
 
 
 def compile_schema(schema: dict[str, Any], *, object_meta: ObjectMetaRule | None = None) -> Schema:

@@ -311,3 +311,38 @@ def test_null_pruning_happens_with_prune_then_defaults_fill() -> None:
     assert obj["spec"] == {"replicas": None, "opts": None, "mode": None}
     schema.apply_defaults(obj)
     assert obj["spec"] == {"replicas": 1, "opts": {"x": 1, "y": 2}, "mode": None}
+
+
+# ---------------------------------------------------------------- updates (CRDValidationRatcheting)
+
+
+def test_an_update_keeps_values_the_schema_now_refuses_if_unchanged() -> None:
+    schema = compile_schema(SPEC)
+    old = cr(name="Old1", size="x", ports=[{"name": "a", "port": "80"}, {"name": "b"}])
+    new = copy.deepcopy(old)
+    new["spec"]["replicas"] = 3
+    assert [c.text() for c in schema.validate_update(new, old)] == []
+    new["spec"]["ports"] = [{"name": "b"}, {"name": "a", "port": "80"}]  # map lists correlate by key
+    assert [c.text() for c in schema.validate_update(new, old)] == []
+    new["spec"]["size"] = "y"
+    new["spec"]["ports"][1]["port"] = "81"
+    assert [c.text() for c in schema.validate_update(new, old)] == [
+        'spec.size: Unsupported value: "y": supported values: "a", "b"',
+        'spec.ports[1].port: Invalid value: "string": spec.ports[1].port in body must be of type integer: '
+        '"string"']
+
+
+def test_an_update_checks_list_uniqueness_only_when_the_old_object_was_unique() -> None:
+    schema = compile_schema(SPEC)
+    old = cr(tags=["a", "a"])
+    new = cr(tags=["a", "a", "b"])
+    assert [c.text() for c in schema.validate_update(new, old)] == []
+    assert [c.text() for c in schema.validate_update(new, cr(tags=["a"]))] == ['spec.tags[1]: Duplicate value: "a"']
+
+
+def test_an_unchanged_status_is_ratcheted() -> None:
+    schema = compile_schema({"type": "object", "properties": {"status": {"type": "object", "properties": {
+        "ready": {"type": "boolean"}, "count": {"type": "integer"}}}}})
+    assert schema.validate_status({"ready": "yes", "count": 1}, {"ready": "yes"}) == []
+    assert [c.text() for c in schema.validate_status({"ready": "yes", "count": "1"}, {"ready": "yes"})] == [
+        'status.count: Invalid value: "string": count in body must be of type integer: "string"']
