@@ -203,7 +203,7 @@ class Node:
                 or self.properties or self.additional_set or self.items is not None or self.required
                 or self.min_items is not None or self.max_items is not None or self.unique_items
                 or self.min_properties is not None or self.max_properties is not None or not self.types):
-            self.accepts = frozenset(t for name in self.types for t in _PY_TYPES[name])
+            self.accepts = frozenset(t for name in self.types for t in _PY_TYPES.get(name, ()))
         self.enum_strings: frozenset[str] = frozenset(e for e in self.enum or () if isinstance(e, str))
         self.int_range: tuple[float, float] | None = None
         if self.type == "integer" and not self.int_or_string and not self.format and self.multiple_of is None:
@@ -682,6 +682,8 @@ def _check_string(s: Node, data: str, path: str, add: _Add) -> None:
 
 def _range_ok(value: float, type_name: str, fmt: str) -> bool:
     """IsValueValidAgainstRange: whether a number fits the schema's integer type and format."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
     if type_name != "integer":
         return not (fmt == "float" and abs(value) > 3.4028234663852886e38)
     if isinstance(value, float) and not value.is_integer():
