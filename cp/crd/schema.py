@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from cp.crd import formats
+from cp.crd import formats, regexps
 from cp.crd.values import Shown, bad_value, go_float, go_json, go_quote, go_v
 from cp.errors import Cause
 
@@ -172,8 +172,8 @@ class Node:
         self.pattern_error: str = ""
         if self.pattern_text:
             try:
-                self.pattern = re.compile(self.pattern_text)
-            except re.error as e:
+                self.pattern = regexps.compile_go(self.pattern_text)  # None: RE2 syntax Python lacks
+            except regexps.GoRegexpError as e:
                 self.pattern_error = str(e)
         self.all_of: list[Node] = [Node(s) for s in raw.get("allOf") or () if isinstance(s, dict)] \
             if isinstance(raw.get("allOf"), list) else []
@@ -673,10 +673,10 @@ def _check_string(s: Node, data: str, path: str, add: _Add) -> None:
     elif s.min_length is not None and len(data) < s.min_length:
         add(_Err("other", path, f"{_in(path)} should be at least {s.min_length} chars long", data))
     elif s.pattern_text:
-        if s.pattern is None:
+        if s.pattern_error:
             add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}, but pattern is invalid: "
                          f"{s.pattern_error}'", data))
-        elif not s.pattern.search(data):
+        elif s.pattern is not None and not s.pattern.search(data):
             add(_Err("other", path, f"{_in(path)} should match '{s.pattern_text}'", data))
 
 

@@ -14,10 +14,10 @@ atomic, map-list keys required or defaulted.
 
 from __future__ import annotations
 
-import re
 from copy import deepcopy
 from typing import Any
 
+from cp.crd import regexps
 from cp.crd.schema import Node, ObjectMetaRule, prune_value, validate_embedded, validate_value
 from cp.crd.values import Shown, bad_value, go_json
 from cp.errors import Cause
@@ -244,10 +244,10 @@ def _value_validation(raw: dict[str, Any], *, skip_any_of: bool, skip_first_all_
     pattern = raw.get("pattern")
     if isinstance(pattern, str) and pattern:
         try:
-            re.compile(pattern)
-        except re.error as e:
-            errs.append(Cause("Invalid", f"{path}.pattern",
-                              f"must be a valid regular expression, but isn't: error parsing regexp: {e}", pattern))
+            regexps.compile_go(pattern)
+        except regexps.GoRegexpError as e:
+            errs.append(Cause("Invalid", f"{path}.pattern", f"must be a valid regular expression, but isn't: {e}",
+                              pattern))
 
 
 _NESTED_FORBIDDEN = (

@@ -153,7 +153,13 @@ def errors_of(schema: dict[str, Any], **kw: Any) -> list[str]:
      [f"{S}.properties[x].items: Forbidden: items must be a schema object and not an array"]),
     (spec(x={"type": "string", "pattern": "(unclosed"}),
      [f'{S}.properties[x].pattern: Invalid value: "(unclosed": must be a valid regular expression, but isn\'t: '
-      "error parsing regexp: missing ), unterminated subpattern at position 0"]),
+      "error parsing regexp: missing closing ): `(unclosed`"]),
+    (spec(x={"type": "string", "pattern": "^(?=a)"}),
+     [f"{S}.properties[x].pattern: Invalid value: \"^(?=a)\": must be a valid regular expression, but isn't: "
+      "error parsing regexp: invalid or unsupported Perl syntax: `(?=`"]),
+    # RE2 syntax Python's re lacks is accepted (prometheus-operator's CRDs use flags mid-pattern)
+    (spec(x={"type": "string", "pattern": "^((?i)sun|mon)day(?:((:(sun|mon)day)$)|$)"}), []),
+    (spec(x={"type": "string", "pattern": "^[[:alpha:]]\\p{L}*$"}), []),
     # metadata at the root
     (root(metadata={"type": "object", "properties": {"labels": {"type": "object"}}}),
      [f"{P}.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but "
