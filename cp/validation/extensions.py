@@ -4,8 +4,10 @@ CustomResourceDefinition and storagemigration.k8s.io/v1 StorageVersionMigration.
 Behaviour follows kube-aggregator `pkg/apis/apiregistration/validation`, apiextensions-apiserver
 `pkg/apis/apiextensions/validation` and upstream `pkg/apis/storagemigration/validation`. For
 CustomResourceDefinitions this is what a stored definition needs as an object (its name, group, scope,
-names, versions with exactly one storage version, stored versions, conversion); the rules for its schemas
-(structural schemas, CEL rules, printer columns) come with serving custom resources. Pure.
+names, versions with exactly one storage version, stored versions, conversion) and its `openAPIV3Schema`s
+(`cp.crd.structural.check_crd_schema`: structural schemas, extensions, defaults), reported where upstream
+reports them after converting to its internal version (`spec.validation.openAPIV3Schema` when every
+version has the same schema). CEL rules and printer columns come with serving custom resources. Pure.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import base64
 import re
 from typing import Any
 
+from cp.crd.structural import check_crd_schema
 from cp.errors import Cause
 from cp.validation.common import (
     GoValue,
@@ -30,7 +33,12 @@ from cp.validation.common import (
     not_supported,
     validate_path_segment_name,
 )
-from cp.validation.meta import NameFn, validate_conditions, validate_object_meta
+from cp.validation.meta import (
+    NameFn,
+    validate_conditions,
+    validate_embedded_object_meta,
+    validate_object_meta,
+)
 from cp.validation.registry import Rules
 from cp.validation.webhook import validate_client_config, validate_review_versions
 
@@ -162,6 +170,9 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     if not versions:
         errs.append(Cause("Invalid", "spec.versions", "must have exactly one version marked as storage version",
                           GoValue("null")))
+    # Upstream validates the internal version: a schema all versions share is its `spec.validation`.
+    schemas = [v.get("schema") for v in versions]
+    shared_schema = bool(schemas) and schemas[0] is not None and all(s == schemas[0] for s in schemas)
     names_seen: set[str] = set()
     unique = True
     storage = 0
@@ -176,6 +187,10 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         schema = as_dict(version.get("schema")).get("openAPIV3Schema")
         if schema is None:
             errs.append(Cause("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
+        elif not shared_schema:
+            errs.extend(check_crd_schema(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema",
+                                         status_enabled=_status_enabled(version),
+                                         object_meta=validate_embedded_object_meta))
     if not unique:
         errs.append(Cause("Invalid", "spec.versions", "must contain unique version names", go_json(versions)))
     if versions and storage != 1:
@@ -186,7 +201,17 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         if not as_str(names.get(key)):
             errs.append(Cause("Required", f"spec.names.{key}", ""))
     _names(names, "spec.names", errs)
+    if shared_schema:
+        schema = as_dict(versions[0].get("schema")).get("openAPIV3Schema")
+        if schema is not None:
+            errs.extend(check_crd_schema(schema, path="spec.validation.openAPIV3Schema",
+                                         status_enabled=any(_status_enabled(v) for v in versions),
+                                         object_meta=validate_embedded_object_meta))
     _conversion(spec.get("conversion"), errs)
+
+
+def _status_enabled(version: dict[str, Any]) -> bool:
+    return isinstance(as_dict(version.get("subresources")).get("status"), dict)
 
 
 def _conversion(conversion: Any, errs: list[Cause]) -> None:

@@ -26,6 +26,7 @@ from cp.validation.common import (
     validate_annotations,
     validate_label_name,
     validate_labels,
+    validate_path_segment_name,
 )
 
 # ---------------------------------------------------------------- object metadata
@@ -46,6 +47,16 @@ def validate_object_meta(meta: dict[str, Any], errs: list[Cause], *, namespaced:
     else:
         each(errs, f"{path}.name", name, name_fn(name, False))
     _validate_meta_common(meta, errs, namespaced=namespaced, path=path, kube_finalizers=kube_finalizers)
+
+
+def validate_embedded_object_meta(meta: dict[str, Any], *, path: str) -> list[Cause]:
+    """The metadata of a resource embedded in a custom resource (`x-kubernetes-embedded-resource`), as
+    apiextensions' `objectmeta.Validate` checks it: ValidateObjectMeta with names as path segments,
+    namespaced when it names a namespace (the caller puts in a name when there is none)."""
+    errs: list[Cause] = []
+    validate_object_meta(meta, errs, namespaced=bool(as_str(meta.get("namespace"))),
+                         name_fn=validate_path_segment_name, path=path, kube_finalizers=False)
+    return errs
 
 
 def _validate_meta_common(meta: dict[str, Any], errs: list[Cause], *, namespaced: bool, path: str,
