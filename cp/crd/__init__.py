@@ -1,0 +1,1 @@
+"""CustomResourceDefinitions: what apiextensions-apiserver does with their schemas and custom resources (pure)."""
