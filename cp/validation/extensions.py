@@ -4,13 +4,15 @@ CustomResourceDefinition and storagemigration.k8s.io/v1 StorageVersionMigration.
 Behaviour follows kube-aggregator `pkg/apis/apiregistration/validation`, apiextensions-apiserver
 `pkg/apis/apiextensions/validation` and upstream `pkg/apis/storagemigration/validation`. For
 CustomResourceDefinitions this is what a stored definition needs as an object (its name, group, scope,
-names, versions with exactly one storage version, stored versions, conversion); the rules for its schemas
-(structural schemas, CEL rules, printer columns) come with serving custom resources. Pure.
+names, versions with exactly one storage version, stored versions, conversion) and the CEL rules of its
+schemas (`cp.crd.cel`); the other rules for its schemas (structural schemas, printer columns) come with
+serving custom resources. Pure.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
@@ -186,6 +188,18 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
             errs.append(Cause("Required", f"spec.names.{key}", ""))
     _names(names, "spec.names", errs)
     _conversion(spec.get("conversion"), errs)
+    _cel_rules(versions, errs)
+
+
+def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause]) -> None:
+    """The x-kubernetes-validations of each version's schema (`cp.crd.cel.check_crd_rules`: compile
+    errors, rule shapes, estimated costs). The CEL engine is imported only for a schema with rules."""
+    for i, version in enumerate(versions):
+        schema = as_dict(version.get("schema")).get("openAPIV3Schema")
+        if isinstance(schema, dict) and "x-kubernetes-validations" in json.dumps(schema):
+            from cp.crd.cel import check_crd_rules
+
+            errs.extend(check_crd_rules(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema"))
 
 
 def _conversion(conversion: Any, errs: list[Cause]) -> None:
