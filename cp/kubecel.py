@@ -554,6 +554,59 @@ def _merge_maps(maps: list[Any]) -> dict[Any, Any]:
     return out
 
 
+def _same(a: Any, b: Any) -> bool:
+    """CEL equality of engine values (booleans are not numbers)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(v, b[k]) for k, v in a.items())
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _list_key(item: Any, keys: list[str]) -> tuple[Any, ...]:
+    return tuple(repr(item.get(k)) if isinstance(item, dict) else repr(item) for k in keys)
+
+
+def _list_eq(a: Any, b: Any, mode: str, keys: list[str]) -> bool:
+    """`==` on an x-kubernetes-list-type set (any order) or map (items matched by their keys) list."""
+    if not isinstance(a, list) or not isinstance(b, list):
+        raise _no_overload("_==_")
+    if len(a) != len(b):
+        return False
+    if mode == "set":
+        return all(any(_same(x, y) for y in a) for x in b)
+    index = {_list_key(item, keys): item for item in a}
+    for item in b:
+        mine = index.get(_list_key(item, keys))
+        if mine is None or not _same(mine, item):
+            return False
+    return True
+
+
+def _list_add(a: Any, b: Any, mode: str, keys: list[str]) -> list[Any]:
+    """`+` on a set list (the union, in order) or a map list (items of `b` replace those of `a` with the
+    same keys, in place; others are appended)."""
+    if not isinstance(a, list) or not isinstance(b, list):
+        raise _no_overload("_+_")
+    out = list(a)
+    if mode == "set":
+        for x in b:
+            if not any(_same(x, y) for y in out):
+                out.append(x)
+        return out
+    where = {_list_key(item, keys): i for i, item in enumerate(out)}
+    for item in b:
+        k = _list_key(item, keys)
+        if k in where:
+            out[where[k]] = item
+        else:
+            where[k] = len(out)
+            out.append(item)
+    return out
+
+
 FUNCTIONS: dict[str, Callable[..., Any]] = {
     "ip": _ip_or_cidr,
     "isIP": _is_ip,
@@ -592,5 +645,7 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "__k8s_entries": _entries,
     "__k8s_from_entries": _from_entries,
     "__k8s_merge_maps": _merge_maps,
+    "__k8s_list_eq": _list_eq,
+    "__k8s_list_add": _list_add,
 }
 """The functions `cp.crd.celast.render` calls in rewritten expressions."""

@@ -126,7 +126,10 @@ def decl_type(s: dict[str, Any], *, root: bool) -> T | None:
             return None
         mi = s.get("maxItems")
         n = max(0, mi) if isinstance(mi, int) else (_MAX_REQ - 2) // (it.min + 1)
-        return T("list", elem=it, max=n, min=2)
+        lt = s.get("x-kubernetes-list-type")
+        keys = tuple(escape(k) or k for k in s.get("x-kubernetes-list-map-keys") or [] if isinstance(k, str))
+        return T("list", elem=it, max=n, min=2, list_type=lt if lt in ("set", "map") else "",
+                 list_keys=keys if lt == "map" else ())
     if typ == "object":
         ap = s.get("additionalProperties")
         if isinstance(ap, dict):
@@ -928,16 +931,19 @@ def _max_elements(s: dict[str, Any]) -> int | None:
     return 1
 
 
-def check_crd_rules(schema: dict[str, Any], *, path: str) -> list[Cause]:
+def check_crd_rules(schema: dict[str, Any], *, path: str, unchanged: bool = False) -> list[Cause]:
     """What apiextensions' CRD validation refuses in the x-kubernetes-validations of an
     openAPIV3Schema at `path`: rule/message/messageExpression/reason/fieldPath shapes, compile errors,
     oldSelf where nothing correlates, optionalOldSelf without oldSelf, and the estimated cost
-    limits per expression (10,000,000) and for the whole schema (100,000,000)."""
+    limits per expression (10,000,000) and for the whole schema (100,000,000). `unchanged`: the
+    update keeps this version's schema as it was, so the per-expression limit is not applied
+    (suppressExpressionCostForUnchangedSchema); the total still is."""
     errs: list[Cause] = []
     if not isinstance(schema, dict) or not _has_rules(schema):
         return errs
     total = _Total()
-    _check_node(schema, path, errs, total, root=True, cardinality=1, forbid_old=None, parent_type=None)
+    _check_node(schema, path, errs, total, root=True, cardinality=1, forbid_old=None, parent_type=None,
+                per_expression=not unchanged)
     if total.total > STATIC_CRD_COST_LIMIT:
         for _, where in total.expensive:
             errs.append(Cause("Forbidden", where, "contributed to estimated rule cost total exceeding cost limit "
@@ -949,7 +955,8 @@ def check_crd_rules(schema: dict[str, Any], *, path: str) -> list[Cause]:
 
 
 def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, *, root: bool,
-                cardinality: int | None, forbid_old: str | None, parent_type: T | None) -> bool:
+                cardinality: int | None, forbid_old: str | None, parent_type: T | None,
+                per_expression: bool) -> bool:
     """Checks `s` and below; True when shape errors were found (CEL is then not compiled there)."""
     bad = False
     own_type = parent_type if parent_type is not None else decl_type(s, root=root)
@@ -963,13 +970,15 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
             ft = (own_type.fields or {}).get(esc) if esc is not None else None
         bad |= _check_node(prop, f"{path}.properties[{name}]", errs, total,
                            root=bool(prop.get("x-kubernetes-embedded-resource")),
-                           cardinality=_child_card(cardinality, s), forbid_old=forbid_old, parent_type=ft)
+                           cardinality=_child_card(cardinality, s), forbid_old=forbid_old, parent_type=ft,
+                           per_expression=per_expression)
     ap = s.get("additionalProperties")
     if isinstance(ap, dict):
         et = own_type.elem if own_type is not None and own_type.kind == "map" else None
         bad |= _check_node(ap, f"{path}.additionalProperties", errs, total,
                            root=bool(ap.get("x-kubernetes-embedded-resource")),
-                           cardinality=_child_card(cardinality, s), forbid_old=forbid_old, parent_type=et)
+                           cardinality=_child_card(cardinality, s), forbid_old=forbid_old, parent_type=et,
+                           per_expression=per_expression)
     items = s.get("items")
     if isinstance(items, dict):
         it = own_type.elem if own_type is not None and own_type.kind == "list" else None
@@ -977,7 +986,8 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
         if s.get("x-kubernetes-list-type") != "map":
             sub_forbid = sub_forbid or path
         bad |= _check_node(items, f"{path}.items", errs, total, root=bool(items.get("x-kubernetes-embedded-resource")),
-                           cardinality=_child_card(cardinality, s), forbid_old=sub_forbid, parent_type=it)
+                           cardinality=_child_card(cardinality, s), forbid_old=sub_forbid, parent_type=it,
+                           per_expression=per_expression)
     rules = s.get("x-kubernetes-validations")
     if not isinstance(rules, list) or not rules:
         return bad
@@ -1033,7 +1043,7 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
             else (None, None, False)
         rule_path = f"{base}[{i}].rule"
         cost = min(compiled.cost * card, 2**64 - 1) if compiled is not None else 0
-        if cost > STATIC_COST_LIMIT:
+        if per_expression and cost > STATIC_COST_LIMIT:
             errs.append(Cause("Forbidden", rule_path, cost_message("estimated rule cost", cost, STATIC_COST_LIMIT)))
         total.observe(rule_path, cost)
         if error is not None:
@@ -1046,7 +1056,7 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
                                   merr.replace("compilation failed: ", "messageExpression compilation failed: ", 1),
                                   _GoRule(raw)))
             elif mc is not None:
-                if mc.cost > STATIC_COST_LIMIT:
+                if per_expression and mc.cost > STATIC_COST_LIMIT:
                     errs.append(Cause("Forbidden", f"{base}[{i}].messageExpression",
                                       cost_message("estimated messageExpression cost", mc.cost, STATIC_COST_LIMIT)))
                 total.observe(f"{base}[{i}].messageExpression", mc.cost)

@@ -52,16 +52,19 @@ class T:
     (kubernetes.Quantity, net.IP, ...). `max` is the DeclType's MaxElements (string length, list
     items, map entries); `fields` an object's escaped property names."""
 
-    __slots__ = ("elem", "fields", "key", "kind", "max", "min")
+    __slots__ = ("elem", "fields", "key", "kind", "list_keys", "list_type", "max", "min")
 
     def __init__(self, kind: str, *, elem: T | None = None, key: T | None = None,
-                 fields: dict[str, T] | None = None, max: int = 0, min: int = 1) -> None:
+                 fields: dict[str, T] | None = None, max: int = 0, min: int = 1,
+                 list_type: str = "", list_keys: tuple[str, ...] = ()) -> None:
         self.kind = kind
         self.elem = elem
         self.key = key
         self.fields = fields
         self.max = max
         self.min = min  # MinSerializedSize
+        self.list_type = list_type  # "set" or "map" for lists compared and joined by identity
+        self.list_keys = list_keys  # escaped names of a list-map's keys
 
     def name(self) -> str:
         if self.kind == "list":
@@ -473,21 +476,19 @@ def _check_inner(node: Node, scope: _Scope) -> T:
     if op == "list":
         elem: T | None = None
         for a in node.args:
-            at = _check(a.args[0] if a.op == "unary" and a.name == "?" else a, scope)
+            inner = a.args[0] if a.op == "unary" and a.name == "?" else a
+            at = _check(inner, scope)
             if a.op == "unary" and a.name == "?":
                 at = at.elem or DYN if at.kind == "optional" else at
-            if elem is None:
-                elem = at
-            elif not _assignable(elem, at) and elem.kind != at.kind:
-                elem = DYN
+            elem = _homogeneous(scope, inner, elem, at)
         return T("list", elem=elem or DYN, max=len(node.args))
     if op == "map":
         key: T | None = None
         val: T | None = None
         for i in range(0, len(node.args), 2):
             kt, vt = _check(node.args[i], scope), _check(node.args[i + 1], scope)
-            key = kt if key is None or key.kind == kt.kind else DYN
-            val = vt if val is None or val.kind == vt.kind else DYN
+            key = _homogeneous(scope, node.args[i], key, kt)
+            val = _homogeneous(scope, node.args[i + 1], val, vt)
         return T("map", key=key or DYN, elem=val or DYN, max=len(node.args) // 2)
     if op == "unary":
         x = _check(node.args[0], scope)
@@ -509,6 +510,15 @@ def _check_inner(node: Node, scope: _Scope) -> T:
     if op == "call":
         return _call(node, scope)
     raise _err(scope, node, f"unsupported expression {op}")
+
+
+def _homogeneous(scope: _Scope, node: Node, first: T | None, t: T) -> T:
+    """HomogeneousAggregateLiterals: a literal's elements (keys, values) share one type."""
+    if first is None:
+        return t
+    if first.kind == "dyn" or t.kind == "dyn" or first.kind == t.kind:
+        return first if first.kind != "dyn" else t
+    raise _err(scope, node, f"expected type '{first.name()}' but found '{t.name()}'")
 
 
 def _select_type(scope: _Scope, node: Node, base: T, *, optional: bool) -> T:
@@ -562,7 +572,8 @@ def _binary(node: Node, scope: _Scope) -> T:
     if name == "+":
         if at.kind == bt.kind and at.kind in ("int", "uint", "double", "string", "bytes", "list"):
             if at.kind == "list":
-                return T("list", elem=at.elem if at.elem and at.elem.kind != "dyn" else bt.elem, max=at.max + bt.max)
+                return T("list", elem=at.elem if at.elem and at.elem.kind != "dyn" else bt.elem, max=at.max + bt.max,
+                         list_type=at.list_type, list_keys=at.list_keys)
             return T(at.kind, max=at.max + bt.max) if at.kind in ("string", "bytes") else at
         if {at.kind, bt.kind} in ({"timestamp", "duration"}, {"duration"}):
             return TIMESTAMP if "timestamp" in (at.kind, bt.kind) else DURATION
@@ -758,7 +769,7 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
     if op == "lit":
         return _Cost(0, _lit_size(node))
     if op == "ident":
-        return _Cost(1, size_of(node.type))
+        return _Cost(0 if node.type.kind == "type" else 1, size_of(node.type))
     if op == "select":
         base = _cost(node.args[0], size_of)
         return _Cost(base.cost + 1, size_of(node.type))
@@ -786,7 +797,7 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
         kind = node.args[0].type.kind
         if name in ("==", "!=", "<", "<=", ">", ">="):
             if kind in ("string", "bytes"):
-                own = 1 + _trav(min(a.size, b.size), _STRING_FACTOR)
+                own = max(1, _trav(min(a.size, b.size), _STRING_FACTOR))
             elif kind in ("list", "map", "object"):
                 own = 1 + min(a.size, b.size)
         elif name == "in":
@@ -825,7 +836,9 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
     base_cost = recv.cost + sum(p.cost for p in parts)
     subject = recv.size if target is not None else (parts[0].size if parts else 0)
     own = 1
-    if name in ("contains", "startsWith", "endsWith", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
+    if name in ("startsWith", "endsWith") and parts:
+        own = max(1, _trav(parts[0].size, _STRING_FACTOR))
+    elif name in ("contains", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
                 "trim", "replace", "split", "substring", "charAt", "quantity", "isQuantity", "semver", "isSemver",
                 "url", "isURL", "ip", "isIP", "cidr", "isCIDR", "validate", "string", "bytes", "int", "double",
                 "timestamp", "duration", "join", "reverse", "quote", "isCanonical"):
@@ -834,7 +847,7 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
             own = 1 + subject
     elif name in ("matches", "find", "findAll"):
         pattern = parts[-1].size if parts else 0
-        own = 1 + _trav(subject, _STRING_FACTOR) * max(1, _trav(pattern, _REGEX_FACTOR))
+        own = max(1, _trav(subject, _STRING_FACTOR) * max(1, _trav(pattern, _REGEX_FACTOR)))
     elif name in ("isSorted", "sum", "min", "max", "sort", "distinct", "flatten", "slice") or \
             (target is not None and target.op == "ident" and target.name == "sets"):
         own = 1 + max([subject] + [p.size for p in parts]) * (2 if name in ("sort", "distinct") else 1)
@@ -854,6 +867,8 @@ ENTRIES = "__k8s_entries"
 FROM_ENTRIES = "__k8s_from_entries"
 MERGE_MAPS = "__k8s_merge_maps"
 OPT_LIST = "__k8s_opt_list"
+LIST_EQ = "__k8s_list_eq"
+LIST_ADD = "__k8s_list_add"
 
 
 def render(node: Node, *, wrap_string: bool = False) -> str:
@@ -896,6 +911,12 @@ class _Renderer:
         if op == "ternary":
             return f"({r(n.args[0])} ? {r(n.args[1])} : {r(n.args[2])})"
         if op == "binary":
+            left = n.args[0].type
+            if n.name in ("==", "!=", "+") and left.kind == "list" and left.list_type in ("set", "map"):
+                keys = "[" + ", ".join(f"'{k}'" for k in left.list_keys) + "]"
+                fn = LIST_ADD if n.name == "+" else LIST_EQ
+                call = f"{fn}({r(n.args[0])}, {r(n.args[1])}, '{left.list_type}', {keys})"
+                return f"!{call}" if n.name == "!=" else call
             return f"({r(n.args[0])} {n.name} {r(n.args[1])})"
         return self.call(n)
 

@@ -280,3 +280,29 @@ def test_crd_validation_compiles_rules() -> None:
     assert error.startswith("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1]"
                             ".rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.j > 0\"")
     assert "undefined field 'j'" in error
+
+
+LIST_MAP = {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["k"],
+            "items": obj_schema({"k": STR, "v": STR}, required=["k"])}
+
+
+@pytest.mark.parametrize("rule", [
+    "self.objs[0] == self.objs[1]", "self.objs[0] + self.objs[2] == self.objs[2]",
+    "self.objs[2] + self.objs[0] == self.objs[0]", "self.objs[0] == [self.objs[0][1], self.objs[0][0]]",
+    "size(self.objs[0] + [self.objs[3][0]]) == 3", "self.set == [3, 2, 1]", "self.set != [3, 2]",
+    "self.set + [1, 4] == [1, 2, 3, 4]", "self.atomic != [2, 1]",
+])
+def test_list_types_compare_by_identity(rule: str) -> None:
+    """List-type map lists compare by their keys and set lists in any order (upstream's listMaps cases)."""
+    spec = obj_schema({"objs": {"type": "array", "items": LIST_MAP},
+                       "set": {"type": "array", "x-kubernetes-list-type": "set", "items": INT},
+                       "atomic": {"type": "array", "items": INT}}, [{"rule": rule}])
+    value = {"objs": [[{"k": "a", "v": "1"}, {"k": "b", "v": "2"}], [{"k": "b", "v": "2"}, {"k": "a", "v": "1"}],
+                      [{"k": "b", "v": "3"}, {"k": "a", "v": "1"}], [{"k": "c", "v": "4"}]],
+             "set": [1, 2, 3], "atomic": [1, 2]}
+    assert texts(root(spec), cr(value)) == []
+
+
+def test_homogeneous_literals() -> None:
+    schema = root(obj_schema({"i": INT}, [{"rule": "{'k1': 'a', 'k2': 1}.size() == 2"}]))
+    assert "expected type 'string' but found 'int'" in check_crd_rules(schema, path="p")[0].text()
