@@ -340,7 +340,8 @@ def _check(value: str, limit: int, rx: str, msg: str) -> list[str]:
 def _prefix(fn: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     """apimachinery's NameIs... with prefix=true: a trailing '-' is allowed (a generateName)."""
     def check(value: str) -> list[str]:
-        return fn(value[:-1] if value.endswith("-") else value)
+        # maskTrailingDash: the last two characters become "a"
+        return fn(value[:-2] + "a" if len(value) > 1 and value.endswith("-") else value)
     return check
 
 
@@ -463,7 +464,8 @@ def _validate(fmt: Any, value: Any) -> OptionalValue:
 
 
 def _k8s_string(x: Any) -> Any:
-    """`string(x)`: library values by their text, everything else as CEL converts it."""
+    """`string(x)` as cel-go converts: library values by their text, booleans, durations as seconds
+    (`3723.004s`), timestamps in RFC 3339 with their offset, everything else as the engine does."""
     if type(x) is dict and len(x) == 1:
         key = next(iter(x))
         if key in (IPKEY, CIDRKEY, URLKEY):
@@ -475,18 +477,182 @@ def _k8s_string(x: Any) -> Any:
     if isinstance(x, int):
         return str(x)
     if isinstance(x, float):
-        return repr(x) if x != int(x) or abs(x) >= 1e21 else str(int(x)) if x.is_integer() else repr(x)
+        return _go_float(x)
     if isinstance(x, bytes):
         try:
             return x.decode("utf-8")
         except UnicodeDecodeError:
             raise KubeCelError("invalid UTF-8 in bytes, cannot convert to string") from None
     if isinstance(x, _dt.datetime):
-        return x.isoformat().replace("+00:00", "Z")
+        return rfc3339(x)
     if isinstance(x, _dt.timedelta):
-        secs = x.total_seconds()
-        return f"{secs:g}s"
+        return duration_string(x)
     raise _no_overload("string")
+
+
+def _go_float(x: float) -> str:
+    """strconv.FormatFloat(x, 'g', -1, 64) as cel-go's double-to-string."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "+Inf" if x > 0 else "-Inf"
+    text = repr(x)
+    if "e" in text:
+        mant, exp = text.split("e")
+        sign = "-" if exp.startswith("-") else "+"
+        digits = exp.lstrip("+-").rjust(2, "0")
+        return f"{mant}e{sign}{digits}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def duration_string(d: _dt.timedelta) -> str:
+    """A google.protobuf.Duration as cel-go prints it: seconds with up to 9 decimals and `s`."""
+    micros = (d.days * 86400 + d.seconds) * 1_000_000 + d.microseconds
+    sign = "-" if micros < 0 else ""
+    micros = abs(micros)
+    secs, frac = divmod(micros, 1_000_000)
+    if not frac:
+        return f"{sign}{secs}s"
+    return f"{sign}{secs}.{str(frac).rjust(6, '0').rstrip('0')}s"
+
+
+def rfc3339(t: _dt.datetime) -> str:
+    """time.RFC3339Nano: fractional seconds without trailing zeros, `Z` for UTC."""
+    base = t.strftime("%Y-%m-%dT%H:%M:%S")
+    if t.microsecond:
+        base += "." + str(t.microsecond).rjust(6, "0").rstrip("0")
+    off = t.utcoffset()
+    if off is None or off == _dt.timedelta(0):
+        return base + "Z"
+    total = int(off.total_seconds())
+    sign = "+" if total >= 0 else "-"
+    total = abs(total)
+    return f"{base}{sign}{total // 3600:02d}:{total % 3600 // 60:02d}"
+
+
+def _k8s_size(x: Any) -> int:
+    """size(): code points of a string (the engine counts UTF-8 bytes), else the length."""
+    if isinstance(x, (str, bytes, list, dict)):
+        return len(x)
+    raise _no_overload("size")
+
+
+def _zone(t: Any, tz: Any) -> _dt.datetime:
+    if not isinstance(t, _dt.datetime) or not isinstance(tz, str):
+        raise _no_overload("timestamp accessor")
+    m = re.fullmatch(r"([+-]?)(\d{1,2}):(\d{2})", tz)
+    if m:
+        delta = _dt.timedelta(hours=int(m.group(2)), minutes=int(m.group(3)))
+        return t.astimezone(_dt.timezone(-delta if m.group(1) == "-" else delta))
+    if tz == "UTC":
+        return t.astimezone(_dt.UTC)
+    try:
+        from zoneinfo import ZoneInfo
+        return t.astimezone(ZoneInfo(tz))
+    except Exception:
+        raise KubeCelError(f"unknown time zone {tz}") from None
+
+
+def _getter(name: str, part: Callable[[_dt.datetime], int]) -> Callable[..., int]:
+    """The timestamp accessors with a time zone argument (`t.getHours('01:00')`); the engine
+    answers the forms without one."""
+    def get(t: Any, tz: Any = "UTC") -> int:
+        return part(_zone(t, tz))
+    get.__name__ = name
+    return get
+
+
+_GETTERS: dict[str, Callable[..., int]] = {
+    "getFullYear": _getter("getFullYear", lambda t: t.year),
+    "getMonth": _getter("getMonth", lambda t: t.month - 1),
+    "getDate": _getter("getDate", lambda t: t.day),
+    "getDayOfMonth": _getter("getDayOfMonth", lambda t: t.day - 1),
+    "getDayOfWeek": _getter("getDayOfWeek", lambda t: (t.weekday() + 1) % 7),
+    "getDayOfYear": _getter("getDayOfYear", lambda t: t.timetuple().tm_yday - 1),
+    "getHours": _getter("getHours", lambda t: t.hour),
+    "getMinutes": _getter("getMinutes", lambda t: t.minute),
+    "getSeconds": _getter("getSeconds", lambda t: t.second),
+    "getMilliseconds": _getter("getMilliseconds", lambda t: t.microsecond // 1000),
+}
+
+
+def _format(template: Any, args: Any) -> str:
+    """strings.format (cel-go ext strings v2+): %s %d %f %e %b %o %x %X %%, with %.Nf precision."""
+    if not isinstance(template, str) or not isinstance(args, list):
+        raise _no_overload("format")
+    out: list[str] = []
+    i = n = 0
+    while i < len(template):
+        c = template[i]
+        if c != "%":
+            out.append(c)
+            i += 1
+            continue
+        m = re.compile(r"%(?:\.(\d+))?([sdfebox%X])").match(template, i)
+        if m is None:
+            raise KubeCelError(f"could not parse formatting clause: unrecognized formatting clause \"{template[i:i + 2]}\"")
+        i = m.end()
+        verb, prec = m.group(2), m.group(1)
+        if verb == "%":
+            out.append("%")
+            continue
+        if n >= len(args):
+            raise KubeCelError(f"index {n} out of range")
+        v = args[n]
+        n += 1
+        if verb == "s":
+            out.append(v if isinstance(v, str) else _k8s_string(v) if not isinstance(v, (list, dict)) else
+                       "[" + ", ".join(_k8s_string(x) for x in v) + "]" if isinstance(v, list) else str(v))
+        elif verb == "d":
+            out.append(str(int(v)))
+        elif verb == "f":
+            out.append(f"{float(v):.{int(prec) if prec else 6}f}")
+        elif verb == "e":
+            mant, exp = f"{float(v):.{int(prec) if prec else 6}e}".split("e")
+            sup = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
+            out.append(f"{mant}×10{exp.lstrip('+').translate(sup).rjust(2, '⁰')}")
+        elif verb == "b":
+            out.append(format(int(v), "b"))
+        elif verb == "o":
+            out.append(format(int(v), "o"))
+        else:
+            text = v.encode().hex() if isinstance(v, str) else (v.hex() if isinstance(v, bytes) else format(int(v), "x"))
+            out.append(text.upper() if verb == "X" else text)
+    return "".join(out)
+
+
+def _sort_by(items: Any, keys: Any) -> list[Any]:
+    """`l.sortBy(e, key)`: `l` ordered by the keys computed per element (stable)."""
+    if not isinstance(items, list) or not isinstance(keys, list):
+        raise _no_overload("sortBy")
+    order = sorted(range(len(items)), key=lambda i: keys[i])
+    return [items[i] for i in order]
+
+
+def _slice(items: Any, start: Any, end: Any) -> list[Any]:
+    if not isinstance(items, list) or not isinstance(start, int) or not isinstance(end, int):
+        raise _no_overload("slice")
+    if start < 0 or end < 0:
+        raise KubeCelError(f"cannot slice({start}, {end}), negative indexes not supported")
+    if start > end:
+        raise KubeCelError(f"cannot slice({start}, {end}), start index must be less than or equal to end index")
+    if end > len(items):
+        raise KubeCelError(f"cannot slice({start}, {end}), list is length {len(items)}")
+    return items[start:end]
+
+
+def _flatten(items: Any, depth: Any = 1) -> list[Any]:
+    if not isinstance(items, list) or not isinstance(depth, int):
+        raise _no_overload("flatten")
+    if depth < 0:
+        raise KubeCelError("level must be non-negative")
+    out: list[Any] = []
+    for x in items:
+        if isinstance(x, list) and depth > 0:
+            out.extend(_flatten(x, depth - 1))
+        else:
+            out.append(x)
+    return out
 
 
 def _opt_select(x: Any, name: str) -> OptionalValue:
@@ -634,11 +800,17 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "format.named": _format_named,
     "validate": _validate,
     **{f"format.{name}": _format_fn(name) for name in _FORMATS},
+    "format": _format,
+    "slice": _slice,
+    "flatten": _flatten,
+    **_GETTERS,
 }
 """Kubernetes library functions, by the name the engine calls them (methods receive the target first)."""
 
 HELPERS: dict[str, Callable[..., Any]] = {
     "__k8s_string": _k8s_string,
+    "__k8s_size": _k8s_size,
+    "__k8s_sort_by": _sort_by,
     "__k8s_opt_select": _opt_select,
     "__k8s_opt_index": _opt_index,
     "__k8s_opt_list": _opt_list,

@@ -183,26 +183,9 @@ def decl_type(s: dict[str, Any], *, root: bool) -> T | None:
 
 # ---------------------------------------------------------------------------------------- values
 
-_DUR = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
-_DUR_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-
-
 def _go_duration(s: str) -> _dt.timedelta:
     """time.ParseDuration."""
-    sign = -1 if s.startswith("-") else 1
-    body = s.lstrip("+-")
-    if body == "0":
-        return _dt.timedelta(0)
-    pos, total = 0, 0.0
-    while pos < len(body):
-        m = _DUR.match(body, pos)
-        if m is None or not m.group(1) or m.group(1) == ".":
-            raise ValueError(f'time: invalid duration "{s}"')
-        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
-        pos = m.end()
-    if not body:
-        raise ValueError(f'time: invalid duration "{s}"')
-    return _dt.timedelta(seconds=sign * total)
+    return _dt.timedelta(seconds=celast.parse_duration(s))
 
 
 def _timestamp(s: str, date_only: bool) -> _dt.datetime:

@@ -84,6 +84,58 @@ STRING, BYTES, NULL = T("string"), T("bytes"), T("null")
 DURATION, TIMESTAMP, TYPE = T("duration"), T("timestamp"), T("type")
 _NUMERIC = frozenset({"int", "uint", "double"})
 
+_DUR = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|µs|μs|ms|s|m|h)")
+_DUR_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def parse_duration(s: str) -> float:
+    """Go's time.ParseDuration, in seconds; raises ValueError."""
+    sign = -1 if s.startswith("-") else 1
+    body = s[1:] if s[:1] in "+-" else s
+    if body == "0":
+        return 0.0
+    if not body:
+        raise ValueError(f'time: invalid duration "{s}"')
+    pos, total = 0, 0.0
+    while pos < len(body):
+        m = _DUR.match(body, pos)
+        if m is None or not m.group(1) or m.group(1) == ".":
+            raise ValueError(f'time: invalid duration "{s}"')
+        total += float(m.group(1)) * _DUR_UNITS[m.group(2)]
+        pos = m.end()
+    return sign * total
+
+
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+
+
+def _valid_timestamp(text: str) -> bool:
+    import datetime as _dt
+    if not _RFC3339.match(text):
+        return False
+    try:
+        norm = text.replace("z", "Z").replace("t", "T")
+        if norm.endswith("Z"):
+            norm = norm[:-1] + "+00:00"
+        if "." in norm:
+            head, rest = norm.split(".", 1)
+            digits = re.match(r"\d+", rest)
+            frac = digits.group(0) if digits else ""
+            norm = head + "." + frac[:6].ljust(6, "0") + rest[len(frac):]
+        _dt.datetime.fromisoformat(norm)
+    except ValueError:
+        return False
+    return True
+
+
+def _literal_string(node: Node) -> str | None:
+    """The value of a plain (non-raw, non-bytes) string literal without escapes, else None."""
+    if node.op != "lit" or node.flag != "string" or node.text[:1] not in "'\"" or "\\" in node.text:
+        return None
+    q = 3 if node.text[:3] in ("'''", '"""') else 1
+    return node.text[q:-q]
+
+
 # ---------------------------------------------------------------------------------------------
 # Lexer
 
@@ -356,7 +408,7 @@ def walk(node: Node) -> list[Node]:
 # ---------------------------------------------------------------------------------------------
 # Type checking
 
-_MACROS_1 = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter"})
+_MACROS_1 = frozenset({"all", "exists", "exists_one", "existsOne", "map", "filter", "sortBy"})
 _MACROS_2 = frozenset({"all", "exists", "existsOne", "exists_one", "transformList", "transformMap",
                        "transformMapEntry"})
 
@@ -396,7 +448,7 @@ _RESULTS: dict[str, T] = {
     "validate": T("optional", elem=T("list", elem=STRING)),
 }
 # Functions whose result has the receiver's (or first argument's) type.
-_SAME_AS_TARGET = frozenset({"add", "sub", "reverse", "sort", "distinct", "slice", "flatten"})
+_SAME_AS_TARGET = frozenset({"add", "sub", "reverse", "sort", "distinct", "slice"})
 _ELEMENT_OF = frozenset({"min", "max", "sum"})
 _FORMAT_NAMES = frozenset({
     "dns1123Label", "dns1123Subdomain", "dns1035Label", "qualifiedName", "dns1123LabelPrefix",
@@ -480,7 +532,10 @@ def _check_inner(node: Node, scope: _Scope) -> T:
             at = _check(inner, scope)
             if a.op == "unary" and a.name == "?":
                 at = at.elem or DYN if at.kind == "optional" else at
-            elem = _homogeneous(scope, inner, elem, at)
+            if node.flag == "mixed" and elem is not None and elem.kind != at.kind:
+                elem = DYN
+            else:
+                elem = _homogeneous(scope, inner, elem, at)
         return T("list", elem=elem or DYN, max=len(node.args))
     if op == "map":
         key: T | None = None
@@ -590,6 +645,32 @@ def _binary(node: Node, scope: _Scope) -> T:
     raise _err(scope, node, f"found no matching overload for '{fn}' applied to '({at.name()}, {bt.name()})'")
 
 
+def _check_literals(scope: _Scope, name: str, target: Node | None, args: list[Node]) -> None:
+    """cel-go's compile-time checks of constant arguments: durations, timestamps and regexes."""
+    if target is None and len(args) == 1 and name in ("duration", "timestamp"):
+        arg = args[0]
+        text = _literal_string(arg)
+        if name == "duration" and text is not None:
+            try:
+                parse_duration(text)
+            except ValueError:
+                raise _err(scope, arg, "invalid duration argument") from None
+        if name == "timestamp":
+            if text is not None and not _valid_timestamp(text):
+                raise _err(scope, arg, "invalid timestamp")
+            if arg.op == "lit" and arg.flag == "int":
+                secs = int(arg.text, 0) if not arg.text.startswith("-") else -int(arg.text[1:], 0)
+                if not -62135596800 <= secs <= 253402300799:
+                    raise _err(scope, arg, "invalid timestamp")
+    if name == "matches" and args:
+        pattern = _literal_string(args[-1])
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except re.error:
+                raise _err(scope, args[-1], "invalid matches argument") from None
+
+
 def _iter_types(rng: T) -> tuple[T, T]:
     """(first variable, second variable) types when iterating a range: lists give (index, element),
     maps (key, value); a one-variable macro takes the element or the key."""
@@ -644,7 +725,7 @@ def _call(node: Node, scope: _Scope) -> T:
             if bts[0].kind not in ("bool", "dyn"):
                 raise _err(scope, body[0], f"found no matching overload for '_&&_' applied to '(bool, {bts[0].name()})'")
             return BOOL
-        if name == "filter":
+        if name in ("filter", "sortBy"):
             return T("list", elem=frame[args[0].name] if rng.kind == "list" else (rng.key or DYN), max=rng.max)
         if name in ("map", "transformList"):
             return T("list", elem=bts[-1], max=rng.max)
@@ -680,7 +761,10 @@ def _call(node: Node, scope: _Scope) -> T:
             return BYTES
         return DYN
     recv = _check(target, scope) if target is not None else None
+    if name == "format" and args and args[0].op == "list":
+        args[0].flag = "mixed"  # the strings library exempts format's argument list from homogeneity
     arg_types = [_check(a, scope) for a in args]
+    _check_literals(scope, name, target, args)
     if recv is not None and recv.kind == "optional":
         if name in ("hasValue",):
             return BOOL
@@ -714,6 +798,8 @@ def _call(node: Node, scope: _Scope) -> T:
         return DYN
     if name == "dyn":
         return DYN
+    if name == "flatten":
+        return T("list", elem=DYN, max=recv.max if recv is not None else 0)
     if name in ("first", "last"):
         return T("optional", elem=(recv.elem if recv is not None and recv.elem else DYN))
     r = _RESULTS.get(name)
@@ -861,6 +947,8 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
 # Rendering for the Rust engine
 
 KSTRING = "__k8s_string"
+KSIZE = "__k8s_size"
+SORT_BY = "__k8s_sort_by"
 OPT_SELECT = "__k8s_opt_select"
 OPT_INDEX = "__k8s_opt_index"
 ENTRIES = "__k8s_entries"
@@ -931,8 +1019,16 @@ class _Renderer:
         if target is not None and args and args[0].op == "ident" and len(args) >= 3 and args[1].op == "ident" \
                 and name in _MACROS_2 and not (name in ("map", "filter") and len(args) == 3):
             return self.two_var(n)
-        if target is None and name == "string" and self.wrap_string and len(args) == 1:
+        if target is None and name == "string" and len(args) == 1 and \
+                (self.wrap_string or args[0].type.kind not in ("string", "int", "uint", "double", "bytes")):
             return f"{KSTRING}({r(args[0])})"
+        if name == "size" and len(args) == (0 if target is not None else 1):
+            subject = target if target is not None else args[0]
+            if subject.type.kind in ("string", "dyn"):
+                return f"{KSIZE}({r(subject)})"
+        if target is not None and name == "sortBy" and len(args) == 2 and args[0].op == "ident":
+            rng = r(target)
+            return f"{SORT_BY}({rng}, {rng}.map({args[0].name}, {r(args[1])}))"
         if target is not None and name == "existsOne":
             name = "exists_one"
         if target is None:
