@@ -610,7 +610,7 @@ def _format(template: Any, args: Any) -> str:
         elif verb == "e":
             mant, exp = f"{float(v):.{int(prec) if prec else 6}e}".split("e")
             sup = str.maketrans("0123456789-+", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺")
-            out.append(f"{mant}×10{exp.lstrip('+').translate(sup).rjust(2, '⁰')}")
+            out.append(f"{mant}\u00d710{exp.lstrip('+').translate(sup).rjust(2, '⁰')}")
         elif verb == "b":
             out.append(format(int(v), "b"))
         elif verb == "o":

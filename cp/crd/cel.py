@@ -13,10 +13,12 @@ fieldPath checks, compile errors and the estimated cost limits). Pure.
 - `oldSelf` makes a rule a transition rule: it runs on update only where an old value correlates
   (the same property, map key, or list-map item by its keys), unless `optionalOldSelf` is set, when
   `oldSelf` is an optional that is none on create.
-- A failing rule gives upstream's cause: `field.Invalid(path, <schema type>, message)` (or
-  Forbidden/Required/Duplicate per `reason`), the path extended by `fieldPath`; the message is the
-  evaluated `messageExpression`, else `message`, else `failed rule: <rule>`. Evaluation errors read
-  `<error> evaluating rule: <rule>`.
+- A failing rule gives upstream's cause: `field.Invalid(path, value, message)` (or
+  Forbidden/Required/Duplicate per `reason`), the value being the scalar itself and left out for
+  objects and arrays (since 1.34: `spec: Invalid value: <message>`, `spec.n: Invalid value: 5:
+  <message>`), the path extended by `fieldPath`; the message is the evaluated `messageExpression`,
+  else `message`, else `failed rule: <rule>`. Evaluation and budget errors name the schema type
+  (`spec: Invalid value: "object": <error> evaluating rule: <rule>`).
 - Costs: each rule's runtime cost is charged against the per-call limit (1,000,000) and the
   per-object budget (10,000,000) with upstream's messages when exceeded. The engine does not count
   its steps, so the runtime cost is cel-go's cost estimate computed with the actual sizes of the
@@ -43,7 +45,7 @@ from cp import kubecel
 from cp.crd import celast
 from cp.crd.celast import T
 from cp.dra import celenv
-from cp.errors import Cause
+from cp.errors import OMITTED, Cause
 
 __all__ = ["PER_CALL_LIMIT", "RUNTIME_BUDGET", "Rules", "check_crd_rules", "compile_rules"]
 
@@ -663,7 +665,9 @@ class Rules:
                                        value_name, errs)
             if detail is None:
                 detail = rule.message.strip() if rule.message else f"failed rule: {rule.shown()}"
-            cause = _reason_cause(rule.reason, field, detail, value_name)
+            # 1.34+: the value itself for scalars, no value for objects and arrays
+            shown: Any = OMITTED if node.type_name in ("object", "array") else obj
+            cause = _reason_cause(rule.reason, field, detail, shown)
             if not rule.uses_old_self and _should_ratchet(ratchet, parent):
                 if warnings is not None:
                     warnings.append(cause.text())
@@ -698,7 +702,7 @@ class Rules:
     def _cost(self, compiled: _Compiled, node: _Node, obj: Any, old: Any, *, optional: bool) -> int:
         """The runtime cost charged for one evaluation (see the module docstring)."""
         if compiled.cost <= _EXACT_COST_ABOVE:
-            return max(compiled.cost, 1)
+            return compiled.cost
         try:
             tree = celast.parse(compiled.source)
             st = _value_type(node.type, obj)
@@ -707,21 +711,22 @@ class Rules:
                          src=compiled.source)
         except (celast.CelSyntaxError, celast.CelTypeError):
             return compiled.cost
-        return min(compiled.cost, celast.estimate_cost(tree)) or 1
+        return min(compiled.cost, celast.estimate_cost(tree))
 
 
 def _go_quote(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def _reason_cause(reason: str, field: str, detail: str, value_name: str) -> Cause:
+def _reason_cause(reason: str, field: str, detail: str, value: Any) -> Cause:
+    """fieldErrorForReason."""
     if reason == "FieldValueForbidden":
         return Cause("Forbidden", field, detail)
     if reason == "FieldValueRequired":
         return Cause("Required", field, detail)
     if reason == "FieldValueDuplicate":
-        return Cause("Duplicate", field, "", value_name)
-    return Cause("Invalid", field, detail, value_name)
+        return Cause("Duplicate", field, "", value)
+    return Cause("Invalid", field, detail, value)
 
 
 _PY_FN_ERR = re.compile(r"Function '(\w+)' error: (.*?)(?:\. Check function arguments.*)?\Z", re.DOTALL)

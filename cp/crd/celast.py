@@ -889,7 +889,7 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
         elif name == "in":
             own = 1 + (b.size if node.args[1].type.kind == "list" else 0)
         elif name == "+" and kind in ("string", "bytes"):
-            own = 1 + _trav(a.size + b.size, _STRING_FACTOR)
+            own = _trav(a.size + b.size, _STRING_FACTOR)
         elif name == "+" and kind == "list":
             own = 1 + a.size + b.size
         size = a.size + b.size if name == "+" else 0

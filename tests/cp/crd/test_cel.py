@@ -79,7 +79,7 @@ RUNTIME_ERRORS = [
     ("self.big + 1 == 0", 'spec: Invalid value: "object": integer overflow evaluating rule: self.big + 1 == 0'),
     ("1 / 0 == 1 / 0", 'spec: Invalid value: "object": division by zero evaluating rule: 1 / 0 == 1 / 0'),
     ("self.m['c'] == 1", "spec: Invalid value: \"object\": no such key: c evaluating rule: self.m['c'] == 1"),
-    ("self.i == 6", 'spec: Invalid value: "object": failed rule: self.i == 6'),
+    ("self.i == 6", 'spec: Invalid value: failed rule: self.i == 6'),
 ]
 
 
@@ -133,7 +133,7 @@ def test_embedded_and_root_metadata() -> None:
 
 def test_root_rule_path_is_nil() -> None:
     schema = obj_schema({"spec": obj_schema({"i": INT})}, [{"rule": "self.spec.i > 10", "message": "i too small"}])
-    assert texts(schema, cr({"i": 1})) == ['<nil>: Invalid value: "object": i too small']
+    assert texts(schema, cr({"i": 1})) == ['<nil>: Invalid value: i too small']
 
 
 def test_message_expression_reason_and_field_path() -> None:
@@ -145,8 +145,8 @@ def test_message_expression_reason_and_field_path() -> None:
         {"rule": "self.m.size() == 0", "fieldPath": ".m['k.x']", "messageExpression": "''", "message": "fallback"},
     ])
     got = texts(root(spec), cr({"f1": "v1", "f2": "v2", "f3": "v3", "m": {"a": "b"}}))
-    assert got == ['spec.f2: Duplicate value: "object"', "spec.f3: Required value: f3 needed",
-                   "spec.f1: Forbidden: f1 may not be v1", 'spec.m[k.x]: Invalid value: "object": fallback']
+    assert got == ['spec.f2: Duplicate value', "spec.f3: Required value: f3 needed",
+                   "spec.f1: Forbidden: f1 may not be v1", 'spec.m[k.x]: Invalid value: fallback']
 
 
 def test_transition_rules_correlate() -> None:
@@ -163,9 +163,9 @@ def test_transition_rules_correlate() -> None:
     assert texts(schema, new) == []  # no old value: transition rules do not run
     old = cr({"lm": [{"k": "b", "v": 9}], "mp": {"x": {"v": 2}}, "imm": "o"})
     assert sorted(texts(schema, new, old)) == sorted([
-        'spec.lm[1]: Invalid value: "object": v may not shrink',
-        'spec.mp[x]: Invalid value: "object": failed rule: self.v == oldSelf.v',
-        'spec.imm: Invalid value: "string": immutable',
+        'spec.lm[1]: Invalid value: v may not shrink',
+        'spec.mp[x]: Invalid value: failed rule: self.v == oldSelf.v',
+        'spec.imm: Invalid value: "n": immutable',
     ])
 
 
@@ -175,8 +175,8 @@ def test_optional_old_self() -> None:
                                    {"rule": "oldSelf.hasValue() || self.i < 100", "optionalOldSelf": True,
                                     "message": "create below 100"}])
     schema = root(spec)
-    assert texts(schema, cr({"i": 200})) == ['spec: Invalid value: "object": create below 100']
-    assert texts(schema, cr({"i": 1}), cr({"i": 2})) == ['spec: Invalid value: "object": i may not shrink']
+    assert texts(schema, cr({"i": 200})) == ['spec: Invalid value: create below 100']
+    assert texts(schema, cr({"i": 1}), cr({"i": 2})) == ['spec: Invalid value: i may not shrink']
 
 
 def test_ratcheting_unchanged_values_warn() -> None:
@@ -186,8 +186,8 @@ def test_ratcheting_unchanged_values_warn() -> None:
     old = cr({"a": "long", "b": "long"})
     warnings: list[str] = []
     got = texts(schema, cr({"a": "long", "b": "longer"}), old, warnings=warnings)
-    assert got == ['spec.b: Invalid value: "string": failed rule: self.size() < 3']
-    assert warnings == ['spec.a: Invalid value: "string": failed rule: self.size() < 3']
+    assert got == ['spec.b: Invalid value: "longer": failed rule: self.size() < 3']
+    assert warnings == ['spec.a: Invalid value: "long": failed rule: self.size() < 3']
 
 
 def test_cost_budget_and_per_call_limit() -> None:
@@ -306,3 +306,57 @@ def test_list_types_compare_by_identity(rule: str) -> None:
 def test_homogeneous_literals() -> None:
     schema = root(obj_schema({"i": INT}, [{"rule": "{'k1': 'a', 'k2': 1}.size() == 2"}]))
     assert "expected type 'string' but found 'int'" in check_crd_rules(schema, path="p")[0].text()
+
+
+@pytest.mark.parametrize(("message", "expression", "budget", "per_call", "expected"), [
+    ("", '"static string"', 300, 1_000_000, 'root: Invalid value: static string'),
+    ("invisible", '"this is messageExpression"', 10_000_000, 1_000_000,
+     'root: Invalid value: this is messageExpression'),
+    ("", "true", 10_000_000, 1_000_000, 'root: Invalid value: failed rule: false'),
+    ("", '"string 1" + "string 2" + "string 3"', 1, 1_000_000,
+     'root: Invalid value: "object": messageExpression evaluation failed due to running out of cost budget, '
+     "no further validation rules will be run"),
+    ("", '"str1 " + self.str', 50, 1_000_000, 'root: Invalid value: str1 a string'),
+    ("message not messageExpression", '"str1 " + ["a", "b", "c", "d"][4]', 50, 1_000_000,
+     'root: Invalid value: message not messageExpression'),
+    ("", '"string 1" + "string 2" + "string 3"', 10_000_000, 1,
+     'root: Invalid value: "object": no further validation rules will be run due to call cost exceeds limit for '
+     'messageExpression: "\\"string 1\\" + \\"string 2\\" + \\"string 3\\""'),
+    ("message not messageExpression", '"str with \\na newline"', 10_000_000, 1_000_000,
+     'root: Invalid value: message not messageExpression'),
+    ("message not messageExpression", '"' + "a" * 5121 + '"', 10_000_000, 1_000_000,
+     'root: Invalid value: message not messageExpression'),
+    ("message not messageExpression", 'string("     ")', 10_000_000, 1_000_000,
+     'root: Invalid value: message not messageExpression'),
+])
+def test_message_expression(message: str, expression: str, budget: int, per_call: int, expected: str) -> None:
+    """Upstream's TestMessageExpression: the rule `false` with a messageExpression."""
+    rule: dict[str, Any] = {"rule": "false", "messageExpression": expression}
+    if message:
+        rule["message"] = message
+    schema = obj_schema({"str": STR}, [rule])
+    rules = compile_rules(schema, per_call_limit=per_call)
+    assert [c.text() for c in rules.validate({"str": "a string"}, None, path="root", budget=budget)] == [expected]
+
+
+@pytest.mark.parametrize(("schema", "obj", "old", "fails"), [
+    (obj_schema({"foo": STR}), {"foo": "bar"}, None, "self.foo == 'not bar' || !oldSelf.hasValue()"),
+    (obj_schema({"foo": STR}), {"foo": "invalid"}, {"foo": "bar"}, "!self.foo == 'valid' || !oldSelf.hasValue()"),
+    (obj_schema({"foo": STR}), {"foo": "invalid again"}, {"foo": "invalid"},
+     "self.foo == 'valid' || (oldSelf.hasValue() && oldSelf.value().foo != 'valid')"),
+    (obj_schema({"foo": STR}), {"foo": "invalid again"}, {"foo": "invalid"},
+     "self.foo == 'valid' || oldSelf.foo.orValue('') != 'valid'"),
+    (obj_schema({"foo": STR}), {"foo": "invalid"}, {"foo": "valid"},
+     "!self.foo == 'valid' || (oldSelf.hasValue() && oldSelf.value().foo != 'valid')"),
+    (INT, 10, None, "self >= 10 || (oldSelf.hasValue() && oldSelf.value() <= self)"),
+    (INT, 9, None, "!self >= 10 || (oldSelf.hasValue() && oldSelf.value() <= self)"),
+    (INT, 9, 5, "self >= 10 || (oldSelf.hasValue() && oldSelf.value() <= self)"),
+    (INT, 4, 5, "!self >= 10 || (oldSelf.hasValue() && oldSelf.value() <= self)"),
+])
+def test_optional_old_self_cases(schema: dict[str, Any], obj: Any, old: Any, fails: str) -> None:
+    """Upstream's TestOptionalOldSelf (a leading `!` marks the cases that must fail)."""
+    rule = fails.removeprefix("!")
+    rules = compile_rules({**schema, "x-kubernetes-validations": [{"rule": rule, "optionalOldSelf": True}]})
+    got = [c.text() for c in rules.validate(obj, old, path="root")]
+    shown = f"{obj}: " if schema["type"] == "integer" else ""
+    assert got == ([f"root: Invalid value: {shown}failed rule: {rule}"] if fails.startswith("!") else [])
