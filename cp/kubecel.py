@@ -695,6 +695,20 @@ def _opt_list(items: list[Any]) -> list[Any]:
     return out
 
 
+def _opt_map(entries: list[Any]) -> dict[Any, Any]:
+    """`{k: v, ?k2: opt}`: optional entries are included when they have a value."""
+    out: dict[Any, Any] = {}
+    for key, value, optional in entries:
+        if optional:
+            if not isinstance(value, OptionalValue):
+                raise _no_overload("optional map entry")
+            if value.has_value():
+                out[key] = value.value()
+        else:
+            out[key] = value
+    return out
+
+
 def _entries(x: Any) -> list[list[Any]]:
     """[index or key, value] pairs of a list or a map (the two-variable comprehensions' range)."""
     if isinstance(x, list):
@@ -814,6 +828,7 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "__k8s_opt_select": _opt_select,
     "__k8s_opt_index": _opt_index,
     "__k8s_opt_list": _opt_list,
+    "__k8s_opt_map": _opt_map,
     "__k8s_entries": _entries,
     "__k8s_from_entries": _from_entries,
     "__k8s_merge_maps": _merge_maps,

@@ -101,9 +101,19 @@ def _str(x: Any) -> str:
     return x if isinstance(x, str) else ""
 
 
+def _typed(s: Any, typ: str) -> bool:
+    return isinstance(s, dict) and s.get("type") == typ
+
+
 def _meta_schema(s: dict[str, Any]) -> dict[str, Any]:
-    """WithTypeAndObjectMeta: apiVersion, kind and metadata(name, generateName) on a resource root."""
+    """WithTypeAndObjectMeta: apiVersion, kind and metadata(name, generateName) on a resource root,
+    unless the schema already declares all of them as strings and an object."""
     props = dict(_d(s.get("properties")))
+    meta = _d(props.get("metadata"))
+    if _typed(props.get("kind"), "string") and _typed(props.get("apiVersion"), "string") and \
+            _typed(meta, "object") and _typed(_d(meta.get("properties")).get("name"), "string") and \
+            _typed(_d(meta.get("properties")).get("generateName"), "string"):
+        return s
     props["apiVersion"] = {"type": "string"}
     props["kind"] = {"type": "string"}
     props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
@@ -215,7 +225,7 @@ def to_value(v: Any, s: dict[str, Any], t: T | None) -> Any:
         for name, val in v.items():
             esc = escape(name)
             ft = fields.get(esc) if esc is not None else None
-            if ft is None:
+            if ft is None or val is None:  # a null field is an absent field
                 continue
             ps = props.get(name) if esc is not None else None
             if ps is None:  # apiVersion/kind/metadata added for a resource root
@@ -600,14 +610,14 @@ class Rules:
             old_map = old if isinstance(old, dict) and correlatable else {}
             if node.additional is not None:
                 for k, v in obj.items():
-                    r_child, r_parent = _ratchet_key(ratchet, parent, k, v, root=not path)
+                    r_child, r_parent = _ratchet_key(ratchet, parent, k, v)
                     self._validate(node.additional, v, old_map.get(k), f"{path}[{k}]", errs, b, r_child, r_parent,
                                    warnings)
             if node.props:
                 for k, v in obj.items():
                     prop = node.props.get(k)
                     if prop is not None:
-                        r_child, r_parent = _ratchet_key(ratchet, parent, k, v, root=not path)
+                        r_child, r_parent = _ratchet_key(ratchet, parent, k, v)
                         self._validate(prop, v, old_map.get(k), f"{path}.{k}" if path else k, errs, b, r_child,
                                        r_parent, warnings)
 
@@ -805,12 +815,12 @@ def _should_ratchet(current: _Ratchet | None, parent: _Ratchet | None) -> bool:
     return r.equal
 
 
-def _ratchet_key(r: _Ratchet | None, parent: _Ratchet | None, key: str, new: Any, *,
-                root: bool) -> tuple[_Ratchet | None, _Ratchet | None]:
+def _ratchet_key(r: _Ratchet | None, parent: _Ratchet | None, key: str,
+                new: Any) -> tuple[_Ratchet | None, _Ratchet | None]:
     if r is None:
         return None, parent
-    if root and parent is None and key in ("apiVersion", "kind"):
-        return None, None
+    if parent is None and key in ("apiVersion", "kind"):
+        return None, None  # the root's type meta is never ratcheted
     child = _Ratchet(r.old[key], new) if isinstance(r.old, dict) and key in r.old else None
     return child, r
 

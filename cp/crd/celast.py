@@ -298,8 +298,10 @@ class _Parser:
             if t.text in (".", ".?"):
                 self.take()
                 name = self.take()
-                if name.kind != "id":
-                    raise self.fail(name)
+                if name.kind != "id" or name.text in ("true", "false", "null", "in"):
+                    shown = "<EOF>" if name.kind == "eof" else name.text
+                    raise CelSyntaxError(_issue(self.src, name.pos,
+                                                f"Syntax error: mismatched input '{shown}' expecting IDENTIFIER"))
                 if t.text == "." and self.peek().text == "(" and self.peek().kind == "op":
                     open_ = self.take()
                     args = self.call_args()
@@ -365,9 +367,9 @@ class _Parser:
                     k = self.expr()
                     self.expect(":")
                     v = self.expr()
+                    if opt:  # an optional entry: the value is an optional, the entry left out when none
+                        v = Node("unary", v.pos, name="?", args=[v])
                     entries += [k, v]
-                    if opt:
-                        raise CelSyntaxError(_issue(self.src, k.pos, "unsupported syntax '?' in map literal"))
                     if not self.accept(","):
                         self.expect("}")
                         break
@@ -541,7 +543,13 @@ def _check_inner(node: Node, scope: _Scope) -> T:
         key: T | None = None
         val: T | None = None
         for i in range(0, len(node.args), 2):
-            kt, vt = _check(node.args[i], scope), _check(node.args[i + 1], scope)
+            kt = _check(node.args[i], scope)
+            vnode = node.args[i + 1]
+            if vnode.op == "unary" and vnode.name == "?":
+                vt = _check(vnode.args[0], scope)
+                vt = vt.elem or DYN if vt.kind == "optional" else vt
+            else:
+                vt = _check(vnode, scope)
             key = _homogeneous(scope, node.args[i], key, kt)
             val = _homogeneous(scope, node.args[i + 1], val, vt)
         return T("map", key=key or DYN, elem=val or DYN, max=len(node.args) // 2)
@@ -734,6 +742,16 @@ def _call(node: Node, scope: _Scope) -> T:
         if name == "transformMapEntry":
             return bts[-1] if bts[-1].kind == "map" else T("map", key=DYN, elem=DYN)
         return rng
+    if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0].op == "ident":
+        opt = _check(target, scope)
+        if opt.kind not in ("optional", "dyn"):
+            raise _err(scope, node, f"found no matching overload for '{name}' applied to '({opt.name()})'")
+        scope.vars.append({args[0].name: (opt.elem or DYN) if opt.kind == "optional" else DYN})
+        try:
+            mapped = _check(args[1], scope)
+        finally:
+            scope.vars.pop()
+        return mapped if name == "optFlatMap" else T("optional", elem=mapped)
     # Namespaced functions: math.greatest, optional.of, format.named, ...
     if target is not None and target.op == "ident" and target.name in _NAMESPACES and scope.lookup(target.name) is None:
         for a in args:
@@ -955,6 +973,7 @@ ENTRIES = "__k8s_entries"
 FROM_ENTRIES = "__k8s_from_entries"
 MERGE_MAPS = "__k8s_merge_maps"
 OPT_LIST = "__k8s_opt_list"
+OPT_MAP = "__k8s_opt_map"
 LIST_EQ = "__k8s_list_eq"
 LIST_ADD = "__k8s_list_add"
 
@@ -993,7 +1012,12 @@ class _Renderer:
                 return f"{OPT_LIST}([{', '.join(items)}])"
             return "[" + ", ".join(r(a) for a in n.args) + "]"
         if op == "map":
-            return "{" + ", ".join(f"{r(n.args[i])}: {r(n.args[i + 1])}" for i in range(0, len(n.args), 2)) + "}"
+            pairs = [(n.args[i], n.args[i + 1]) for i in range(0, len(n.args), 2)]
+            if any(v.op == "unary" and v.name == "?" for _, v in pairs):
+                items = [f"[{r(k)}, {r(v.args[0])}, true]" if v.op == "unary" and v.name == "?" else
+                         f"[{r(k)}, {r(v)}, false]" for k, v in pairs]
+                return f"{OPT_MAP}([{', '.join(items)}])"
+            return "{" + ", ".join(f"{r(k)}: {r(v)}" for k, v in pairs) + "}"
         if op == "unary":
             return f"{n.name}{self.atom(n.args[0])}"
         if op == "ternary":
@@ -1026,6 +1050,12 @@ class _Renderer:
             subject = target if target is not None else args[0]
             if subject.type.kind in ("string", "dyn"):
                 return f"{KSIZE}({r(subject)})"
+        if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0].op == "ident":
+            o = r(target)
+            mapped = f"[{o}.value()].map({args[0].name}, {r(args[1])})[0]"
+            if name == "optMap":
+                mapped = f"optional.of({mapped})"
+            return f"({o}.hasValue() ? {mapped} : optional.none())"
         if target is not None and name == "sortBy" and len(args) == 2 and args[0].op == "ident":
             rng = r(target)
             return f"{SORT_BY}({rng}, {rng}.map({args[0].name}, {r(args[1])}))"
