@@ -15,7 +15,8 @@ CEL base environment, evaluated with the Rust CEL engine from `common-expression
   `asApproximateFloat`), `semver()`/`isSemver()` (with the `normalize` argument) and semver
   methods (`compareTo`, `isGreaterThan`, `isLessThan`, `major`, `minor`, `patch`), the lists
   library (`isSorted`, `sum`, `min`, `max`, `indexOf`, `lastIndexOf`), regex `find`/`findAll`,
-  the strings and sets extensions, `includes()` and `cel.bind()`.
+  the strings and sets extensions, `includes()` and `cel.bind()`; and the IP, CIDR, URL and
+  named-format libraries of `cp.kubecel`.
 
 The Rust engine cannot hold foreign objects, so a quantity travels through CEL as the one-entry
 map `{"__k8s_quantity__": "<value in nano units>"}` and a version as
@@ -26,8 +27,9 @@ compares them by value, as the Go types' `Equal` does.
 conditions) in the same engine with the variables their caller declares.
 
 Differences from cel-go that remain: no static type checking (a non-bool result is reported at
-evaluation, not compile time), no runtime cost limit, no two-variable comprehensions, and no
-IP/CIDR/URL/format libraries. Undeclared identifiers are detected at compile time.
+evaluation, not compile time), no runtime cost limit and no two-variable comprehensions (the CRD
+rules of `cp.crd.cel` add type checking, costs and those comprehensions on top of this library).
+Undeclared identifiers are detected at compile time.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ if "cel" not in sys.modules:
 import cel
 from cel import stdlib as _celstd
 
+from cp import kubecel as _kubecel
 from cp.dra import semver as _semver
 from cp.quantity import Quantity, QuantityError
 
@@ -59,6 +62,7 @@ __all__ = [
     "CelError",
     "CompiledExpression",
     "compile_expression",
+    "library",
     "quantity_value",
     "semver_value",
 ]
@@ -331,10 +335,16 @@ def _library() -> dict[str, Callable[..., Any]]:
     # Like upstream's stored-expression environment (which the scheduler uses), `includes` is
     # available whether or not ListTypeAttributes is enabled.
     fns["includes"] = _fn_includes
+    fns.update(_kubecel.FUNCTIONS)
     return fns
 
 
 _LIBRARY = _library()
+
+
+def library() -> Mapping[str, Callable[..., Any]]:
+    """The library functions by the name the engine calls (`math.greatest`, `quantity`...)."""
+    return _LIBRARY
 
 # Functions the Rust engine provides itself (macros do not show up as function references).
 _BUILTIN_FUNCTIONS = frozenset({
@@ -343,7 +353,7 @@ _BUILTIN_FUNCTIONS = frozenset({
     "getDayOfMonth", "getDayOfWeek", "getDayOfYear", "getHours", "getMinutes", "getSeconds",
     "getMilliseconds", "of", "ofNonZeroValue", "none", "hasValue", "value", "or", "orValue",
 })
-_NAMESPACES = frozenset({"math", "sets", "strings", "base64", "lists", "optional"})
+_NAMESPACES = frozenset({"math", "sets", "strings", "base64", "lists", "optional", "format", "ip"})
 
 # ---------------------------------------------------------------------------------------------
 # Compilation

@@ -4,15 +4,16 @@ CustomResourceDefinition and storagemigration.k8s.io/v1 StorageVersionMigration.
 Behaviour follows kube-aggregator `pkg/apis/apiregistration/validation`, apiextensions-apiserver
 `pkg/apis/apiextensions/validation` and upstream `pkg/apis/storagemigration/validation`. For
 CustomResourceDefinitions this is what a stored definition needs as an object (its name, group, scope,
-names, versions with exactly one storage version, stored versions, conversion) and its `openAPIV3Schema`s
+names, versions with exactly one storage version, stored versions, conversion), its `openAPIV3Schema`s
 (`cp.crd.structural.check_crd_schema`: structural schemas, extensions, defaults), reported where upstream
 reports them after converting to its internal version (`spec.validation.openAPIV3Schema` when every
-version has the same schema). CEL rules and printer columns come with serving custom resources. Pure.
+version has the same schema), and the CEL rules of its schemas (`cp.crd.cel`). Pure.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 import re
 from typing import Any
 
@@ -208,6 +209,18 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
                                          status_enabled=any(_status_enabled(v) for v in versions),
                                          object_meta=validate_embedded_object_meta))
     _conversion(spec.get("conversion"), errs)
+    _cel_rules(versions, errs)
+
+
+def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause]) -> None:
+    """The x-kubernetes-validations of each version's schema (`cp.crd.cel.check_crd_rules`: compile
+    errors, rule shapes, estimated costs). The CEL engine is imported only for a schema with rules."""
+    for i, version in enumerate(versions):
+        schema = as_dict(version.get("schema")).get("openAPIV3Schema")
+        if isinstance(schema, dict) and "x-kubernetes-validations" in json.dumps(schema):
+            from cp.crd.cel import check_crd_rules
+
+            errs.extend(check_crd_rules(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema"))
 
 
 def _status_enabled(version: dict[str, Any]) -> bool:
