@@ -29,6 +29,7 @@ from api import store as stores
 from cp import errors
 from cp import resources as res
 from cp.crd import custom
+from cp.validation.meta import validate_embedded_object_meta
 from storage import log
 
 logger = structlog.get_logger("cplane.api.crds")
@@ -107,7 +108,7 @@ class Definitions:
         self._serve(name, crd)
 
     def _serve(self, name: str, crd: dict[str, Any]) -> None:
-        kinds = custom.served_kinds(crd)
+        kinds = custom.served_kinds(crd, object_meta=validate_embedded_object_meta)
         if not custom.same_served(kinds, self.store.registry.custom(name)):
             self.store.registry.set_custom(name, kinds)
             logger.info("crd_served", crd=name, versions=[k.version for k in kinds])

@@ -177,7 +177,7 @@ class Store:
             finish = await hooks.begin_create(self, obj, ctx)
         try:
             if kind.custom is not None:
-                _check_custom_create(kind, obj)
+                _check_custom_create(kind, obj, ctx)
             else:
                 strategies.prepare_for_create(kind, obj, now=now,
                                               user=ctx.user_info or rbac.UserInfo(name=ctx.user))
@@ -528,7 +528,7 @@ class Store:
         validation.validate_update(new, old, group=kind.group, version=kind.version, kind=kind.kind,
                                    subresource=subresource)
         if kind.custom is not None:
-            causes = crds.validate(kind.custom, new, old)
+            causes = crds.validate(kind.custom, new, old, subresource=subresource, warnings=ctx.warnings)
             if causes:
                 raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(meta.get("name") or ""),
                                      causes=causes)
@@ -740,7 +740,7 @@ def _apply_defaults(kind: res.ResourceKind, obj: dict[str, Any]) -> None:
         defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
 
 
-def _check_custom_create(kind: res.ResourceKind, obj: dict[str, Any]) -> None:
+def _check_custom_create(kind: res.ResourceKind, obj: dict[str, Any], ctx: WriteContext) -> None:
     """The custom resource strategy on create: status dropped where it is a subresource, then the
     metadata's checks (a DNS subdomain name), the schema's and the CEL rules'."""
     custom = kind.custom
@@ -750,7 +750,7 @@ def _check_custom_create(kind: res.ResourceKind, obj: dict[str, Any]) -> None:
     crds.prepare_for_create(custom, obj)
     validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
                                namespaced=kind.namespaced)
-    causes = crds.validate(custom, obj, None)
+    causes = crds.validate(custom, obj, None, warnings=ctx.warnings)
     if causes:
         raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(objects.meta(obj).get("name") or ""),
                              causes=causes)

@@ -32,14 +32,14 @@ class CustomVersion:
     generation makes new objects (and so new compiled schemas)."""
 
     __slots__ = ("_compiled", "_field_info", "_rules", "columns", "conversion", "convert", "crd_name", "crd_uid",
-                 "deprecated", "deprecation_warning", "generation", "openapi", "scale", "selectable",
+                 "deprecated", "deprecation_warning", "generation", "object_meta", "openapi", "scale", "selectable",
                  "status", "storage_version", "terminating", "version")
 
     def __init__(self, *, crd_name: str, crd_uid: str, generation: int, version: str, storage_version: str,
                  openapi: dict[str, Any] | None, status: bool, scale: dict[str, Any] | None,
                  columns: list[dict[str, Any]], selectable: list[str], conversion: dict[str, Any],
                  deprecated: bool = False, deprecation_warning: str = "", terminating: bool = False,
-                 convert: bool = False) -> None:
+                 convert: bool = False, object_meta: Any = None) -> None:
         self.crd_name = crd_name
         self.crd_uid = crd_uid
         self.generation = generation
@@ -57,6 +57,9 @@ class CustomVersion:
         # Objects may be stored in another version than this one (the definition has several): every
         # answer is converted, the storage version's too (an object keeps the version it was written in).
         self.convert = convert
+        # How embedded resources' metadata is validated (`cp.crd.schema.ObjectMetaRule`): the caller's,
+        # as it is the validation package's (which imports this one for the definitions' rules).
+        self.object_meta = object_meta
         self._compiled: Any = None
         self._rules: Any = None
         self._field_info: Any = None
@@ -68,18 +71,18 @@ class CustomVersion:
     def schema(self) -> Any:
         """The compiled structural schema (`cp.crd.schema.Schema`), or None without one."""
         if self._compiled is None and self.openapi is not None:
-            module = _optional("cp.crd.schema")  # INTERIM until the schema module lands
-            if module is not None:
-                self._compiled = module.compile_schema(self.openapi)
+            from cp.crd import schema
+
+            self._compiled = schema.compile_schema(self.openapi, object_meta=self.object_meta)
         return self._compiled
 
     @property
     def rules(self) -> Any:
         """The compiled `x-kubernetes-validations` (`cp.crd.cel.Rules`), or None without a schema."""
         if self._rules is None and self.openapi is not None:
-            module = _optional("cp.crd.cel")  # INTERIM until the CEL module lands
-            if module is not None:
-                self._rules = module.compile_rules(self.openapi)
+            from cp.crd import cel
+
+            self._rules = cel.compile_rules(self.openapi)
         return self._rules
 
     def field_info(self, build: Any) -> Any:
@@ -87,15 +90,6 @@ class CustomVersion:
         if self._field_info is None:
             self._field_info = build()
         return self._field_info
-
-
-def _optional(name: str) -> Any:
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except ImportError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------ reading a CRD
@@ -128,9 +122,10 @@ def storage_version(crd: dict[str, Any]) -> str:
     return ""
 
 
-def served_kinds(crd: dict[str, Any]) -> tuple[res.ResourceKind, ...]:
+def served_kinds(crd: dict[str, Any], *, object_meta: Any = None) -> tuple[res.ResourceKind, ...]:
     """The resources an Established definition serves, the storage version first; none while it is not
-    established. Names are the accepted ones (`status.acceptedNames`), as upstream serves them."""
+    established. Names are the accepted ones (`status.acceptedNames`), as upstream serves them.
+    `object_meta`: the rule for embedded resources' metadata (`cp.crd.schema.ObjectMetaRule`)."""
     if not is_true(crd, "Established"):
         return ()
     spec = _dict(crd.get("spec"))
@@ -168,7 +163,7 @@ def served_kinds(crd: dict[str, Any]) -> tuple[res.ResourceKind, ...]:
             conversion=_dict(spec.get("conversion")),
             deprecated=v.get("deprecated") is True,
             deprecation_warning=str(v.get("deprecationWarning") or ""),
-            terminating=bool(meta.get("deletionTimestamp")), convert=convert)
+            terminating=bool(meta.get("deletionTimestamp")), convert=convert, object_meta=object_meta)
         out.append(res.ResourceKind(
             group=group, version=version, kind=kind, plural=plural,
             singular=str(accepted.get("singular") or names.get("singular") or kind.lower()),
@@ -381,16 +376,24 @@ def prepare_for_create(custom: CustomVersion, obj: dict[str, Any]) -> None:
         obj.pop("status", None)
 
 
-def validate(custom: CustomVersion, obj: dict[str, Any], old: dict[str, Any] | None) -> list[Any]:
+def validate(custom: CustomVersion, obj: dict[str, Any], old: dict[str, Any] | None, *,
+             subresource: str = "", warnings: list[str] | None = None) -> list[Any]:
     """The schema's checks and its CEL rules (`cp.errors.Cause`s), as the custom resource validator runs
-    them after the metadata's; on update, `old` correlates the transition rules."""
+    them after the metadata's. On update (`old`), values that did not change are not held against the
+    object (ratcheting) and the transition rules see `oldSelf`; a `/status` write checks the status
+    against its schema. `warnings` receives what ratcheting turned from an error into a warning."""
     causes: list[Any] = []
     schema = custom.schema
     if schema is not None:
-        causes.extend(schema.validate(obj))
+        if old is None:
+            causes.extend(schema.validate(obj))
+        elif subresource == "status":
+            causes.extend(schema.validate_status(obj.get("status"), old.get("status")))
+        else:
+            causes.extend(schema.validate_update(obj, old))
     rules = custom.rules
     if rules is not None and not rules.empty():
-        causes.extend(rules.validate(obj, old))
+        causes.extend(rules.validate(obj, old, warnings=warnings))
     return causes
 
 
