@@ -57,8 +57,11 @@ __all__ = [
     "CelCache",
     "CelDevice",
     "CelError",
+    "CelFunctionError",
     "CompiledExpression",
+    "cel_optional_type",
     "compile_expression",
+    "evaluate_value",
     "quantity_value",
     "semver_value",
 ]
@@ -717,3 +720,41 @@ def _cel_type_name(v: Any) -> str:
     if v is None:
         return "null_type"
     return type(v).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Other callers' expressions (admission): evaluation to any value
+
+CelFunctionError = _Err  # raised by library functions: the message is cel-go's
+
+
+def cel_optional_type() -> Any:
+    """The engine's optional value type (`optional.of(x)` in CEL): `.of(x)`, `.none()`,
+    `.has_value()`, `.value()`."""
+    return cel.OptionalValue
+
+
+def evaluate_value(compiled: CompiledExpression, variables: Mapping[str, Any], *,
+                   extra_functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
+    """Evaluate an expression compiled by `compile_expression` with `variables` (plain JSON-like
+    values, engine optionals) and the caller's own functions; returns the value as the engine gives
+    it. Raises CelError with cel-go's wording for the common runtime errors."""
+    if compiled.error is not None:
+        raise CelError(compiled.error)
+    functions: dict[str, Callable[..., Any]] = {n: _LIBRARY[n] for n in compiled.functions}
+    functions.update(extra_functions or {})
+    ctx = cel.Context(variables=dict(variables), functions=functions)
+    try:
+        return compiled.program.execute(ctx)
+    except KeyError as e:
+        key = e.args[0] if e.args else ""
+        raise CelError(f"no such key: {key}") from None
+    except TypeError as e:
+        msg = str(e)
+        raise CelError("no such overload" if msg.startswith("No such overload") else msg) from None
+    except ZeroDivisionError:
+        raise CelError("division by zero") from None
+    except OverflowError:
+        raise CelError("integer overflow") from None
+    except Exception as e:
+        raise CelError(_runtime_message(e)) from None
