@@ -193,6 +193,8 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
     # (MutatingAdmissionWebhook goes here, after the mutating policies.)
     if "ValidatingAdmissionPolicy" not in disabled:
         store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log))
+        # the policy status controller's type checking, done by the server (also without controllers)
+        store.hooks[(policies.GROUP, policies.VALIDATING)] = policies.TypeCheckingStatus(writer=server_context)
     # (ValidatingAdmissionWebhook goes here, after the validating policies.)
     if "ResourceQuota" not in disabled:
         store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))

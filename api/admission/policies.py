@@ -37,7 +37,7 @@ from api import admission
 from api.admission import listers
 from cp import conversions, errors, fieldmanager, selectors
 from cp import resources as res
-from cp.admission import matching
+from cp.admission import matching, typecheck
 from cp.admission import policies as pol
 from storage import log
 
@@ -460,5 +460,50 @@ class MutatingAdmissionPolicyPlugin(_Base):
         return True
 
 
-__all__ = ["MutatingAdmissionPolicyPlugin", "PolicySource", "ValidatingAdmissionPolicyPlugin",
+class TypeCheckingStatus:
+    """The ValidatingAdmissionPolicy status controller's work, done by the server itself (also with
+    `--no-controllers`): after a policy is created or its spec changes, its status gets
+    `observedGeneration` and `typeChecking` (`cp.admission.typecheck`). Installed as the kind's
+    registry hooks (`Store.hooks`), so the status is written right after the write, by the server's
+    own identity (`writer`)."""
+
+    def __init__(self, *, writer: Callable[[], Any]) -> None:
+        self.writer = writer
+
+    def _finish(self, store: Any, name: str, ctx: Any) -> Callable[[bool], Any]:
+        async def finish(succeeded: bool) -> None:
+            if not succeeded or ctx.dry_run:
+                return
+            kind = res.lookup(GROUP, "v1", VALIDATING)
+            assert kind is not None
+            try:
+                current = await store.get_object(kind, "", name)
+            except errors.NotFound:
+                return
+            if (current.get("status") or {}).get("observedGeneration") == \
+                    (current.get("metadata") or {}).get("generation") and "typeChecking" in current.get("status", {}):
+                return
+
+            def mutate(obj: dict[str, Any]) -> dict[str, Any]:
+                obj["status"] = typecheck.status(obj)
+                return obj
+
+            try:
+                await store.guaranteed_update(kind, "", name, mutate, self.writer(), subresource="status")
+            except errors.NotFound:
+                return  # deleted meanwhile
+        return finish
+
+    async def begin_create(self, store: Any, obj: dict[str, Any], ctx: Any) -> Callable[[bool], Any]:
+        return self._finish(store, str((obj.get("metadata") or {}).get("name") or ""), ctx)
+
+    async def begin_update(self, store: Any, new: dict[str, Any], old: dict[str, Any], ctx: Any
+                           ) -> Callable[[bool], Any]:
+        return self._finish(store, str((old.get("metadata") or {}).get("name") or ""), ctx)
+
+    async def after_delete(self, store: Any, obj: dict[str, Any], ctx: Any) -> None:
+        return None
+
+
+__all__ = ["MutatingAdmissionPolicyPlugin", "PolicySource", "TypeCheckingStatus", "ValidatingAdmissionPolicyPlugin",
            "builtin_param_kind", "equivalent_kinds"]

@@ -13,6 +13,9 @@ from typing import Any
 import aiohttp
 
 from api import server as servers
+from api import state as st
+from api import store as stores
+from cp import resources as res
 from tests.api.security.conftest import call, secure_server
 
 ADM = "/apis/admissionregistration.k8s.io/v1"
@@ -310,3 +313,39 @@ async def test_dra_example_driver_policy_with_a_pod_bound_token(tmp_path: Path) 
         # the admin is not the restricted user (matchConditions)
         assert (await call(admin, "POST", slices, _slice("admins", "node-9")))[0] == 201
         assert (await call(plugin, "DELETE", f"{slices}/mine"))[0] == 200
+
+
+async def test_type_checking_status(http: aiohttp.ClientSession) -> None:
+    rules = {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                "resources": ["deployments"]}]}
+    await _create(http, f"{ADM}/validatingadmissionpolicies", {"metadata": {"name": "typo"}, "spec": {
+        "matchConstraints": rules, "validations": [{"expression": "object.spec.replicaz <= 5"}]}})
+    async with http.get(f"{ADM}/validatingadmissionpolicies/typo") as r:
+        policy = await r.json()
+    assert policy["status"] == {"observedGeneration": 1, "typeChecking": {"expressionWarnings": [{
+        "fieldRef": "spec.validations[0].expression",
+        "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicaz'\n"
+                   " | object.spec.replicaz <= 5\n | ...........^\n"}]}}
+    policy["spec"]["validations"][0]["expression"] = "object.spec.replicas <= 5"
+    async with http.put(f"{ADM}/validatingadmissionpolicies/typo", json=policy) as r:
+        assert r.status == 200, await r.json()
+    async with http.get(f"{ADM}/validatingadmissionpolicies/typo") as r:
+        assert (await r.json())["status"] == {"observedGeneration": 2, "typeChecking": {}}
+
+
+async def test_audit_annotations_reach_the_write_context(api_server: servers.Running,
+                                                         http: aiohttp.ClientSession) -> None:
+    await _policy(http, "audited", {"matchConstraints": CM_RULES, "validations": [
+        {"expression": "has(object.data)", "message": "no data"}],
+        "auditAnnotations": [{"key": "keys", "valueExpression": "string(size(object.metadata.name))"}]},
+        actions=("Audit",))
+    store = api_server.app[st.STORE]
+    kind = res.lookup("", "v1", "configmaps")
+    assert kind is not None
+    ctx = stores.WriteContext()
+    await store.create(kind, "default", _cm("abc"), ctx)
+    assert ctx.audit_annotations == {
+        "audited/keys": "3",
+        "validation.policy.admission.k8s.io/validation_failure":
+            '[{"message":"no data","policy":"audited","binding":"audited-binding","expressionIndex":0,'
+            '"validationActions":["Audit"]}]'}
