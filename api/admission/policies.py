@@ -82,6 +82,23 @@ def _request_of(kind: res.ResourceKind, attrs: admission.Attributes) -> matching
                             name=attrs.name, namespaced=kind.namespaced)
 
 
+class Namespaces:
+    """Namespaces by name, read through the log and kept while no namespace changed (upstream's
+    namespace lister)."""
+
+    def __init__(self, *, event_log: log.EventLog) -> None:
+        self.event_log = event_log
+        self._lister = listers.Lister(group="", resource="namespaces")
+        self._index: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] | None = None
+
+    async def get(self, name: str) -> dict[str, Any] | None:
+        items = await self._lister.list(self.event_log)
+        index = self._index
+        if index is None or index[0] is not items:
+            index = self._index = (items, {str((o.get("metadata") or {}).get("name")): o for o in items})
+        return index[1].get(name)
+
+
 class _Write:
     """What the plugins work out once per write: the request, its equivalents, the namespace."""
 
@@ -93,23 +110,22 @@ class _Write:
         self._namespace: dict[str, Any] | None = None
         self._namespace_read = False
 
-    async def namespace(self, event_log: log.EventLog) -> dict[str, Any] | None:
+    async def namespace(self, namespaces: Namespaces) -> dict[str, Any] | None:
         """The request's namespace object (None for cluster-scoped requests and a Namespace itself)."""
         attrs = self.attrs
         if not self._namespace_read:
             self._namespace_read = True
             if attrs.kind.namespaced and attrs.namespace:
-                ev = await event_log.get(group="", resource="namespaces", namespace="", name=attrs.namespace)
-                self._namespace = listers.decode(ev.object) if ev is not None else None
+                self._namespace = await namespaces.get(attrs.namespace)
         return self._namespace
 
-    async def namespace_labels(self, event_log: log.EventLog) -> dict[str, str] | None:
+    async def namespace_labels(self, namespaces: Namespaces) -> dict[str, str] | None:
         attrs = self.attrs
         if self.request.is_namespace:
             source = attrs.obj if attrs.operation in (admission.CREATE, admission.UPDATE) and attrs.obj \
                 else attrs.old
             return dict(((source or {}).get("metadata") or {}).get("labels") or {})
-        ns = await self.namespace(event_log)
+        ns = await self.namespace(namespaces)
         return dict((ns or {}).get("metadata", {}).get("labels") or {}) if ns is not None else None
 
     def object_as(self, matched: matching.Request, obj: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -241,18 +257,18 @@ class _Invocations:
     def __init__(self, source: PolicySource, params: _Params) -> None:
         self.source = source
         self.params = params
+        self.namespaces = Namespaces(event_log=source.event_log)
 
     async def matching(self, write: _Write, on_error: Callable[[Any, dict[str, Any] | None, str], None]
                        ) -> list[tuple[_Hook, dict[str, Any], matching.Request, dict[str, Any] | None]]:
         attrs = write.attrs
-        event_log = self.source.event_log
         out: list[tuple[_Hook, dict[str, Any], matching.Request, dict[str, Any] | None]] = []
         labels: dict[str, str] | None = None
         labels_read = False
         for hook in await self.source.hooks():
             policy = hook.policy
             if not labels_read and _needs_namespace(hook):
-                labels, labels_read = await write.namespace_labels(event_log), True
+                labels, labels_read = await write.namespace_labels(self.namespaces), True
             try:
                 matched = pol.definition_matches(policy.match, write.request, equivalents=write.equivalents,
                                                  obj=attrs.obj, old=attrs.old, namespace_labels=labels)
@@ -313,7 +329,7 @@ class _Base(admission.BasePlugin):
                                     dry_run=attrs.dry_run)
         return pol.Invocation(hook.policy, obj=write.object_as(matched, obj), old=write.object_as(matched, attrs.old),
                               request=request, params=params,
-                              namespace=await write.namespace(self.source.event_log))
+                              namespace=await write.namespace(self.invocations.namespaces))
 
 
 class ValidatingAdmissionPolicyPlugin(_Base):

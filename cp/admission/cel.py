@@ -29,6 +29,7 @@ from cp.dra import celenv
 
 __all__ = [
     "ADMISSION_FUNCTIONS",
+    "Activation",
     "AdmissionExpression",
     "CelError",
     "compile_admission",
@@ -348,9 +349,14 @@ def compile_admission(expression: str, *, variables: frozenset[str]) -> Admissio
     return AdmissionExpression(expression, compiled)
 
 
-def evaluate(expression: AdmissionExpression, activation: Mapping[str, Any]) -> Any:
-    """The value of `expression` with the variables of `activation`; raises CelError (compile
-    errors included) with cel-go's wording where the engine's differs."""
+Activation = celenv.EvaluationContext
+
+
+def evaluate(expression: AdmissionExpression, activation: Mapping[str, Any] | celenv.EvaluationContext) -> Any:
+    """The value of `expression` with the variables of `activation` (a mapping, or an `Activation`
+    reused across the expressions of one request); raises CelError (compile errors included) with
+    cel-go's wording where the engine's differs."""
     if expression.error is not None:
         raise CelError(expression.error)
-    return celenv.evaluate_value(expression.compiled, activation, extra_functions=ADMISSION_FUNCTIONS)
+    ctx = activation if isinstance(activation, celenv.EvaluationContext) else celenv.EvaluationContext(activation)
+    return ctx.evaluate(expression.compiled, extra_functions=ADMISSION_FUNCTIONS)

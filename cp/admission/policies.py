@@ -274,17 +274,19 @@ class Invocation:
                  request: dict[str, Any], params: dict[str, Any] | None,
                  namespace: dict[str, Any] | None) -> None:
         self.policy = policy
-        self._base: dict[str, Any] = {"object": obj, "oldObject": old, "request": request,
-                                      "namespaceObject": namespace_value(namespace),
-                                      "authorizer": {}}
+        base: dict[str, Any] = {"object": obj, "oldObject": old, "request": request,
+                                "namespaceObject": namespace_value(namespace), "authorizer": {}}
         if policy.param_kind is not None:
-            self._base["params"] = params
+            base["params"] = params
+        self._defined = {name: i for i, (name, _) in enumerate(policy.variables)}
+        if self._defined:
+            base["variables"] = {}
+        self._activation = acel.Activation(base)
         self._values: dict[str, Any] = {}
         self._errors: dict[str, str] = {}
-        self._defined = {name: i for i, (name, _) in enumerate(policy.variables)}
 
     def set_object(self, obj: dict[str, Any] | None) -> None:
-        self._base["object"] = obj
+        self._activation.set("object", obj)
 
     def _need(self, expression: acel.AdmissionExpression, seen: frozenset[str] = frozenset()) -> None:
         for name in expression.variables_used:
@@ -300,14 +302,11 @@ class Invocation:
                 self._errors[name] = failed
                 continue
             try:
-                self._values[name] = acel.evaluate(var, self._activation())
+                self._values[name] = acel.evaluate(var, self._activation)
             except acel.CelError as e:
                 self._errors[name] = _expression_error(var, e)
-
-    def _activation(self) -> dict[str, Any]:
-        if not self._defined:
-            return self._base
-        return {**self._base, "variables": dict(self._values)}
+            else:
+                self._activation.set("variables", dict(self._values))
 
     def evaluate(self, expression: acel.AdmissionExpression) -> Any:
         """The expression's value; raises PolicyError with upstream's texts (compilation error,
@@ -319,7 +318,7 @@ class Invocation:
             if name in self._errors:
                 raise PolicyError(self._errors[name])
         try:
-            return acel.evaluate(expression, self._activation())
+            return acel.evaluate(expression, self._activation)
         except acel.CelError as e:
             raise PolicyError(_expression_error(expression, e)) from None
 
