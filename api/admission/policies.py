@@ -35,7 +35,7 @@ from typing import Any
 
 from api import admission
 from api.admission import listers
-from cp import conversions, errors, fieldmanager, selectors
+from cp import conversions, errors, fieldmanager, selectors, validation
 from cp import resources as res
 from cp.admission import matching, typecheck
 from cp.admission import policies as pol
@@ -465,6 +465,12 @@ class MutatingAdmissionPolicyPlugin(_Base):
             if seen is not attrs.obj:
                 root = fieldmanager.kind_info(write.kinds[(matched.group, matched.version, matched.resource)]).root
             out = write.object_back(matched, invocation.mutate(seen, root=root))
+            kind = attrs.kind
+            try:  # as upstream's conversion to the typed object: wrong types fail, unknown fields go
+                out, _ = validation.check_structure(out, group=kind.group, version=kind.version, kind=kind.kind,
+                                                    field_validation="Ignore")
+            except errors.StatusError as e:
+                raise pol.PolicyError(f"type mismatch: {e.message}") from None
         except pol.PolicyError as e:
             if invocation.policy.failure_policy != pol.IGNORE:
                 refusals.append((invocation.policy.name, _name(binding), str(e)))

@@ -769,10 +769,6 @@ class EvaluationContext:
         if compiled.error is not None:
             raise CelError(compiled.error)
         ctx = self._ctx
-        for name in compiled.variables:
-            if name not in self._added and name in self._values:
-                ctx.add_variable(name, self._values[name])
-                self._added.add(name)
         for name in compiled.functions:
             if name not in self._functions:
                 ctx.add_function(name, _LIBRARY[name])
@@ -782,6 +778,10 @@ class EvaluationContext:
                 ctx.add_function(name, fn)
                 self._functions.add(name)
         try:
+            for name in compiled.variables:
+                if name not in self._added and name in self._values:
+                    ctx.add_variable(name, self._values[name])  # converts: may fail (an int beyond int64)
+                    self._added.add(name)
             return compiled.program.execute(ctx)
         except KeyError as e:
             key = e.args[0] if e.args else ""

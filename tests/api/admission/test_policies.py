@@ -226,6 +226,15 @@ async def test_mutating_policies(http: aiohttp.ClientSession) -> None:
         assert r.status == 422, body
     assert body["message"].startswith('configmaps "n" is forbidden: policy \'broken\' with binding \'broken\' '
                                       "denied request: JSON Patch:")
+    # a mutation giving a field the wrong type is refused, not stored (as upstream's typed conversion)
+    await _mutating(http, "wrongtype", {"matchConstraints": {"resourceRules": [
+        {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]}]},
+        "reinvocationPolicy": "Never", "mutations": [{"patchType": "JSONPatch", "jsonPatch": {
+            "expression": "[JSONPatch{op: 'add', path: '/immutable', value: 'yes'}]"}}]})
+    async with http.post("/api/v1/namespaces/default/secrets", json={"metadata": {"name": "s"}}) as r:
+        body = await r.json()
+        assert r.status == 422, body
+    assert "denied request: type mismatch: " in body["message"], body
 
 
 NODE_POLICY = {
