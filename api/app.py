@@ -189,10 +189,10 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
     if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     if "MutatingAdmissionPolicy" not in disabled:
-        store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log))
+        store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
     # (MutatingAdmissionWebhook goes here, after the mutating policies.)
     if "ValidatingAdmissionPolicy" not in disabled:
-        store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log))
+        store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
         # the policy status controller's type checking, done by the server (also without controllers)
         store.hooks[(policies.GROUP, policies.VALIDATING)] = policies.TypeCheckingStatus(writer=server_context)
     # (ValidatingAdmissionWebhook goes here, after the validating policies.)

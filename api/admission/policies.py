@@ -37,7 +37,7 @@ from api import admission
 from api.admission import listers
 from cp import conversions, errors, fieldmanager, selectors, validation
 from cp import resources as res
-from cp.admission import matching, typecheck
+from cp.admission import authz, matching, typecheck
 from cp.admission import policies as pol
 from storage import log
 
@@ -314,7 +314,9 @@ def _denial(attrs: admission.Attributes, message: str, reason: str, causes: list
 class _Base(admission.BasePlugin):
     def __init__(self, *, event_log: log.EventLog, policies: str, bindings: str,
                  compile_policy: Callable[[dict[str, Any]], Any],
-                 resolve_param_kind: ParamKindResolver = builtin_param_kind) -> None:
+                 resolve_param_kind: ParamKindResolver = builtin_param_kind,
+                 authorize: authz.Authorize | None = None) -> None:
+        self.authorize = authorize
         self.source = PolicySource(event_log=event_log, policies=policies, bindings=bindings,
                                    compile_policy=compile_policy)
         self.invocations = _Invocations(self.source, _Params(event_log=event_log, resolve=resolve_param_kind))
@@ -329,16 +331,17 @@ class _Base(admission.BasePlugin):
                                     dry_run=attrs.dry_run)
         return pol.Invocation(hook.policy, obj=write.object_as(matched, obj), old=write.object_as(matched, attrs.old),
                               request=request, params=params,
-                              namespace=await write.namespace(self.invocations.namespaces))
+                              namespace=await write.namespace(self.invocations.namespaces),
+                              user=attrs.user, authorize=self.authorize)
 
 
 class ValidatingAdmissionPolicyPlugin(_Base):
     name = "ValidatingAdmissionPolicy"
 
-    def __init__(self, *, event_log: log.EventLog, resolve_param_kind: ParamKindResolver = builtin_param_kind
-                 ) -> None:
+    def __init__(self, *, event_log: log.EventLog, resolve_param_kind: ParamKindResolver = builtin_param_kind,
+                 authorize: authz.Authorize | None = None) -> None:
         super().__init__(event_log=event_log, policies=VALIDATING, bindings=VALIDATING_BINDINGS,
-                         compile_policy=pol.compile_validating, resolve_param_kind=resolve_param_kind)
+                         compile_policy=pol.compile_validating, resolve_param_kind=resolve_param_kind, authorize=authorize)
 
     async def validate(self, attrs: admission.Attributes, store: admission.Store) -> None:
         write = _Write(attrs)
@@ -404,10 +407,10 @@ class ValidatingAdmissionPolicyPlugin(_Base):
 class MutatingAdmissionPolicyPlugin(_Base):
     name = "MutatingAdmissionPolicy"
 
-    def __init__(self, *, event_log: log.EventLog, resolve_param_kind: ParamKindResolver = builtin_param_kind
-                 ) -> None:
+    def __init__(self, *, event_log: log.EventLog, resolve_param_kind: ParamKindResolver = builtin_param_kind,
+                 authorize: authz.Authorize | None = None) -> None:
         super().__init__(event_log=event_log, policies=MUTATING, bindings=MUTATING_BINDINGS,
-                         compile_policy=pol.compile_mutating, resolve_param_kind=resolve_param_kind)
+                         compile_policy=pol.compile_mutating, resolve_param_kind=resolve_param_kind, authorize=authorize)
 
     def handles(self, attrs: admission.Attributes) -> bool:
         # Mutations need an object: deletes (and connects) are not mutated.

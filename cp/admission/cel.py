@@ -310,9 +310,10 @@ ADMISSION_FUNCTIONS: dict[str, Callable[..., Any]] = {
 # ---------------------------------------------------------------------------------------------
 # Compilation and evaluation
 
-# Names of Kubernetes' admission libraries that compile but are not evaluated here (a call is a
-# runtime error, subject to the policy's failurePolicy).
-_UNEVALUATED = frozenset({
+# Names of Kubernetes' admission libraries: the authorizer's (`cp.admission.authz`, evaluated when the
+# caller passes its functions) and the URL, IP, CIDR and format libraries', which compile but are not
+# evaluated here (a call is a runtime error, subject to the policy's failurePolicy).
+_LIBRARY_NAMES = frozenset({
     "path", "group", "serviceAccount", "resource", "subresource", "namespace", "name", "check", "allowed",
     "reason", "errored", "error", "fieldSelector", "labelSelector",
     "url", "isURL", "getScheme", "getHost", "getHostname", "getPort", "getEscapedPath", "getQuery",
@@ -345,18 +346,21 @@ def compile_admission(expression: str, *, variables: frozenset[str]) -> Admissio
     per (expression, variables)."""
     source = rewrite(expression)
     compiled = celenv.compile_expression(source, variables=variables | {"jsonpatch", "format"},
-                                         functions=_UNEVALUATED)
+                                         functions=_LIBRARY_NAMES)
     return AdmissionExpression(expression, compiled)
 
 
 Activation = celenv.EvaluationContext
 
 
-def evaluate(expression: AdmissionExpression, activation: Mapping[str, Any] | celenv.EvaluationContext) -> Any:
+def evaluate(expression: AdmissionExpression, activation: Mapping[str, Any] | celenv.EvaluationContext, *,
+             functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
     """The value of `expression` with the variables of `activation` (a mapping, or an `Activation`
-    reused across the expressions of one request); raises CelError (compile errors included) with
-    cel-go's wording where the engine's differs."""
+    reused across the expressions of one request) and, beyond the rewritten syntax's, the caller's
+    `functions` (the authorizer library, `cp.admission.authz`); raises CelError (compile errors
+    included) with cel-go's wording where the engine's differs."""
     if expression.error is not None:
         raise CelError(expression.error)
     ctx = activation if isinstance(activation, celenv.EvaluationContext) else celenv.EvaluationContext(activation)
-    return ctx.evaluate(expression.compiled, extra_functions=ADMISSION_FUNCTIONS)
+    extra = ADMISSION_FUNCTIONS if not functions else {**ADMISSION_FUNCTIONS, **functions}
+    return ctx.evaluate(expression.compiled, extra_functions=extra)

@@ -31,8 +31,8 @@ import jsonpatch
 import msgspec
 
 from cp import rbac, typed
+from cp.admission import authz, matching
 from cp.admission import cel as acel
-from cp.admission import matching
 from cp.dra import celenv
 
 __all__ = [
@@ -272,10 +272,17 @@ class Invocation:
 
     def __init__(self, policy: _Policy, *, obj: dict[str, Any] | None, old: dict[str, Any] | None,
                  request: dict[str, Any], params: dict[str, Any] | None,
-                 namespace: dict[str, Any] | None) -> None:
+                 namespace: dict[str, Any] | None, user: rbac.UserInfo | None = None,
+                 authorize: authz.Authorize | None = None) -> None:
         self.policy = policy
+        resource = request.get("resource") or {}
+        authorizer = authz.authorizer_value(
+            group=str(resource.get("group") or ""), version=str(resource.get("version") or ""),
+            resource=str(resource.get("resource") or ""), subresource=str(request.get("subResource") or ""),
+            namespace=str(request.get("namespace") or ""), name=str(request.get("name") or ""))
+        self._functions = authz.functions(user=user, authorize=authorize)
         base: dict[str, Any] = {"object": obj, "oldObject": old, "request": request,
-                                "namespaceObject": namespace_value(namespace), "authorizer": {}}
+                                "namespaceObject": namespace_value(namespace), "authorizer": authorizer}
         if policy.param_kind is not None:
             base["params"] = params
         self._defined = {name: i for i, (name, _) in enumerate(policy.variables)}
@@ -302,7 +309,7 @@ class Invocation:
                 self._errors[name] = failed
                 continue
             try:
-                self._values[name] = acel.evaluate(var, self._activation)
+                self._values[name] = acel.evaluate(var, self._activation, functions=self._functions)
             except acel.CelError as e:
                 self._errors[name] = _expression_error(var, e)
             else:
@@ -318,7 +325,7 @@ class Invocation:
             if name in self._errors:
                 raise PolicyError(self._errors[name])
         try:
-            return acel.evaluate(expression, self._activation)
+            return acel.evaluate(expression, self._activation, functions=self._functions)
         except acel.CelError as e:
             raise PolicyError(_expression_error(expression, e)) from None
 

@@ -16,7 +16,7 @@ from api import server as servers
 from api import state as st
 from api import store as stores
 from cp import resources as res
-from tests.api.security.conftest import call, secure_server
+from tests.api.security.conftest import binding, call, rbac_path, secure_server
 
 ADM = "/apis/admissionregistration.k8s.io/v1"
 CM = "/api/v1/namespaces/default/configmaps"
@@ -358,3 +358,30 @@ async def test_audit_annotations_reach_the_write_context(api_server: servers.Run
         "validation.policy.admission.k8s.io/validation_failure":
             '[{"message":"no data","policy":"audited","binding":"audited-binding","expressionIndex":0,'
             '"validationActions":["Audit"]}]'}
+
+
+async def test_the_authorizer_library_asks_rbac(tmp_path: Path) -> None:
+    async with secure_server(tmp_path) as secure:
+        admin, alice = secure.session("admin"), secure.session("alice")
+        code, _ = await call(admin, "POST", f"{ADM}/validatingadmissionpolicies", {
+            "metadata": {"name": "readers-only"}, "spec": {"matchConstraints": CM_RULES, "validations": [{
+                "expression": "authorizer.group('').resource('secrets').namespace(request.namespace)"
+                              ".check('list').allowed()",
+                "messageExpression": "request.userInfo.username + ' may not list secrets'"}]}})
+        assert code == 201
+        code, _ = await call(admin, "POST", f"{ADM}/validatingadmissionpolicybindings", {
+            "metadata": {"name": "readers-only"}, "spec": {"policyName": "readers-only",
+                                                           "validationActions": ["Deny"]}})
+        assert code == 201
+        assert (await call(admin, "POST", rbac_path("rolebindings", "default"),
+                           binding("alice-edit", "edit", namespace="default")))[0] == 201
+        code, body = await call(alice, "POST", CM, _cm("a"))
+        assert code == 201, body  # `edit` may list secrets
+        assert (await call(admin, "DELETE", rbac_path("rolebindings", "default") + "/alice-edit"))[0] == 200
+        role = {"metadata": {"name": "cm-writer"}, "rules": [{"apiGroups": [""], "resources": ["configmaps"],
+                                                             "verbs": ["create"]}]}
+        assert (await call(admin, "POST", rbac_path("roles", "default"), role))[0] == 201
+        rb = binding("alice-cm", "cm-writer", namespace="default", role_kind="Role")
+        assert (await call(admin, "POST", rbac_path("rolebindings", "default"), rb))[0] == 201
+        code, body = await call(alice, "POST", CM, _cm("b"))
+        assert code == 422 and body["message"].endswith("denied request: alice may not list secrets"), body
