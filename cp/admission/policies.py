@@ -463,6 +463,10 @@ def apply_configuration(obj: dict[str, Any], value: Any, *, root: typed.Type) ->
     if not isinstance(value, dict):
         raise PolicyError(f"unsupported return type from ApplyConfiguration expression: {_cel_type(value)}")
     config = _plain(value)
+    atomics = _atomics(config, root, "")
+    if atomics:
+        raise PolicyError("error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, "
+                          f"maps or structs: {', '.join(atomics)}")
     for key in ("apiVersion", "kind"):
         if key in config and config[key] != obj.get(key):
             raise PolicyError("error applying patch: invalid ApplyConfiguration: "
@@ -471,6 +475,26 @@ def apply_configuration(obj: dict[str, Any], value: Any, *, root: typed.Type) ->
     if not isinstance(merged, dict):
         raise PolicyError("error applying patch: the result is not an object")
     return merged
+
+
+def _atomics(value: Any, t: typed.Type, path: str) -> list[str]:
+    """upstream `findAtomics`: the paths (`.spec.x[0].y`) of the atomic maps, structs and lists an
+    apply configuration sets, which it may not (they would replace what they do not name)."""
+    out: list[str] = []
+    if isinstance(value, dict) and t.kind == typed.KIND_MAP:
+        if t.atomic:
+            out.append(path)
+        for key, v in value.items():
+            field = t.fields.get(key)
+            if field is not None:
+                out.extend(_atomics(v, field, f"{path}.{key}"))
+    elif isinstance(value, list) and t.kind == typed.KIND_LIST:
+        if t.atomic:
+            out.append(path)
+        elem = t.elem or typed.UNTYPED
+        for i, v in enumerate(value):
+            out.extend(_atomics(v, elem, f"{path}[{i}]"))
+    return out
 
 
 def apply_json_patch(obj: dict[str, Any], value: Any) -> dict[str, Any]:

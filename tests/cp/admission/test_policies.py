@@ -146,18 +146,18 @@ def test_definition_and_binding_matching() -> None:
 def test_mutations() -> None:
     policy = pol.compile_mutating({"metadata": {"name": "m"}, "spec": {"reinvocationPolicy": "Never", "mutations": [
         {"patchType": "ApplyConfiguration", "applyConfiguration": {"expression":
-            "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'app', image: 'nginx:2'}], "
-            "nodeSelector: {'zone': 'a'}}}"}},
+            "Object{metadata: Object.metadata{labels: {'zone': 'a'}}, "
+            "spec: Object.spec{containers: [Object.spec.containers{name: 'app', image: 'nginx:2'}]}}"}},
         {"patchType": "JSONPatch", "jsonPatch": {"expression":
             "[JSONPatch{op: 'replace', path: '/spec/containers/0/name', value: object.spec.containers[0].name + "
-            "'-' + string(size(object.spec.nodeSelector))}]"}},
+            "'-' + string(size(object.metadata.labels))}]"}},
     ]}})
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "labels": {"app": "web"}},
            "spec": {"containers": [{"name": "side", "image": "busybox"}, {"name": "app", "image": "nginx:1"}]}}
     out = invocation(policy, pod).mutate(pod, root=_pod_root())
     # containers merged by name (an associative list), as server-side apply merges them
-    assert out["spec"]["containers"] == [{"name": "side-1", "image": "busybox"}, {"name": "app", "image": "nginx:2"}]
-    assert out["spec"]["nodeSelector"] == {"zone": "a"}
+    assert out["spec"]["containers"] == [{"name": "side-2", "image": "busybox"}, {"name": "app", "image": "nginx:2"}]
+    assert out["metadata"]["labels"] == {"app": "web", "zone": "a"}
     assert pod["spec"]["containers"][1]["image"] == "nginx:1"  # the input is left alone
 
 
@@ -169,6 +169,12 @@ def test_mutation_errors() -> None:
         invocation(policy, {}).mutate({"apiVersion": "v1", "kind": "Pod"}, root=_pod_root())
     with pytest.raises(pol.PolicyError, match="unsupported return type from ApplyConfiguration expression"):
         run("ApplyConfiguration", "1")
+    with pytest.raises(pol.PolicyError, match="invalid ApplyConfiguration: may not mutate atomic arrays, maps or "
+                                              "structs: ") as raised:
+        run("ApplyConfiguration", "Object{spec: Object.spec{nodeSelector: {'x': 'y'}, "
+                                  "containers: [Object.spec.containers{name: 'a', command: ['sh']}]}}")
+    listed = str(raised.value).rpartition(": ")[2].split(", ")
+    assert sorted(listed) == [".spec.containers[0].command", ".spec.nodeSelector"]
     with pytest.raises(pol.PolicyError, match=r"JSONPatchType\.expression should evaluate to array"):
         run("JSONPatch", "{'op': 'add'}")
     with pytest.raises(pol.PolicyError, match=r"^JSON Patch: "):
