@@ -32,7 +32,7 @@ from api import (
 )
 from api import state as st
 from api import store as stores
-from api.admission import certificates, limitranger, priority, resourcequota
+from api.admission import certificates, limitranger, policies, priority, resourcequota
 from cp import allocation, errors, objects, sim, tables
 from cp import clock as clocks
 from cp import resources as res
@@ -167,7 +167,8 @@ def server_context() -> stores.WriteContext:
 
 
 # The built-in admission plugins, by kube-apiserver's names, in its order.
-ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "ResourceQuota")
+ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "MutatingAdmissionPolicy",
+                     "ValidatingAdmissionPolicy", "ResourceQuota")
 
 
 def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None,
@@ -188,6 +189,14 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
         store.admission.add(priority.PriorityPlugin(writer=server_context))
     if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
+    if "MutatingAdmissionPolicy" not in disabled:
+        store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
+    # (MutatingAdmissionWebhook goes here, after the mutating policies.)
+    if "ValidatingAdmissionPolicy" not in disabled:
+        store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
+        # the policy status controller's type checking, done by the server (also without controllers)
+        store.hooks[(policies.GROUP, policies.VALIDATING)] = policies.TypeCheckingStatus(writer=server_context)
+    # (ValidatingAdmissionWebhook goes here, after the validating policies.)
     if "ResourceQuota" not in disabled:
         store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 

@@ -51,6 +51,9 @@ class WriteContext(msgspec.Struct, kw_only=True):
     field_validation: str = "Warn"  # Strict | Warn | Ignore
     warnings: list[str] = msgspec.field(default_factory=list)
     user_info: rbac.UserInfo | None = None  # groups and extras of `user`, for admission and requesters
+    # Annotations admission adds to the request's audit record (upstream `Attributes.AddAnnotation`):
+    # validating admission policies' `auditAnnotations` and Audit failures.
+    audit_annotations: dict[str, str] = msgspec.field(default_factory=dict)
 
     def actor(self) -> log.Actor:
         return log.Actor(user=self.user, field_manager=self.manager(), user_agent=self.user_agent,
@@ -237,7 +240,8 @@ class Store:
         """The write's admission attributes and the plugins that handle it (usually none)."""
         attrs = admissions.Attributes(kind=kind, operation=operation, namespace=namespace, name=name,
                                       subresource=subresource, obj=obj, old=old, user=ctx.user_info,
-                                      dry_run=ctx.dry_run)
+                                      dry_run=ctx.dry_run, warnings=ctx.warnings,
+                                      audit_annotations=ctx.audit_annotations)
         return attrs, self.admission.for_write(attrs) if self.admission.plugins else []
 
     def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:

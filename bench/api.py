@@ -109,6 +109,30 @@ def _configmap(i: int) -> dict[str, Any]:
             "data": {"payload": "x" * 900}}
 
 
+def _named_configmap(prefix: str) -> Any:
+    def make(i: int) -> dict[str, Any]:
+        body = _configmap(i)
+        body["metadata"]["name"] = f"{prefix}-{i}"
+        return body
+    return make
+
+
+async def _add_policy(url: str, name: str, resource: str) -> None:
+    """A ValidatingAdmissionPolicy (one CEL validation that passes) and its Deny binding, matching
+    creates of `resource` in the core group."""
+    adm = "/apis/admissionregistration.k8s.io/v1"
+    async with aiohttp.ClientSession(base_url=url) as s:
+        for path, body in (
+            (f"{adm}/validatingadmissionpolicies", {"metadata": {"name": name}, "spec": {
+                "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                                        "operations": ["CREATE"], "resources": [resource]}]},
+                "validations": [{"expression": "size(object.metadata.name) < 64"}]}}),
+            (f"{adm}/validatingadmissionpolicybindings", {"metadata": {"name": name}, "spec": {
+                "policyName": name, "validationActions": ["Deny"]}})):
+            async with s.post(path, json=body) as r:
+                assert r.status == 201, await r.text()
+
+
 def _claim(i: int) -> dict[str, Any]:
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": f"claim-{i}"},
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
@@ -282,6 +306,15 @@ async def main_async(quick: bool) -> None:
                                                    server_pid=proc.pid)
             results["claims"] = await _creates(url, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims",
                                                [_claim(i) for i in range(n_creates)], 32, server_pid=proc.pid)
+            # Admission policies (issue #19): one that matches other writes only, then one that matches.
+            await _add_policy(url, "unrelated", "services")
+            results["configmaps_unrelated_policy"] = await _creates(
+                url, "/api/v1/namespaces/default/configmaps",
+                [_named_configmap("unrelated")(i) for i in range(n_creates)], 32, server_pid=proc.pid)
+            await _add_policy(url, "matching", "configmaps")
+            results["configmaps_matching_policy"] = await _creates(
+                url, "/api/v1/namespaces/default/configmaps",
+                [_named_configmap("matching")(i) for i in range(n_creates)], 32, server_pid=proc.pid)
             results.update(await bench_list(url, n_pods))
             results.update(await bench_watch(url, 200 if quick else 1000))
         finally:
@@ -294,7 +327,9 @@ async def main_async(quick: bool) -> None:
         ("start-up to /readyz 200 (s)", f"{results['startup_s']:.3f}", "<= 0.5",
          f"import floor {results['floor_s']:.3f} s; envtest ~s (20 s timeout), kind 12-17 s, k3s ~50 s"),
     ]
-    for label, key in (("ConfigMap 1 KB", "configmaps"), ("ResourceClaim", "claims")):
+    for label, key in (("ConfigMap 1 KB", "configmaps"), ("ResourceClaim", "claims"),
+                       ("ConfigMap, an unrelated VAP", "configmaps_unrelated_policy"),
+                       ("ConfigMap, a matching VAP", "configmaps_matching_policy")):
         r = results[key]
         rows.append((f"creates/s {label}, 32 clients", f"{r['per_s']:.0f}", ">= 2000",
                      f"p50 {r['p50_ms']:.1f} ms, p99 {r['p99_ms']:.1f} ms (<= 50), errors {r['errors']}; "

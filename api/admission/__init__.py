@@ -46,6 +46,10 @@ class Attributes(msgspec.Struct, kw_only=True):
     old: dict[str, Any] | None = None  # the stored object (update, delete)
     user: rbac.UserInfo | None = None
     dry_run: bool = False
+    # The request's warnings (sent as `Warning` headers) and audit annotations: the write context's
+    # own list and dict, so what a plugin adds reaches the response and the audit record.
+    warnings: list[str] = msgspec.field(default_factory=list)
+    audit_annotations: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def forbidden(attrs: Attributes, reason: str) -> errors.Forbidden:

@@ -60,8 +60,12 @@ __all__ = [
     "CelCache",
     "CelDevice",
     "CelError",
+    "CelFunctionError",
     "CompiledExpression",
+    "EvaluationContext",
+    "cel_optional_type",
     "compile_expression",
+    "evaluate_value",
     "library",
     "quantity_value",
     "semver_value",
@@ -362,13 +366,15 @@ _NAMESPACES = frozenset({"math", "sets", "strings", "base64", "lists", "optional
 class CompiledExpression:
     """A compiled selector; `error` is set instead of `program` when compilation failed."""
 
-    __slots__ = ("error", "expression", "functions", "program")
+    __slots__ = ("error", "expression", "functions", "program", "variables")
 
-    def __init__(self, expression: str, program: Any, error: str | None, functions: frozenset[str]) -> None:
+    def __init__(self, expression: str, program: Any, error: str | None, functions: frozenset[str],
+                 variables: frozenset[str] = frozenset()) -> None:
         self.expression = expression
         self.program = program
         self.error = error
         self.functions = functions
+        self.variables = variables  # the declared variables it reads
 
 
 _IDENT_RE = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -495,7 +501,8 @@ def _compile(expression: str, *, declared: frozenset[str] = frozenset({"device"}
         if dotted:
             continue
         return CompiledExpression(expression, None, _undeclared(expression, fn), frozenset())
-    return CompiledExpression(expression, program, None, frozenset(used))
+    return CompiledExpression(expression, program, None, frozenset(used),
+                              frozenset(v for v in refs["variables"] if v in declared))
 
 
 def _undeclared(expression: str, name: str) -> str:
@@ -727,3 +734,74 @@ def _cel_type_name(v: Any) -> str:
     if v is None:
         return "null_type"
     return type(v).__name__
+
+
+# ---------------------------------------------------------------------------------------------
+# Other callers' expressions (admission): evaluation to any value
+
+CelFunctionError = _Err  # raised by library functions: the message is cel-go's
+
+
+def cel_optional_type() -> Any:
+    """The engine's optional value type (`optional.of(x)` in CEL): `.of(x)`, `.none()`,
+    `.has_value()`, `.value()`."""
+    return cel.OptionalValue
+
+
+def evaluate_value(compiled: CompiledExpression, variables: Mapping[str, Any], *,
+                   extra_functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
+    """Evaluate an expression compiled by `compile_expression` with `variables` (plain JSON-like
+    values, engine optionals) and the caller's own functions; returns the value as the engine gives
+    it. Raises CelError with cel-go's wording for the common runtime errors."""
+    ctx = EvaluationContext(variables)
+    return ctx.evaluate(compiled, extra_functions=extra_functions)
+
+
+class EvaluationContext:
+    """An engine context for several evaluations over the same variables: a variable is converted to
+    the engine's values when an expression first reads it (a large object costs tens of
+    microseconds), and again only when `set` changes it; functions are registered once."""
+
+    __slots__ = ("_added", "_ctx", "_functions", "_values")
+
+    def __init__(self, variables: Mapping[str, Any]) -> None:
+        self._values = dict(variables)
+        self._ctx: Any = cel.Context()
+        self._added: set[str] = set()
+        self._functions: set[str] = set()
+
+    def set(self, name: str, value: Any) -> None:
+        self._values[name] = value
+        self._added.discard(name)
+
+    def evaluate(self, compiled: CompiledExpression, *,
+                 extra_functions: Mapping[str, Callable[..., Any]] | None = None) -> Any:
+        if compiled.error is not None:
+            raise CelError(compiled.error)
+        ctx = self._ctx
+        for name in compiled.functions:
+            if name not in self._functions:
+                ctx.add_function(name, _LIBRARY[name])
+                self._functions.add(name)
+        for name, fn in (extra_functions or {}).items():
+            if name not in self._functions:
+                ctx.add_function(name, fn)
+                self._functions.add(name)
+        try:
+            for name in compiled.variables:
+                if name not in self._added and name in self._values:
+                    ctx.add_variable(name, self._values[name])  # converts: may fail (an int beyond int64)
+                    self._added.add(name)
+            return compiled.program.execute(ctx)
+        except KeyError as e:
+            key = e.args[0] if e.args else ""
+            raise CelError(f"no such key: {key}") from None
+        except TypeError as e:
+            msg = str(e)
+            raise CelError("no such overload" if msg.startswith("No such overload") else msg) from None
+        except ZeroDivisionError:
+            raise CelError("division by zero") from None
+        except OverflowError:
+            raise CelError("integer overflow") from None
+        except Exception as e:
+            raise CelError(_runtime_message(e)) from None
