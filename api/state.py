@@ -10,6 +10,7 @@ from api import codec, reads
 from api import limits as limits_
 from api import metrics as metrics_
 from api import store as stores
+from api.webhooks import client as webhook_client
 from cp import allocation, rbac, tables
 from cp import clock as clocks
 
@@ -23,7 +24,9 @@ PROTOBUF_ITEMS = web.AppKey("protobuf_items", codec.ProtobufItems)
 LIMITS = web.AppKey("limits", limits_.Limits)
 WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-write bound of watches
 SERVICE_RANGES = web.AppKey("service_ranges", allocation.ServiceRanges)  # --service-cluster-ip-range, ...
-BOOTSTRAP = web.AppKey("bootstrap", bool)  # the server writes its own objects (not a replay)
+BOOTSTRAP = web.AppKey("bootstrap", bool)
+# The app's HTTPS client for admission and CRD conversion webhooks (api.webhooks), closed with the app.
+WEBHOOK_CLIENT = web.AppKey("webhook_client", webhook_client.WebhookClient)  # the server writes its own objects (not a replay)
 
 # Per-request keys.
 USER = web.RequestKey("user", str)

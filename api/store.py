@@ -225,12 +225,16 @@ class Store:
 
     def _admission_for(self, kind: res.ResourceKind, operation: str, namespace: str, name: str,
                        obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: WriteContext, *,
-                       subresource: str = "") -> tuple[admissions.Attributes, list[admissions.Plugin]]:
+                       subresource: str = "", delete_options: dict[str, Any] | None = None,
+                       ) -> tuple[admissions.Attributes, list[admissions.Plugin]]:
         """The write's admission attributes and the plugins that handle it (usually none)."""
         attrs = admissions.Attributes(kind=kind, operation=operation, namespace=namespace, name=name,
                                       subresource=subresource, obj=obj, old=old, user=ctx.user_info,
-                                      dry_run=ctx.dry_run)
-        return attrs, self.admission.for_write(attrs) if self.admission.plugins else []
+                                      user_name=ctx.user, dry_run=ctx.dry_run, warnings=ctx.warnings)
+        plugins = self.admission.for_write(attrs) if self.admission.plugins else []
+        if plugins:
+            attrs.options = _operation_options(operation, ctx, delete_options)
+        return attrs, plugins
 
     def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:
         if kind.namespaced:
@@ -536,7 +540,8 @@ class Store:
             obj = _decode(ev.object)
             meta = objects.meta(obj)
             if self.admission.plugins:
-                attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx)
+                attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx,
+                                                     delete_options=delete_options)
                 if plugins:
                     await self.admission.validate(plugins, attrs, self)
             pre = delete_options.get("preconditions") or {}
@@ -696,6 +701,22 @@ class Store:
         result = await self.guaranteed_update(kind, namespace, name, mutate, ctx, subresource="scale",
                                               fields={"f:spec": {"f:replicas": {}}})
         return scale_of(_decode(result.body))
+
+
+def _operation_options(operation: str, ctx: WriteContext, delete_options: dict[str, Any] | None) -> dict[str, Any]:
+    """The options of a write as admission passes them on (meta.k8s.io/v1 CreateOptions, UpdateOptions
+    or DeleteOptions): dryRun and fieldManager as the client gave them, a delete's options body."""
+    if operation == admissions.DELETE:
+        out = {k: v for k, v in (delete_options or {}).items() if k not in ("kind", "apiVersion")}
+        out = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **out}
+    else:
+        out = {"kind": "CreateOptions" if operation == admissions.CREATE else "UpdateOptions",
+               "apiVersion": "meta.k8s.io/v1"}
+        if ctx.field_manager:
+            out["fieldManager"] = ctx.field_manager
+    if ctx.dry_run:
+        out["dryRun"] = ["All"]
+    return out
 
 
 def scale_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,16 @@ Store = Any
 CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
 
 
+class Reinvocation(msgspec.Struct, kw_only=True):
+    """upstream's admission.ReinvocationContext: a mutating plugin that changed the object asks for
+    the mutating plugins to run once more (`requested`); `reinvoking` is True in that second round;
+    `values` is each plugin's own state across the two rounds, by plugin name."""
+
+    requested: bool = False
+    reinvoking: bool = False
+    values: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class Attributes(msgspec.Struct, kw_only=True):
     """One write as admission sees it (k8s.io/apiserver admission.Attributes)."""
 
@@ -45,7 +55,14 @@ class Attributes(msgspec.Struct, kw_only=True):
     obj: dict[str, Any] | None = None  # the object being written (plugins may change it in `admit`)
     old: dict[str, Any] | None = None  # the stored object (update, delete)
     user: rbac.UserInfo | None = None
+    user_name: str = ""  # the writer's name when `user` is None (a write without authentication)
     dry_run: bool = False
+    # The operation's options as the API version meta.k8s.io/v1 writes them (CreateOptions,
+    # UpdateOptions, DeleteOptions), for the plugins that pass them on (webhooks).
+    options: dict[str, Any] | None = None
+    # The write's warnings (the request's `Warning` headers): plugins append to them.
+    warnings: list[str] = msgspec.field(default_factory=list)
+    reinvocation: Reinvocation = msgspec.field(default_factory=Reinvocation)
 
 
 def forbidden(attrs: Attributes, reason: str) -> errors.Forbidden:
@@ -103,8 +120,14 @@ class Chain:
         return [p for p in self.plugins if p.handles(attrs)]
 
     async def admit(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
+        """The mutating plugins in order; if one asked for it (`attrs.reinvocation.requested`: a
+        webhook changed the object), all of them once more, as upstream's reinvoker does."""
         for plugin in plugins:
             await plugin.admit(attrs, store)
+        if attrs.reinvocation.requested and not attrs.reinvocation.reinvoking:
+            attrs.reinvocation.reinvoking = True
+            for plugin in plugins:
+                await plugin.admit(attrs, store)
 
     async def validate(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
         for plugin in plugins:
@@ -116,4 +139,4 @@ class Chain:
             await plugin.committed(attrs, store, succeeded=succeeded)
 
 
-__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "forbidden"]
+__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "Reinvocation", "forbidden"]

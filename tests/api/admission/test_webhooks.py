@@ -1,0 +1,299 @@
+"""The MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins against a real HTTPS webhook
+server in the test (`tests.webhook_servers`): a mutating webhook's JSONPatch lands in the stored
+object, a validating one's refusal is the answer (and nothing is written), warnings reach the client;
+webhooks reached by URL and through a Service's EndpointSlice; failurePolicy, timeoutSeconds,
+selectors, matchConditions, sideEffects with dry runs, reinvocation, status writes and deletes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+
+from api import server as servers
+from api import state as st
+from tests.webhook_servers import WebhookServer, allow, deny, host_address, json_patch
+
+CM = "/api/v1/namespaces/default/configmaps"
+MWC = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
+VWC = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
+CM_RULE = {"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}
+
+
+@pytest.fixture
+async def hooks() -> AsyncIterator[WebhookServer]:
+    async with WebhookServer(hosts=["hooks.default.svc"]) as srv:
+        yield srv
+
+
+def webhook(name: str, client_config: dict[str, Any], *, rules: list[dict[str, Any]] | None = None,
+            **more: Any) -> dict[str, Any]:
+    return {"name": name, "clientConfig": client_config, "rules": rules or [CM_RULE],
+            "sideEffects": "None", "admissionReviewVersions": ["v1"], **more}
+
+
+async def configure(http: aiohttp.ClientSession, path: str, name: str, *webhooks: dict[str, Any]) -> None:
+    async with http.post(path, json={"metadata": {"name": name}, "webhooks": list(webhooks)}) as r:
+        assert r.status == 201, await r.text()
+
+
+async def create_cm(http: aiohttp.ClientSession, name: str, **more: Any) -> tuple[int, dict[str, Any], list[str]]:
+    body = {"metadata": {"name": name, **more.pop("metadata", {})}, "data": {"k": "v"}, **more}
+    async with http.post(CM, json=body) as r:
+        return r.status, await r.json(), r.headers.getall("Warning", [])
+
+
+def add_label(review: dict[str, Any]) -> dict[str, Any]:
+    labels = review["request"]["object"]["metadata"].get("labels")
+    ops = [{"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}}] if not labels else \
+        [{"op": "add", "path": "/metadata/labels/mutated", "value": "yes"}]
+    return json_patch(review, ops, warnings=["mutated by the test webhook"])
+
+
+def refuse_bad(review: dict[str, Any]) -> dict[str, Any]:
+    if review["request"]["name"].startswith("bad"):
+        return deny(review, "bad names are not welcome", code=403, reason="Forbidden")
+    return allow(review)
+
+
+async def test_mutating_patch_validating_denial_and_warnings(api_server: servers.Running,
+                                                             http: aiohttp.ClientSession,
+                                                             hooks: WebhookServer) -> None:
+    hooks.route("/mutate", add_label)
+    hooks.route("/validate", refuse_bad)
+    await configure(http, MWC, "labels", webhook("label.example.com", {"url": hooks.url("/mutate"),
+                                                                       "caBundle": hooks.ca_bundle}))
+    await configure(http, VWC, "names", webhook("names.example.com", {"url": hooks.url("/validate"),
+                                                                      "caBundle": hooks.ca_bundle}))
+    code, body, warnings = await create_cm(http, "good")
+    assert code == 201, body
+    assert body["metadata"]["labels"] == {"mutated": "yes"}
+    assert warnings == ['299 - "mutated by the test webhook"']
+    review = hooks.calls["/mutate"][0]
+    assert review["apiVersion"] == "admission.k8s.io/v1" and review["kind"] == "AdmissionReview"
+    request = review["request"]
+    assert request["kind"] == {"group": "", "version": "v1", "kind": "ConfigMap"}
+    assert request["resource"] == {"group": "", "version": "v1", "resource": "configmaps"}
+    assert request["requestKind"] == request["kind"] and request["requestResource"] == request["resource"]
+    assert (request["name"], request["namespace"], request["operation"]) == ("good", "default", "CREATE")
+    assert request["dryRun"] is False and request["oldObject"] is None
+    assert request["options"]["kind"] == "CreateOptions"
+    assert request["userInfo"]["username"]
+    # The validating webhook saw the mutated object.
+    assert hooks.calls["/validate"][0]["request"]["object"]["metadata"]["labels"] == {"mutated": "yes"}
+
+    store = api_server.app[st.STORE]
+    before = store.log.revision
+    code, body, _ = await create_cm(http, "bad-one")
+    assert code == 403
+    assert body["message"] == 'admission webhook "names.example.com" denied the request: bad names are not welcome'
+    assert body["reason"] == "Forbidden"
+    assert store.log.revision == before  # nothing appended
+
+    # Updates are reviewed with the old object.
+    async with http.patch(f"{CM}/good", json={"data": {"k": "w"}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200, await r.text()
+    update = hooks.calls["/validate"][-1]["request"]
+    assert update["operation"] == "UPDATE" and update["oldObject"]["data"] == {"k": "v"}
+    assert update["options"]["kind"] == "UpdateOptions"
+
+
+async def test_service_reference_resolved_through_endpoint_slices(http: aiohttp.ClientSession) -> None:
+    """A Service whose EndpointSlice holds this host's address (loopback ones are refused by
+    EndpointSlice validation, as upstream's): the call goes to that endpoint's port, TLS checks the
+    name `hooks.default.svc`."""
+    address = host_address()
+    if address is None:
+        pytest.skip("this machine has no non-loopback IPv4 address for an EndpointSlice")
+    async with WebhookServer(hosts=["hooks.default.svc"], bind=address) as hooks:
+        hooks.route("/mutate", add_label)
+        svc = {"metadata": {"name": "hooks"}, "spec": {"ports": [{"name": "https", "port": 443,
+                                                                    "targetPort": hooks.port}]}}
+        async with http.post("/api/v1/namespaces/default/services", json=svc) as r:
+            assert r.status == 201, await r.text()
+        config = webhook("svc.example.com", {"service": {"namespace": "default", "name": "hooks",
+                                                         "path": "/mutate"}, "caBundle": hooks.ca_bundle})
+        await configure(http, MWC, "by-service", config)
+        code, body, _ = await create_cm(http, "before-endpoints")
+        assert code == 500
+        assert body["message"] == ('Internal error occurred: failed calling webhook "svc.example.com": failed to '
+                                   'call webhook: Post "https://hooks.default.svc:443/mutate?timeout=10s": no '
+                                   'endpoints available for service "hooks"')
+        eps = {"metadata": {"name": "hooks-1", "labels": {"kubernetes.io/service-name": "hooks"}},
+               "addressType": "IPv4", "endpoints": [{"addresses": [address], "conditions": {"ready": True}}],
+               "ports": [{"name": "https", "port": hooks.port, "protocol": "TCP"}]}
+        async with http.post("/apis/discovery.k8s.io/v1/namespaces/default/endpointslices", json=eps) as r:
+            assert r.status == 201, await r.text()
+        code, body, _ = await create_cm(http, "through-the-service")
+        assert code == 201, body
+        assert body["metadata"]["labels"] == {"mutated": "yes"}
+        assert len(hooks.calls["/mutate"]) == 1
+
+
+async def test_external_name_service_reaches_a_local_server(http: aiohttp.ClientSession,
+                                                            hooks: WebhookServer) -> None:
+    """A webhook server on 127.0.0.1 behind an ExternalName Service (`localhost`): resolved as
+    kube-aggregator's cluster resolver does, on the clientConfig's port; TLS checks hooks.default.svc."""
+    hooks.route("/mutate", add_label)
+    svc = {"metadata": {"name": "hooks"}, "spec": {"type": "ExternalName", "externalName": "localhost"}}
+    async with http.post("/api/v1/namespaces/default/services", json=svc) as r:
+        assert r.status == 201, await r.text()
+    await configure(http, MWC, "local", webhook("local.example.com", {
+        "service": {"namespace": "default", "name": "hooks", "path": "/mutate", "port": hooks.port},
+        "caBundle": hooks.ca_bundle}))
+    code, body, _ = await create_cm(http, "local")
+    assert code == 201, body
+    assert body["metadata"]["labels"] == {"mutated": "yes"}
+    # A Service that does not exist is the call's error.
+    await configure(http, VWC, "missing", webhook("missing.example.com", {
+        "service": {"namespace": "default", "name": "absent"}}))
+    code, body, _ = await create_cm(http, "other")
+    assert code == 500
+    assert body["message"].endswith('Post "https://absent.default.svc:443?timeout=10s": service "absent" not found')
+
+
+async def test_failure_policy(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """A webhook that cannot be reached: Fail refuses the write with upstream's internal error,
+    Ignore lets it through. A CA that did not sign the server's certificate is a failed call too."""
+    closed = hooks.url("/nowhere").replace(f":{hooks.port}", ":1")
+    await configure(http, VWC, "ignored", webhook("ignored.example.com", {"url": closed, "caBundle": hooks.ca_bundle},
+                                                  failurePolicy="Ignore"))
+    code, body, _ = await create_cm(http, "a")
+    assert code == 201, body
+    await configure(http, VWC, "strict", webhook("strict.example.com", {"url": closed, "caBundle": hooks.ca_bundle},
+                                                 failurePolicy="Fail"))
+    code, body, _ = await create_cm(http, "b")
+    assert code == 500 and body["reason"] == "InternalError"
+    assert body["message"] == ('Internal error occurred: failed calling webhook "strict.example.com": failed to call '
+                               'webhook: Post "https://127.0.0.1:1/nowhere?timeout=10s": dial tcp 127.0.0.1:1: '
+                               'connect: connection refused')
+    async with http.delete(f"{VWC}/strict") as r:
+        assert r.status == 200
+    hooks.route("/ok", allow)
+    await configure(http, VWC, "untrusted", webhook("untrusted.example.com", {"url": hooks.url("/ok")}))
+    code, body, _ = await create_cm(http, "c")
+    assert code == 500
+    assert body["message"].endswith("tls: failed to verify certificate: x509: certificate signed by unknown authority")
+
+
+async def test_timeout(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """A webhook that never answers, with timeoutSeconds 1: a real one-second wait, then upstream's error."""
+    hooks.route("/hang", hooks.hang)
+    await configure(http, VWC, "slow", webhook("slow.example.com", {"url": hooks.url("/hang"),
+                                                                    "caBundle": hooks.ca_bundle}, timeoutSeconds=1))
+    code, body, _ = await create_cm(http, "late")
+    assert code == 500
+    assert body["message"] == ('Internal error occurred: failed calling webhook "slow.example.com": failed to call '
+                               f'webhook: Post "https://127.0.0.1:{hooks.port}/hang?timeout=1s": context deadline '
+                               'exceeded')
+
+
+async def test_selectors_and_match_conditions(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    hooks.route("/deny", lambda review: deny(review, "no"))
+    cc = {"url": hooks.url("/deny"), "caBundle": hooks.ca_bundle}
+    await configure(
+        http, VWC, "selective",
+        webhook("objects.example.com", cc, objectSelector={"matchLabels": {"checked": "yes"}}),
+        webhook("namespaces.example.com", cc, namespaceSelector={"matchLabels": {"env": "prod"}}),
+        webhook("conditions.example.com", cc, matchConditions=[
+            {"name": "named", "expression": "object.metadata.name.startsWith('cel-')"},
+            {"name": "not-admin", "expression": "request.userInfo.username != 'nobody'"}]))
+    code, _, _ = await create_cm(http, "plain")
+    assert code == 201
+    code, body, _ = await create_cm(http, "labelled", metadata={"labels": {"checked": "yes"}})
+    assert code == 403 and body["message"] == 'admission webhook "objects.example.com" denied the request: no'
+    code, body, _ = await create_cm(http, "cel-x")
+    assert code == 403 and "conditions.example.com" in body["message"]
+    async with http.patch("/api/v1/namespaces/default", json={"metadata": {"labels": {"env": "prod"}}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200
+    code, body, _ = await create_cm(http, "in-prod")
+    assert code == 403 and "namespaces.example.com" in body["message"]
+    # A condition that errors fails the request (failurePolicy Fail) with a 403.
+    await configure(http, VWC, "broken", webhook("broken.example.com", cc, matchConditions=[
+        {"name": "oops", "expression": "object.data.missing == 'x'"}]))
+    code, body, _ = await create_cm(http, "any")
+    assert code == 403
+    assert body["message"] == ('configmaps "any" is forbidden: expression \'object.data.missing == \'x\'\' '
+                               'resulted in error: no such key: missing')
+
+
+async def test_dry_run_reaches_side_effect_free_webhooks(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    hooks.route("/ok", allow)
+    cc = {"url": hooks.url("/ok"), "caBundle": hooks.ca_bundle}
+    await configure(http, VWC, "effects", webhook("effects.example.com", cc, sideEffects="NoneOnDryRun"))
+    async with http.post(f"{CM}?dryRun=All", json={"metadata": {"name": "dry"}}) as r:
+        assert r.status == 201
+    assert hooks.calls["/ok"][-1]["request"]["dryRun"] is True
+    assert hooks.calls["/ok"][-1]["request"]["options"]["dryRun"] == ["All"]
+    async with http.get(f"{CM}/dry") as r:
+        assert r.status == 404
+
+
+async def test_reinvocation_if_needed(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """`first` (IfNeeded) runs before `second` changes the object, so it runs once more after."""
+    def first(review: dict[str, Any]) -> dict[str, Any]:
+        seen = review["request"]["object"]["metadata"].get("labels") or {}
+        return json_patch(review, [{"op": "add", "path": "/metadata/annotations",
+                                    "value": {"first-saw": ",".join(sorted(seen)) or "nothing"}}])
+
+    hooks.route("/first", first)
+    hooks.route("/second", add_label)
+    cc = {"caBundle": hooks.ca_bundle}
+    await configure(http, MWC, "a-first", webhook("first.example.com", {**cc, "url": hooks.url("/first")},
+                                                  reinvocationPolicy="IfNeeded"))
+    await configure(http, MWC, "b-second", webhook("second.example.com", {**cc, "url": hooks.url("/second")}))
+    code, body, _ = await create_cm(http, "twice")
+    assert code == 201, body
+    assert body["metadata"]["annotations"] == {"first-saw": "mutated"}
+    assert len(hooks.calls["/first"]) == 2 and len(hooks.calls["/second"]) == 1
+
+
+async def test_status_writes_and_deletes_are_reviewed(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    hooks.route("/deny", lambda review: deny(review, f"no {review['request']['operation']}"))
+    cc = {"url": hooks.url("/deny"), "caBundle": hooks.ca_bundle}
+    await configure(http, VWC, "guard", webhook("status.example.com", cc, rules=[
+        {"operations": ["UPDATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments/status"]}]),
+        webhook("delete.example.com", cc, rules=[
+            {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["configmaps"]}]))
+    deploy = {"metadata": {"name": "web"}, "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {
+        "metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
+    deployments = "/apis/apps/v1/namespaces/default/deployments"
+    async with http.post(deployments, json=deploy) as r:
+        assert r.status == 201, await r.text()
+    async with http.patch(f"{deployments}/web/status", json={"status": {"replicas": 1}},
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 403
+        assert (await r.json())["message"] == 'admission webhook "status.example.com" denied the request: no UPDATE'
+    assert hooks.calls["/deny"][-1]["request"]["subResource"] == "status"
+    code, _, _ = await create_cm(http, "kept")
+    assert code == 201
+    async with http.delete(f"{CM}/kept") as r:
+        assert r.status == 403
+        assert (await r.json())["message"] == 'admission webhook "delete.example.com" denied the request: no DELETE'
+    request = hooks.calls["/deny"][-1]["request"]
+    assert request["object"] is None and request["oldObject"]["metadata"]["name"] == "kept"
+    assert request["options"]["kind"] == "DeleteOptions"
+    async with http.get(f"{CM}/kept") as r:
+        assert r.status == 200
+
+
+async def test_invalid_answers_and_configurations_are_exempt(http: aiohttp.ClientSession,
+                                                             hooks: WebhookServer) -> None:
+    """An answer with another uid is a failed call; the webhook configurations themselves are never
+    sent to webhooks, so a broken webhook can always be removed."""
+    hooks.route("/wrong-uid", lambda review: {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                               "response": {"uid": "nope", "allowed": True}})
+    await configure(http, VWC, "wrong", webhook("wrong.example.com", {"url": hooks.url("/wrong-uid"),
+                                                                      "caBundle": hooks.ca_bundle}, rules=[
+        {"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*"]}]))
+    code, body, _ = await create_cm(http, "x")
+    assert code == 500
+    assert body["message"].startswith('Internal error occurred: failed calling webhook "wrong.example.com": '
+                                      'received invalid webhook response: expected response.uid="')
+    async with http.delete(f"{VWC}/wrong") as r:
+        assert r.status == 200
+    assert len(hooks.calls["/wrong-uid"]) == 1
