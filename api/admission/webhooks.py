@@ -69,12 +69,16 @@ class _Source:
         self._parsed_from: list[dict[str, Any]] | None = None
         self._hooks: list[hooks.Hook] = []
 
-    def known_empty(self, event_log: log.EventLog) -> bool:
-        cached = self.lister.peek(event_log)
-        return cached is not None and not cached
+    def peek(self, event_log: log.EventLog) -> list[hooks.Hook] | None:
+        """The webhooks if the configurations known are current, else None (`hooks` reads them)."""
+        configurations = self.lister.peek(event_log)
+        return None if configurations is None else self._parse(configurations)
 
-    async def hooks(self, event_log: log.EventLog) -> list[hooks.Hook]:
-        configurations = await self.lister.list(event_log)
+    async def load(self, event_log: log.EventLog) -> list[hooks.Hook]:
+        """The webhooks, the configurations read again if they changed."""
+        return self._parse(await self.lister.list(event_log))
+
+    def _parse(self, configurations: list[dict[str, Any]]) -> list[hooks.Hook]:
         if configurations is not self._parsed_from:
             self._hooks = hooks.hooks_of(configurations, mutating=self.mutating)
             self._parsed_from = configurations
@@ -124,17 +128,36 @@ class _WebhookPlugin(admission.BasePlugin):
         self.source = _Source(resource=self.resource, mutating=self.mutating)
         self.namespaces = listers.Lister(group="", resource="namespaces")
         self._equivalents: dict[res.ResourceKind, list[tuple[res.ResourceKind, matching.Request]]] = {}
+        # The webhooks whose rules can match a kind of write, per (kind, subresource, operation,
+        # namespaced), for the webhooks parsed last: most writes match none, and cost a lookup.
+        self._candidates: dict[tuple[str, str, str, str, bool], list[hooks.Hook]] = {}
+        self._candidates_of: list[hooks.Hook] | None = None
 
     def handles(self, attrs: admission.Attributes) -> bool:
         if attrs.operation not in _OPERATIONS or hooks.exempt(group=attrs.kind.group, kind=attrs.kind.kind):
             return False
-        return not self.source.known_empty(self.event_log)
+        configured = self.source.peek(self.event_log)
+        return configured is None or (bool(configured) and bool(self._candidates_for(configured, attrs)))
+
+    def _candidates_for(self, configured: list[hooks.Hook], attrs: admission.Attributes) -> list[hooks.Hook]:
+        """The webhooks whose rules match this kind of write (selectors and conditions aside)."""
+        if configured is not self._candidates_of:
+            self._candidates = {}
+            self._candidates_of = configured
+        key = (attrs.kind.group, attrs.kind.plural, attrs.subresource, attrs.operation, bool(attrs.namespace))
+        found = self._candidates.get(key)
+        if found is None:
+            request = _request(attrs)
+            equivalents = [_with_write(r, request) for _, r in self._equivalents_of(attrs.kind)]
+            found = [h for h in configured if h.rules_match(request, equivalents=equivalents)]
+            self._candidates[key] = found
+        return found
 
     # ------------------------------------------------------------ which webhooks, in which version
 
     async def _matcher(self, attrs: admission.Attributes, store: admission.Store) -> _Matcher | None:
         """What deciding which webhooks apply to this write needs; None when no webhook is configured."""
-        configured = await self.source.hooks(store.log)
+        configured = self._candidates_for(await self.source.load(store.log), attrs)
         if not configured:
             return None
         request = _request(attrs)

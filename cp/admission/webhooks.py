@@ -119,6 +119,16 @@ class Hook:
             return None
         return side_effects in ("None", "NoneOnDryRun")
 
+    def rules_match(self, request: matching.Request, *, equivalents: Sequence[matching.Request]) -> bool:
+        """Whether the rules match the request or (matchPolicy Equivalent) an equivalent one."""
+        rules = self.spec.get("rules")
+        if not isinstance(rules, list) or not rules:
+            return False
+        matched, _ = matching.resource_rules_match(
+            {"resourceRules": rules, "matchPolicy": self.spec.get("matchPolicy") or "Equivalent"},
+            request, equivalents=equivalents)
+        return matched
+
     def invocation(self, request: matching.Request, *, equivalents: Sequence[matching.Request],
                    obj: Mapping[str, Any] | None, old: Mapping[str, Any] | None,
                    namespace_labels: Callable[[], Mapping[str, str] | None]) -> Invocation | None:
