@@ -14,6 +14,7 @@ import pytest
 
 from api import server as servers
 from api import state as st
+from storage import log
 from tests.webhook_servers import WebhookServer, allow, deny, host_address, json_patch
 
 CM = "/api/v1/namespaces/default/configmaps"
@@ -221,7 +222,8 @@ async def test_selectors_and_match_conditions(http: aiohttp.ClientSession, hooks
                                'resulted in error: no such key: missing')
 
 
-async def test_dry_run_reaches_side_effect_free_webhooks(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+async def test_dry_run_reaches_side_effect_free_webhooks(api_server: servers.Running, http: aiohttp.ClientSession,
+                                                        hooks: WebhookServer) -> None:
     hooks.route("/ok", allow)
     cc = {"url": hooks.url("/ok"), "caBundle": hooks.ca_bundle}
     await configure(http, VWC, "effects", webhook("effects.example.com", cc, sideEffects="NoneOnDryRun"))
@@ -231,6 +233,18 @@ async def test_dry_run_reaches_side_effect_free_webhooks(http: aiohttp.ClientSes
     assert hooks.calls["/ok"][-1]["request"]["options"]["dryRun"] == ["All"]
     async with http.get(f"{CM}/dry") as r:
         assert r.status == 404
+    # sideEffects Some (v1 no longer accepts it on create: a configuration stored by an older version).
+    config = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+              "metadata": {"name": "unsafe", "uid": "u-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+              "webhooks": [webhook("unsafe.example.com", cc, sideEffects="Some", failurePolicy="Fail")]}
+    await api_server.app[st.STORE].log.append(log.Write(
+        type="ADDED", group="admissionregistration.k8s.io", resource="validatingwebhookconfigurations",
+        namespace="", name="unsafe", object=config, expected_revision=0, time=0.0, actor=log.Actor(user="test")))
+    async with http.post(f"{CM}?dryRun=All", json={"metadata": {"name": "dry"}}) as r:
+        assert r.status == 400
+        assert (await r.json())["message"] == 'admission webhook "unsafe.example.com" does not support dry run'
+    code, _, _ = await create_cm(http, "wet")  # not a dry run: called
+    assert code == 201
 
 
 async def test_reinvocation_if_needed(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
