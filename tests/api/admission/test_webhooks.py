@@ -311,3 +311,37 @@ async def test_invalid_answers_and_configurations_are_exempt(http: aiohttp.Clien
     async with http.delete(f"{VWC}/wrong") as r:
         assert r.status == 200
     assert len(hooks.calls["/wrong-uid"]) == 1
+
+
+async def test_equivalent_versions_and_mutating_deletes(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """A rule naming autoscaling/v1 matches a write of the stored autoscaling/v2 HPA (matchPolicy
+    Equivalent): the webhook gets the object in v1. A mutating webhook sees deletes, with no object to
+    patch: its patch is an error."""
+    hooks.route("/ok", allow)
+    hooks.route("/patch-delete", lambda review: json_patch(review, [{"op": "add", "path": "/x", "value": 1}]))
+    cc = {"caBundle": hooks.ca_bundle}
+    await configure(http, VWC, "hpa-v1", webhook("hpa.example.com", {**cc, "url": hooks.url("/ok")}, rules=[
+        {"operations": ["CREATE"], "apiGroups": ["autoscaling"], "apiVersions": ["v1"],
+         "resources": ["horizontalpodautoscalers"]}]))
+    hpa = {"metadata": {"name": "web"}, "spec": {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "minReplicas": 1,
+        "maxReplicas": 3, "metrics": [{"type": "Resource", "resource": {
+            "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]}}
+    async with http.post("/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers", json=hpa) as r:
+        assert r.status == 201, await r.text()
+    request = hooks.calls["/ok"][0]["request"]
+    assert request["kind"] == {"group": "autoscaling", "version": "v1", "kind": "HorizontalPodAutoscaler"}
+    assert request["requestKind"]["version"] == "v2"
+    assert request["object"]["apiVersion"] == "autoscaling/v1"
+    assert request["object"]["spec"]["targetCPUUtilizationPercentage"] == 50
+    await configure(http, MWC, "on-delete", webhook("delete.example.com", {**cc, "url": hooks.url("/patch-delete")},
+                                                    rules=[{"operations": ["DELETE"], "apiGroups": [""],
+                                                            "apiVersions": ["v1"], "resources": ["configmaps"]}]))
+    code, _, _ = await create_cm(http, "doomed")
+    assert code == 201
+    async with http.delete(f"{CM}/doomed") as r:
+        assert r.status == 500
+        assert (await r.json())["message"] == ('Internal error occurred: admission webhook "delete.example.com" '
+                                               'attempted to modify the object, which is not supported for this '
+                                               'operation')
+    assert hooks.calls["/patch-delete"][0]["request"]["operation"] == "DELETE"
