@@ -52,6 +52,9 @@ class Attributes(msgspec.Struct, kw_only=True):
     namespace: str
     name: str
     subresource: str = ""
+    # (group, version, kind) of `obj` when it is not the resource's kind: a subresource's own body
+    # (pods/eviction: policy/v1 Eviction, pods/binding: v1 Binding).
+    object_kind: tuple[str, str, str] | None = None
     obj: dict[str, Any] | None = None  # the object being written (plugins may change it in `admit`)
     old: dict[str, Any] | None = None  # the stored object (update, delete)
     user: rbac.UserInfo | None = None

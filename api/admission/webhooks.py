@@ -332,12 +332,13 @@ class MutatingWebhookPlugin(_WebhookPlugin):
             raise hooks.internal_error(str(exc)) from None
         if not isinstance(patched, dict):
             raise hooks.internal_error("the patched object is not a JSON object")
-        patched["apiVersion"], patched["kind"] = call.kind.api_version, call.kind.kind
-        patched, _ = validation.check_structure(patched, group=call.kind.group, version=call.kind.version,
-                                                kind=call.kind.kind, field_validation="Ignore")
+        if attrs.object_kind is None:  # the resource's own kind: decoded as it (unknown fields dropped)
+            patched["apiVersion"], patched["kind"] = call.kind.api_version, call.kind.kind
+            patched, _ = validation.check_structure(patched, group=call.kind.group, version=call.kind.version,
+                                                    kind=call.kind.kind, field_validation="Ignore")
         if patched == call.obj:
             return False
-        if call.kind != attrs.kind:
+        if call.kind != attrs.kind and attrs.object_kind is None:
             patched = conversions.to_storage(call.kind, patched)
         attrs.obj = patched
         return True
@@ -370,9 +371,10 @@ class ValidatingWebhookPlugin(_WebhookPlugin):
 
 def _request(attrs: admission.Attributes) -> matching.Request:
     kind = attrs.kind
+    kind_group, kind_version, kind_name = attrs.object_kind or (kind.group, kind.version, kind.kind)
     return matching.Request(group=kind.group, version=kind.version, resource=kind.plural,
-                            subresource=attrs.subresource, kind_group=kind.group, kind_version=kind.version,
-                            kind=kind.kind, operation=attrs.operation, namespace=attrs.namespace, name=attrs.name,
+                            subresource=attrs.subresource, kind_group=kind_group, kind_version=kind_version,
+                            kind=kind_name, operation=attrs.operation, namespace=attrs.namespace, name=attrs.name,
                             namespaced=kind.namespaced)
 
 

@@ -345,3 +345,29 @@ async def test_equivalent_versions_and_mutating_deletes(http: aiohttp.ClientSess
                                                'attempted to modify the object, which is not supported for this '
                                                'operation')
     assert hooks.calls["/patch-delete"][0]["request"]["operation"] == "DELETE"
+
+
+async def test_evictions_and_bindings_are_reviewed(http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """CREATE on pods/eviction and pods/binding reaches webhooks with the subresource's own body
+    (policy/v1 Eviction, v1 Binding), as upstream's create handler admits them."""
+    hooks.route("/deny", lambda review: deny(review, f"no {review['request']['kind']['kind']}"))
+    cc = {"url": hooks.url("/deny"), "caBundle": hooks.ca_bundle}
+    await configure(http, VWC, "pods", webhook("pods.example.com", cc, rules=[
+        {"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["pods/eviction", "pods/binding"]}]))
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    async with http.post(pods, json=pod) as r:
+        assert r.status == 201, await r.text()
+    async with http.post(f"{pods}/p/binding", json={"metadata": {"name": "p"}, "target": {"kind": "Node", "name": "n1"}}) as r:
+        assert r.status == 403
+        assert (await r.json())["message"] == 'admission webhook "pods.example.com" denied the request: no Binding'
+    async with http.post(f"{pods}/p/eviction", json={"apiVersion": "policy/v1", "kind": "Eviction",
+                                                     "metadata": {"name": "p"}}) as r:
+        assert r.status == 403
+        assert (await r.json())["message"] == 'admission webhook "pods.example.com" denied the request: no Eviction'
+    request = hooks.calls["/deny"][-1]["request"]
+    assert request["kind"] == {"group": "policy", "version": "v1", "kind": "Eviction"}
+    assert (request["resource"]["resource"], request["subResource"]) == ("pods", "eviction")
+    async with http.get(f"{pods}/p") as r:
+        assert r.status == 200 and "nodeName" not in (await r.json())["spec"]
