@@ -192,9 +192,11 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
     if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     if webhook_client is not None and "MutatingAdmissionWebhook" not in disabled:
-        store.admission.add(webhooks.MutatingWebhookPlugin(event_log=store.log, client=webhook_client))
+        store.admission.add(webhooks.MutatingWebhookPlugin(event_log=store.log, client=webhook_client,
+                                                           authorize=authorize))
     if webhook_client is not None and "ValidatingAdmissionWebhook" not in disabled:
-        store.admission.add(webhooks.ValidatingWebhookPlugin(event_log=store.log, client=webhook_client))
+        store.admission.add(webhooks.ValidatingWebhookPlugin(event_log=store.log, client=webhook_client,
+                                                             authorize=authorize))
     if "ResourceQuota" not in disabled:
         store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 

@@ -122,9 +122,13 @@ class _WebhookPlugin(admission.BasePlugin):
     resource = ""
     mutating = False
 
-    def __init__(self, *, event_log: log.EventLog, client: clients.WebhookClient) -> None:
+    def __init__(self, *, event_log: log.EventLog, client: clients.WebhookClient,
+                 authorize: hooks.Authorize | None = None) -> None:
+        """`authorize`: the server's authorizer, for match conditions' `authorizer` (None: every check
+        is allowed, as a server without authorization)."""
         self.event_log = event_log
         self.client = client
+        self._authorizer_functions = hooks.authorizer_functions(authorize)
         self.source = _Source(resource=self.resource, mutating=self.mutating)
         self.namespaces = listers.Lister(group="", resource="namespaces")
         self._equivalents: dict[res.ResourceKind, list[tuple[res.ResourceKind, matching.Request]]] = {}
@@ -180,9 +184,10 @@ class _WebhookPlugin(admission.BasePlugin):
             old = conversions.to_served(kind, copy.deepcopy(old)) if old is not None else None
         if hook.spec.get("matchConditions"):
             activation = {"object": obj, "oldObject": old,
-                          "request": self._admission_request(attrs, invocation.request, request)}
+                          "request": self._admission_request(attrs, invocation.request, request),
+                          "authorizer": hooks.authorizer_root(_user(attrs))}
             if not hook.conditions_match(activation, group=attrs.kind.group, resource=attrs.kind.plural,
-                                         name=attrs.name):
+                                         name=attrs.name, functions=self._authorizer_functions):
                 return None
         return _Call(hook=hook, request=invocation.request, kind=kind, obj=obj, old=old)
 
@@ -216,9 +221,8 @@ class _WebhookPlugin(admission.BasePlugin):
 
     def _admission_request(self, attrs: admission.Attributes, matched: matching.Request,
                                   requested: matching.Request) -> dict[str, Any]:
-        user = attrs.user if attrs.user is not None else rbac.UserInfo(name=attrs.user_name)
         return hooks.admission_request(invocation=_with_write(matched, requested), requested=requested,
-                                       user=user, dry_run=attrs.dry_run, options=attrs.options)
+                                       user=_user(attrs), dry_run=attrs.dry_run, options=attrs.options)
 
     # ------------------------------------------------------------ one call
 
@@ -376,6 +380,10 @@ def _request(attrs: admission.Attributes) -> matching.Request:
                             subresource=attrs.subresource, kind_group=kind_group, kind_version=kind_version,
                             kind=kind_name, operation=attrs.operation, namespace=attrs.namespace, name=attrs.name,
                             namespaced=kind.namespaced)
+
+
+def _user(attrs: admission.Attributes) -> rbac.UserInfo:
+    return attrs.user if attrs.user is not None else rbac.UserInfo(name=attrs.user_name)
 
 
 def _with_write(matched: matching.Request, requested: matching.Request) -> matching.Request:

@@ -13,8 +13,11 @@ Behaviour follows k8s.io/apiserver `pkg/admission/plugin/webhook`:
   that serve the same storage; an error reading the namespace counts only when the rules matched;
 - `Hook.conditions_match` (matchconditions.Matcher): the `matchConditions` CEL expressions with
   `object`, `oldObject` and `request`: one false skips the webhook; errors (with none false) fail the
-  request (failurePolicy Fail) or skip the webhook (Ignore). The `authorizer` variable is declared
-  (expressions using it compile) but not evaluated: such an expression is an evaluation error;
+  request (failurePolicy Fail) or skip the webhook (Ignore). `authorizer` is the Kubernetes CEL
+  authorization library (`authorizer.group(g).resource(r)[.subresource(s)][.namespace(n)][.name(x)]
+  .check(verb)`, `authorizer.path(p).check(verb)`, `authorizer.serviceAccount(ns, name)`, and the
+  decision's `allowed()`, `reason()`, `errored()`, `error()`), asking the server's authorizer about the
+  request's user (`authorizer_functions`);
 - `review_request` (request.CreateV1AdmissionReview): the request sent, in the first of the webhook's
   `admissionReviewVersions` that is v1 or v1beta1;
 - `verify_response` (request.VerifyAdmissionResponse): a v1 answer must be an `admission.k8s.io/v1`
@@ -168,16 +171,18 @@ class Hook:
             raise ns_error
         return Invocation(request=as_matched)
 
-    def conditions_match(self, activation: Mapping[str, Any], *, group: str, resource: str, name: str) -> bool:
+    def conditions_match(self, activation: Mapping[str, Any], *, group: str, resource: str, name: str,
+                         functions: Mapping[str, Callable[..., Any]] | None = None) -> bool:
         """matchConditions: True to call the webhook. One condition false: False. Errors and no false
-        one: a 403 with the errors (failurePolicy Fail), or False (Ignore)."""
+        one: a 403 with the errors (failurePolicy Fail), or False (Ignore). `functions`: the
+        authorizer library's (`authorizer_functions`), with `activation["authorizer"]` its root."""
         compiled = self._conditions()
         if not compiled:
             return True
         failures: list[str] = []
         for expression, program in compiled:
             try:
-                result = _evaluate(program, activation)
+                result = _evaluate(program, activation, functions or {})
             except _EvaluationError as exc:
                 failures.append(f"expression '{expression}' resulted in error: {exc}")
                 continue
@@ -214,7 +219,7 @@ class _EvaluationError(Exception):
     pass
 
 
-def _evaluate(program: Any, activation: Mapping[str, Any]) -> Any:
+def _evaluate(program: Any, activation: Mapping[str, Any], functions: Mapping[str, Callable[..., Any]]) -> Any:
     """One compiled expression's value; compile and runtime errors as cel-go words the common ones."""
     from cp.dra import celenv
 
@@ -223,7 +228,8 @@ def _evaluate(program: Any, activation: Mapping[str, Any]) -> Any:
     import cel
 
     library = celenv._LIBRARY  # the Kubernetes library functions the expression uses
-    context = cel.Context(variables=dict(activation), functions={n: library[n] for n in program.functions})
+    context = cel.Context(variables=dict(activation),
+                          functions={**functions, **{n: library[n] for n in program.functions}})
     try:
         return program.program.execute(context)
     except KeyError as exc:
@@ -233,6 +239,85 @@ def _evaluate(program: Any, activation: Mapping[str, Any]) -> Any:
             from None
     except Exception as exc:
         raise _EvaluationError(str(exc)) from None
+
+
+# ---------------------------------------------------------------- the authorizer library
+# The engine holds no foreign objects: the authorizer, its checks and decisions travel through CEL as
+# maps marked by one key, and each library method is a function of its receiver.
+_AUTHZ = "__k8s_authorizer__"
+_DECISION = "__k8s_decision__"
+Authorize = Callable[[rbac.Attributes], bool]
+
+
+class AuthorizerError(Exception):
+    pass
+
+
+def authorizer_root(user: rbac.UserInfo) -> dict[str, Any]:
+    """The `authorizer` variable for a request by `user`."""
+    return {_AUTHZ: "authorizer", "user": user_info(user)}
+
+
+def authorizer_functions(authorize: Authorize | None) -> dict[str, Callable[..., Any]]:
+    """The functions of the authorizer library (k8s.io/apiserver `cel/library/authz.go`), asking
+    `authorize` (None: every check is allowed, as an AlwaysAllow authorizer)."""
+
+    def step(kind: str, field: str, *, after: tuple[str, ...]) -> Callable[..., Any]:
+        def method(receiver: Any, value: Any) -> dict[str, Any]:
+            if not isinstance(receiver, dict) or receiver.get(_AUTHZ) not in after or not isinstance(value, str):
+                raise AuthorizerError(f"no such overload: {field}")
+            return {**receiver, _AUTHZ: kind, field: value}
+        return method
+
+    def service_account(receiver: Any, namespace: Any, name: Any) -> dict[str, Any]:
+        if not isinstance(receiver, dict) or receiver.get(_AUTHZ) != "authorizer":
+            raise AuthorizerError("no such overload: serviceAccount")
+        groups = list(rbac.service_account_groups(str(namespace)))
+        return {_AUTHZ: "authorizer", "user": {"username": rbac.service_account_user(str(namespace), str(name)),
+                                              "groups": groups}}
+
+    def check(receiver: Any, verb: Any) -> dict[str, Any]:
+        if not isinstance(receiver, dict) or receiver.get(_AUTHZ) not in ("resource", "path")                 or not isinstance(verb, str):
+            raise AuthorizerError("no such overload: check")
+        who = receiver.get("user") or {}
+        user = rbac.UserInfo(name=str(who.get("username") or ""), uid=str(who.get("uid") or ""),
+                             groups=tuple(who.get("groups") or ()),
+                             extra={k: tuple(v) for k, v in (who.get("extra") or {}).items()})
+        if receiver[_AUTHZ] == "path":
+            attrs = rbac.Attributes(user=user, verb=verb, resource_request=False, path=str(receiver.get("path")))
+        else:
+            attrs = rbac.Attributes(user=user, verb=verb, api_group=str(receiver.get("group", "")), api_version="*",
+                                    resource=str(receiver.get("resource", "")),
+                                    subresource=str(receiver.get("subresource", "")),
+                                    namespace=str(receiver.get("namespace", "")), name=str(receiver.get("name", "")))
+        allowed = True if authorize is None else bool(authorize(attrs))
+        return {_DECISION: True, "allowed": allowed, "reason": ""}
+
+    def decision(field: str) -> Callable[[Any], Any]:
+        def method(receiver: Any) -> Any:
+            if not isinstance(receiver, dict) or _DECISION not in receiver:
+                raise AuthorizerError(f"no such overload: {field}")
+            return {"allowed": receiver["allowed"], "reason": receiver["reason"], "errored": False,
+                    "error": ""}[field]
+        return method
+
+    resource_steps = ("resource",)
+    return {
+        "group": step("group", "group", after=("authorizer",)),
+        "path": step("path", "path", after=("authorizer",)),
+        "resource": step("resource", "resource", after=("group",)),
+        "subresource": step("resource", "subresource", after=resource_steps),
+        "namespace": step("resource", "namespace", after=resource_steps),
+        "name": step("resource", "name", after=resource_steps),
+        "fieldSelector": step("resource", "fieldSelector", after=resource_steps),
+        "labelSelector": step("resource", "labelSelector", after=resource_steps),
+        "serviceAccount": service_account,
+        "check": check,
+        "allowed": decision("allowed"),
+        "reason": decision("reason"),
+        "errored": decision("errored"),
+        "error": decision("error"),
+    }
 
 
 def hooks_of(configurations: Sequence[Mapping[str, Any]], *, mutating: bool) -> list[Hook]:

@@ -154,3 +154,36 @@ def test_denials() -> None:
     failed = hooks.calling_failed("h", "failed to call webhook: boom")
     assert failed.status()["message"] == 'Internal error occurred: failed calling webhook "h": failed to call webhook: boom'
     assert failed.code == 500
+
+
+def test_authorizer_in_match_conditions() -> None:
+    """The upstream documentation's break-glass condition: the webhook is skipped for users allowed
+    the `breakglass` verb on its configuration; checks ask the given authorizer about the request's user."""
+    asked: list[rbac.Attributes] = []
+
+    def authorize(attrs: rbac.Attributes) -> bool:
+        asked.append(attrs)
+        return attrs.user.name == "admin" or attrs.path == "/healthz"
+
+    conditions = [{"name": "breakglass", "expression":
+                   "!authorizer.group('admissionregistration.k8s.io').resource('validatingwebhookconfigurations')"
+                   ".name('my-webhook.example.com').check('breakglass').allowed()"}]
+    functions = hooks.authorizer_functions(authorize)
+    h = hook(matchConditions=conditions)
+
+    def matches(user: str) -> bool:
+        activation = {"object": None, "oldObject": None, "request": {},
+                      "authorizer": hooks.authorizer_root(rbac.UserInfo(name=user))}
+        return h.conditions_match(activation, group="apps", resource="deployments", name="web", functions=functions)
+
+    assert matches("alice") and not matches("admin")
+    assert asked[0] == rbac.Attributes(user=rbac.UserInfo(name="alice"), verb="breakglass",
+                                       api_group="admissionregistration.k8s.io", api_version="*",
+                                       resource="validatingwebhookconfigurations", name="my-webhook.example.com")
+    path = hook(matchConditions=[{"name": "p", "expression": "authorizer.path('/healthz').check('get').allowed() && "
+                                  "authorizer.serviceAccount('ns', 'sa').group('').resource('pods')"
+                                  ".namespace('ns').check('list').reason() == ''"}])
+    activation = {"object": None, "oldObject": None, "request": {},
+                  "authorizer": hooks.authorizer_root(rbac.UserInfo(name="bob"))}
+    assert path.conditions_match(activation, group="", resource="pods", name="p", functions=functions)
+    assert asked[-1].user.name == "system:serviceaccount:ns:sa" and asked[-1].namespace == "ns"
