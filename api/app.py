@@ -32,7 +32,8 @@ from api import (
 )
 from api import state as st
 from api import store as stores
-from api.admission import certificates, limitranger, policies, priority, resourcequota
+from api.admission import certificates, limitranger, policies, priority, resourcequota, webhooks
+from api.webhooks import client as webhook_clients
 from cp import allocation, errors, objects, sim, tables
 from cp import clock as clocks
 from cp import resources as res
@@ -168,17 +169,20 @@ def server_context() -> stores.WriteContext:
 
 # The built-in admission plugins, by kube-apiserver's names, in its order.
 ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "MutatingAdmissionPolicy",
-                     "ValidatingAdmissionPolicy", "ResourceQuota")
+                     "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
+                     "ResourceQuota")
 
 
 def install_admission(store: stores.Store, *, authorize: certificates.Authorize | None = None,
-                      service_accounts: bool = False, disabled: frozenset[str] = frozenset()) -> None:
+                      service_accounts: bool = False, disabled: frozenset[str] = frozenset(),
+                      webhook_client: webhook_clients.WebhookClient | None = None) -> None:
     """The built-in admission plugins, in kube-apiserver's order (LimitRanger, ServiceAccount,
     Priority, ..., ResourceQuota last of the validating ones). `authorize`: the server's authorizer,
     for the plugins that check the writer's permissions (CertificateApproval). `service_accounts`:
     the ServiceAccount plugin (`cplane serve`; off in the test sandbox, which runs no controller to
     create the `default` accounts it requires). `disabled`: plugin names left out
-    (`--disable-admission-plugins`)."""
+    (`--disable-admission-plugins`). `webhook_client`: how the admission webhooks are called (the
+    app's, closed with it); without one, no webhook plugin is installed."""
     if "LimitRanger" not in disabled:
         store.admission.add(limitranger.LimitRangerPlugin(event_log=store.log))
     if service_accounts and "ServiceAccount" not in disabled:
@@ -191,12 +195,16 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     if "MutatingAdmissionPolicy" not in disabled:
         store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
-    # (MutatingAdmissionWebhook goes here, after the mutating policies.)
+    if webhook_client is not None and "MutatingAdmissionWebhook" not in disabled:
+        store.admission.add(webhooks.MutatingWebhookPlugin(event_log=store.log, client=webhook_client,
+                                                           authorize=authorize))
     if "ValidatingAdmissionPolicy" not in disabled:
         store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
         # the policy status controller's type checking, done by the server (also without controllers)
         store.hooks[(policies.GROUP, policies.VALIDATING)] = policies.TypeCheckingStatus(writer=server_context)
-    # (ValidatingAdmissionWebhook goes here, after the validating policies.)
+    if webhook_client is not None and "ValidatingAdmissionWebhook" not in disabled:
+        store.admission.add(webhooks.ValidatingWebhookPlugin(event_log=store.log, client=webhook_client,
+                                                             authorize=authorize))
     if "ResourceQuota" not in disabled:
         store.admission.add(resourcequota.ResourceQuotaPlugin(event_log=store.log, writer=server_context))
 
@@ -228,6 +236,10 @@ async def _bootstrap_clock(store: stores.Store, ctx: stores.WriteContext) -> Non
             "spec": {"mode": "Virtual", "time": clocks.rfc3339_micro(store.clock.now())}}
     with contextlib.suppress(errors.AlreadyExists):
         await store.create(kind, "", body, ctx)
+
+
+async def _close_webhook_client(app: web.Application) -> None:
+    await app[st.WEBHOOK_CLIENT].close()
 
 
 async def _shutdown_watches(app: web.Application) -> None:
@@ -271,9 +283,10 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.SERVICE_RANGES] = ranges
     app[st.BOOTSTRAP] = bootstrap_objects
     app[st.STORE].hooks[("", "services")] = services.ServiceAllocator(ranges=ranges, writer=server_context)
+    app[st.WEBHOOK_CLIENT] = webhook_clients.WebhookClient(event_log=event_log)
     install_admission(app[st.STORE], authorize=(lambda attrs: auth.authorize(attrs).allowed)
                       if auth is not None and auth.secure else None, service_accounts=service_accounts,
-                      disabled=disabled_admission)
+                      disabled=disabled_admission, webhook_client=app[st.WEBHOOK_CLIENT])
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()
@@ -301,6 +314,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
     app.on_shutdown.append(_shutdown_watches)
+    app.on_cleanup.append(_close_webhook_client)
     if auth is not None:
         app.on_cleanup.append(auths.stop)
     r = app.router

@@ -115,6 +115,8 @@ async def evict(store: stores.Store, *, namespace: str, name: str, eviction: dic
     """Evict one pod (see the module's text); raises the StatusErrors upstream answers."""
     assert PODS is not None and PDBS is not None
     check_eviction(eviction, namespace=namespace, name=name)
+    eviction = await store.admit_subresource_create(PODS, namespace, name, eviction, ctx, subresource="eviction",
+                                                    object_kind=("policy", "v1", "Eviction"))
     opts = delete_options(eviction, query_dry_run=["All"] if ctx.dry_run else [])
     dry_run = opts.get("dryRun") == ["All"]
     ctx.dry_run = dry_run

@@ -10,6 +10,7 @@ from api import codec, crds, reads
 from api import limits as limits_
 from api import metrics as metrics_
 from api import store as stores
+from api.webhooks import client as webhook_client
 from cp import allocation, rbac, tables
 from cp import clock as clocks
 
@@ -25,6 +26,8 @@ WATCH_WRITES = web.AppKey("watch_writes", limits_.Deadlines)  # the stalled-writ
 SERVICE_RANGES = web.AppKey("service_ranges", allocation.ServiceRanges)  # --service-cluster-ip-range, ...
 DEFINITIONS = web.AppKey("definitions", crds.Definitions)  # the CRD controllers of the server (api.crds)
 BOOTSTRAP = web.AppKey("bootstrap", bool)  # the server writes its own objects (not a replay)
+# The app's HTTPS client for admission and CRD conversion webhooks (api.webhooks), closed with the app.
+WEBHOOK_CLIENT = web.AppKey("webhook_client", webhook_client.WebhookClient)
 
 # Per-request keys.
 USER = web.RequestKey("user", str)

@@ -236,13 +236,36 @@ class Store:
 
     def _admission_for(self, kind: res.ResourceKind, operation: str, namespace: str, name: str,
                        obj: dict[str, Any] | None, old: dict[str, Any] | None, ctx: WriteContext, *,
-                       subresource: str = "") -> tuple[admissions.Attributes, list[admissions.Plugin]]:
+                       subresource: str = "", delete_options: dict[str, Any] | None = None,
+                       object_kind: tuple[str, str, str] | None = None,
+                       ) -> tuple[admissions.Attributes, list[admissions.Plugin]]:
         """The write's admission attributes and the plugins that handle it (usually none)."""
         attrs = admissions.Attributes(kind=kind, operation=operation, namespace=namespace, name=name,
-                                      subresource=subresource, obj=obj, old=old, user=ctx.user_info,
-                                      dry_run=ctx.dry_run, warnings=ctx.warnings,
+                                      subresource=subresource, object_kind=object_kind, obj=obj, old=old,
+                                      user=ctx.user_info,
+                                      user_name=ctx.user, dry_run=ctx.dry_run, warnings=ctx.warnings,
                                       audit_annotations=ctx.audit_annotations)
-        return attrs, self.admission.for_write(attrs) if self.admission.plugins else []
+        plugins = self.admission.for_write(attrs) if self.admission.plugins else []
+        if plugins:
+            attrs.options = _operation_options(operation, ctx, delete_options)
+        return attrs, plugins
+
+    async def admit_subresource_create(self, kind: res.ResourceKind, namespace: str, name: str,
+                                       obj: dict[str, Any], ctx: WriteContext, *, subresource: str,
+                                       object_kind: tuple[str, str, str]) -> dict[str, Any]:
+        """Admission of a CREATE on a subresource whose body is another kind (pods/eviction: a policy/v1
+        Eviction; pods/binding: a v1 Binding), as upstream's create handler runs it before the
+        subresource's storage: the mutating plugins, then the validating ones. Returns the body as
+        the mutating plugins left it."""
+        if not self.admission.plugins:
+            return obj
+        attrs, plugins = self._admission_for(kind, admissions.CREATE, namespace, name, obj, None, ctx,
+                                             subresource=subresource, object_kind=object_kind)
+        if not plugins:
+            return obj
+        await self.admission.admit(plugins, attrs, self)
+        await self.admission.validate(plugins, attrs, self)
+        return attrs.obj if attrs.obj is not None else obj
 
     def _check_namespace_field(self, kind: res.ResourceKind, namespace: str, meta: dict[str, Any]) -> None:
         if kind.namespaced:
@@ -562,7 +585,8 @@ class Store:
             obj = _decode(ev.object)
             meta = objects.meta(obj)
             if self.admission.plugins:
-                attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx)
+                attrs, plugins = self._admission_for(kind, admissions.DELETE, namespace, name, None, obj, ctx,
+                                                     delete_options=delete_options)
                 if plugins:
                     await self.admission.validate(plugins, attrs, self)
             pre = delete_options.get("preconditions") or {}
@@ -649,15 +673,18 @@ class Store:
         """pods/binding: assign a node, as the scheduler does (`assignPod`)."""
         pods = res.lookup("", "v1", "pods")
         assert pods is not None
+        bmeta = binding.get("metadata") or {}
+        if bmeta.get("name") and bmeta["name"] != name:
+            raise errors.BadRequest(
+                f"the name of the object ({bmeta['name']}) does not match the name on the URL ({name})")
+        binding = await self.admit_subresource_create(pods, namespace, name, binding, ctx, subresource="binding",
+                                                      object_kind=("", "v1", "Binding"))
+        bmeta = binding.get("metadata") or {}
         target = binding.get("target") or {}
         node = target.get("name")
         if not node:
             raise errors.Invalid(kind="Binding", group="", name=name,
                                  causes=[errors.Cause("Required", "target.name", "")])
-        bmeta = binding.get("metadata") or {}
-        if bmeta.get("name") and bmeta["name"] != name:
-            raise errors.BadRequest(
-                f"the name of the object ({bmeta['name']}) does not match the name on the URL ({name})")
 
         def mutate(pod: dict[str, Any]) -> dict[str, Any]:
             meta = pod.get("metadata") or {}
@@ -758,6 +785,22 @@ def _check_custom_create(kind: res.ResourceKind, obj: dict[str, Any], ctx: Write
     if causes:
         raise errors.Invalid(kind=kind.kind, group=kind.group, name=str(objects.meta(obj).get("name") or ""),
                              causes=causes)
+
+
+def _operation_options(operation: str, ctx: WriteContext, delete_options: dict[str, Any] | None) -> dict[str, Any]:
+    """The options of a write as admission passes them on (meta.k8s.io/v1 CreateOptions, UpdateOptions
+    or DeleteOptions): dryRun and fieldManager as the client gave them, a delete's options body."""
+    if operation == admissions.DELETE:
+        out = {k: v for k, v in (delete_options or {}).items() if k not in ("kind", "apiVersion")}
+        out = {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", **out}
+    else:
+        out = {"kind": "CreateOptions" if operation == admissions.CREATE else "UpdateOptions",
+               "apiVersion": "meta.k8s.io/v1"}
+        if ctx.field_manager:
+            out["fieldManager"] = ctx.field_manager
+    if ctx.dry_run:
+        out["dryRun"] = ["All"]
+    return out
 
 
 def scale_of(obj: dict[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,16 @@ Store = Any
 CREATE, UPDATE, DELETE = "CREATE", "UPDATE", "DELETE"
 
 
+class Reinvocation(msgspec.Struct, kw_only=True):
+    """upstream's admission.ReinvocationContext: a mutating plugin that changed the object asks for
+    the mutating plugins to run once more (`requested`); `reinvoking` is True in that second round;
+    `values` is each plugin's own state across the two rounds, by plugin name."""
+
+    requested: bool = False
+    reinvoking: bool = False
+    values: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class Attributes(msgspec.Struct, kw_only=True):
     """One write as admission sees it (k8s.io/apiserver admission.Attributes)."""
 
@@ -42,14 +52,22 @@ class Attributes(msgspec.Struct, kw_only=True):
     namespace: str
     name: str
     subresource: str = ""
+    # (group, version, kind) of `obj` when it is not the resource's kind: a subresource's own body
+    # (pods/eviction: policy/v1 Eviction, pods/binding: v1 Binding).
+    object_kind: tuple[str, str, str] | None = None
     obj: dict[str, Any] | None = None  # the object being written (plugins may change it in `admit`)
     old: dict[str, Any] | None = None  # the stored object (update, delete)
     user: rbac.UserInfo | None = None
+    user_name: str = ""  # the writer's name when `user` is None (a write without authentication)
     dry_run: bool = False
     # The request's warnings (sent as `Warning` headers) and audit annotations: the write context's
     # own list and dict, so what a plugin adds reaches the response and the audit record.
     warnings: list[str] = msgspec.field(default_factory=list)
     audit_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    # The operation's options as the API version meta.k8s.io/v1 writes them (CreateOptions,
+    # UpdateOptions, DeleteOptions), for the plugins that pass them on (webhooks).
+    options: dict[str, Any] | None = None
+    reinvocation: Reinvocation = msgspec.field(default_factory=Reinvocation)
 
 
 def forbidden(attrs: Attributes, reason: str) -> errors.Forbidden:
@@ -107,8 +125,14 @@ class Chain:
         return [p for p in self.plugins if p.handles(attrs)]
 
     async def admit(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
+        """The mutating plugins in order; if one asked for it (`attrs.reinvocation.requested`: a
+        webhook changed the object), all of them once more, as upstream's reinvoker does."""
         for plugin in plugins:
             await plugin.admit(attrs, store)
+        if attrs.reinvocation.requested and not attrs.reinvocation.reinvoking:
+            attrs.reinvocation.reinvoking = True
+            for plugin in plugins:
+                await plugin.admit(attrs, store)
 
     async def validate(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
         for plugin in plugins:
@@ -120,4 +144,4 @@ class Chain:
             await plugin.committed(attrs, store, succeeded=succeeded)
 
 
-__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "forbidden"]
+__all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "Reinvocation", "forbidden"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -53,14 +54,36 @@ def forbid(attrs: rbac.Attributes, reason: str = "") -> errors.Forbidden:
     return errors.Forbidden(message, details=details or None)
 
 
+def _extra_key(encoded: str) -> str:
+    """The user-extra key an `Impersonate-Extra-<key>` header names: lower-cased, then percent-decoded
+    (client-go escapes what a header name cannot carry, so `authentication.kubernetes.io/node-name`
+    travels as `Authentication.kubernetes.io%2fnode-Name`). As upstream's unescapeExtraKey, a key that
+    is not valid percent-encoding (or not UTF-8 once decoded) is kept as it came."""
+    key = encoded.lower()
+    if "%" not in key:
+        return key
+    try:
+        return urllib.parse.unquote(key, errors="strict") if _valid_escapes(key) else key
+    except UnicodeDecodeError:
+        return key
+
+
+def _valid_escapes(text: str) -> bool:
+    """Every `%` starts a two-digit hex escape (Go's url.PathUnescape refuses the string otherwise)."""
+    return all(len(part) >= 2 and all(c in "0123456789abcdef" for c in part[:2])
+               for part in text.split("%")[1:])
+
+
 def _impersonate(config: AuthConfig, request: web.Request, user: rbac.UserInfo) -> rbac.UserInfo:
     """Impersonate-User / -Group / -Uid / -Extra-* (endpoints/filters/impersonation.go)."""
     headers = request.headers
     name = headers.get("Impersonate-User")
     groups = headers.getall("Impersonate-Group", [])
     uid = headers.get("Impersonate-Uid")
-    extras = {k[len("Impersonate-Extra-"):].lower(): headers.getall(k)
-              for k in headers if k.lower().startswith("impersonate-extra-")}
+    extras: dict[str, list[str]] = {}
+    for k in dict.fromkeys(k.lower() for k in headers):  # each header once, with all of its values
+        if k.startswith("impersonate-extra-"):
+            extras.setdefault(_extra_key(k[len("impersonate-extra-"):]), []).extend(headers.getall(k))
     if name is None:
         if groups or uid is not None or extras:
             raise errors.BadRequest("requested impersonation of groups, uid or extra without impersonating a user")

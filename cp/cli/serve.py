@@ -29,7 +29,7 @@ def _is_loopback(host: str) -> bool:
 
 # kube-apiserver's names of the built-in plugins (api.app.ADMISSION_PLUGINS, kept equal by a test).
 _PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "MutatingAdmissionPolicy",
-            "ValidatingAdmissionPolicy", "ResourceQuota")
+            "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota")
 
 
 def _plugins(text: str) -> tuple[str, ...]:

@@ -120,3 +120,13 @@ async def test_kubectl_create_token_bound_to_a_pod(kubectl: Kubectl) -> None:
     jwks = json.loads((await kubectl("get", "--raw", "/openid/v1/jwks")).stdout)
     header = token.split(".")[0]
     assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["kid"] == jwks["keys"][0]["kid"]
+
+
+async def test_kubectl_as_user_extra_key_with_a_slash(kubectl: Kubectl) -> None:
+    """`--as-user-extra` with a key holding `/` (a node-bound kubelet plugin's extra): kubectl sends
+    `Impersonate-Extra-Authentication.kubernetes.io%2fnode-Name`, the server decodes it back."""
+    r = await kubectl("auth", "whoami", "-o", "json", "--as=system:serviceaccount:default:plugin",
+                      "--as-user-extra", "authentication.kubernetes.io/node-name=node-1")
+    user = json.loads(r.stdout)["status"]["userInfo"]
+    assert user["username"] == "system:serviceaccount:default:plugin"
+    assert user["extra"] == {"authentication.kubernetes.io/node-name": ["node-1"]}

@@ -233,6 +233,19 @@ async def test_impersonation_needs_the_impersonate_verb(secure: Secure) -> None:
     assert code == 400
 
 
+async def test_impersonated_extra_keys_are_percent_decoded(secure: Secure) -> None:
+    """client-go escapes an extra key into the header name (`/` as `%2F`) and Go's header
+    canonicalisation changes its case: the server lower-cases and percent-decodes it, as upstream's
+    impersonation filter; a key that is not valid percent-encoding is kept as it came."""
+    headers = {"Impersonate-User": "kubelet", "Impersonate-Extra-Authentication.kubernetes.io%2fnode-Name": "node-1",
+               "Impersonate-Extra-Scopes": "a", "Impersonate-Extra-Bad%zz": "b"}
+    code, body = await call(secure.session("admin", headers=headers), "POST",
+                            "/apis/authentication.k8s.io/v1/selfsubjectreviews", {})
+    assert code == 201, body
+    assert body["status"]["userInfo"]["extra"] == {"authentication.kubernetes.io/node-name": ["node-1"],
+                                                   "scopes": ["a"], "bad%zz": ["b"]}
+
+
 async def test_client_certificates(secure: Secure) -> None:
     admin = secure.session("admin")
     cert, key = certs.new_client_cert(secure.creds.ca_cert, secure.creds.ca_key, user="dana", groups=["devs"],
