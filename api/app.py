@@ -194,12 +194,14 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
     if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     if "MutatingAdmissionPolicy" not in disabled:
-        store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
+        store.admission.add(policies.MutatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize,
+                                                                   resolve_param_kind=store.registry.by_kind))
     if webhook_client is not None and "MutatingAdmissionWebhook" not in disabled:
         store.admission.add(webhooks.MutatingWebhookPlugin(event_log=store.log, client=webhook_client,
                                                            authorize=authorize))
     if "ValidatingAdmissionPolicy" not in disabled:
-        store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize))
+        store.admission.add(policies.ValidatingAdmissionPolicyPlugin(event_log=store.log, authorize=authorize,
+                                                                     resolve_param_kind=store.registry.by_kind))
         # the policy status controller's type checking, done by the server (also without controllers)
         store.hooks[(policies.GROUP, policies.VALIDATING)] = policies.TypeCheckingStatus(writer=server_context)
     if webhook_client is not None and "ValidatingAdmissionWebhook" not in disabled:

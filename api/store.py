@@ -248,6 +248,7 @@ class Store:
         plugins = self.admission.for_write(attrs) if self.admission.plugins else []
         if plugins:
             attrs.options = _operation_options(operation, ctx, delete_options)
+            attrs.equivalents = self.registry.equivalents(kind)
         return attrs, plugins
 
     async def admit_subresource_create(self, kind: res.ResourceKind, namespace: str, name: str,

@@ -326,6 +326,17 @@ class Registry:
             return kind
         return found
 
+    def equivalents(self, kind: ResourceKind) -> tuple[ResourceKind, ...]:
+        """`kind` and the other served versions of its stored resource (upstream's
+        EquivalentResourceMapper, for admission's `matchPolicy: Equivalent`)."""
+        def build() -> tuple[ResourceKind, ...]:
+            storage = self.storage_kind(kind)
+            return (kind, *(k for k in self.served() if k is not kind and k != kind
+                            and self.storage_kind(k) == storage))
+
+        found: tuple[ResourceKind, ...] = self.cached(("equivalents", kind.group, kind.version, kind.plural), build)
+        return found
+
     def served(self) -> list[ResourceKind]:
         return [*SERVED, *self.custom_kinds()] if self._custom else list(SERVED)
 

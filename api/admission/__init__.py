@@ -68,6 +68,9 @@ class Attributes(msgspec.Struct, kw_only=True):
     # UpdateOptions, DeleteOptions), for the plugins that pass them on (webhooks).
     options: dict[str, Any] | None = None
     reinvocation: Reinvocation = msgspec.field(default_factory=Reinvocation)
+    # `kind` and the other served versions of its stored resource (`cp.resources.Registry.equivalents`),
+    # for `matchPolicy: Equivalent`; set by the store when plugins handle the write.
+    equivalents: tuple[res.ResourceKind, ...] = ()
 
 
 def forbidden(attrs: Attributes, reason: str) -> errors.Forbidden:

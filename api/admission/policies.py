@@ -60,19 +60,6 @@ def _excluded(kind: res.ResourceKind) -> bool:
     return not kind.stored or (kind.group == GROUP and kind.plural in POLICY_RESOURCES)
 
 
-_equivalents: dict[tuple[str, str, str], tuple[res.ResourceKind, ...]] = {}
-
-
-def equivalent_kinds(kind: res.ResourceKind) -> tuple[res.ResourceKind, ...]:
-    """The served kinds whose objects are `kind`'s stored ones (other versions or groups of the same
-    storage; upstream's EquivalentResourceMapper), `kind` first."""
-    key = (kind.group, kind.version, kind.plural)
-    found = _equivalents.get(key)
-    if found is None:
-        storage = res.storage_kind(kind)
-        found = (kind, *(k for k in res.SERVED if k is not kind and res.storage_kind(k) == storage))
-        _equivalents[key] = found
-    return found
 
 
 def _request_of(kind: res.ResourceKind, attrs: admission.Attributes) -> matching.Request:
@@ -105,7 +92,7 @@ class _Write:
     def __init__(self, attrs: admission.Attributes) -> None:
         self.attrs = attrs
         self.request = _request_of(attrs.kind, attrs)
-        self.kinds = {(k.group, k.version, k.plural): k for k in equivalent_kinds(attrs.kind)}
+        self.kinds = {(k.group, k.version, k.plural): k for k in attrs.equivalents or (attrs.kind,)}
         self.equivalents = [_request_of(k, attrs) for k in self.kinds.values()]
         self._namespace: dict[str, Any] | None = None
         self._namespace_read = False
@@ -531,4 +518,4 @@ class TypeCheckingStatus:
 
 
 __all__ = ["MutatingAdmissionPolicyPlugin", "PolicySource", "TypeCheckingStatus", "ValidatingAdmissionPolicyPlugin",
-           "builtin_param_kind", "equivalent_kinds"]
+           "builtin_param_kind"]

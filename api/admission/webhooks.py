@@ -152,7 +152,7 @@ class _WebhookPlugin(admission.BasePlugin):
         found = self._candidates.get(key)
         if found is None:
             request = _request(attrs)
-            equivalents = [_with_write(r, request) for _, r in self._equivalents_of(attrs.kind)]
+            equivalents = [_with_write(r, request) for _, r in self._equivalents_of(attrs)]
             found = [h for h in configured if h.rules_match(request, equivalents=equivalents)]
             self._candidates[key] = found
         return found
@@ -165,7 +165,7 @@ class _WebhookPlugin(admission.BasePlugin):
         if not configured:
             return None
         request = _request(attrs)
-        equivalents = [(k, _with_write(r, request)) for k, r in self._equivalents_of(attrs.kind)]
+        equivalents = [(k, _with_write(r, request)) for k, r in self._equivalents_of(attrs)]
         return _Matcher(hooks=configured, request=request, equivalents=equivalents,
                         namespace_labels=await self._namespace_labels(attrs, store, configured))
 
@@ -191,16 +191,18 @@ class _WebhookPlugin(admission.BasePlugin):
                 return None
         return _Call(hook=hook, request=invocation.request, kind=kind, obj=obj, old=old)
 
-    def _equivalents_of(self, kind: res.ResourceKind) -> list[tuple[res.ResourceKind, matching.Request]]:
+    def _equivalents_of(self, attrs: admission.Attributes) -> list[tuple[res.ResourceKind, matching.Request]]:
         """The other served versions of the stored resource (their group, version, resource and kind;
         the write's operation and names are filled in per write by `_with_write`)."""
+        kind = attrs.kind
         known = self._equivalents.get(kind)
         if known is None:
             known = [(k, matching.Request(group=k.group, version=k.version, resource=k.plural,
                                           kind_group=k.group, kind_version=k.version, kind=k.kind,
                                           operation="", namespaced=k.namespaced))
-                     for k in res.SERVED if k != kind and res.storage_kind(k) == kind]
-            self._equivalents[kind] = known
+                     for k in attrs.equivalents if k != kind]
+            if kind.custom is None:  # a definition's versions change with it: not kept
+                self._equivalents[kind] = known
         return known
 
     async def _namespace_labels(self, attrs: admission.Attributes, store: admission.Store,
