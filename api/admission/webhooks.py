@@ -222,7 +222,7 @@ class _WebhookPlugin(admission.BasePlugin):
         return labels
 
     def _admission_request(self, attrs: admission.Attributes, matched: matching.Request,
-                                  requested: matching.Request) -> dict[str, Any]:
+                           requested: matching.Request) -> dict[str, Any]:
         return hooks.admission_request(invocation=_with_write(matched, requested), requested=requested,
                                        user=_user(attrs), dry_run=attrs.dry_run, options=attrs.options)
 
@@ -297,8 +297,9 @@ class MutatingWebhookPlugin(_WebhookPlugin):
             state.require_reinvoking()  # another plugin changed the object since the webhooks' round
         try:
             matcher = await self._matcher(attrs, store)
-            for hook in matcher.hooks if matcher is not None else []:
-                assert matcher is not None
+            if matcher is None:
+                return
+            for hook in matcher.hooks:
                 call = self._invocation(hook, matcher, attrs)  # on the object as the webhooks before left it
                 if call is None or (reinvocation.reinvoking and hook.uid not in state.to_reinvoke):
                     continue
