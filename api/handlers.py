@@ -91,6 +91,11 @@ def write_context(request: web.Request, *, options_kind: str, apply: bool = Fals
     )
 
 
+async def _served(request: web.Request, target: reads.Target, raw: bytes) -> bytes:
+    """A stored object as the version the client asked for (`api.versions`)."""
+    return await versions.served(request.app[st.WEBHOOK_CLIENT], target, raw)
+
+
 def _with_warnings(resp: web.Response, ctx: stores.WriteContext) -> web.Response:
     for w in dict.fromkeys(ctx.warnings):
         w = "".join(" " if c < " " or c == "\x7f" else c for c in w)  # no header injection (issue #10)
@@ -261,7 +266,7 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
                              include_object=request.query.get("includeObject", "Metadata"),
                              resource_version=str(ev.revision))
         return codec.object_response(negotiated, raw=_encode(table))
-    return codec.object_response(negotiated, raw=versions.served_raw(target, ev.object))
+    return codec.object_response(negotiated, raw=await _served(request, target, ev.object))
 
 
 async def list_objects(request: web.Request, target: reads.Target) -> web.StreamResponse:
@@ -285,7 +290,7 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
         return codec.object_response(negotiated, raw=body)
     if target.served is not None:
         kind = target.served
-        events = [versions.served_event(kind, ev) for ev in events]
+        events = await versions.served_events(request.app[st.WEBHOOK_CLIENT], kind, events)
     if negotiated.media_type == codec.PROTOBUF and not negotiated.convert:
         return await _protobuf_list(request, kind, events, resource_version=str(revision), continue_token=token)
     meta = b'{"resourceVersion":"' + str(revision).encode() + b'"'
@@ -326,9 +331,9 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
     obj = await codec.decode_body(body, codec.media_type(request.headers.get("Content-Type")),
                                   custom_kind="" if target.kind.protobuf else target.kind.kind)
     _check_type(obj, target.served or target.kind)
-    obj = versions.to_storage(target, obj, create=True)
+    obj = await versions.to_storage_converted(request.app[st.WEBHOOK_CLIENT], target, obj, create=True)
     result = await store.create(target.kind, target.namespace, obj, ctx)
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=await _served(request, target, result.body),
                                                 status=result.code), ctx)
 
 
@@ -360,13 +365,13 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
         scale = await store.update_scale(kind, target.namespace, target.name, lambda _s: obj, ctx)
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
     _check_type(obj, target.served or kind)
-    obj = versions.to_storage(target, obj)
+    obj = await versions.to_storage_converted(request.app[st.WEBHOOK_CLIENT], target, obj)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.subresource == "finalize":
         result = await _finalize_namespace(store, target, obj, ctx)
     else:
         result = await store.update(kind, target.namespace, target.name, obj, ctx, subresource=sub)
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=await _served(request, target, result.body),
                                                 status=result.code), ctx)
 
 
@@ -421,13 +426,16 @@ async def patch_object(request: web.Request, target: reads.Target) -> web.Stream
         scale = await store.update_scale(kind, target.namespace, target.name, mutate_scale, ctx)
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
-    if target.served is not None:
+    if versions.uses_webhook(target):
+        result = await versions.patch_converted(request.app[st.WEBHOOK_CLIENT], store, target, body, content_type,
+                                                ctx, subresource=sub, force=bool(force))
+    elif target.served is not None:
         result = await versions.patch(store, target, body, content_type, ctx, subresource=sub,
                                       force=bool(force))
     else:
         result = await store.patch(kind, target.namespace, target.name, body, content_type, ctx,
                                    subresource=sub, force=bool(force))
-    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=versions.served_raw(target, result.body),
+    return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=await _served(request, target, result.body),
                                                 status=result.code), ctx)
 
 
@@ -520,7 +528,7 @@ async def delete_object(request: web.Request, target: reads.Target) -> web.Strea
                                                                           kind=served.plural, uid=uid))
     # Upstream (handlers/delete.go) answers 202 only for a pending deletion with orphanDependents=false.
     pending_cascade = not deleted and opts.get("orphanDependents") is False
-    return codec.object_response(negotiated, raw=versions.served_raw(target, result.body),
+    return codec.object_response(negotiated, raw=await _served(request, target, result.body),
                                  status=202 if pending_cascade else 200)
 
 
@@ -539,7 +547,7 @@ async def delete_collection(request: web.Request, target: reads.Target) -> web.S
             result, _now = await store.delete(target.kind, ev.namespace, ev.name, opts, ctx)
         except errors.NotFound:
             continue
-        deleted.append(versions.served_raw(target, result.body))
+        deleted.append(await _served(request, target, result.body))
     kind = target.served or target.kind
     head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
             + b'","metadata":{"resourceVersion":"' + str(store.log.revision).encode() + b'"},"items":[')

@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from api import codec, connections, limits, reads, storage_errors
+from api import codec, connections, limits, reads, storage_errors, versions
 from api import state as st
 from api import store as stores
 from cp import conversions, errors, options, tables
@@ -45,6 +45,8 @@ class _Encoder:
     def __init__(self, request: web.Request, target: reads.Target) -> None:
         self.kind = target.kind
         self.served = target.served  # objects are converted to this version (`api.versions`)
+        # converted before they get here, through the definition's conversion webhook
+        self.converted = versions.uses_webhook(target)
         negotiated = request[st.NEGOTIATED]
         self.negotiated = negotiated
         self.table = negotiated.convert == codec.TABLE
@@ -61,7 +63,7 @@ class _Encoder:
         return codec.PROTOBUF + ";stream=watch" if self.protobuf else codec.JSON
 
     def line(self, type_: str, raw: bytes, obj: dict[str, Any] | None = None) -> bytes:
-        if self.served is not None and not self.table:
+        if self.served is not None and not self.table and not self.converted:
             raw, obj = conversions.served_json(self.served, raw), None
         if self.partial:
             return self._event(type_, codec.metadata_only(obj if obj is not None else _decode(raw), self.negotiated))
@@ -183,6 +185,8 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
         if rv:
             await reads.wait_until_fresh(store.log, revision=rv)
         events, start, _ = await reads.collect(store, target, lq)
+        if enc.converted and target.served is not None:
+            events = await versions.served_events(request.app[st.WEBHOOK_CLIENT], target.served, events)
         for ev in events:
             known[(ev.namespace, ev.name)] = True
             lines.append(enc.line("ADDED", ev.object))
@@ -230,6 +234,8 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
                         break
                 continue
             out: list[bytes] = []
+            if enc.converted and target.served is not None:
+                batch = await versions.served_events(request.app[st.WEBHOOK_CLIENT], target.served, batch)
             for ev in batch:
                 if not filtering:
                     out.append(enc.line(ev.type, ev.object))

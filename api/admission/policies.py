@@ -60,8 +60,6 @@ def _excluded(kind: res.ResourceKind) -> bool:
     return not kind.stored or (kind.group == GROUP and kind.plural in POLICY_RESOURCES)
 
 
-
-
 def _request_of(kind: res.ResourceKind, attrs: admission.Attributes) -> matching.Request:
     return matching.Request(group=kind.group, version=kind.version, resource=kind.plural,
                             subresource=attrs.subresource, kind_group=kind.group, kind_version=kind.version,
