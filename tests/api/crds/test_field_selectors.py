@@ -93,3 +93,17 @@ async def test_delete_collection_by_selectable_field(http: aiohttp.ClientSession
     async with http.delete(BASE, params={"fieldSelector": "spec.replicas=2"}) as resp:
         assert resp.status == 200, await resp.text()
     assert await _names(http, BASE, "") == ["s2"]
+
+
+async def test_each_version_selects_on_its_own_fields(http: aiohttp.ClientSession) -> None:
+    crd = _crd()
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update(name="v1beta1", storage=False, selectableFields=[{"jsonPath": ".spec.branded"}])
+    crd["spec"]["versions"].append(beta)
+    await establish(http, crd)
+    await _seed(http, BASE)
+    beta_base = "/apis/example.com/v1beta1/namespaces/default/widgets"
+    assert await _names(http, beta_base, "spec.branded=true") == ["s1"]
+    async with http.get(beta_base, params={"fieldSelector": "spec.color=blue"}) as resp:
+        assert resp.status == 400
+        assert json.loads(await resp.read())["message"] == "field label not supported: spec.color"

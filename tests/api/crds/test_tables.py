@@ -125,3 +125,19 @@ async def test_a_table_watch_prints_the_columns(http: aiohttp.ClientSession) -> 
     assert event["type"] == "ADDED"
     assert [c["name"] for c in event["object"]["columnDefinitions"]] == ["Name", "Replicas"]
     assert event["object"]["rows"][0]["cells"] == ["w1", 4]
+
+
+async def test_each_version_prints_its_own_columns(http: aiohttp.ClientSession) -> None:
+    crd = _crd(COLUMNS[:1])
+    beta = copy.deepcopy(crd["spec"]["versions"][0])
+    beta.update(name="v1beta1", storage=False, additionalPrinterColumns=[COLUMNS[1]])
+    crd["spec"]["versions"].append(beta)
+    await establish(http, crd)
+    await _create(http, "w1", {"replicas": 2, "color": "red"})
+    table = await _table(http, "/apis/example.com/v1beta1/namespaces/default/widgets")
+    assert [c["name"] for c in table["columnDefinitions"]] == ["Name", "Color"]
+    assert table["rows"][0]["cells"] == ["w1", "red"]
+    single = await _table(http, "/apis/example.com/v1beta1/namespaces/default/widgets/w1")
+    assert single["rows"][0]["cells"] == ["w1", "red"]
+    table = await _table(http, BASE)  # the storage version's columns, from the same kept rows' objects
+    assert table["rows"][0]["cells"] == ["w1", 2]
