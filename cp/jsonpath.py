@@ -543,11 +543,17 @@ def _eval_recursive(values: list[Any]) -> list[Any]:
 class JSONPath:
     """A parsed template (`{.spec.replicas}`)."""
 
-    __slots__ = ("_root", "text")
+    __slots__ = ("_fields", "_root", "text")
 
     def __init__(self, text: str) -> None:
         self.text = text
         self._root = _Parser(text).parse()
+        # A plain field path (`{.spec.replicas}`, most printer columns): read without the evaluator.
+        nodes = self._root.nodes
+        self._fields: tuple[str, ...] | None = None
+        if len(nodes) == 1 and isinstance(nodes[0], _List) and nodes[0].nodes and \
+                all(isinstance(n, _Field) for n in nodes[0].nodes):
+            self._fields = tuple(n.name for n in nodes[0].nodes)
 
     def find_results(self, data: Any) -> list[list[Any]]:
         """The values each part of the template finds (client-go's `FindResults` with missing keys
@@ -560,6 +566,13 @@ class JSONPath:
     def first(self, data: Any) -> tuple[Any, bool]:
         """The first value the first action finds, and whether there is one. Evaluation errors read as
         nothing found, as the table convertor treats them."""
+        if self._fields is not None:
+            cur = data
+            for name in self._fields:
+                if not isinstance(cur, dict) or name not in cur:
+                    return None, False
+                cur = cur[name]
+            return cur, True
         try:
             results = self.find_results(data)
         except (JSONPathError, RecursionError):
