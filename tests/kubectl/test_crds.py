@@ -1,6 +1,6 @@
 """The real kubectl on custom resources: `get` with the definition's printer columns (`-o wide` adds
-the priority ones), short names and categories (`get wd`, `get all`), field selectors on selectable
-fields, `explain` from the published OpenAPI, and `apply` twice (client-side three-way merge, then
+the priority ones, `-w` prints rows as they change), short names and categories (`get wd`, `get all`),
+field selectors on selectable fields, `explain` from the published OpenAPI, and `apply` twice (client-side three-way merge, then
 server-side) — all at once after the definition is established.
 
 Out of scope: the Table and OpenAPI documents over raw HTTP (tests/api/crds/).
@@ -95,6 +95,12 @@ async def test_get_prints_the_columns(kubectl: Kubectl) -> None:
     assert [r[0] for r in rows[1:]] == ["b"]
     r = await kubectl("get", "widgets", "--field-selector", "spec.size=M", check=False)
     assert r.code == 1 and "field label not supported: spec.size" in r.stderr
+
+    watch = await kubectl.start("get", "widgets", "-w", "--field-selector", "spec.color=red")
+    await watch.expect(r"^b\s+5\s+")
+    await kubectl("patch", "widget", "b", "--type=merge", "-p", '{"spec":{"replicas":7}}')
+    await watch.expect(r"^b\s+7\s+")
+    await watch.stop()
 
 
 async def test_explain_and_apply(kubectl: Kubectl) -> None:
