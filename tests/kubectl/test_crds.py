@@ -110,15 +110,15 @@ async def test_explain_and_apply(kubectl: Kubectl) -> None:
     assert "replicas\t<integer>" in out and "How many copies of the widget." in out
     assert "color\t<string>" in out
 
-    path = kubectl.write("w.yaml", WIDGET.format(name="w", replicas=1, color="blue", labels="a: x, b: y"))
+    path = kubectl.write("w.yaml", WIDGET.format(name="w", replicas=1, color="blue", labels="a: one, b: two"))
     await kubectl("apply", "-f", path)
     # Client-side apply again: a three-way JSON merge patch drops the label the file no longer has.
-    path = kubectl.write("w.yaml", WIDGET.format(name="w", replicas=3, color="blue", labels="a: x"))
+    path = kubectl.write("w.yaml", WIDGET.format(name="w", replicas=3, color="blue", labels="a: one"))
     r = await kubectl("apply", "-f", path)
     assert "widget.example.com/w configured" in r.stdout
-    assert await kubectl.jsonpath("widget", "w", path="{.spec.replicas} {.spec.labels}") == '3 {"a":"x"}'
+    assert await kubectl.jsonpath("widget", "w", path="{.spec.replicas} {.spec.labels}") == '3 {"a":"one"}'
 
-    path = kubectl.write("w2.yaml", WIDGET.format(name="w", replicas=4, color="green", labels="a: x"))
+    path = kubectl.write("w2.yaml", WIDGET.format(name="w", replicas=4, color="green", labels="a: one"))
     await kubectl("apply", "--server-side", "--force-conflicts", "-f", path)
     assert await kubectl.jsonpath("widget", "w", path="{.spec.replicas} {.spec.color}") == "4 green"
     managers = await kubectl.jsonpath("widget", "w", path="{.metadata.managedFields[*].manager}")
