@@ -264,7 +264,7 @@ async def get_object(request: web.Request, target: reads.Target) -> web.StreamRe
         obj = _decode(ev.object)
         table = tables.table([obj], group=kind.group, kind=kind.kind, now=store.clock.now(),
                              include_object=request.query.get("includeObject", "Metadata"),
-                             resource_version=str(ev.revision))
+                             resource_version=str(ev.revision), printer=tables.printer_for(target.served or kind))
         return codec.object_response(negotiated, raw=_encode(table))
     return codec.object_response(negotiated, raw=await _served(request, target, ev.object))
 
@@ -280,12 +280,16 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     negotiated = request[st.NEGOTIATED]
     if negotiated.convert == codec.TABLE:
         group, plural = kind.group, kind.plural
+        served = target.served or kind
+        printer = tables.printer_for(served)
+        # A custom resource's rows change with its definition: the key names its generation and version.
+        key_tail: tuple[Any, ...] = () if served.custom is None else (served.version, served.custom.key())
         with collector.paused():
             table = request.app[st.TABLE_ROWS].table(
-                (((group, plural, ev.namespace, ev.name), ev.revision, ev.object) for ev in events),
+                (((group, plural, ev.namespace, ev.name, *key_tail), ev.revision, ev.object) for ev in events),
                 group=group, kind=kind.kind, now=store.clock.now(),
                 include_object=request.query.get("includeObject", "Metadata"),
-                resource_version=str(revision), continue_token=token)
+                resource_version=str(revision), continue_token=token, printer=printer)
             body = _encode(table)
         return codec.object_response(negotiated, raw=body)
     if target.served is not None:

@@ -12,7 +12,9 @@ kube-openapi's handlers serve them.
   is a 304, and so is an `If-Modified-Since` not older than `Last-Modified` when there is no
   `If-None-Match`.
 
-The documents are built on first use (the v2 one off the event loop) and cached.
+The documents are built on first use (the v2 one off the event loop) and cached: the built-in ones
+per process, those with the server's custom resources per registry revision (`cp.openapi`,
+`cp.openapi_v2`), so they change as soon as a CustomResourceDefinition does.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import email.utils
 from aiohttp import web
 
 from api import codec
+from api import state as st
 from cp import errors
 
 _NOT_FOUND = "the server could not find the requested resource"
@@ -90,7 +93,19 @@ async def openapi_v2(request: web.Request) -> web.StreamResponse:
             break
     if chosen is None:
         return web.Response(status=406, headers={"Vary": "Accept"})
-    doc = await asyncio.to_thread(v2.served, protobuf=chosen)  # about 0.3 s the first time
+    registry = request.app[st.STORE].registry
+    custom = registry.custom_kinds()
+    if not custom:
+        doc = await asyncio.to_thread(v2.served, protobuf=chosen)  # about 0.3 s the first time
+    else:
+        # Built off the event loop from a snapshot of the custom resources, and kept for this registry
+        # revision (a definition that changes meanwhile makes a new revision, and the next request a
+        # new document).
+        kept: dict[bool, v2.Served] = registry.cached("openapi.v2.served", dict)
+        found = kept.get(chosen)
+        if found is None:
+            found = kept[chosen] = await asyncio.to_thread(v2.served, protobuf=chosen, custom=tuple(custom))
+        doc = found
     headers = {"Vary": "Accept, Accept-Encoding", "Etag": f'"{doc.etag}"'}
     if _not_modified(request, etag=doc.etag, last_modified=doc.last_modified):
         return web.Response(status=304, headers=headers)
@@ -105,17 +120,18 @@ async def openapi_v2(request: web.Request) -> web.StreamResponse:
 async def openapi_v3_index(request: web.Request) -> web.StreamResponse:
     from cp import openapi
 
-    return codec.json_response(codec.encoder.encode(openapi.index()))
+    return codec.json_response(codec.encoder.encode(openapi.index(registry=request.app[st.STORE].registry)))
 
 
 async def openapi_v3_document(request: web.Request) -> web.StreamResponse:
     from cp import openapi
 
     path = request.match_info["tail"].strip("/")
-    doc = openapi.document(path)
+    registry = request.app[st.STORE].registry
+    doc = openapi.document(path, registry=registry)
     if doc is None:
         raise errors.NotFound(_NOT_FOUND)
-    etag = openapi.etag(path)
+    etag = openapi.etag(path, registry=registry)
     headers = {"Etag": f'"{etag}"', "Vary": "Accept"}
     if request.query.get("hash"):
         headers["Cache-Control"] = "public, immutable"

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from api import codec, storage_errors
 from api import store as stores
-from cp import errors, options, selectors
+from cp import errors, fieldlabels, options, selectors
 from cp import resources as res
 from storage import log
 
@@ -83,6 +83,15 @@ def decode_continue(token: str) -> tuple[int | None, tuple[str, str]]:
     return (data.rv if data.rv > 0 else None), (ns, name)
 
 
+def custom_field_labels(kind: res.ResourceKind) -> fieldlabels.FieldLabels | None:
+    """A custom resource version's field labels (its `selectableFields`); None for a built-in kind."""
+    custom = kind.custom
+    if custom is None:
+        return None
+    return fieldlabels.custom_field_labels(key=(custom.key(), kind.version), selectable=custom.selectable,
+                                           namespaced=kind.namespaced)
+
+
 class ListQuery(msgspec.Struct, kw_only=True):
     label: selectors.LabelSelector
     field: selectors.FieldSelector
@@ -96,7 +105,8 @@ def list_query(request: web.Request, target: Target) -> ListQuery:
     kind = target.kind
     label = selectors.parse_label_selector(q.get("labelSelector", ""))
     asked = target.served or kind  # another version's labels are read from the stored objects
-    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=asked.group, resource=asked.plural)
+    field = selectors.parse_field_selector(q.get("fieldSelector", ""), group=asked.group, resource=asked.plural,
+                                           labels=custom_field_labels(asked))
     limit = options.int64_param(q.get("limit"))
     if limit is not None and limit <= 0:
         limit = None
@@ -181,5 +191,5 @@ def list_query_for_watch(request: web.Request, target: Target) -> ListQuery:
     return ListQuery(
         label=selectors.parse_label_selector(q.get("labelSelector", "")),
         field=selectors.parse_field_selector(q.get("fieldSelector", ""), group=kind.group,
-                                             resource=kind.plural),
+                                             resource=kind.plural, labels=custom_field_labels(kind)),
         limit=None, revision=None, start_after=None)

@@ -57,6 +57,7 @@ class _Encoder:
         self.include = request.query.get("includeObject", "Metadata")
         self.clock = request.app[st.STORE].clock
         self.headers_sent = False
+        self.printer = tables.printer_for(target.served or target.kind) if self.table else None
 
     @property
     def content_type(self) -> str:
@@ -76,7 +77,7 @@ class _Encoder:
         table = tables.table([obj], group=self.kind.group, kind=self.kind.kind, now=self.clock.now(),
                              include_object=self.include,
                              resource_version=str((obj.get("metadata") or {}).get("resourceVersion", "")),
-                             headers=not self.headers_sent)
+                             headers=not self.headers_sent, printer=self.printer)
         self.headers_sent = True
         return _encode({"type": type_, "object": table}) + b"\n"
 

@@ -10,10 +10,10 @@ matching are `cp.selectors`'. Pure; no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-__all__ = ["FieldGetter", "FieldLabels", "field_labels", "go_quote"]
+__all__ = ["FieldGetter", "FieldLabels", "custom_field_labels", "field_labels", "go_quote"]
 
 FieldGetter = Callable[[Mapping[str, Any]], str]
 
@@ -200,3 +200,52 @@ def field_labels(*, group: str, resource: str) -> FieldLabels:
     """The field labels of a resource (`resource` is the plural)."""
     return _FIELDS.get((group, resource), _DEFAULT)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Custom resources
+
+
+def _selectable(path: str) -> FieldGetter:
+    """A `selectableFields` entry's value, as the custom resource strategy reads it: the JSONPath's one
+    result printed with `fmt.Sprint` (`2`, `true`, `blue`), "" when nothing is there or it is null."""
+    from cp import jsonpath
+
+    try:
+        parsed: Any = jsonpath.parse("{" + path + "}")
+    except jsonpath.JSONPathError:
+        parsed = None
+
+    def get(o: Mapping[str, Any]) -> str:
+        if parsed is None:
+            return ""
+        value, found = parsed.first(o)
+        return jsonpath.go_sprint(value) if found and value is not None else ""
+
+    return get
+
+
+def _custom_not_supported(field: str) -> str:
+    return f"field label not supported: {field}"
+
+
+_CUSTOM: dict[Any, FieldLabels] = {}
+
+
+def custom_field_labels(*, key: Any, selectable: Sequence[str], namespaced: bool) -> FieldLabels:
+    """The field labels of a custom resource version, as apiextensions-apiserver's converter accepts
+    them (`crConverter.ConvertFieldLabel`): `metadata.name`, `metadata.namespace` for a namespaced
+    resource, and the version's `selectableFields` (their JSON paths without the leading dot); any other
+    field is "field label not supported: <field>". `key` names the definition generation (made once per
+    key)."""
+    found = _CUSTOM.get(key)
+    if found is None:
+        getters: dict[str, FieldGetter] = {"metadata.name": _NAME}
+        if namespaced:
+            getters["metadata.namespace"] = _NAMESPACE
+        for path in selectable:
+            getters.setdefault(path.removeprefix("."), _selectable(path))
+        if len(_CUSTOM) > 1024:
+            _CUSTOM.clear()
+        found = _CUSTOM[key] = _labels(getters, _custom_not_supported)
+    return found

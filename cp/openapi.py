@@ -9,6 +9,11 @@ The PATCH request bodies deliberately omit `application/strategic-merge-patch+js
 computes strategic merge patches from its compiled-in types — upstream behaviour for built-in kinds —
 instead of from these schemas (§3, option (b)). The server accepts strategic merge patches all the same.
 
+Custom resources (`cp.crd.openapi`): with a server's registry, the group/versions its
+CustomResourceDefinitions serve are built from their schemas, once per registry revision, so their
+hashes change when a definition does; the built-in documents are built once per process, so a server
+without definitions does no work for them.
+
 Pure: reads the installed schema package through `cp.schemas`; documents are built once and cached.
 """
 
@@ -230,29 +235,30 @@ def _sim_name(kind: res.ResourceKind, list_kind: bool = False) -> str:
     return ".".join([*parts, kind.version, kind.list_kind if list_kind else kind.kind])
 
 
-def spec(path: str) -> dict[str, Any] | None:
-    """The document of one group/version as a dict (shared and cached: not to be modified)."""
-    return _spec(path.strip("/"))
-
-
-@functools.cache
-def _spec(path: str) -> dict[str, Any] | None:
-    pairs = {gv_path(g, v): (g, v) for g, v in res.group_versions()}
-    if path not in pairs:
-        return None
-    group, version = pairs[path]
+def _gv_kinds(group: str, version: str, kinds: list[res.ResourceKind]) -> dict[str, Any]:
+    """The document of one group/version serving `kinds`: built-in kinds from the installed schemas,
+    the sandbox's own kinds with free-form schemas, custom resources from their definitions
+    (`cp.crd.openapi`)."""
     paths: dict[str, Any] = {}
     components: dict[str, Any] = {}
     roots = {_META + n for n in ("Status", "DeleteOptions", "Patch", "ObjectMeta", "ListMeta", "APIResourceList")}
-    for kind in res.kinds_in(group, version):
-        item = schemas.name_for(kind.group, kind.version, kind.kind)
-        lst = schemas.name_for(kind.group, kind.version, kind.list_kind)
-        if item is None or lst is None:
-            item, lst = _sim_name(kind), _sim_name(kind, True)
-            components[item] = _sim_schema(kind)
-            components[lst] = _sim_list_schema(kind, item)
+    for kind in kinds:
+        if kind.custom is not None:
+            from cp.crd import openapi as crd_openapi
+
+            item, lst = crd_openapi.model_name(kind), crd_openapi.model_name(kind, list_kind=True)
+            components[item] = crd_openapi.item_schema(kind)
+            components[lst] = crd_openapi.list_schema(kind)
         else:
-            roots.update((item, lst))
+            item_name = schemas.name_for(kind.group, kind.version, kind.kind)
+            list_name = schemas.name_for(kind.group, kind.version, kind.list_kind)
+            if item_name is None or list_name is None:
+                item, lst = _sim_name(kind), _sim_name(kind, True)
+                components[item] = _sim_schema(kind)
+                components[lst] = _sim_list_schema(kind, item)
+            else:
+                item, lst = item_name, list_name
+                roots.update((item, lst))
         roots.update(ref for ref in (_sub_ref(kind, sub) for sub in kind.subresources) if ref)
         paths.update(_kind_paths(kind, item, lst))
     pending = sorted(roots)
@@ -279,23 +285,84 @@ def _spec(path: str) -> dict[str, Any] | None:
     }
 
 
+def build_spec(group: str, version: str, kinds: list[res.ResourceKind]) -> dict[str, Any]:
+    """The document of one group/version serving `kinds` (not cached)."""
+    return _gv_kinds(group, version, kinds)
+
+
+def _custom_gvs(registry: res.Registry) -> dict[str, tuple[str, str]]:
+    """The group/versions (document paths) that serve custom resources, per registry revision."""
+    found: dict[str, tuple[str, str]] = registry.cached(
+        "openapi.custom_gvs", lambda: {gv_path(k.group, k.version): (k.group, k.version)
+                                       for k in registry.custom_kinds()})
+    return found
+
+
+def spec(path: str, *, registry: res.Registry | None = None) -> dict[str, Any] | None:
+    """The document of one group/version as a dict (shared and cached: not to be modified). With a
+    server's `registry`, its custom resources are in it (built once per registry revision); without,
+    the built-in resources alone."""
+    path = path.strip("/")
+    if registry is not None:
+        gv = _custom_gvs(registry).get(path)
+        if gv is not None:
+            built: dict[str, Any] = registry.cached(
+                ("openapi.v3.spec", path), lambda: _gv_kinds(gv[0], gv[1], registry.kinds_in(*gv)))
+            return built
+    return _spec(path)
+
+
+@functools.cache
+def _spec(path: str) -> dict[str, Any] | None:
+    pairs = {gv_path(g, v): (g, v) for g, v in res.group_versions()}
+    if path not in pairs:
+        return None
+    group, version = pairs[path]
+    return _gv_kinds(group, version, res.kinds_in(group, version))
+
+
 @functools.cache
 def _document(path: str) -> bytes | None:
     doc = _spec(path)
     return None if doc is None else _enc.encode(doc)
 
 
-def document(path: str) -> bytes | None:
-    """The document of one group/version, e.g. "api/v1" or "apis/resource.k8s.io/v1"; None if unknown."""
-    return _document(path.strip("/"))
+def document(path: str, *, registry: res.Registry | None = None) -> bytes | None:
+    """The document of one group/version, e.g. "api/v1" or "apis/resource.k8s.io/v1"; None if unknown.
+    `registry`: as `spec`."""
+    path = path.strip("/")
+    if registry is not None and path in _custom_gvs(registry):
+        def build() -> bytes | None:
+            doc = spec(path, registry=registry)
+            return None if doc is None else _enc.encode(doc)
+
+        found: bytes | None = registry.cached(("openapi.v3.document", path), build)
+        return found
+    return _document(path)
 
 
-@functools.cache
-def etag(path: str) -> str:
-    doc = document(path)
+def _hash(doc: bytes | None) -> str:
     return hashlib.sha256(doc or b"").hexdigest()[:32].upper()
 
 
-def index(*, base: str = "/openapi/v3") -> dict[str, Any]:
-    return {"paths": {p: {"serverRelativeURL": f"{base}/{p}?hash={etag(p)}"}
-                      for p in (gv_path(g, v) for g, v in res.group_versions())}}
+@functools.cache
+def _etag(path: str) -> str:
+    return _hash(_document(path))
+
+
+def etag(path: str, *, registry: res.Registry | None = None) -> str:
+    """The document's hash (its ETag and the index's `hash=`): a custom resource's group/version has a
+    new one whenever its definitions change."""
+    path = path.strip("/")
+    if registry is not None and path in _custom_gvs(registry):
+        found: str = registry.cached(("openapi.v3.etag", path), lambda: _hash(document(path, registry=registry)))
+        return found
+    return _etag(path)
+
+
+def index(*, base: str = "/openapi/v3", registry: res.Registry | None = None) -> dict[str, Any]:
+    """The `/openapi/v3` index: every served group/version (a server's `registry`, or the built-in
+    ones) with its hashed URL."""
+    group_versions = registry.group_versions() if registry is not None else res.group_versions()
+    return {"paths": {p: {"serverRelativeURL": f"{base}/{p}?hash={etag(p, registry=registry)}"}
+                      for p in (gv_path(g, v) for g, v in group_versions)}}

@@ -15,8 +15,12 @@ parameters with `consumes`, responses with `schema`. PATCH operations list the s
 v3 (no strategic merge patch: kubectl then builds strategic patches from its compiled-in types, as
 with v3; `cp/openapi.py`).
 
-Built on first use and cached (JSON, protobuf, their gzip forms); the ETag is upstream's: the
-upper-case hex SHA-512 of the JSON, shared by both forms. Pure.
+Custom resources are merged in as upstream's v2 OpenAPI controller merges each definition's served
+versions into the static document (`cp.crd.openapi`: their own v2 schemas, defaults pruned).
+
+The built-in document is built on first use and cached (JSON, protobuf, their gzip forms); one with
+custom resources is built for a snapshot of them, and kept by the server per registry revision. The
+ETag is upstream's: the upper-case hex SHA-512 of the JSON, shared by both forms. Pure.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import datetime
 import functools
 import gzip
 import hashlib
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -112,23 +117,20 @@ def _tag(group: str, version: str) -> str:
     return f"{group.split('.')[0] if group else 'core'}_{version}".replace("-", "_")
 
 
-@functools.cache
-def swagger() -> dict[str, Any]:
-    """The whole document as a dict (cached: not to be modified)."""
-    paths: dict[str, Any] = {}
-    definitions: dict[str, Any] = {}
-    for group, version in res.group_versions():
-        spec = openapi.spec(openapi.gv_path(group, version))
-        assert spec is not None
-        tag = _tag(group, version)
-        for path, item in spec["paths"].items():
-            converted: dict[str, Any] = {m: _operation(item[m], method=m, tag=tag) for m in _METHODS if m in item}
-            if item.get("parameters"):
-                converted["parameters"] = [_parameter(p) for p in item["parameters"]]
-            paths[path] = converted
-        for name, schema in spec["components"]["schemas"].items():
-            if name not in definitions:
-                definitions[name] = _schema(schema)
+def _add_group_version(paths: dict[str, Any], definitions: dict[str, Any], spec: dict[str, Any], *,
+                       group: str, version: str) -> None:
+    tag = _tag(group, version)
+    for path, item in spec["paths"].items():
+        converted: dict[str, Any] = {m: _operation(item[m], method=m, tag=tag) for m in _METHODS if m in item}
+        if item.get("parameters"):
+            converted["parameters"] = [_parameter(p) for p in item["parameters"]]
+        paths[path] = converted
+    for name, schema in spec["components"]["schemas"].items():
+        if name not in definitions:
+            definitions[name] = _schema(schema)
+
+
+def _document(paths: dict[str, Any], definitions: dict[str, Any]) -> dict[str, Any]:
     return {
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": f"v{schemas.K8S_VERSION}"},
@@ -138,6 +140,40 @@ def swagger() -> dict[str, Any]:
                                                 "name": "authorization", "in": "header"}},
         "security": [{"BearerToken": []}],
     }
+
+
+@functools.cache
+def _builtin() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    definitions: dict[str, Any] = {}
+    for group, version in res.group_versions():
+        spec = openapi.spec(openapi.gv_path(group, version))
+        assert spec is not None
+        _add_group_version(paths, definitions, spec, group=group, version=version)
+    return _document(paths, definitions)
+
+
+def swagger(*, custom: Sequence[res.ResourceKind] = ()) -> dict[str, Any]:
+    """The whole document as a dict: the built-in resources (cached: not to be modified) and, when
+    given, the served versions of custom resources (`Registry.custom_kinds()`), whose definitions are
+    made for v2 as upstream's v2 controller makes them (`cp.crd.openapi.item_schema(v2=True)`)."""
+    base = _builtin()
+    if not custom:
+        return base
+    from cp.crd import openapi as crd_openapi
+
+    paths = dict(base["paths"])
+    definitions = dict(base["definitions"])
+    by_gv: dict[tuple[str, str], list[res.ResourceKind]] = {}
+    for kind in custom:
+        by_gv.setdefault((kind.group, kind.version), []).append(kind)
+    for (group, version), kinds in by_gv.items():
+        spec = openapi.build_spec(group, version, res.kinds_in(group, version) + kinds)
+        _add_group_version(paths, definitions, spec, group=group, version=version)
+        for kind in kinds:
+            definitions[crd_openapi.model_name(kind)] = _schema(crd_openapi.item_schema(kind, v2=True))
+            definitions[crd_openapi.model_name(kind, list_kind=True)] = _schema(crd_openapi.list_schema(kind))
+    return _document(paths, definitions)
 
 
 class Served(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,9 +186,16 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
     last_modified: datetime.datetime
 
 
+def _made(body_json: bytes, doc: dict[str, Any], *, protobuf: bool, etag: str,
+          last_modified: datetime.datetime) -> Served:
+    body = gnostic.encode(doc) if protobuf else body_json
+    return Served(body=body, gzipped=gzip.compress(body, compresslevel=6, mtime=0),
+                  content_type=PROTOBUF if protobuf else JSON, etag=etag, last_modified=last_modified)
+
+
 @functools.cache
 def _json() -> bytes:
-    return _enc.encode(swagger())
+    return _enc.encode(_builtin())
 
 
 @functools.cache
@@ -160,14 +203,28 @@ def _built_at() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC).replace(microsecond=0)
 
 
+def _hash(body: bytes) -> str:
+    return hashlib.sha512(body).hexdigest().upper()
+
+
 @functools.cache
 def etag() -> str:
-    return hashlib.sha512(_json()).hexdigest().upper()
+    """The built-in document's ETag."""
+    return _hash(_json())
 
 
 @functools.cache
-def served(*, protobuf: bool) -> Served:
-    """The JSON or protobuf form (built on the first call, then cached)."""
-    body = gnostic.encode(swagger()) if protobuf else _json()
-    return Served(body=body, gzipped=gzip.compress(body, compresslevel=6, mtime=0),
-                  content_type=PROTOBUF if protobuf else JSON, etag=etag(), last_modified=_built_at())
+def _builtin_served(protobuf: bool) -> Served:
+    return _made(_json(), _builtin(), protobuf=protobuf, etag=etag(), last_modified=_built_at())
+
+
+def served(*, protobuf: bool, custom: Sequence[res.ResourceKind] = ()) -> Served:
+    """The JSON or protobuf form. The built-in document is built on the first call and cached; with
+    custom resources (a snapshot of `Registry.custom_kinds()`) it is built anew, for the caller to keep
+    per registry revision (`api.openapi`), with its own ETag."""
+    if not custom:
+        return _builtin_served(protobuf)
+    doc = swagger(custom=custom)
+    body = _enc.encode(doc)
+    return _made(body, doc, protobuf=protobuf, etag=_hash(body),
+                 last_modified=datetime.datetime.now(datetime.UTC).replace(microsecond=0))

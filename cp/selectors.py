@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from cp.errors import BadRequest
-from cp.fieldlabels import FieldGetter, field_labels, go_quote
+from cp.fieldlabels import FieldGetter, FieldLabels, field_labels, go_quote
 
 __all__ = [
     "FieldSelector",
@@ -648,11 +648,14 @@ class FieldSelector:
         return f"FieldSelector({str(self)!r})"
 
 
-def parse_field_selector(text: str, *, group: str, resource: str) -> FieldSelector:
+def parse_field_selector(text: str, *, group: str, resource: str,
+                         labels: FieldLabels | None = None) -> FieldSelector:
     """Parse the `fieldSelector` query syntax for one resource (`resource` is the plural).
 
     Raises BadRequest for syntax errors and for fields the resource does not support, with
-    upstream's messages. Operators in `requirements` are "=" (for "=" and "==") and "!=".
+    upstream's messages. Operators in `requirements` are "=" (for "=" and "==") and "!=". `labels`: the
+    resource's field labels when they are not the built-in ones (a custom resource's,
+    `cp.fieldlabels.custom_field_labels`).
     """
     if not text:
         return FieldSelector(requirements=[], getters=[])
@@ -666,7 +669,8 @@ def parse_field_selector(text: str, *, group: str, resource: str) -> FieldSelect
             raise BadRequest(f"invalid selector: '{text}'; can't understand '{term}'")
         field, op, raw = split
         parsed.append((field, op, _unescape(raw)))
-    labels = field_labels(group=group, resource=resource)
+    if labels is None:
+        labels = field_labels(group=group, resource=resource)
     supported, aliases = labels.getters, labels.aliases
     reqs: list[tuple[str, str, str]] = []
     getters: list[FieldGetter] = []

@@ -15,8 +15,10 @@ import msgspec
 
 from cp.errors import BadRequest
 from cp.printers import Obj, RowFn, Since, columns, human_duration, render, row, row_fn
+from cp.printers.common import Printer
+from cp.resources import ResourceKind
 
-__all__ = ["RowCache", "Since", "columns", "human_duration", "row", "table"]
+__all__ = ["Printer", "RowCache", "Since", "columns", "human_duration", "printer_for", "row", "table"]
 
 _E: Mapping[str, Any] = {}
 
@@ -51,8 +53,19 @@ def _flow_schema_order(row: dict[str, Any]) -> tuple[Any, Any]:
     return cells[2], cells[0]  # matching precedence, then name
 
 
+def printer_for(kind: ResourceKind) -> Printer | None:
+    """The printer of a custom resource version (`cp.resources.ResourceKind` with `custom`), made from
+    its definition's printer columns (`cp.printers.custom`); None for a built-in kind, whose printer
+    `table` finds by group and kind."""
+    if kind.custom is None:
+        return None
+    from cp.printers import custom as custom_printers
+
+    return custom_printers.printer(custom=kind.custom, api_version=kind.api_version)
+
+
 def _table(rows: list[dict[str, Any]], *, group: str, kind: str, resource_version: str, continue_token: str,
-           headers: bool) -> dict[str, Any]:
+           headers: bool, printer: Printer | None = None) -> dict[str, Any]:
     if kind == "FlowSchema" and group == "flowcontrol.apiserver.k8s.io":
         # Upstream's FlowSchema list printer orders the rows as the schemas are matched.
         rows.sort(key=_flow_schema_order)
@@ -65,22 +78,24 @@ def _table(rows: list[dict[str, Any]], *, group: str, kind: str, resource_versio
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",
         "metadata": meta,
-        "columnDefinitions": columns(group=group, kind=kind) if headers else [],
+        "columnDefinitions": ((columns(group=group, kind=kind) if printer is None else
+                               [dict(c) for c in printer.columns]) if headers else []),
         "rows": rows,
     }
 
 
 def table(objs: list[dict[str, Any]], *, group: str, kind: str, now: float,
           include_object: str = "Metadata", resource_version: str = "", continue_token: str = "",
-          headers: bool = True) -> dict[str, Any]:
+          headers: bool = True, printer: Printer | None = None) -> dict[str, Any]:
     """A `meta.k8s.io/v1` Table for `objs`.
 
     `include_object`: "Object" embeds each object, "None" omits it, "Metadata" or "" embeds a
     PartialObjectMetadata (sharing the object's metadata dict, not a copy). `headers=False`
-    leaves `columnDefinitions` empty (watch events after the first).
+    leaves `columnDefinitions` empty (watch events after the first). `printer`: a custom resource's
+    (`printer_for`) instead of the built-in one of `group` and `kind`.
     """
     mode = _object_mode(include_object)
-    fn = row_fn(group, kind)
+    fn = row_fn(group, kind) if printer is None else printer.row
     pods = kind == "Pod" and group == ""
     rows: list[dict[str, Any]] = []
     append = rows.append
@@ -97,7 +112,7 @@ def table(objs: list[dict[str, Any]], *, group: str, kind: str, now: float,
             r["object"] = o
         append(r)
     return _table(rows, group=group, kind=kind, resource_version=resource_version,
-                  continue_token=continue_token, headers=headers)
+                  continue_token=continue_token, headers=headers, printer=printer)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,12 +152,13 @@ class RowCache:
 
     def table(self, items: Iterable[tuple[Any, int, bytes]], *, group: str, kind: str, now: float,
               include_object: str = "Metadata", resource_version: str = "",
-              continue_token: str = "") -> dict[str, Any]:
+              continue_token: str = "", printer: Printer | None = None) -> dict[str, Any]:
         """A Table of stored objects; `items`: (key, revision, stored JSON bytes) per object. The rows'
         objects are `msgspec.Raw` (the stored bytes, or an encoded PartialObjectMetadata): encode the
-        result with msgspec."""
+        result with msgspec. With a custom resource's `printer`, the keys must name the definition's
+        generation and the version (its rows change with them)."""
         mode = _object_mode(include_object)
-        fn = row_fn(group, kind)
+        fn = row_fn(group, kind) if printer is None else printer.row
         pods = kind == "Pod" and group == ""
         kept = self._kept
         rows: list[dict[str, Any]] = []
@@ -173,7 +189,7 @@ class RowCache:
             for key in list(itertools.islice(kept, len(kept) - self.max_entries)):
                 del kept[key]
         return _table(rows, group=group, kind=kind, resource_version=resource_version,
-                      continue_token=continue_token, headers=True)
+                      continue_token=continue_token, headers=True, printer=printer)
 
     @staticmethod
     def _keep(raw: bytes, revision: int, fn: RowFn, pods: bool) -> _Kept:
