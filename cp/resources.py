@@ -65,6 +65,8 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
 
     @property
     def list_kind(self) -> str:
+        if self.custom is not None and self.custom.list_kind:  # a definition may name its own
+            return str(self.custom.list_kind)
         return self.kind + "List"
 
     @property

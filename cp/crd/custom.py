@@ -32,14 +32,14 @@ class CustomVersion:
     generation makes new objects (and so new compiled schemas)."""
 
     __slots__ = ("_compiled", "_field_info", "_rules", "columns", "conversion", "convert", "crd_name", "crd_uid",
-                 "deprecated", "deprecation_warning", "generation", "object_meta", "openapi", "scale", "selectable",
+                 "deprecated", "deprecation_warning", "generation", "list_kind", "object_meta", "openapi", "scale", "selectable",
                  "status", "storage_version", "terminating", "version")
 
     def __init__(self, *, crd_name: str, crd_uid: str, generation: int, version: str, storage_version: str,
                  openapi: dict[str, Any] | None, status: bool, scale: dict[str, Any] | None,
                  columns: list[dict[str, Any]], selectable: list[str], conversion: dict[str, Any],
                  deprecated: bool = False, deprecation_warning: str = "", terminating: bool = False,
-                 convert: bool = False, object_meta: Any = None) -> None:
+                 convert: bool = False, object_meta: Any = None, list_kind: str = "") -> None:
         self.crd_name = crd_name
         self.crd_uid = crd_uid
         self.generation = generation
@@ -60,6 +60,7 @@ class CustomVersion:
         # How embedded resources' metadata is validated (`cp.crd.schema.ObjectMetaRule`): the caller's,
         # as it is the validation package's (which imports this one for the definitions' rules).
         self.object_meta = object_meta
+        self.list_kind = list_kind  # the accepted listKind
         self._compiled: Any = None
         self._rules: Any = None
         self._field_info: Any = None
@@ -163,7 +164,8 @@ def served_kinds(crd: dict[str, Any], *, object_meta: Any = None) -> tuple[res.R
             conversion=_dict(spec.get("conversion")),
             deprecated=v.get("deprecated") is True,
             deprecation_warning=str(v.get("deprecationWarning") or ""),
-            terminating=bool(meta.get("deletionTimestamp")), convert=convert, object_meta=object_meta)
+            terminating=bool(meta.get("deletionTimestamp")), convert=convert, object_meta=object_meta,
+            list_kind=str(accepted.get("listKind") or names.get("listKind") or kind + "List"))
         out.append(res.ResourceKind(
             group=group, version=version, kind=kind, plural=plural,
             singular=str(accepted.get("singular") or names.get("singular") or kind.lower()),

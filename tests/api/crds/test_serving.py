@@ -215,3 +215,11 @@ async def test_objects_keep_their_version_after_the_storage_version_changes(http
     assert got["apiVersion"] == "example.com/v1"  # stored as v1beta1, served as v1
     async with http.get(f"{CRDS}/widgets.example.com") as resp:
         assert (await _json(resp))["status"]["storedVersions"] == ["v1beta1", "v1"]
+
+
+async def test_a_list_is_of_the_definitions_list_kind(http: aiohttp.ClientSession) -> None:
+    crd = copy.deepcopy(WIDGETS)
+    crd["spec"]["names"]["listKind"] = "WidgetCollection"
+    await establish(http, crd)
+    async with http.get("/apis/example.com/v1/widgets") as resp:
+        assert (await _json(resp))["kind"] == "WidgetCollection"
