@@ -29,6 +29,7 @@ dispatches them (evaluation is pure: `cp.admission.policies`).
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -402,8 +403,19 @@ class MutatingAdmissionPolicyPlugin(_Base):
         return attrs.operation in (admission.CREATE, admission.UPDATE) and super().handles(attrs)
 
     async def admit(self, attrs: admission.Attributes, store: admission.Store) -> None:
+        """Run the matching policies' mutations in order. In the chain's second round (a later plugin,
+        such as a webhook, changed the object: upstream's reinvocation), only the `IfNeeded` policies run
+        again, and only if the object changed since this plugin's output."""
         if attrs.obj is None:
             return
+        reinvocation = attrs.reinvocation
+        if reinvocation.reinvoking and reinvocation.values.get(self.name) == attrs.obj:
+            return  # nothing changed the object since this plugin's first round
+        await self._admit(attrs, only_if_needed=reinvocation.reinvoking)
+        reinvocation.values[self.name] = copy.deepcopy(attrs.obj)
+
+    async def _admit(self, attrs: admission.Attributes, *, only_if_needed: bool) -> None:
+        assert attrs.obj is not None
         write = _Write(attrs)
         refusals: list[tuple[str, str, str]] = []
 
@@ -417,6 +429,8 @@ class MutatingAdmissionPolicyPlugin(_Base):
         step = 0
         for hook, binding, matched, params in await self.invocations.matching(write, config_error):
             policy: pol.MutatingPolicy = hook.policy
+            if only_if_needed and policy.reinvocation_policy != "IfNeeded":
+                continue
             invocation = await self._invoke(write, hook, matched, params, attrs.obj)
             try:
                 if not invocation.conditions_match():

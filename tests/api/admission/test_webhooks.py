@@ -371,3 +371,32 @@ async def test_evictions_and_bindings_are_reviewed(http: aiohttp.ClientSession, 
     assert (request["resource"]["resource"], request["subResource"]) == ("pods", "eviction")
     async with http.get(f"{pods}/p") as r:
         assert r.status == 200 and "nodeName" not in (await r.json())["spec"]
+
+
+async def test_an_if_needed_mutating_policy_runs_again_after_a_webhook_changed_the_object(
+        http: aiohttp.ClientSession, hooks: WebhookServer) -> None:
+    """upstream's reinvocation across plugins: the policy runs before the webhooks; a webhook's change
+    makes the policy's `IfNeeded` mutations run once more, on the changed object."""
+    hooks.route("/mutate", add_label)
+    adm = "/apis/admissionregistration.k8s.io/v1"
+    rules = {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                "resources": ["configmaps"]}]}
+    counted = ("Object{metadata: Object.metadata{annotations: {'labels-seen': "
+               "string(size(object.metadata.?labels.orValue({})))}}}")
+    for policy_name, reinvocation in (("counted", "IfNeeded"), ("once", "Never")):
+        key = "labels-seen" if policy_name == "counted" else "labels-seen-once"
+        expression = counted.replace("'labels-seen'", f"'{key}'")
+        async with http.post(f"{adm}/mutatingadmissionpolicies", json={"metadata": {"name": policy_name}, "spec": {
+                "matchConstraints": rules, "reinvocationPolicy": reinvocation,
+                "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {"expression": expression}}]}}) as r:
+            assert r.status == 201, await r.text()
+        async with http.post(f"{adm}/mutatingadmissionpolicybindings",
+                             json={"metadata": {"name": policy_name}, "spec": {"policyName": policy_name}}) as r:
+            assert r.status == 201, await r.text()
+    await configure(http, MWC, "labels", webhook("label.example.com", {"url": hooks.url("/mutate"),
+                                                                       "caBundle": hooks.ca_bundle}))
+    code, body, _ = await create_cm(http, "c")
+    assert code == 201, body
+    assert body["metadata"]["labels"] == {"mutated": "yes"}
+    # the IfNeeded policy saw the webhook's label on its second run; the Never one only ran first
+    assert body["metadata"]["annotations"] == {"labels-seen": "1", "labels-seen-once": "0"}
