@@ -41,7 +41,7 @@ from api.admission import listers
 from api.webhooks import client as clients
 from cp import conversions, errors, rbac, validation
 from cp import resources as res
-from cp.admission import matching
+from cp.admission import authz, matching
 from cp.admission import webhooks as hooks
 from storage import log
 
@@ -123,12 +123,12 @@ class _WebhookPlugin(admission.BasePlugin):
     mutating = False
 
     def __init__(self, *, event_log: log.EventLog, client: clients.WebhookClient,
-                 authorize: hooks.Authorize | None = None) -> None:
+                 authorize: authz.Authorize | None = None) -> None:
         """`authorize`: the server's authorizer, for match conditions' `authorizer` (None: every check
         is allowed, as a server without authorization)."""
         self.event_log = event_log
         self.client = client
-        self._authorizer_functions = hooks.authorizer_functions(authorize)
+        self.authorize = authorize
         self.source = _Source(resource=self.resource, mutating=self.mutating)
         self.namespaces = listers.Lister(group="", resource="namespaces")
         self._equivalents: dict[res.ResourceKind, list[tuple[res.ResourceKind, matching.Request]]] = {}
@@ -183,11 +183,15 @@ class _WebhookPlugin(admission.BasePlugin):
             obj = conversions.to_served(kind, copy.deepcopy(obj)) if obj is not None else None
             old = conversions.to_served(kind, copy.deepcopy(old)) if old is not None else None
         if hook.spec.get("matchConditions"):
+            matched = invocation.request
             activation = {"object": obj, "oldObject": old,
-                          "request": self._admission_request(attrs, invocation.request, request),
-                          "authorizer": hooks.authorizer_root(_user(attrs))}
+                          "request": self._admission_request(attrs, matched, request),
+                          "authorizer": authz.authorizer_value(
+                              group=matched.group, version=matched.version, resource=matched.resource,
+                              subresource=matched.subresource, namespace=attrs.namespace, name=attrs.name)}
+            functions = authz.functions(user=_user(attrs), authorize=self.authorize)
             if not hook.conditions_match(activation, group=attrs.kind.group, resource=attrs.kind.plural,
-                                         name=attrs.name, functions=self._authorizer_functions):
+                                         name=attrs.name, functions=functions):
                 return None
         return _Call(hook=hook, request=invocation.request, kind=kind, obj=obj, old=old)
 

@@ -89,7 +89,7 @@ def functions(*, user: rbac.UserInfo | None, authorize: Authorize | None) -> dic
             attrs = rbac.Attributes(user=who(s), verb=v, resource_request=False, path=str(s["path"]))
         else:
             attrs = rbac.Attributes(user=who(s), verb=v, namespace=str(s.get("namespace") or ""),
-                                    api_group=str(s.get("group") or ""), api_version=str(s.get("version") or ""),
+                                    api_group=str(s.get("group") or ""), api_version=str(s.get("version") or "*"),
                                     resource=str(s.get("resource") or ""),
                                     subresource=str(s.get("subresource") or ""), name=str(s.get("name") or ""))
         ok = True if authorize is None else bool(authorize(attrs))

@@ -17,7 +17,7 @@ Behaviour follows k8s.io/apiserver `pkg/admission/plugin/webhook`:
   authorization library (`authorizer.group(g).resource(r)[.subresource(s)][.namespace(n)][.name(x)]
   .check(verb)`, `authorizer.path(p).check(verb)`, `authorizer.serviceAccount(ns, name)`, and the
   decision's `allowed()`, `reason()`, `errored()`, `error()`), asking the server's authorizer about the
-  request's user (`authorizer_functions`);
+  request's user (`cp.admission.authz`, as the policies');
 - `review_request` (request.CreateV1AdmissionReview): the request sent, in the first of the webhook's
   `admissionReviewVersions` that is v1 or v1beta1;
 - `verify_response` (request.VerifyAdmissionResponse): a v1 answer must be an `admission.k8s.io/v1`
@@ -48,9 +48,6 @@ _EXEMPT_KINDS = frozenset({"ValidatingWebhookConfiguration", "MutatingWebhookCon
 # The variables of the webhook match-condition environment, and the authorizer library's functions
 # (declared so that expressions using them compile, as upstream accepts them).
 _CONDITION_VARIABLES = frozenset({"object", "oldObject", "request", "authorizer"})
-_AUTHORIZER_FUNCTIONS = frozenset({"path", "group", "serviceAccount", "resource", "subresource", "namespace",
-                                   "name", "check", "allowed", "reason", "errored", "error", "fieldSelector",
-                                   "labelSelector"})
 
 
 def exempt(*, group: str, kind: str) -> bool:
@@ -175,15 +172,17 @@ class Hook:
                          functions: Mapping[str, Callable[..., Any]] | None = None) -> bool:
         """matchConditions: True to call the webhook. One condition false: False. Errors and no false
         one: a 403 with the errors (failurePolicy Fail), or False (Ignore). `functions`: the
-        authorizer library's (`authorizer_functions`), with `activation["authorizer"]` its root."""
+        authorizer library's (`cp.admission.authz.functions`), with `activation["authorizer"]` its root."""
         compiled = self._conditions()
         if not compiled:
             return True
         failures: list[str] = []
+        from cp.dra.celenv import CelError
+
         for expression, program in compiled:
             try:
                 result = _evaluate(program, activation, functions or {})
-            except _EvaluationError as exc:
+            except CelError as exc:
                 failures.append(f"expression '{expression}' resulted in error: {exc}")
                 continue
             if result is False:
@@ -203,121 +202,20 @@ class Hook:
 
     def _conditions(self) -> list[tuple[str, Any]]:
         if self._compiled is None:
-            from cp.dra import celenv  # the CEL engine, loaded on the first condition
+            from cp.admission import cel  # the CEL engine, loaded on the first condition
 
-            out: list[tuple[str, Any]] = []
-            for cond in self.spec.get("matchConditions") or []:
-                if isinstance(cond, Mapping):
-                    expression = str(cond.get("expression") or "")
-                    out.append((expression, celenv.compile_expression(
-                        expression, variables=_CONDITION_VARIABLES, functions=_AUTHORIZER_FUNCTIONS)))
-            self._compiled = out
+            self._compiled = [(str(cond.get("expression") or ""),
+                               cel.compile_admission(str(cond.get("expression") or ""), variables=_CONDITION_VARIABLES))
+                              for cond in self.spec.get("matchConditions") or [] if isinstance(cond, Mapping)]
         return self._compiled
 
 
-class _EvaluationError(Exception):
-    pass
-
-
 def _evaluate(program: Any, activation: Mapping[str, Any], functions: Mapping[str, Callable[..., Any]]) -> Any:
-    """One compiled expression's value; compile and runtime errors as cel-go words the common ones."""
-    from cp.dra import celenv
+    """One compiled condition's value (`cp.admission.cel`: cel-go's syntax and wording, the authorizer
+    library when `functions` has it); raises `celenv.CelError`."""
+    from cp.admission import cel
 
-    if program.error is not None:
-        raise _EvaluationError(f"compilation error: {program.error}")
-    import cel
-
-    library = celenv._LIBRARY  # the Kubernetes library functions the expression uses
-    context = cel.Context(variables=dict(activation),
-                          functions={**functions, **{n: library[n] for n in program.functions}})
-    try:
-        return program.program.execute(context)
-    except KeyError as exc:
-        raise _EvaluationError(f"no such key: {exc.args[0] if exc.args else ''}") from None
-    except TypeError as exc:
-        raise _EvaluationError("no such overload" if str(exc).startswith("No such overload") else str(exc)) \
-            from None
-    except Exception as exc:
-        raise _EvaluationError(str(exc)) from None
-
-
-# ---------------------------------------------------------------- the authorizer library
-# The engine holds no foreign objects: the authorizer, its checks and decisions travel through CEL as
-# maps marked by one key, and each library method is a function of its receiver.
-_AUTHZ = "__k8s_authorizer__"
-_DECISION = "__k8s_decision__"
-Authorize = Callable[[rbac.Attributes], bool]
-
-
-class AuthorizerError(Exception):
-    pass
-
-
-def authorizer_root(user: rbac.UserInfo) -> dict[str, Any]:
-    """The `authorizer` variable for a request by `user`."""
-    return {_AUTHZ: "authorizer", "user": user_info(user)}
-
-
-def authorizer_functions(authorize: Authorize | None) -> dict[str, Callable[..., Any]]:
-    """The functions of the authorizer library (k8s.io/apiserver `cel/library/authz.go`), asking
-    `authorize` (None: every check is allowed, as an AlwaysAllow authorizer)."""
-
-    def step(kind: str, field: str, *, after: tuple[str, ...]) -> Callable[..., Any]:
-        def method(receiver: Any, value: Any) -> dict[str, Any]:
-            if not isinstance(receiver, dict) or receiver.get(_AUTHZ) not in after or not isinstance(value, str):
-                raise AuthorizerError(f"no such overload: {field}")
-            return {**receiver, _AUTHZ: kind, field: value}
-        return method
-
-    def service_account(receiver: Any, namespace: Any, name: Any) -> dict[str, Any]:
-        if not isinstance(receiver, dict) or receiver.get(_AUTHZ) != "authorizer":
-            raise AuthorizerError("no such overload: serviceAccount")
-        groups = list(rbac.service_account_groups(str(namespace)))
-        return {_AUTHZ: "authorizer", "user": {"username": rbac.service_account_user(str(namespace), str(name)),
-                                              "groups": groups}}
-
-    def check(receiver: Any, verb: Any) -> dict[str, Any]:
-        if not isinstance(receiver, dict) or receiver.get(_AUTHZ) not in ("resource", "path")                 or not isinstance(verb, str):
-            raise AuthorizerError("no such overload: check")
-        who = receiver.get("user") or {}
-        user = rbac.UserInfo(name=str(who.get("username") or ""), uid=str(who.get("uid") or ""),
-                             groups=tuple(who.get("groups") or ()),
-                             extra={k: tuple(v) for k, v in (who.get("extra") or {}).items()})
-        if receiver[_AUTHZ] == "path":
-            attrs = rbac.Attributes(user=user, verb=verb, resource_request=False, path=str(receiver.get("path")))
-        else:
-            attrs = rbac.Attributes(user=user, verb=verb, api_group=str(receiver.get("group", "")), api_version="*",
-                                    resource=str(receiver.get("resource", "")),
-                                    subresource=str(receiver.get("subresource", "")),
-                                    namespace=str(receiver.get("namespace", "")), name=str(receiver.get("name", "")))
-        allowed = True if authorize is None else bool(authorize(attrs))
-        return {_DECISION: True, "allowed": allowed, "reason": ""}
-
-    def decision(field: str) -> Callable[[Any], Any]:
-        def method(receiver: Any) -> Any:
-            if not isinstance(receiver, dict) or _DECISION not in receiver:
-                raise AuthorizerError(f"no such overload: {field}")
-            return {"allowed": receiver["allowed"], "reason": receiver["reason"], "errored": False,
-                    "error": ""}[field]
-        return method
-
-    resource_steps = ("resource",)
-    return {
-        "group": step("group", "group", after=("authorizer",)),
-        "path": step("path", "path", after=("authorizer",)),
-        "resource": step("resource", "resource", after=("group",)),
-        "subresource": step("resource", "subresource", after=resource_steps),
-        "namespace": step("resource", "namespace", after=resource_steps),
-        "name": step("resource", "name", after=resource_steps),
-        "fieldSelector": step("resource", "fieldSelector", after=resource_steps),
-        "labelSelector": step("resource", "labelSelector", after=resource_steps),
-        "serviceAccount": service_account,
-        "check": check,
-        "allowed": decision("allowed"),
-        "reason": decision("reason"),
-        "errored": decision("errored"),
-        "error": decision("error"),
-    }
+    return cel.evaluate(program, activation, functions=functions)
 
 
 def hooks_of(configurations: Sequence[Mapping[str, Any]], *, mutating: bool) -> list[Hook]:

@@ -31,7 +31,7 @@ def test_resource_checks() -> None:
     asked: list[rbac.Attributes] = []
     assert evaluate("authorizer.group('apps').resource('deployments').subresource('scale').namespace('ns')"
                     ".name('web').check('update').allowed()", asked) is True
-    assert asked == [rbac.Attributes(user=ALICE, verb="update", namespace="ns", api_group="apps",
+    assert asked == [rbac.Attributes(user=ALICE, verb="update", namespace="ns", api_group="apps", api_version="*",
                                      resource="deployments", subresource="scale", name="web")]
     asked.clear()
     assert evaluate("authorizer.group('').resource('pods').check('delete').allowed()", asked, allow=False) is False

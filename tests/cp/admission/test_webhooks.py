@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cp import errors, rbac
-from cp.admission import matching
+from cp.admission import authz, matching
 from cp.admission import webhooks as hooks
 
 REQUEST = matching.Request(group="apps", version="v1", resource="deployments", kind_group="apps", kind_version="v1",
@@ -168,12 +168,13 @@ def test_authorizer_in_match_conditions() -> None:
     conditions = [{"name": "breakglass", "expression":
                    "!authorizer.group('admissionregistration.k8s.io').resource('validatingwebhookconfigurations')"
                    ".name('my-webhook.example.com').check('breakglass').allowed()"}]
-    functions = hooks.authorizer_functions(authorize)
     h = hook(matchConditions=conditions)
+    root = authz.authorizer_value(group="apps", version="v1", resource="deployments", subresource="",
+                                  namespace="default", name="web")
 
     def matches(user: str) -> bool:
-        activation = {"object": None, "oldObject": None, "request": {},
-                      "authorizer": hooks.authorizer_root(rbac.UserInfo(name=user))}
+        activation = {"object": None, "oldObject": None, "request": {}, "authorizer": root}
+        functions = authz.functions(user=rbac.UserInfo(name=user), authorize=authorize)
         return h.conditions_match(activation, group="apps", resource="deployments", name="web", functions=functions)
 
     assert matches("alice") and not matches("admin")
@@ -183,7 +184,7 @@ def test_authorizer_in_match_conditions() -> None:
     path = hook(matchConditions=[{"name": "p", "expression": "authorizer.path('/healthz').check('get').allowed() && "
                                   "authorizer.serviceAccount('ns', 'sa').group('').resource('pods')"
                                   ".namespace('ns').check('list').reason() == ''"}])
-    activation = {"object": None, "oldObject": None, "request": {},
-                  "authorizer": hooks.authorizer_root(rbac.UserInfo(name="bob"))}
+    activation = {"object": None, "oldObject": None, "request": {}, "authorizer": root}
+    functions = authz.functions(user=rbac.UserInfo(name="bob"), authorize=authorize)
     assert path.conditions_match(activation, group="", resource="pods", name="p", functions=functions)
     assert asked[-1].user.name == "system:serviceaccount:ns:sa" and asked[-1].namespace == "ns"
