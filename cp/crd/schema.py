@@ -308,20 +308,43 @@ def _skip_prune(x: Any, s: Node, unknown: list[str] | None, parent: str, *, root
                         nulls=nulls)
 
 
+_OWNER_REFERENCE_FIELDS = frozenset(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"))
+_MANAGED_FIELDS_FIELDS = frozenset(("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1",
+                                    "subresource"))
+
+
+def prune_object_meta(meta: Any, prefix: str, unknown: list[str] | None) -> None:
+    """What decoding into metav1.ObjectMeta drops (and its strict decoding names): fields ObjectMeta,
+    its ownerReferences and its managedFields entries do not have."""
+    if type(meta) is not dict:
+        return
+    if not meta.keys() <= OBJECT_META_FIELDS:
+        for k in [k for k in meta if k not in OBJECT_META_FIELDS]:
+            if unknown is not None:
+                unknown.append(f"{prefix}.{k}")
+            del meta[k]
+    if "ownerReferences" not in meta and "managedFields" not in meta:
+        return
+    for key, known in (("ownerReferences", _OWNER_REFERENCE_FIELDS), ("managedFields", _MANAGED_FIELDS_FIELDS)):
+        entries = meta.get(key)
+        if type(entries) is list:
+            for i, entry in enumerate(entries):
+                if type(entry) is dict:
+                    for k in [k for k in entry if k not in known]:
+                        if unknown is not None:
+                            unknown.append(f"{prefix}.{key}[{i}].{k}")
+                        del entry[k]
+
+
 def _coerce_embedded_meta(x: Any, s: Node | None, unknown: list[str] | None, parent: str,
                           *, root: bool = False) -> None:
-    """`objectmeta.Coerce` for embedded resources (not the root's metadata, which the store owns): the
-    metadata of each embedded object keeps ObjectMeta's fields only."""
+    """`objectmeta.Coerce` for embedded resources: the metadata of each embedded object keeps
+    ObjectMeta's fields only."""
     if s is None:
         return
     if isinstance(x, dict):
         if s.embedded and not root:
-            meta = x.get("metadata")
-            if isinstance(meta, dict):
-                for k in [k for k in meta if k not in OBJECT_META_FIELDS]:
-                    if unknown is not None:
-                        unknown.append(_join(_join(parent, "metadata"), k))
-                    del meta[k]
+            prune_object_meta(x.get("metadata"), _join(parent, "metadata"), unknown)
         for k, v in x.items():
             if isinstance(v, (dict, list)):
                 prop = s.properties.get(k)
@@ -1075,20 +1098,21 @@ class Schema:
     def prune(self, obj: dict[str, Any]) -> list[str]:
         """Drops from `obj` (in place) every field the schema does not declare, keeping what
         `x-kubernetes-preserve-unknown-fields` preserves and the `apiVersion`, `kind` and `metadata` of
-        the root and of embedded resources (whose metadata keeps ObjectMeta's fields only); then drops
-        null fields that are neither nullable nor defaulted. Returns the dropped fields' paths, sorted, as
-        upstream names them (`spec.foo`, `spec.items[0].bar`)."""
+        the root and of embedded resources (their metadata, the root's too, keeps ObjectMeta's fields
+        only); then drops null fields that are neither nullable nor defaulted. Returns the dropped
+        fields' paths as upstream's decoder lists them for `fieldValidation`: the root's metadata ones
+        (`metadata.foo`), then the schema's, sorted (`spec.foo`, `spec.items[0].bar`), then embedded
+        resources' metadata ones, sorted."""
+        root_meta: list[str] = []
+        prune_object_meta(obj.get("metadata"), "metadata", root_meta)
         unknown: list[str] = []
         _prune(obj, self.root, unknown, "", root=True, nulls=True)
+        unknown.sort()
         if self.root.embedded_below:
             meta_unknown: list[str] = []
             _coerce_embedded_meta(obj, self.root, meta_unknown, "", root=True)
-            if meta_unknown:
-                unknown.sort()
-                return unknown + sorted(meta_unknown)
-        if len(unknown) > 1:
-            unknown.sort()
-        return unknown
+            unknown.extend(sorted(meta_unknown))
+        return root_meta + unknown if root_meta else unknown
 
     def apply_defaults(self, obj: dict[str, Any]) -> None:
         """Fills in the schema's defaults (upstream `defaulting.Default`): an absent field, or a null one
