@@ -1148,6 +1148,21 @@ class Schema:
                 validate_list_types(new, self.root, None, errs)
         return errs
 
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+        """A write of the status subresource (upstream's status strategy): the new `status`, when there
+        is one, against the status schema (ratcheted against the old status), then list-type
+        uniqueness over the whole object unless the old object already broke it."""
+        errs = self.validate_status(new["status"], old.get("status", _NO_OLD)) if "status" in new else []
+        if self.root.lists_below:
+            new_errs: list[Cause] = []
+            validate_list_types(new, self.root, None, new_errs)
+            if new_errs:
+                old_errs: list[Cause] = []
+                validate_list_types(old, self.root, None, old_errs)
+                if not old_errs:
+                    errs.extend(new_errs)
+        return errs
+
     def validate_status(self, status: Any, old_status: Any = _NO_OLD) -> list[Cause]:
         """The status subresource's check (`ValidateStatusUpdate`): `status` against the schema's
         `properties.status`, paths under `status`, ratcheted against the old status when given."""

@@ -358,3 +358,16 @@ def test_prune_keeps_object_meta_fields_only() -> None:
     assert obj["metadata"] == {"name": "w", "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p",
                                                                  "uid": "u"}]}
     assert obj["spec"] == {"template": {"metadata": {"name": "p"}}}
+
+
+def test_a_status_write_checks_the_status_and_list_uniqueness() -> None:
+    schema = compile_schema({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"tags": {"type": "array", "x-kubernetes-list-type": "set",
+                                                           "items": {"type": "string"}}}},
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}})
+    old = {"spec": {"tags": ["a"]}, "status": {"ready": True}}
+    assert [c.text() for c in schema.validate_status_update(
+        {"spec": {"tags": ["a", "a"]}, "status": {"ready": "no"}}, old)] == [
+        'status.ready: Invalid value: "string": ready in body must be of type boolean: "string"',
+        'spec.tags[1]: Duplicate value: "a"']
+    assert schema.validate_status_update({"spec": {"tags": ["a", "a"]}}, {"spec": {"tags": ["a", "a"]}}) == []
