@@ -944,7 +944,15 @@ def _api_version_error(api_version: str) -> str:
     return ""
 
 
-def validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: ObjectMetaRule | None,
+def embedded_errors(value: Any, s: Node, *, path: str | None, meta_rule: ObjectMetaRule | None,
+                    root: bool) -> list[Cause]:
+    """`objectmeta.Validate(path, value, s, root)`: the causes about embedded resources in `value`."""
+    errs: list[Cause] = []
+    _validate_embedded(value, s, path, meta_rule, errs, root=root)
+    return errs
+
+
+def _validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: ObjectMetaRule | None,
                       errs: list[Cause], *, root: bool = False) -> None:
     """`objectmeta.Validate`: every embedded resource (not the root unless `root`) needs `apiVersion` and
     `kind`, both non-empty strings (kind a mixed-case DNS-1035 label, apiVersion a group/version), and
@@ -958,13 +966,13 @@ def validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: Objec
             if isinstance(v, (dict, list)):
                 prop = s.properties.get(k)
                 if prop is not None:
-                    validate_embedded(v, prop, _child(path, k), meta_rule, errs)
+                    _validate_embedded(v, prop, _child(path, k), meta_rule, errs)
                 elif s.additional_set:
-                    validate_embedded(v, s.additional, f"{path if path is not None else ''}[{k}]", meta_rule, errs)
+                    _validate_embedded(v, s.additional, f"{path if path is not None else ''}[{k}]", meta_rule, errs)
     elif isinstance(x, list) and s.items is not None:
         for i, v in enumerate(x):
             if isinstance(v, (dict, list)):
-                validate_embedded(v, s.items, f"{path if path is not None else ''}[{i}]", meta_rule, errs)
+                _validate_embedded(v, s.items, f"{path if path is not None else ''}[{i}]", meta_rule, errs)
 
 
 def _validate_embedded_resource(x: dict[str, Any], path: str | None, meta_rule: ObjectMetaRule | None,
@@ -1004,7 +1012,7 @@ def _validate_embedded_resource(x: dict[str, Any], path: str | None, meta_rule: 
 # ---------------------------------------------------------------- list types (schema/listtype)
 
 
-def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cause]) -> None:
+def _validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cause]) -> None:
     """`ValidateListSetsAndMaps`: items of `x-kubernetes-list-type: set` lists are unique, and so are the
     keys of `map` lists (whose items must be objects); the second of equal items is the Duplicate."""
     if s is None:
@@ -1013,12 +1021,12 @@ def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cau
         if s.additional is not None:
             for k, v in x.items():
                 if isinstance(v, (dict, list)):
-                    validate_list_types(v, s.additional, f"{path if path is not None else ''}[{k}]", errs)
+                    _validate_list_types(v, s.additional, f"{path if path is not None else ''}[{k}]", errs)
         if s.properties:
             for k, v in x.items():
                 sub = s.properties.get(k)
                 if sub is not None and isinstance(v, (dict, list)):
-                    validate_list_types(v, sub, _child(path, k), errs)
+                    _validate_list_types(v, sub, _child(path, k), errs)
     elif isinstance(x, list):
         base = path if path is not None else ""
         if s.list_type == "set":
@@ -1029,7 +1037,7 @@ def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cau
         if s.items is not None:
             for i, v in enumerate(x):
                 if isinstance(v, (dict, list)):
-                    validate_list_types(v, s.items, f"{base}[{i}]", errs)
+                    _validate_list_types(v, s.items, f"{base}[{i}]", errs)
 
 
 _UNSPECIFIED = object()
@@ -1128,9 +1136,9 @@ class Schema:
         the scale subresource's paths are the caller's.)"""
         errs = _to_causes(_run(self.root, obj), None)
         if self.root.embedded_below:
-            validate_embedded(obj, self.root, None, self._meta_rule, errs)
+            _validate_embedded(obj, self.root, None, self._meta_rule, errs)
         if self.root.lists_below:
-            validate_list_types(obj, self.root, None, errs)
+            _validate_list_types(obj, self.root, None, errs)
         return errs
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
@@ -1140,12 +1148,12 @@ class Schema:
         list-type uniqueness is only checked when the old object passed it."""
         errs = _to_causes(_run(self.root, new, old), None)
         if self.root.embedded_below:
-            validate_embedded(new, self.root, None, self._meta_rule, errs)
+            _validate_embedded(new, self.root, None, self._meta_rule, errs)
         if self.root.lists_below:
             old_errs: list[Cause] = []
-            validate_list_types(old, self.root, None, old_errs)
+            _validate_list_types(old, self.root, None, old_errs)
             if not old_errs:
-                validate_list_types(new, self.root, None, errs)
+                _validate_list_types(new, self.root, None, errs)
         return errs
 
     def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
@@ -1155,10 +1163,10 @@ class Schema:
         errs = self.validate_status(new["status"], old.get("status", _NO_OLD)) if "status" in new else []
         if self.root.lists_below:
             new_errs: list[Cause] = []
-            validate_list_types(new, self.root, None, new_errs)
+            _validate_list_types(new, self.root, None, new_errs)
             if new_errs:
                 old_errs: list[Cause] = []
-                validate_list_types(old, self.root, None, old_errs)
+                _validate_list_types(old, self.root, None, old_errs)
                 if not old_errs:
                     errs.extend(new_errs)
         return errs

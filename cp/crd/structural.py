@@ -18,7 +18,7 @@ from copy import deepcopy
 from typing import Any
 
 from cp.crd import regexps
-from cp.crd.schema import Node, ObjectMetaRule, prune_value, validate_embedded, validate_value
+from cp.crd.schema import Node, ObjectMetaRule, embedded_errors, prune_value, validate_value
 from cp.crd.values import Shown, bad_value, go_json
 from cp.errors import Cause
 
@@ -347,8 +347,7 @@ def _defaults(raw: dict[str, Any], path: str, errs: list[Cause], *, meta_rule: O
         where = f"{path}.default"
         if inside_meta and resource is not None:
             surrounding = _surrounding(default, chain)
-            meta_errs: list[Cause] = []
-            validate_embedded(surrounding, resource, None, meta_rule, meta_errs, root=True)
+            meta_errs = embedded_errors(surrounding, resource, path=None, meta_rule=meta_rule, root=True)
             if meta_errs:
                 errs.append(Cause("Invalid", where, f"must result in valid metadata: {_aggregate(meta_errs)}",
                                   bad_value(default)))
@@ -359,8 +358,7 @@ def _defaults(raw: dict[str, Any], path: str, errs: list[Cause], *, meta_rule: O
             prune_value(pruned, node, is_resource_root=embedded)
             if pruned != default:
                 errs.append(Cause("Invalid", where, "must not have unknown fields", bad_value(default)))
-            found: list[Cause] = []
-            validate_embedded(default, node, where, meta_rule, found, root=embedded)
+            found = embedded_errors(default, node, path=where, meta_rule=meta_rule, root=embedded)
             errs.extend(found or validate_value(node, default, base=where))
     if isinstance(raw.get("items"), dict):
         _defaults(raw["items"], f"{path}.items", errs, meta_rule=meta_rule, inside_meta=inside_meta,
