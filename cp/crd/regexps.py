@@ -109,7 +109,7 @@ def translate(pattern: str) -> str:
                 i += 1
                 last_repeat = False
                 continue
-            lo, comma, hi = m.group(1), m.group(2), m.group(3)
+            lo, hi = m.group(1), m.group(3)
             if int(lo) > _MAX_REPEAT or (hi and int(hi) > _MAX_REPEAT) or (hi and int(hi) < int(lo)):
                 raise _go_error("invalid repeat count", m.group(0))
             if last_repeat:
@@ -119,7 +119,6 @@ def translate(pattern: str) -> str:
             if i < n and pattern[i] == "?":
                 out.append("?")
                 i += 1
-            del comma
             last_repeat = True
         elif c == "$" and not multiline:
             out.append("\\Z")

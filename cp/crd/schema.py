@@ -308,20 +308,43 @@ def _skip_prune(x: Any, s: Node, unknown: list[str] | None, parent: str, *, root
                         nulls=nulls)
 
 
+_OWNER_REFERENCE_FIELDS = frozenset(("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion"))
+_MANAGED_FIELDS_FIELDS = frozenset(("manager", "operation", "apiVersion", "time", "fieldsType", "fieldsV1",
+                                    "subresource"))
+
+
+def prune_object_meta(meta: Any, prefix: str, unknown: list[str] | None) -> None:
+    """What decoding into metav1.ObjectMeta drops (and its strict decoding names): fields ObjectMeta,
+    its ownerReferences and its managedFields entries do not have."""
+    if type(meta) is not dict:
+        return
+    if not meta.keys() <= OBJECT_META_FIELDS:
+        for k in [k for k in meta if k not in OBJECT_META_FIELDS]:
+            if unknown is not None:
+                unknown.append(f"{prefix}.{k}")
+            del meta[k]
+    if "ownerReferences" not in meta and "managedFields" not in meta:
+        return
+    for key, known in (("ownerReferences", _OWNER_REFERENCE_FIELDS), ("managedFields", _MANAGED_FIELDS_FIELDS)):
+        entries = meta.get(key)
+        if type(entries) is list:
+            for i, entry in enumerate(entries):
+                if type(entry) is dict:
+                    for k in [k for k in entry if k not in known]:
+                        if unknown is not None:
+                            unknown.append(f"{prefix}.{key}[{i}].{k}")
+                        del entry[k]
+
+
 def _coerce_embedded_meta(x: Any, s: Node | None, unknown: list[str] | None, parent: str,
                           *, root: bool = False) -> None:
-    """`objectmeta.Coerce` for embedded resources (not the root's metadata, which the store owns): the
-    metadata of each embedded object keeps ObjectMeta's fields only."""
+    """`objectmeta.Coerce` for embedded resources: the metadata of each embedded object keeps
+    ObjectMeta's fields only."""
     if s is None:
         return
     if isinstance(x, dict):
         if s.embedded and not root:
-            meta = x.get("metadata")
-            if isinstance(meta, dict):
-                for k in [k for k in meta if k not in OBJECT_META_FIELDS]:
-                    if unknown is not None:
-                        unknown.append(_join(_join(parent, "metadata"), k))
-                    del meta[k]
+            prune_object_meta(x.get("metadata"), _join(parent, "metadata"), unknown)
         for k, v in x.items():
             if isinstance(v, (dict, list)):
                 prop = s.properties.get(k)
@@ -921,7 +944,15 @@ def _api_version_error(api_version: str) -> str:
     return ""
 
 
-def validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: ObjectMetaRule | None,
+def embedded_errors(value: Any, s: Node, *, path: str | None, meta_rule: ObjectMetaRule | None,
+                    root: bool) -> list[Cause]:
+    """`objectmeta.Validate(path, value, s, root)`: the causes about embedded resources in `value`."""
+    errs: list[Cause] = []
+    _validate_embedded(value, s, path, meta_rule, errs, root=root)
+    return errs
+
+
+def _validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: ObjectMetaRule | None,
                       errs: list[Cause], *, root: bool = False) -> None:
     """`objectmeta.Validate`: every embedded resource (not the root unless `root`) needs `apiVersion` and
     `kind`, both non-empty strings (kind a mixed-case DNS-1035 label, apiVersion a group/version), and
@@ -935,13 +966,13 @@ def validate_embedded(x: Any, s: Node | None, path: str | None, meta_rule: Objec
             if isinstance(v, (dict, list)):
                 prop = s.properties.get(k)
                 if prop is not None:
-                    validate_embedded(v, prop, _child(path, k), meta_rule, errs)
+                    _validate_embedded(v, prop, _child(path, k), meta_rule, errs)
                 elif s.additional_set:
-                    validate_embedded(v, s.additional, f"{path if path is not None else ''}[{k}]", meta_rule, errs)
+                    _validate_embedded(v, s.additional, f"{path if path is not None else ''}[{k}]", meta_rule, errs)
     elif isinstance(x, list) and s.items is not None:
         for i, v in enumerate(x):
             if isinstance(v, (dict, list)):
-                validate_embedded(v, s.items, f"{path if path is not None else ''}[{i}]", meta_rule, errs)
+                _validate_embedded(v, s.items, f"{path if path is not None else ''}[{i}]", meta_rule, errs)
 
 
 def _validate_embedded_resource(x: dict[str, Any], path: str | None, meta_rule: ObjectMetaRule | None,
@@ -981,7 +1012,7 @@ def _validate_embedded_resource(x: dict[str, Any], path: str | None, meta_rule: 
 # ---------------------------------------------------------------- list types (schema/listtype)
 
 
-def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cause]) -> None:
+def _validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cause]) -> None:
     """`ValidateListSetsAndMaps`: items of `x-kubernetes-list-type: set` lists are unique, and so are the
     keys of `map` lists (whose items must be objects); the second of equal items is the Duplicate."""
     if s is None:
@@ -990,12 +1021,12 @@ def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cau
         if s.additional is not None:
             for k, v in x.items():
                 if isinstance(v, (dict, list)):
-                    validate_list_types(v, s.additional, f"{path if path is not None else ''}[{k}]", errs)
+                    _validate_list_types(v, s.additional, f"{path if path is not None else ''}[{k}]", errs)
         if s.properties:
             for k, v in x.items():
                 sub = s.properties.get(k)
                 if sub is not None and isinstance(v, (dict, list)):
-                    validate_list_types(v, sub, _child(path, k), errs)
+                    _validate_list_types(v, sub, _child(path, k), errs)
     elif isinstance(x, list):
         base = path if path is not None else ""
         if s.list_type == "set":
@@ -1006,7 +1037,7 @@ def validate_list_types(x: Any, s: Node | None, path: str | None, errs: list[Cau
         if s.items is not None:
             for i, v in enumerate(x):
                 if isinstance(v, (dict, list)):
-                    validate_list_types(v, s.items, f"{base}[{i}]", errs)
+                    _validate_list_types(v, s.items, f"{base}[{i}]", errs)
 
 
 _UNSPECIFIED = object()
@@ -1075,20 +1106,21 @@ class Schema:
     def prune(self, obj: dict[str, Any]) -> list[str]:
         """Drops from `obj` (in place) every field the schema does not declare, keeping what
         `x-kubernetes-preserve-unknown-fields` preserves and the `apiVersion`, `kind` and `metadata` of
-        the root and of embedded resources (whose metadata keeps ObjectMeta's fields only); then drops
-        null fields that are neither nullable nor defaulted. Returns the dropped fields' paths, sorted, as
-        upstream names them (`spec.foo`, `spec.items[0].bar`)."""
+        the root and of embedded resources (their metadata, the root's too, keeps ObjectMeta's fields
+        only); then drops null fields that are neither nullable nor defaulted. Returns the dropped
+        fields' paths as upstream's decoder lists them for `fieldValidation`: the root's metadata ones
+        (`metadata.foo`), then the schema's, sorted (`spec.foo`, `spec.items[0].bar`), then embedded
+        resources' metadata ones, sorted."""
+        root_meta: list[str] = []
+        prune_object_meta(obj.get("metadata"), "metadata", root_meta)
         unknown: list[str] = []
         _prune(obj, self.root, unknown, "", root=True, nulls=True)
+        unknown.sort()
         if self.root.embedded_below:
             meta_unknown: list[str] = []
             _coerce_embedded_meta(obj, self.root, meta_unknown, "", root=True)
-            if meta_unknown:
-                unknown.sort()
-                return unknown + sorted(meta_unknown)
-        if len(unknown) > 1:
-            unknown.sort()
-        return unknown
+            unknown.extend(sorted(meta_unknown))
+        return root_meta + unknown if root_meta else unknown
 
     def apply_defaults(self, obj: dict[str, Any]) -> None:
         """Fills in the schema's defaults (upstream `defaulting.Default`): an absent field, or a null one
@@ -1104,9 +1136,9 @@ class Schema:
         the scale subresource's paths are the caller's.)"""
         errs = _to_causes(_run(self.root, obj), None)
         if self.root.embedded_below:
-            validate_embedded(obj, self.root, None, self._meta_rule, errs)
+            _validate_embedded(obj, self.root, None, self._meta_rule, errs)
         if self.root.lists_below:
-            validate_list_types(obj, self.root, None, errs)
+            _validate_list_types(obj, self.root, None, errs)
         return errs
 
     def validate_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
@@ -1116,12 +1148,27 @@ class Schema:
         list-type uniqueness is only checked when the old object passed it."""
         errs = _to_causes(_run(self.root, new, old), None)
         if self.root.embedded_below:
-            validate_embedded(new, self.root, None, self._meta_rule, errs)
+            _validate_embedded(new, self.root, None, self._meta_rule, errs)
         if self.root.lists_below:
             old_errs: list[Cause] = []
-            validate_list_types(old, self.root, None, old_errs)
+            _validate_list_types(old, self.root, None, old_errs)
             if not old_errs:
-                validate_list_types(new, self.root, None, errs)
+                _validate_list_types(new, self.root, None, errs)
+        return errs
+
+    def validate_status_update(self, new: dict[str, Any], old: dict[str, Any]) -> list[Cause]:
+        """A write of the status subresource (upstream's status strategy): the new `status`, when there
+        is one, against the status schema (ratcheted against the old status), then list-type
+        uniqueness over the whole object unless the old object already broke it."""
+        errs = self.validate_status(new["status"], old.get("status", _NO_OLD)) if "status" in new else []
+        if self.root.lists_below:
+            new_errs: list[Cause] = []
+            _validate_list_types(new, self.root, None, new_errs)
+            if new_errs:
+                old_errs: list[Cause] = []
+                _validate_list_types(old, self.root, None, old_errs)
+                if not old_errs:
+                    errs.extend(new_errs)
         return errs
 
     def validate_status(self, status: Any, old_status: Any = _NO_OLD) -> list[Cause]:

@@ -18,7 +18,7 @@ from copy import deepcopy
 from typing import Any
 
 from cp.crd import regexps
-from cp.crd.schema import Node, ObjectMetaRule, prune_value, validate_embedded, validate_value
+from cp.crd.schema import Node, ObjectMetaRule, embedded_errors, prune_value, validate_value
 from cp.crd.values import Shown, bad_value, go_json
 from cp.errors import Cause
 
@@ -80,8 +80,7 @@ def check_crd_schema(schema: dict[str, Any], *, path: str, is_root: bool = True,
         if structural:
             errs.extend(structural)
         else:
-            _defaults(schema, path, errs, root=schema, inside_meta=False, meta_rule=object_meta,
-                      resource_root=is_root)
+            _defaults(schema, path, errs, meta_rule=object_meta, resource_root=is_root)
     _openapi(schema, path, errs, is_root=is_root, allow_defaults=True, reason="", inside_meta=False)
     if not errs and init_error is not None:
         errs.append(Cause("Invalid", path, init_error, ""))
@@ -326,34 +325,66 @@ def _nested_completeness(v: dict[str, Any], s: dict[str, Any] | None, s_path: st
 # ---------------------------------------------------------------- ValidateDefaults
 
 
-def _defaults(raw: dict[str, Any], path: str, errs: list[Cause], *, root: dict[str, Any], inside_meta: bool,
-              meta_rule: ObjectMetaRule | None, resource_root: bool = False) -> None:
+def _defaults(raw: dict[str, Any], path: str, errs: list[Cause], *, meta_rule: ObjectMetaRule | None,
+              resource_root: bool = False, inside_meta: bool = False, resource: Node | None = None,
+              chain: tuple[str | None, ...] = ()) -> None:
     """Each default must survive pruning unchanged ("must not have unknown fields"), give valid embedded
-    metadata and validate against its own schema. additionalProperties are not followed (defaults there
-    are not checked, as upstream)."""
+    metadata and validate against its own schema; a default inside a resource's `metadata`, `kind` or
+    `apiVersion` must make that resource's metadata valid once put in place (`chain` is the way from the
+    resource down to it, None for list items). additionalProperties are not followed (defaults there are
+    not checked, as upstream)."""
     embedded = raw.get("x-kubernetes-embedded-resource") is True or resource_root
+    node: Node | None = None
     if embedded:
         inside_meta = False
+        node = Node(raw)
+        node.embedded = node.embedded_below = True
+        resource, chain = node, ()
     default = raw.get("default")
     if default is not None:
-        node = Node(raw)
-        node.embedded = embedded
+        if node is None:
+            node = Node(raw)
         where = f"{path}.default"
-        if inside_meta:
-            errs.extend(validate_value(node, default, base=where))
+        if inside_meta and resource is not None:
+            surrounding = _surrounding(default, chain)
+            meta_errs = embedded_errors(surrounding, resource, path=None, meta_rule=meta_rule, root=True)
+            if meta_errs:
+                errs.append(Cause("Invalid", where, f"must result in valid metadata: {_aggregate(meta_errs)}",
+                                  bad_value(default)))
+            else:
+                errs.extend(validate_value(node, default, base=where))
         else:
             pruned = deepcopy(default)
             prune_value(pruned, node, is_resource_root=embedded)
             if pruned != default:
                 errs.append(Cause("Invalid", where, "must not have unknown fields", bad_value(default)))
-            meta_errs: list[Cause] = []
-            validate_embedded(default, node, where, meta_rule, meta_errs, root=embedded)
-            errs.extend(meta_errs or validate_value(node, default, base=where))
+            found = embedded_errors(default, node, path=where, meta_rule=meta_rule, root=embedded)
+            errs.extend(found or validate_value(node, default, base=where))
     if isinstance(raw.get("items"), dict):
-        _defaults(raw["items"], f"{path}.items", errs, root=root, inside_meta=inside_meta, meta_rule=meta_rule)
+        _defaults(raw["items"], f"{path}.items", errs, meta_rule=meta_rule, inside_meta=inside_meta,
+                  resource=resource, chain=(*chain, None))
     for k, sub in _dict(raw.get("properties")).items():
-        _defaults(_dict(sub), _key(f"{path}.properties", k), errs, root=root,
-                  inside_meta=inside_meta or (embedded and k in _META_FIELDS), meta_rule=meta_rule)
+        _defaults(_dict(sub), _key(f"{path}.properties", k), errs, meta_rule=meta_rule,
+                  inside_meta=inside_meta or (embedded and k in _META_FIELDS), resource=resource, chain=(*chain, k))
+
+
+def _surrounding(value: Any, chain: tuple[str | None, ...]) -> Any:
+    """The resource a default inside its metadata or type meta stands in (upstream's
+    SurroundingObjectFunc): the value wrapped along `chain`, with `apiVersion: validation/v1` and
+    `kind: Validation` where the default does not give them."""
+    obj = deepcopy(value)
+    for step in reversed(chain):
+        obj = [obj] if step is None else {step: obj}
+    if isinstance(obj, dict):
+        obj.setdefault("kind", "Validation")
+        obj.setdefault("apiVersion", "validation/v1")
+    return obj
+
+
+def _aggregate(causes: list[Cause]) -> str:
+    """utilerrors.Aggregate's message: one error as it is, several in brackets, each once."""
+    texts = list(dict.fromkeys(c.text() for c in causes))
+    return texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
 
 
 # ---------------------------------------------------------------- ValidateCustomResourceDefinitionOpenAPISchema

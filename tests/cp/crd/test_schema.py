@@ -346,3 +346,28 @@ def test_an_unchanged_status_is_ratcheted() -> None:
     assert schema.validate_status({"ready": "yes", "count": 1}, {"ready": "yes"}) == []
     assert [c.text() for c in schema.validate_status({"ready": "yes", "count": "1"}, {"ready": "yes"})] == [
         'status.count: Invalid value: "string": count in body must be of type integer: "string"']
+
+
+def test_prune_keeps_object_meta_fields_only() -> None:
+    obj: dict[str, Any] = {"apiVersion": "example.com/v1", "kind": "Widget",
+                           "metadata": {"name": "w", "color": "red", "ownerReferences": [
+                               {"apiVersion": "v1", "kind": "Pod", "name": "p", "uid": "u", "extra": 1}]},
+                           "spec": {"template": {"metadata": {"name": "p", "tint": 1}, "z": 1}}}
+    assert compile_schema(PRUNED).prune(obj) == [
+        "metadata.color", "metadata.ownerReferences[0].extra", "spec.template.z", "spec.template.metadata.tint"]
+    assert obj["metadata"] == {"name": "w", "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p",
+                                                                 "uid": "u"}]}
+    assert obj["spec"] == {"template": {"metadata": {"name": "p"}}}
+
+
+def test_a_status_write_checks_the_status_and_list_uniqueness() -> None:
+    schema = compile_schema({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"tags": {"type": "array", "x-kubernetes-list-type": "set",
+                                                           "items": {"type": "string"}}}},
+        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}}})
+    old = {"spec": {"tags": ["a"]}, "status": {"ready": True}}
+    assert [c.text() for c in schema.validate_status_update(
+        {"spec": {"tags": ["a", "a"]}, "status": {"ready": "no"}}, old)] == [
+        'status.ready: Invalid value: "string": ready in body must be of type boolean: "string"',
+        'spec.tags[1]: Duplicate value: "a"']
+    assert schema.validate_status_update({"spec": {"tags": ["a", "a"]}}, {"spec": {"tags": ["a", "a"]}}) == []

@@ -261,3 +261,14 @@ def test_a_crd_with_the_status_subresource_restricts_its_root() -> None:
         "Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems "
         "MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields "
         "XValidations] fields are allowed at the root of the schema if the status subresource is enabled"]
+
+
+def test_defaults_inside_resource_metadata_must_make_valid_metadata() -> None:
+    template = {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {
+        "metadata": {"type": "object", "properties": {"name": {"type": "string", "default": "a/b"},
+                                                      "labels": {"type": "object", "default": {"k": "v"},
+                                                                 "additionalProperties": {"type": "string"}}}},
+        "kind": {"type": "string", "default": "Pod"}}}
+    assert errors_of(spec(template=template)) == [
+        f'{S}.properties[template].properties[metadata].properties[name].default: Invalid value: "a/b": must '
+        "result in valid metadata: metadata.name: Invalid value: \"a/b\": may not contain '/'"]
