@@ -386,3 +386,19 @@ def test_reserved_words_are_not_field_names() -> None:
     schema = obj_schema({"true": INT}, [{"rule": "self.true == 1"}])
     assert "mismatched input 'true' expecting IDENTIFIER" in check_crd_rules(schema, path="p")[0].text()
     assert texts(obj_schema({"true": INT}, [{"rule": "self.__true__ == 1"}]), {"true": 1}) == []
+
+
+def test_unchanged_schema_skips_the_per_expression_limit() -> None:
+    """suppressExpressionCostForUnchangedSchema: an update that keeps a version's schema keeps its rules."""
+    schema = obj_schema({"l": {"type": "array", "items": STR}}, [{"rule": "self.l.all(x, x.matches('^a+$'))"}])
+    causes = [c.text() for c in check_crd_rules(schema, path="p", unchanged=True)]
+    assert not any("estimated rule cost exceeds" in c for c in causes)
+    assert causes[-1].startswith("p: Forbidden: x-kubernetes-validations estimated rule cost total")
+
+
+def test_rules_under_unescapable_names_and_allof() -> None:
+    schema = obj_schema({"a@b": obj_schema({"m": INT}, [{"rule": "self.m == 2"}])},
+                        allOf=[{"x-kubernetes-validations": [{"rule": "has(self.x)", "message": "x required"}]}])
+    schema["properties"]["x"] = STR
+    assert texts(schema, {"a@b": {"m": 1}}, path="root") == ["root: Invalid value: x required",
+                                                                "root.a@b: Invalid value: failed rule: self.m == 2"]
