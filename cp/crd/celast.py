@@ -901,7 +901,7 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
         kind = node.args[0].type.kind
         if name in ("==", "!=", "<", "<=", ">", ">="):
             if kind in ("string", "bytes"):
-                own = max(1, _trav(min(a.size, b.size), _STRING_FACTOR))
+                own = _trav(min(a.size, b.size), _STRING_FACTOR)
             elif kind in ("list", "map", "object"):
                 own = 1 + min(a.size, b.size)
         elif name == "in":
@@ -929,11 +929,10 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
         n = rng.size
         bodies = [_cost(b, size_of) for b in args[1:] if b.op != "ident" or b is args[-1]]
         per = sum(b.cost for b in bodies)
-        if name in ("all", "exists", "exists_one", "existsOne", "filter"):
-            per += 2  # the loop condition and the accumulating step
-        else:
-            per += 1 + _LIST_CREATE  # the accumulated list grows per element
-        return _Cost(rng.cost + _sat(n * per), n)
+        # cel-go: the accumulator's init and result once, then per element the loop condition, the
+        # step and the iteration variable (3), plus the growing result list of map/filter
+        per += 3 if name in ("all", "exists", "exists_one", "existsOne") else 3 + _LIST_CREATE
+        return _Cost(rng.cost + 1 + _sat(n * per), n)
     parts = [_cost(a, size_of) for a in args]
     recv = _cost(target, size_of) if target is not None and not (
         target.op == "ident" and target.name in _NAMESPACES) else _Cost(0, 0)
@@ -942,7 +941,9 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
     own = 1
     if name in ("startsWith", "endsWith") and parts:
         own = max(1, _trav(parts[0].size, _STRING_FACTOR))
-    elif name in ("contains", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
+    elif name == "contains":
+        own = _trav(subject, _STRING_FACTOR)
+    elif name in ("indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
                 "trim", "replace", "split", "substring", "charAt", "quantity", "isQuantity", "semver", "isSemver",
                 "url", "isURL", "ip", "isIP", "cidr", "isCIDR", "validate", "string", "bytes", "int", "double",
                 "timestamp", "duration", "join", "reverse", "quote", "isCanonical"):
@@ -951,7 +952,7 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
             own = 1 + subject
     elif name in ("matches", "find", "findAll"):
         pattern = parts[-1].size if parts else 0
-        own = max(1, _trav(subject, _STRING_FACTOR) * max(1, _trav(pattern, _REGEX_FACTOR)))
+        own = max(1, _trav(subject, _STRING_FACTOR)) * _trav(pattern, _REGEX_FACTOR)
     elif name in ("isSorted", "sum", "min", "max", "sort", "distinct", "flatten", "slice") or \
             (target is not None and target.op == "ident" and target.name == "sets"):
         own = 1 + max([subject] + [p.size for p in parts]) * (2 if name in ("sort", "distinct") else 1)
