@@ -118,9 +118,17 @@ def _meta_schema(s: dict[str, Any]) -> dict[str, Any]:
         return s
     props["apiVersion"] = {"type": "string"}
     props["kind"] = {"type": "string"}
-    props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
-                                                          "generateName": {"type": "string"}}}
+    declared = _d(meta.get("properties"))
+    props["metadata"] = {"type": "object", "properties": {
+        "name": _capped(declared.get("name"), 253),  # a DNS subdomain at most
+        "generateName": _capped(declared.get("generateName"), 252)}}  # the suffix is at least 1 byte
     return {**s, "properties": props}
+
+
+def _capped(existing: Any, limit: int) -> dict[str, Any]:
+    """cappedLengthStringType: a string of at most `limit` (or the declared maxLength if smaller)."""
+    ml = _d(existing).get("maxLength")
+    return {"type": "string", "maxLength": ml if isinstance(ml, int) and ml < limit else limit}
 
 
 def decl_type(s: dict[str, Any], *, root: bool) -> T | None:
@@ -783,7 +791,7 @@ class Rules:
                                                        else ot}, src=compiled.source)
             except celast.CelTypeError:
                 return compiled.cost
-            return min(compiled.cost, celast.estimate_cost(compiled.tree))
+            return min(compiled.cost, celast.estimate_cost(compiled.tree, exact=True))
 
 
 def _go_quote(s: str) -> str:

@@ -855,9 +855,21 @@ class _Cost:
         self.size = size
 
 
-def estimate_cost(node: Node, *, size_of: Callable[[T], int] | None = None) -> int:
-    """The worst-case cost of a checked tree (its nodes' `type`s are set by `check`)."""
-    return _sat(_cost(node, size_of or (lambda t: t.max)).cost)
+class _Est:
+    """How to size values: `size_of` a type; `exact` when the types carry a value's actual sizes
+    (the runtime cost), where a conversion's result is as long as its argument's text."""
+
+    __slots__ = ("exact", "size_of")
+
+    def __init__(self, size_of: Callable[[T], int], exact: bool) -> None:
+        self.size_of = size_of
+        self.exact = exact
+
+
+def estimate_cost(node: Node, *, exact: bool = False) -> int:
+    """The worst-case cost of a checked tree (its nodes' `type`s are set by `check`); `exact`: the
+    types are a value's (see `_Est`)."""
+    return _sat(_cost(node, _Est(lambda t: t.max, exact)).cost)
 
 
 def _lit_size(node: Node) -> int:
@@ -868,32 +880,32 @@ def _lit_size(node: Node) -> int:
     return 0
 
 
-def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
+def _cost(node: Node, est: _Est) -> _Cost:
     op = node.op
     if op == "lit":
         return _Cost(0, _lit_size(node))
     if op == "ident":
-        return _Cost(0 if node.type.kind == "type" else 1, size_of(node.type))
+        return _Cost(0 if node.type.kind == "type" else 1, est.size_of(node.type))
     if op == "select":
-        base = _cost(node.args[0], size_of)
-        return _Cost(base.cost + 1, size_of(node.type))
+        base = _cost(node.args[0], est)
+        return _Cost(base.cost + 1, est.size_of(node.type))
     if op == "index":
-        a, b = _cost(node.args[0], size_of), _cost(node.args[1], size_of)
-        return _Cost(a.cost + b.cost + 1, size_of(node.type))
+        a, b = _cost(node.args[0], est), _cost(node.args[1], est)
+        return _Cost(a.cost + b.cost + 1, est.size_of(node.type))
     if op == "list":
-        parts = [_cost(a, size_of) for a in node.args]
+        parts = [_cost(a, est) for a in node.args]
         return _Cost(_LIST_CREATE + sum(p.cost for p in parts), len(parts))
     if op == "map":
-        parts = [_cost(a, size_of) for a in node.args]
+        parts = [_cost(a, est) for a in node.args]
         return _Cost(_MAP_CREATE + sum(p.cost for p in parts), len(parts) // 2)
     if op == "unary":
-        x = _cost(node.args[0], size_of)
+        x = _cost(node.args[0], est)
         return _Cost(x.cost + 1, x.size)
     if op == "ternary":
-        cc, ca, cb = (_cost(x, size_of) for x in node.args)
+        cc, ca, cb = (_cost(x, est) for x in node.args)
         return _Cost(cc.cost + max(ca.cost, cb.cost), max(ca.size, cb.size))
     if op == "binary":
-        a, b = _cost(node.args[0], size_of), _cost(node.args[1], size_of)
+        a, b = _cost(node.args[0], est), _cost(node.args[1], est)
         name = node.name
         if name in ("&&", "||"):
             return _Cost(a.cost + b.cost, 0)
@@ -912,29 +924,29 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
             own = 1 + a.size + b.size
         size = a.size + b.size if name == "+" else 0
         return _Cost(a.cost + b.cost + own, size)
-    return _call_cost(node, size_of)
+    return _call_cost(node, est)
 
 
-def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
+def _call_cost(node: Node, est: _Est) -> _Cost:
     name, target, args = node.name, node.target, node.args
     if target is None and name == "has":
-        base = _cost(args[0].args[0], size_of)
+        base = _cost(args[0].args[0], est)
         return _Cost(base.cost + 1, 0)
     if target is not None and target.op == "ident" and target.name == "cel" and name == "bind":
-        init, body = _cost(args[1], size_of), _cost(args[2], size_of)
+        init, body = _cost(args[1], est), _cost(args[2], est)
         return _Cost(init.cost + body.cost, body.size)
     if target is not None and args and args[0].op == "ident" and len(args) >= 2 and \
             (name in _MACROS_1 or name in _MACROS_2) and target.type.kind in ("list", "map", "dyn"):
-        rng = _cost(target, size_of)
+        rng = _cost(target, est)
         n = rng.size
-        bodies = [_cost(b, size_of) for b in args[1:] if b.op != "ident" or b is args[-1]]
+        bodies = [_cost(b, est) for b in args[1:] if b.op != "ident" or b is args[-1]]
         per = sum(b.cost for b in bodies)
         # cel-go: the accumulator's init and result once, then per element the loop condition, the
         # step and the iteration variable (3), plus the growing result list of map/filter
         per += 3 if name in ("all", "exists", "exists_one", "existsOne") else 3 + _LIST_CREATE
         return _Cost(rng.cost + 1 + _sat(n * per), n)
-    parts = [_cost(a, size_of) for a in args]
-    recv = _cost(target, size_of) if target is not None and not (
+    parts = [_cost(a, est) for a in args]
+    recv = _cost(target, est) if target is not None and not (
         target.op == "ident" and target.name in _NAMESPACES) else _Cost(0, 0)
     base_cost = recv.cost + sum(p.cost for p in parts)
     subject = recv.size if target is not None else (parts[0].size if parts else 0)
@@ -959,6 +971,9 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
     size = 0
     if node.type.kind in ("string", "bytes", "list", "map"):
         size = max([subject] + [p.size for p in parts]) if name not in ("size",) else 0
+        if name == "string" and target is None:
+            # cel-go has no size estimate for a conversion's result; at runtime it is the text's
+            size = max(subject, 24) if est.exact else _MAX_U
     return _Cost(base_cost + own, size)
 
 

@@ -402,3 +402,42 @@ def test_rules_under_unescapable_names_and_allof() -> None:
     schema["properties"]["x"] = STR
     assert texts(schema, {"a@b": {"m": 1}}, path="root") == ["root: Invalid value: x required",
                                                                 "root.a@b: Invalid value: failed rule: self.m == 2"]
+
+
+def test_field_paths_at_crd_time() -> None:
+    """Upstream's "x-kubernetes-validations should have valid fieldPath for array" case."""
+    paths = [".foo['b.c']['c\\a']", "['a.c']", ".a.c", ".list[0]", "   ", ".", ".."]
+    schema = obj_schema({
+        "a.c": {"type": "number"},
+        "foo": obj_schema({"b.c": obj_schema({"c\a": {"type": "number"}})}),
+        "list": {"type": "array", "items": obj_schema({"a": {"type": "number"}})},
+    }, [{"rule": "true", "fieldPath": p} for p in paths])
+    got = [(c.field, c.type) for c in check_crd_rules(schema, path="p")]
+    assert got == [("p.x-kubernetes-validations[2].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[3].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[4].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[4].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[5].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[6].fieldPath", "Invalid")]
+
+
+def test_metadata_names_are_bounded() -> None:
+    """Upstream: metadata.name and generateName are estimated as 253-byte strings, not unbounded."""
+    schema = {"type": "object", "x-kubernetes-validations": [{
+        "rule": "self.metadata.name.contains(self.metadata.name) && "
+                "self.metadata.generateName.contains(self.metadata.generateName)"}]}
+    assert check_crd_rules(schema, path="p") == []
+
+
+def test_message_expression_costs_count() -> None:
+    """Upstream: a messageExpression over unbounded strings exceeds the per-expression and per-CRD limits."""
+    schema = obj_schema({"f": {"type": "array", "items": STR, "x-kubernetes-validations": [
+        {"rule": "true", "messageExpression": "string(self[0]) + string(self[1]) + string(self[2])"}]}})
+    got = [(c.type, c.field) for c in check_crd_rules(schema, path="p")]
+    me = "p.properties[f].x-kubernetes-validations[0].messageExpression"
+    assert sorted(got) == sorted([("Forbidden", me), ("Forbidden", me), ("Forbidden", "p")])
+
+
+def test_conversions_cost_their_actual_size_at_runtime() -> None:
+    schema = root(obj_schema({"i": INT}, [{"rule": "self.i < 3", "messageExpression": "'i is ' + string(self.i)"}]))
+    assert texts(schema, cr({"i": 5})) == ["spec: Invalid value: i is 5"]
