@@ -386,6 +386,8 @@ def _compile(src: str, *, t: T, optional_old: bool, want: str) -> tuple[_Compile
     old_t = T("optional", elem=t) if optional_old else t
     try:
         rt = celast.check(tree, variables={"self": t, "oldSelf": old_t}, src=src)
+    except celast.CelProgramError as e:
+        return None, str(e), False
     except celast.CelTypeError as e:
         return None, f"compilation failed: {e}", False
     uses_old = "oldSelf" in celast.references(tree)

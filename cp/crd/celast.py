@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Callable
 
-__all__ = ["CelSyntaxError", "CelTypeError", "Node", "T", "check", "estimate_cost", "parse", "render"]
+__all__ = ["CelProgramError", "CelSyntaxError", "CelTypeError", "Node", "T", "check", "estimate_cost", "parse", "render"]
 
 MAX_REQUEST = 3 * 1024 * 1024
 
@@ -40,6 +40,11 @@ class CelSyntaxError(Exception):
 
 class CelTypeError(Exception):
     """A type-check error: `str()` is cel-go's issue text."""
+
+
+class CelProgramError(CelTypeError):
+    """An error cel-go reports when it builds the program, not as a compile issue: `str()` is the
+    whole detail (`program instantiation failed: ...`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,13 +675,31 @@ def _check_literals(scope: _Scope, name: str, target: Node | None, args: list[No
                 secs = int(arg.text, 0) if not arg.text.startswith("-") else -int(arg.text[1:], 0)
                 if not -62135596800 <= secs <= 253402300799:
                     raise _err(scope, arg, "invalid timestamp")
-    if name == "matches" and args:
-        pattern = _literal_string(args[-1])
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error:
-                raise _err(scope, args[-1], "invalid matches argument") from None
+    if name in ("matches", "find", "findAll") and args:
+        pattern_node = args[-1] if name == "matches" or len(args) == 1 else args[0]
+        pattern = _literal_string(pattern_node)
+        problem = _regex_problem(pattern) if pattern is not None else None
+        if problem is not None:
+            if name == "matches":
+                raise _err(scope, pattern_node, "invalid matches argument")
+            # the regex library's constant-pattern optimization fails when the program is built
+            raise CelProgramError(f"program instantiation failed: error parsing regexp: {problem}: `{pattern}`")
+
+
+_NOT_RE2 = re.compile(r"\(\?(?:[=!>]|<[=!])|[*+?}][+]|\\[1-9]")
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why RE2 (Go's regexp) refuses `pattern`, approximately: Python's errors, and the constructs
+    Python accepts but RE2 does not (lookarounds, atomic groups, possessive quantifiers, backreferences)."""
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        return str(e.msg)
+    m = _NOT_RE2.search(pattern)
+    if m is not None:
+        return f"invalid or unsupported Perl syntax: `{m.group(0)}`"
+    return None
 
 
 def _iter_types(rng: T) -> tuple[T, T]:
@@ -1066,6 +1089,10 @@ class _Renderer:
             subject = target if target is not None else args[0]
             if subject.type.kind in ("string", "dyn"):
                 return f"{KSIZE}({r(subject)})"
+        if target is not None and name == "sum" and not args and target.type.kind == "list" and \
+                target.type.elem is not None and target.type.elem.kind == "duration":
+            rng = r(target)  # the sum of no durations is a duration
+            return f"(size({rng}) == 0 ? duration('0s') : {rng}.sum())"
         if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0].op == "ident":
             o = r(target)
             mapped = f"[{o}.value()].map({args[0].name}, {r(args[1])})[0]"

@@ -441,3 +441,27 @@ def test_message_expression_costs_count() -> None:
 def test_conversions_cost_their_actual_size_at_runtime() -> None:
     schema = root(obj_schema({"i": INT}, [{"rule": "self.i < 3", "messageExpression": "'i is ' + string(self.i)"}]))
     assert texts(schema, cr({"i": 5})) == ["spec: Invalid value: i is 5"]
+
+
+@pytest.mark.parametrize("rule", [
+    "self.str.find('[0-9]+') == '123'", "self.str.findAll('[0-9]+', 1) == ['123']",
+    "url('https://[::1]:80/').getHost() == '[::1]:80'", "url('https://[::1]/').getHostname() == '::1'",
+    "url('https://example.com/with space/').getEscapedPath() == '/with%20space/'",
+    "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+    "isURL('https://a:b:c/') == false", "isURL('../relative-path') == false",
+    "self.durs.sum() == duration('0s')",
+])
+def test_regex_and_url_libraries(rule: str) -> None:
+    """Upstream's `stdlib regex functions` and `URL parsing` cases."""
+    schema = obj_schema({"str": STR, "durs": {"type": "array", "items": {"type": "string", "format": "duration"}}},
+                        [{"rule": rule}])
+    assert texts(schema, {"str": "this is a 123 string 456", "durs": []}) == []
+
+
+@pytest.mark.parametrize(("rule", "detail"), [
+    ("self.str.matches('x++')", "compilation failed: ERROR: <input>:1:18: invalid matches argument"),
+    ("self.str.find(')') == ''", "program instantiation failed: error parsing regexp:"),
+])
+def test_constant_regexes_are_checked(rule: str, detail: str) -> None:
+    (cause,) = check_crd_rules(obj_schema({"str": STR}, [{"rule": rule}]), path="p")
+    assert detail in cause.detail
