@@ -232,6 +232,10 @@ def _parse_request_uri(s: str) -> urllib.parse.SplitResult:
     if rest and not rest.startswith("/"):
         # an opaque URL: ParseRequestURI refuses a relative path after the scheme
         raise ValueError(f'parse "{s}": invalid URI for request')
+    host = parts.netloc.rsplit("@", 1)[-1]
+    port = host[host.find("]") + 1:] if host.startswith("[") else host[host.find(":"):] if ":" in host else ""
+    if port and not ((port.startswith(":") and port[1:].isdigit()) or port == ":"):
+        raise ValueError(f'parse "{s}": invalid port "{port[port.rfind(":"):]}" after host')
     return parts
 
 
@@ -286,7 +290,8 @@ def _get_port(x: Any) -> str:
 
 
 def _get_escaped_path(x: Any) -> str:
-    return _u(x, "getEscapedPath").path
+    """URL.EscapedPath: the path with the characters Go escapes in a path percent-encoded."""
+    return urllib.parse.quote(_u(x, "getEscapedPath").path, safe="/:@&=+$,;!*'()~%")
 
 
 def _get_query(x: Any) -> dict[str, list[str]]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime as _dt
+import functools
 import re
 import threading
 from collections.abc import Callable
@@ -66,6 +67,7 @@ _NEWLINES = re.compile(r"[\n\r]+")
 # -------------------------------------------------------------------------------------- escaping
 
 
+@functools.lru_cache(maxsize=8192)
 def escape(name: str) -> str | None:
     """The CEL name of a property (apiserver/pkg/cel/escaping.go), or None when it cannot be escaped."""
     if not name or name[0].isdigit():
@@ -116,9 +118,17 @@ def _meta_schema(s: dict[str, Any]) -> dict[str, Any]:
         return s
     props["apiVersion"] = {"type": "string"}
     props["kind"] = {"type": "string"}
-    props["metadata"] = {"type": "object", "properties": {"name": {"type": "string"},
-                                                          "generateName": {"type": "string"}}}
+    declared = _d(meta.get("properties"))
+    props["metadata"] = {"type": "object", "properties": {
+        "name": _capped(declared.get("name"), 253),  # a DNS subdomain at most
+        "generateName": _capped(declared.get("generateName"), 252)}}  # the suffix is at least 1 byte
     return {**s, "properties": props}
+
+
+def _capped(existing: Any, limit: int) -> dict[str, Any]:
+    """cappedLengthStringType: a string of at most `limit` (or the declared maxLength if smaller)."""
+    ml = _d(existing).get("maxLength")
+    return {"type": "string", "maxLength": ml if isinstance(ml, int) and ml < limit else limit}
 
 
 def decl_type(s: dict[str, Any], *, root: bool) -> T | None:
@@ -210,40 +220,70 @@ def _timestamp(s: str, date_only: bool) -> _dt.datetime:
     return _dt.datetime.fromisoformat(text)
 
 
+_SCALARS = frozenset({"int", "uint", "bool", "string", "dyn"})
+_META_PROPS: dict[str, Any] = _meta_schema({})["properties"]
+
+
+def _object_plan(s: dict[str, Any], t: T) -> dict[str, tuple[str, T, dict[str, Any]]]:
+    """property name -> (CEL name, type, schema) of an object type, computed once per schema node."""
+    plan: dict[str, tuple[str, T, dict[str, Any]]] = {}
+    props = _d(s.get("properties"))
+    fields = t.fields or {}
+    for name in set(props) | set(_META_PROPS):
+        esc = escape(name)
+        ft = fields.get(esc) if esc is not None else None
+        if esc is None or ft is None:
+            continue
+        ps = props.get(name)
+        plan[name] = (esc, ft, _d(ps) if ps is not None else _META_PROPS[name])
+    return plan
+
+
+_PLANS: dict[tuple[int, int], tuple[dict[str, Any], T, dict[str, tuple[str, T, dict[str, Any]]]]] = {}
+
+
 def to_value(v: Any, s: dict[str, Any], t: T | None) -> Any:
     """UnstructuredToVal: the engine's view of `v` under schema `s` (type `t`): escaped property
-    names, formats as bytes/durations/timestamps, unknown fields left out."""
+    names, formats as bytes/durations/timestamps, unknown and null fields left out."""
     if v is None or t is None:
         return v
     k = t.kind
+    if k in _SCALARS:
+        return v
     if k == "object":
         if not isinstance(v, dict):
             return v
-        props = _d(s.get("properties"))
-        fields = t.fields or {}
+        key = (id(s), id(t))
+        cached = _PLANS.get(key)
+        if cached is None or cached[0] is not s or cached[1] is not t:
+            if len(_PLANS) > 10_000:
+                _PLANS.clear()
+            cached = (s, t, _object_plan(s, t))
+            _PLANS[key] = cached
+        plan = cached[2]
         out: dict[str, Any] = {}
         for name, val in v.items():
-            esc = escape(name)
-            ft = fields.get(esc) if esc is not None else None
-            if ft is None or val is None:  # a null field is an absent field
+            entry = plan.get(name)
+            if entry is None or val is None:  # unknown, or null: a null field is an absent field
                 continue
-            ps = props.get(name) if esc is not None else None
-            if ps is None:  # apiVersion/kind/metadata added for a resource root
-                ps = _meta_schema({})["properties"].get(name, {})
-                if name == "metadata" and isinstance(val, dict):
-                    val = {mk: mv for mk, mv in val.items() if mk in ("name", "generateName")}
-            out[esc or name] = to_value(val, _d(ps), ft)
+            out[entry[0]] = to_value(val, entry[2], entry[1])
         return out
     if k == "list":
         if not isinstance(v, list):
             return v
+        et = t.elem
+        if et is not None and et.kind in _SCALARS:
+            return v
         items = _d(s.get("items"))
-        return [to_value(x, items, t.elem) for x in v]
+        return [to_value(x, items, et) for x in v]
     if k == "map":
         if not isinstance(v, dict):
             return v
+        et = t.elem
+        if et is not None and et.kind in _SCALARS:
+            return v
         ap = _d(s.get("additionalProperties"))
-        return {key: to_value(x, ap, t.elem) for key, x in v.items()}
+        return {key: to_value(x, ap, et) for key, x in v.items()}
     if k == "double" and isinstance(v, int) and not isinstance(v, bool):
         return float(v)
     if isinstance(v, str):
@@ -301,15 +341,19 @@ def _merge(a: T, b: T) -> T:
 
 
 class _Compiled:
-    """One compiled expression: the engine program, the functions it calls, its static cost."""
+    """One compiled expression: the engine program, the functions it calls, its static cost, and
+    its tree (re-checked with the actual sizes of a value for the runtime cost, under `lock`)."""
 
-    __slots__ = ("cost", "functions", "program", "source")
+    __slots__ = ("cost", "functions", "lock", "program", "source", "tree")
 
-    def __init__(self, source: str, program: Any, functions: dict[str, Callable[..., Any]], cost: int) -> None:
+    def __init__(self, source: str, program: Any, functions: dict[str, Callable[..., Any]], cost: int,
+                 tree: celast.Node) -> None:
         self.source = source
         self.program = program
         self.functions = functions
         self.cost = cost
+        self.tree = tree
+        self.lock = threading.Lock()
 
 
 class _Rule:
@@ -342,6 +386,8 @@ def _compile(src: str, *, t: T, optional_old: bool, want: str) -> tuple[_Compile
     old_t = T("optional", elem=t) if optional_old else t
     try:
         rt = celast.check(tree, variables={"self": t, "oldSelf": old_t}, src=src)
+    except celast.CelProgramError as e:
+        return None, str(e), False
     except celast.CelTypeError as e:
         return None, f"compilation failed: {e}", False
     uses_old = "oldSelf" in celast.references(tree)
@@ -368,14 +414,14 @@ def _compile(src: str, *, t: T, optional_old: bool, want: str) -> tuple[_Compile
         elif fn in kubecel.HELPERS:
             fns[fn] = kubecel.HELPERS[fn]
     cost = celast.estimate_cost(tree)
-    return _Compiled(src, program, fns, cost), None, uses_old
+    return _Compiled(src, program, fns, cost, tree), None, uses_old
 
 
 class _Node:
     """A schema node on the path to rules: the rules there and the nodes below."""
 
-    __slots__ = ("additional", "all_of", "items", "list_keys", "list_type", "map_type", "props", "rules",
-                 "schema", "type", "type_name")
+    __slots__ = ("additional", "all_of", "context", "items", "list_keys", "list_type", "lock", "map_type", "props",
+                 "rules", "schema", "type", "type_name")
 
     def __init__(self, schema: dict[str, Any], t: T) -> None:
         self.schema = schema
@@ -389,6 +435,20 @@ class _Node:
         self.list_type = schema.get("x-kubernetes-list-type") or "atomic"
         self.list_keys = [k for k in schema.get("x-kubernetes-list-map-keys") or [] if isinstance(k, str)]
         self.map_type = schema.get("x-kubernetes-map-type")
+        # One engine context per node, shared by its rules: `self` is converted once per evaluation
+        # and the library functions are registered once.
+        self.context: Any = None
+        self.lock = threading.Lock()
+
+    def activation(self) -> Any:
+        if self.context is None:
+            fns: dict[str, Callable[..., Any]] = {}
+            for rule in self.rules:
+                for c in (rule.compiled, rule.message_expression):
+                    if c is not None:
+                        fns.update(c.functions)
+                self.context = _cel.Context(functions=fns)
+        return self.context
 
     def empty(self) -> bool:
         return not self.rules and not self.props and self.items is None and self.additional is None \
@@ -573,7 +633,6 @@ class Rules:
     def __init__(self, root: _Node | None, *, per_call_limit: int = PER_CALL_LIMIT) -> None:
         self._root = root
         self._per_call = per_call_limit
-        self._lock = threading.Lock()
 
     def empty(self) -> bool:
         return self._root is None
@@ -601,9 +660,11 @@ class Rules:
             self._validate(sub, obj, old, path, errs, b, None, ratchet if ratchet is not None else parent, warnings)
         if isinstance(obj, list) and node.items is not None:
             olds = _correlate_list(node, old)
+            rolds = olds if ratchet is not None and ratchet.old is old else \
+                _correlate_list(node, ratchet.old) if ratchet is not None else None
             for i, item in enumerate(obj):
                 old_item = olds(item) if olds is not None else None
-                r_item, r_parent = _ratchet_index(ratchet, parent, node, item, i)
+                r_item, r_parent = _ratchet_index(ratchet, parent, node, item, rolds)
                 self._validate(node.items, item, old_item, f"{path}[{i}]", errs, b, r_item, r_parent, warnings)
         elif isinstance(obj, dict):
             correlatable = node.map_type in (None, "granular", "atomic")
@@ -629,8 +690,20 @@ class Rules:
             errs.append(Cause("Invalid", shown_path, "validation failed due to running out of cost budget, "
                               "no further validation rules will be run", value_name))
             raise _Stop
-        self_v = to_value(obj, node.schema, node.type)
+        with node.lock:
+            self._rules_locked(node, obj, old, path, errs, b, ratchet, parent, warnings)
+
+    def _rules_locked(self, node: _Node, obj: Any, old: Any, path: str, errs: list[Cause], b: _Budget,
+                      ratchet: _Ratchet | None, parent: _Ratchet | None, warnings: list[str] | None) -> None:
+        shown_path = path or "<nil>"
+        value_name = node.type_name
+        ctx = node.activation()
+        ctx.add_variable("self", to_value(obj, node.schema, node.type))
         old_v = to_value(old, node.schema, node.type) if old is not None else None
+        mode = ""  # what oldSelf holds in the context: "", "plain" or "optional"
+        if any(rule.uses_old_self for rule in node.rules):
+            ctx.add_variable("oldSelf", old_v)  # never a previous object's value
+            mode = "plain"
         for rule in node.rules:
             if rule.error is not None:
                 errs.append(Cause("Invalid", shown_path, f"rule compile error: {rule.error}", value_name))
@@ -640,13 +713,15 @@ class Rules:
                 continue
             if rule.uses_old_self and old is None and not rule.optional_old_self:
                 continue
-            variables: dict[str, Any] = {"self": self_v}
-            if rule.optional_old_self:
-                variables["oldSelf"] = _cel.OptionalValue.of(old_v) if old is not None else _cel.OptionalValue.none()
-            elif rule.uses_old_self:
-                variables["oldSelf"] = old_v
+            if rule.optional_old_self and mode != "optional":
+                ctx.add_variable("oldSelf", _cel.OptionalValue.of(old_v) if old is not None
+                                 else _cel.OptionalValue.none())
+                mode = "optional"
+            elif rule.uses_old_self and not rule.optional_old_self and mode != "plain":
+                ctx.add_variable("oldSelf", old_v)
+                mode = "plain"
             cost = self._cost(compiled, node, obj, old, optional=rule.optional_old_self)
-            result, error = _run(compiled, variables)
+            result, error = _run(compiled, ctx)
             if cost > b.limit:
                 errs.append(Cause("Invalid", shown_path, "'operation cancelled: actual cost limit exceeded': no further "
                                   f"validation rules will be run due to call cost exceeds limit for rule: {rule.shown()}",
@@ -671,8 +746,10 @@ class Rules:
                 field = f"{path}.{rule.field_path}" if path else rule.field_path
             detail = None
             if rule.message_expression is not None:
-                detail = self._message(rule, rule.message_expression, variables, node, obj, old, b, field,
-                                       value_name, errs)
+                if mode == "optional":  # upstream evaluates messages with the plain activation
+                    ctx.add_variable("oldSelf", old_v)
+                    mode = "plain"
+                detail = self._message(rule.message_expression, ctx, node, obj, old, b, field, value_name, errs)
             if detail is None:
                 detail = rule.message.strip() if rule.message else f"failed rule: {rule.shown()}"
             # 1.34+: the value itself for scalars, no value for objects and arrays
@@ -684,13 +761,8 @@ class Rules:
                 continue
             errs.append(cause)
 
-    def _message(self, rule: _Rule, compiled: _Compiled, variables: dict[str, Any], node: _Node, obj: Any,
-                 old: Any, b: _Budget, field: str, value_name: str, errs: list[Cause]) -> str | None:
-        if rule.optional_old_self and "oldSelf" in variables and isinstance(variables["oldSelf"], _cel.OptionalValue):
-            variables = dict(variables)  # upstream evaluates messages with the plain activation
-            opt = variables.pop("oldSelf")
-            if opt.has_value():
-                variables["oldSelf"] = opt.value()
+    def _message(self, compiled: _Compiled, ctx: Any, node: _Node, obj: Any, old: Any, b: _Budget, field: str,
+                 value_name: str, errs: list[Cause]) -> str | None:
         cost = self._cost(compiled, node, obj, old, optional=False)
         if cost > b.limit:
             errs.append(Cause("Invalid", field, "no further validation rules will be run due to call cost exceeds "
@@ -701,7 +773,7 @@ class Rules:
                               "budget, no further validation rules will be run", value_name))
             raise _Stop
         b.left -= cost
-        result, error = _run(compiled, variables)
+        result, error = _run(compiled, ctx)
         if error is not None or not isinstance(result, str):
             return None
         text = result.strip()
@@ -713,15 +785,15 @@ class Rules:
         """The runtime cost charged for one evaluation (see the module docstring)."""
         if compiled.cost <= _EXACT_COST_ABOVE:
             return compiled.cost
-        try:
-            tree = celast.parse(compiled.source)
-            st = _value_type(node.type, obj)
-            ot = _value_type(node.type, old) if old is not None else st
-            celast.check(tree, variables={"self": st, "oldSelf": T("optional", elem=ot) if optional else ot},
-                         src=compiled.source)
-        except (celast.CelSyntaxError, celast.CelTypeError):
-            return compiled.cost
-        return min(compiled.cost, celast.estimate_cost(tree))
+        st = _value_type(node.type, obj)
+        ot = _value_type(node.type, old) if old is not None else st
+        with compiled.lock:
+            try:
+                celast.check(compiled.tree, variables={"self": st, "oldSelf": T("optional", elem=ot) if optional
+                                                       else ot}, src=compiled.source)
+            except celast.CelTypeError:
+                return compiled.cost
+            return min(compiled.cost, celast.estimate_cost(compiled.tree, exact=True))
 
 
 def _go_quote(s: str) -> str:
@@ -744,10 +816,9 @@ _PY_CALL_ERR = re.compile(r"Python function call failed: (?:\w+\.)*(\w+): (.*?)(
                           re.DOTALL)
 
 
-def _run(compiled: _Compiled, variables: dict[str, Any]) -> tuple[Any, str | None]:
+def _run(compiled: _Compiled, ctx: Any) -> tuple[Any, str | None]:
     """(result, None) or (None, cel-go's error text)."""
     try:
-        ctx = _cel.Context(variables=variables, functions=compiled.functions)
         return compiled.program.execute(ctx), None
     except KeyError as e:
         return None, f"no such key: {e.args[0] if e.args else ''}"
@@ -826,13 +897,14 @@ def _ratchet_key(r: _Ratchet | None, parent: _Ratchet | None, key: str,
 
 
 def _ratchet_index(r: _Ratchet | None, parent: _Ratchet | None, node: _Node, item: Any,
-                   i: int) -> tuple[_Ratchet | None, _Ratchet | None]:
+                   get: Callable[[Any], Any] | None) -> tuple[_Ratchet | None, _Ratchet | None]:
+    """The ratcheting correlation of a list item: by its keys in a map list (`get`, the old list's
+    index), by value in a set; items of atomic lists do not correlate."""
     if r is None:
         return None, parent
     child: _Ratchet | None = None
     if isinstance(r.old, list):
         if node.list_type == "map" and node.list_keys:
-            get = _correlate_list(node, r.old)
             found = get(item) if get is not None else None
             child = _Ratchet(found, item) if found is not None else None
         elif node.list_type == "set" and any(_same(item, o) for o in r.old):

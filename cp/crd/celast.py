@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Callable
 
-__all__ = ["CelSyntaxError", "CelTypeError", "Node", "T", "check", "estimate_cost", "parse", "render"]
+__all__ = ["CelProgramError", "CelSyntaxError", "CelTypeError", "Node", "T", "check", "estimate_cost", "parse", "render"]
 
 MAX_REQUEST = 3 * 1024 * 1024
 
@@ -40,6 +40,11 @@ class CelSyntaxError(Exception):
 
 class CelTypeError(Exception):
     """A type-check error: `str()` is cel-go's issue text."""
+
+
+class CelProgramError(CelTypeError):
+    """An error cel-go reports when it builds the program, not as a compile issue: `str()` is the
+    whole detail (`program instantiation failed: ...`)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -670,13 +675,31 @@ def _check_literals(scope: _Scope, name: str, target: Node | None, args: list[No
                 secs = int(arg.text, 0) if not arg.text.startswith("-") else -int(arg.text[1:], 0)
                 if not -62135596800 <= secs <= 253402300799:
                     raise _err(scope, arg, "invalid timestamp")
-    if name == "matches" and args:
-        pattern = _literal_string(args[-1])
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error:
-                raise _err(scope, args[-1], "invalid matches argument") from None
+    if name in ("matches", "find", "findAll") and args:
+        pattern_node = args[-1] if name == "matches" or len(args) == 1 else args[0]
+        pattern = _literal_string(pattern_node)
+        problem = _regex_problem(pattern) if pattern is not None else None
+        if problem is not None:
+            if name == "matches":
+                raise _err(scope, pattern_node, "invalid matches argument")
+            # the regex library's constant-pattern optimization fails when the program is built
+            raise CelProgramError(f"program instantiation failed: error parsing regexp: {problem}: `{pattern}`")
+
+
+_NOT_RE2 = re.compile(r"\(\?(?:[=!>]|<[=!])|[*+?}][+]|\\[1-9]")
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why RE2 (Go's regexp) refuses `pattern`, approximately: Python's errors, and the constructs
+    Python accepts but RE2 does not (lookarounds, atomic groups, possessive quantifiers, backreferences)."""
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        return str(e.msg)
+    m = _NOT_RE2.search(pattern)
+    if m is not None:
+        return f"invalid or unsupported Perl syntax: `{m.group(0)}`"
+    return None
 
 
 def _iter_types(rng: T) -> tuple[T, T]:
@@ -855,9 +878,21 @@ class _Cost:
         self.size = size
 
 
-def estimate_cost(node: Node, *, size_of: Callable[[T], int] | None = None) -> int:
-    """The worst-case cost of a checked tree (its nodes' `type`s are set by `check`)."""
-    return _sat(_cost(node, size_of or (lambda t: t.max)).cost)
+class _Est:
+    """How to size values: `size_of` a type; `exact` when the types carry a value's actual sizes
+    (the runtime cost), where a conversion's result is as long as its argument's text."""
+
+    __slots__ = ("exact", "size_of")
+
+    def __init__(self, size_of: Callable[[T], int], exact: bool) -> None:
+        self.size_of = size_of
+        self.exact = exact
+
+
+def estimate_cost(node: Node, *, exact: bool = False) -> int:
+    """The worst-case cost of a checked tree (its nodes' `type`s are set by `check`); `exact`: the
+    types are a value's (see `_Est`)."""
+    return _sat(_cost(node, _Est(lambda t: t.max, exact)).cost)
 
 
 def _lit_size(node: Node) -> int:
@@ -868,32 +903,32 @@ def _lit_size(node: Node) -> int:
     return 0
 
 
-def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
+def _cost(node: Node, est: _Est) -> _Cost:
     op = node.op
     if op == "lit":
         return _Cost(0, _lit_size(node))
     if op == "ident":
-        return _Cost(0 if node.type.kind == "type" else 1, size_of(node.type))
+        return _Cost(0 if node.type.kind == "type" else 1, est.size_of(node.type))
     if op == "select":
-        base = _cost(node.args[0], size_of)
-        return _Cost(base.cost + 1, size_of(node.type))
+        base = _cost(node.args[0], est)
+        return _Cost(base.cost + 1, est.size_of(node.type))
     if op == "index":
-        a, b = _cost(node.args[0], size_of), _cost(node.args[1], size_of)
-        return _Cost(a.cost + b.cost + 1, size_of(node.type))
+        a, b = _cost(node.args[0], est), _cost(node.args[1], est)
+        return _Cost(a.cost + b.cost + 1, est.size_of(node.type))
     if op == "list":
-        parts = [_cost(a, size_of) for a in node.args]
+        parts = [_cost(a, est) for a in node.args]
         return _Cost(_LIST_CREATE + sum(p.cost for p in parts), len(parts))
     if op == "map":
-        parts = [_cost(a, size_of) for a in node.args]
+        parts = [_cost(a, est) for a in node.args]
         return _Cost(_MAP_CREATE + sum(p.cost for p in parts), len(parts) // 2)
     if op == "unary":
-        x = _cost(node.args[0], size_of)
+        x = _cost(node.args[0], est)
         return _Cost(x.cost + 1, x.size)
     if op == "ternary":
-        cc, ca, cb = (_cost(x, size_of) for x in node.args)
+        cc, ca, cb = (_cost(x, est) for x in node.args)
         return _Cost(cc.cost + max(ca.cost, cb.cost), max(ca.size, cb.size))
     if op == "binary":
-        a, b = _cost(node.args[0], size_of), _cost(node.args[1], size_of)
+        a, b = _cost(node.args[0], est), _cost(node.args[1], est)
         name = node.name
         if name in ("&&", "||"):
             return _Cost(a.cost + b.cost, 0)
@@ -901,7 +936,7 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
         kind = node.args[0].type.kind
         if name in ("==", "!=", "<", "<=", ">", ">="):
             if kind in ("string", "bytes"):
-                own = max(1, _trav(min(a.size, b.size), _STRING_FACTOR))
+                own = _trav(min(a.size, b.size), _STRING_FACTOR)
             elif kind in ("list", "map", "object"):
                 own = 1 + min(a.size, b.size)
         elif name == "in":
@@ -912,37 +947,38 @@ def _cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
             own = 1 + a.size + b.size
         size = a.size + b.size if name == "+" else 0
         return _Cost(a.cost + b.cost + own, size)
-    return _call_cost(node, size_of)
+    return _call_cost(node, est)
 
 
-def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
+def _call_cost(node: Node, est: _Est) -> _Cost:
     name, target, args = node.name, node.target, node.args
     if target is None and name == "has":
-        base = _cost(args[0].args[0], size_of)
+        base = _cost(args[0].args[0], est)
         return _Cost(base.cost + 1, 0)
     if target is not None and target.op == "ident" and target.name == "cel" and name == "bind":
-        init, body = _cost(args[1], size_of), _cost(args[2], size_of)
+        init, body = _cost(args[1], est), _cost(args[2], est)
         return _Cost(init.cost + body.cost, body.size)
     if target is not None and args and args[0].op == "ident" and len(args) >= 2 and \
             (name in _MACROS_1 or name in _MACROS_2) and target.type.kind in ("list", "map", "dyn"):
-        rng = _cost(target, size_of)
+        rng = _cost(target, est)
         n = rng.size
-        bodies = [_cost(b, size_of) for b in args[1:] if b.op != "ident" or b is args[-1]]
+        bodies = [_cost(b, est) for b in args[1:] if b.op != "ident" or b is args[-1]]
         per = sum(b.cost for b in bodies)
-        if name in ("all", "exists", "exists_one", "existsOne", "filter"):
-            per += 2  # the loop condition and the accumulating step
-        else:
-            per += 1 + _LIST_CREATE  # the accumulated list grows per element
-        return _Cost(rng.cost + _sat(n * per), n)
-    parts = [_cost(a, size_of) for a in args]
-    recv = _cost(target, size_of) if target is not None and not (
+        # cel-go: the accumulator's init and result once, then per element the loop condition, the
+        # step and the iteration variable (3), plus the growing result list of map/filter
+        per += 3 if name in ("all", "exists", "exists_one", "existsOne") else 3 + _LIST_CREATE
+        return _Cost(rng.cost + 1 + _sat(n * per), n)
+    parts = [_cost(a, est) for a in args]
+    recv = _cost(target, est) if target is not None and not (
         target.op == "ident" and target.name in _NAMESPACES) else _Cost(0, 0)
     base_cost = recv.cost + sum(p.cost for p in parts)
     subject = recv.size if target is not None else (parts[0].size if parts else 0)
     own = 1
     if name in ("startsWith", "endsWith") and parts:
         own = max(1, _trav(parts[0].size, _STRING_FACTOR))
-    elif name in ("contains", "indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
+    elif name == "contains":
+        own = _trav(subject, _STRING_FACTOR)
+    elif name in ("indexOf", "lastIndexOf", "lowerAscii", "upperAscii",
                 "trim", "replace", "split", "substring", "charAt", "quantity", "isQuantity", "semver", "isSemver",
                 "url", "isURL", "ip", "isIP", "cidr", "isCIDR", "validate", "string", "bytes", "int", "double",
                 "timestamp", "duration", "join", "reverse", "quote", "isCanonical"):
@@ -951,13 +987,16 @@ def _call_cost(node: Node, size_of: Callable[[T], int]) -> _Cost:
             own = 1 + subject
     elif name in ("matches", "find", "findAll"):
         pattern = parts[-1].size if parts else 0
-        own = max(1, _trav(subject, _STRING_FACTOR) * max(1, _trav(pattern, _REGEX_FACTOR)))
+        own = max(1, _trav(subject, _STRING_FACTOR)) * _trav(pattern, _REGEX_FACTOR)
     elif name in ("isSorted", "sum", "min", "max", "sort", "distinct", "flatten", "slice") or \
             (target is not None and target.op == "ident" and target.name == "sets"):
         own = 1 + max([subject] + [p.size for p in parts]) * (2 if name in ("sort", "distinct") else 1)
     size = 0
     if node.type.kind in ("string", "bytes", "list", "map"):
         size = max([subject] + [p.size for p in parts]) if name not in ("size",) else 0
+        if name == "string" and target is None:
+            # cel-go has no size estimate for a conversion's result; at runtime it is the text's
+            size = max(subject, 24) if est.exact else _MAX_U
     return _Cost(base_cost + own, size)
 
 
@@ -1050,6 +1089,10 @@ class _Renderer:
             subject = target if target is not None else args[0]
             if subject.type.kind in ("string", "dyn"):
                 return f"{KSIZE}({r(subject)})"
+        if target is not None and name == "sum" and not args and target.type.kind == "list" and \
+                target.type.elem is not None and target.type.elem.kind == "duration":
+            rng = r(target)  # the sum of no durations is a duration
+            return f"(size({rng}) == 0 ? duration('0s') : {rng}.sum())"
         if target is not None and name in ("optMap", "optFlatMap") and len(args) == 2 and args[0].op == "ident":
             o = r(target)
             mapped = f"[{o}.value()].map({args[0].name}, {r(args[1])})[0]"

@@ -386,3 +386,82 @@ def test_reserved_words_are_not_field_names() -> None:
     schema = obj_schema({"true": INT}, [{"rule": "self.true == 1"}])
     assert "mismatched input 'true' expecting IDENTIFIER" in check_crd_rules(schema, path="p")[0].text()
     assert texts(obj_schema({"true": INT}, [{"rule": "self.__true__ == 1"}]), {"true": 1}) == []
+
+
+def test_unchanged_schema_skips_the_per_expression_limit() -> None:
+    """suppressExpressionCostForUnchangedSchema: an update that keeps a version's schema keeps its rules."""
+    schema = obj_schema({"l": {"type": "array", "items": STR}}, [{"rule": "self.l.all(x, x.matches('^a+$'))"}])
+    causes = [c.text() for c in check_crd_rules(schema, path="p", unchanged=True)]
+    assert not any("estimated rule cost exceeds" in c for c in causes)
+    assert causes[-1].startswith("p: Forbidden: x-kubernetes-validations estimated rule cost total")
+
+
+def test_rules_under_unescapable_names_and_allof() -> None:
+    schema = obj_schema({"a@b": obj_schema({"m": INT}, [{"rule": "self.m == 2"}])},
+                        allOf=[{"x-kubernetes-validations": [{"rule": "has(self.x)", "message": "x required"}]}])
+    schema["properties"]["x"] = STR
+    assert texts(schema, {"a@b": {"m": 1}}, path="root") == ["root: Invalid value: x required",
+                                                                "root.a@b: Invalid value: failed rule: self.m == 2"]
+
+
+def test_field_paths_at_crd_time() -> None:
+    """Upstream's "x-kubernetes-validations should have valid fieldPath for array" case."""
+    paths = [".foo['b.c']['c\\a']", "['a.c']", ".a.c", ".list[0]", "   ", ".", ".."]
+    schema = obj_schema({
+        "a.c": {"type": "number"},
+        "foo": obj_schema({"b.c": obj_schema({"c\a": {"type": "number"}})}),
+        "list": {"type": "array", "items": obj_schema({"a": {"type": "number"}})},
+    }, [{"rule": "true", "fieldPath": p} for p in paths])
+    got = [(c.field, c.type) for c in check_crd_rules(schema, path="p")]
+    assert got == [("p.x-kubernetes-validations[2].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[3].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[4].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[4].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[5].fieldPath", "Invalid"),
+                   ("p.x-kubernetes-validations[6].fieldPath", "Invalid")]
+
+
+def test_metadata_names_are_bounded() -> None:
+    """Upstream: metadata.name and generateName are estimated as 253-byte strings, not unbounded."""
+    schema = {"type": "object", "x-kubernetes-validations": [{
+        "rule": "self.metadata.name.contains(self.metadata.name) && "
+                "self.metadata.generateName.contains(self.metadata.generateName)"}]}
+    assert check_crd_rules(schema, path="p") == []
+
+
+def test_message_expression_costs_count() -> None:
+    """Upstream: a messageExpression over unbounded strings exceeds the per-expression and per-CRD limits."""
+    schema = obj_schema({"f": {"type": "array", "items": STR, "x-kubernetes-validations": [
+        {"rule": "true", "messageExpression": "string(self[0]) + string(self[1]) + string(self[2])"}]}})
+    got = [(c.type, c.field) for c in check_crd_rules(schema, path="p")]
+    me = "p.properties[f].x-kubernetes-validations[0].messageExpression"
+    assert sorted(got) == sorted([("Forbidden", me), ("Forbidden", me), ("Forbidden", "p")])
+
+
+def test_conversions_cost_their_actual_size_at_runtime() -> None:
+    schema = root(obj_schema({"i": INT}, [{"rule": "self.i < 3", "messageExpression": "'i is ' + string(self.i)"}]))
+    assert texts(schema, cr({"i": 5})) == ["spec: Invalid value: i is 5"]
+
+
+@pytest.mark.parametrize("rule", [
+    "self.str.find('[0-9]+') == '123'", "self.str.findAll('[0-9]+', 1) == ['123']",
+    "url('https://[::1]:80/').getHost() == '[::1]:80'", "url('https://[::1]/').getHostname() == '::1'",
+    "url('https://example.com/with space/').getEscapedPath() == '/with%20space/'",
+    "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery() == {'k1': ['a'], 'k2': ['b', 'c']}",
+    "isURL('https://a:b:c/') == false", "isURL('../relative-path') == false",
+    "self.durs.sum() == duration('0s')",
+])
+def test_regex_and_url_libraries(rule: str) -> None:
+    """Upstream's `stdlib regex functions` and `URL parsing` cases."""
+    schema = obj_schema({"str": STR, "durs": {"type": "array", "items": {"type": "string", "format": "duration"}}},
+                        [{"rule": rule}])
+    assert texts(schema, {"str": "this is a 123 string 456", "durs": []}) == []
+
+
+@pytest.mark.parametrize(("rule", "detail"), [
+    ("self.str.matches('x++')", "compilation failed: ERROR: <input>:1:18: invalid matches argument"),
+    ("self.str.find(')') == ''", "program instantiation failed: error parsing regexp:"),
+])
+def test_constant_regexes_are_checked(rule: str, detail: str) -> None:
+    (cause,) = check_crd_rules(obj_schema({"str": STR}, [{"rule": rule}]), path="p")
+    assert detail in cause.detail
