@@ -390,7 +390,7 @@ def validate(custom: CustomVersion, obj: dict[str, Any], old: dict[str, Any] | N
         if old is None:
             causes.extend(schema.validate(obj))
         elif subresource == "status":
-            causes.extend(schema.validate_status(obj.get("status"), old.get("status")))
+            causes.extend(schema.validate_status_update(obj, old))
         else:
             causes.extend(schema.validate_update(obj, old))
     rules = custom.rules

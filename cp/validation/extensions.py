@@ -174,6 +174,7 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     # Upstream validates the internal version: a schema all versions share is its `spec.validation`.
     schemas = [v.get("schema") for v in versions]
     shared_schema = bool(schemas) and schemas[0] is not None and all(s == schemas[0] for s in schemas)
+    structural: list[Cause] = []  # the schemas' own problems (their CEL rules are checked only without)
     names_seen: set[str] = set()
     unique = True
     storage = 0
@@ -189,9 +190,9 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
         if schema is None:
             errs.append(Cause("Required", f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"))
         elif not shared_schema:
-            errs.extend(check_crd_schema(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema",
-                                         status_enabled=_status_enabled(version),
-                                         object_meta=validate_embedded_object_meta))
+            structural.extend(check_crd_schema(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema",
+                                               status_enabled=_status_enabled(version),
+                                               object_meta=validate_embedded_object_meta))
     if not unique:
         errs.append(Cause("Invalid", "spec.versions", "must contain unique version names", go_json(versions)))
     if versions and storage != 1:
@@ -205,22 +206,27 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     if shared_schema:
         schema = as_dict(versions[0].get("schema")).get("openAPIV3Schema")
         if schema is not None:
-            errs.extend(check_crd_schema(schema, path="spec.validation.openAPIV3Schema",
-                                         status_enabled=any(_status_enabled(v) for v in versions),
-                                         object_meta=validate_embedded_object_meta))
+            structural.extend(check_crd_schema(schema, path="spec.validation.openAPIV3Schema",
+                                               status_enabled=any(_status_enabled(v) for v in versions),
+                                               object_meta=validate_embedded_object_meta))
+    errs.extend(structural)
     _conversion(spec.get("conversion"), errs)
-    _cel_rules(versions, errs)
+    if not structural:  # upstream compiles the rules of structural schemas only
+        _cel_rules(versions, errs, shared=shared_schema)
 
 
-def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause]) -> None:
+def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause], *, shared: bool) -> None:
     """The x-kubernetes-validations of each version's schema (`cp.crd.cel.check_crd_rules`: compile
-    errors, rule shapes, estimated costs). The CEL engine is imported only for a schema with rules."""
-    for i, version in enumerate(versions):
+    errors, rule shapes, estimated costs), under `spec.validation.openAPIV3Schema` when every version
+    has the same schema (upstream's internal version). The CEL engine is imported only for a schema
+    with rules."""
+    for i, version in enumerate(versions[:1] if shared else versions):
         schema = as_dict(version.get("schema")).get("openAPIV3Schema")
         if isinstance(schema, dict) and "x-kubernetes-validations" in json.dumps(schema):
             from cp.crd.cel import check_crd_rules
 
-            errs.extend(check_crd_rules(schema, path=f"spec.versions[{i}].schema.openAPIV3Schema"))
+            path = "spec.validation.openAPIV3Schema" if shared else f"spec.versions[{i}].schema.openAPIV3Schema"
+            errs.extend(check_crd_rules(schema, path=path))
 
 
 def _status_enabled(version: dict[str, Any]) -> bool:
