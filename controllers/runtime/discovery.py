@@ -81,11 +81,14 @@ def _subresource(entry: _SubresourceEntry, kind: str) -> res.Subresource:
     return res.Subresource(name=entry.subresource, kind=rk.kind or kind, verbs=tuple(entry.verbs) or res.SUB_VERBS)
 
 
-def kinds_from_discovery(documents: Iterable[bytes]) -> list[res.ResourceKind]:
+def kinds_from_discovery(documents: Iterable[bytes]) -> tuple[list[res.ResourceKind], list[res.ResourceKind]]:
     """The resources aggregated discovery documents list, one per group-resource (the first version
-    of its group that serves it: groups list their preferred version first). Built-in resources are
-    the static registry's entries; the others (custom resources) are made from their entry."""
+    of its group that serves it: groups list their preferred version first), and those of them the
+    static registry does not know (custom resources, and the metrics APIs'), made from their entry.
+    Built-in resources are the static registry's entries (a version served from another's storage,
+    as events.k8s.io/v1 Events, included)."""
     out: dict[tuple[str, str], res.ResourceKind] = {}
+    made: list[res.ResourceKind] = []
     for doc in documents:
         for group in _decode_groups(doc).items:
             name = group.metadata.name
@@ -94,7 +97,8 @@ def kinds_from_discovery(documents: Iterable[bytes]) -> list[res.ResourceKind]:
                     key = (name, entry.resource)
                     if key in out or "/" in entry.resource:
                         continue
-                    builtin = res.by_group_resource(name, entry.resource)
+                    builtin = res.by_group_resource(name, entry.resource) or res.lookup(
+                        name, version.version, entry.resource)
                     if builtin is not None:
                         out[key] = builtin
                         continue
@@ -107,7 +111,8 @@ def kinds_from_discovery(documents: Iterable[bytes]) -> list[res.ResourceKind]:
                         short_names=tuple(entry.short_names), categories=tuple(entry.categories),
                         subresources=tuple(_subresource(s, kind) for s in entry.subresources),
                         verbs=tuple(entry.verbs))
-    return list(out.values())
+                    made.append(out[key])
+    return list(out.values()), made
 
 
 class RESTMapper:
@@ -124,12 +129,13 @@ class RESTMapper:
         self.refreshes = 0
 
     async def refresh(self) -> tuple[res.ResourceKind, ...]:
-        """Read discovery again; returns the custom (not built-in) resources served now."""
+        """Read discovery again; returns the resources served now that the static registry does not
+        know: custom resources (and the read-only metrics APIs)."""
         docs = [await self._fetch("/api", AGGREGATED), await self._fetch("/apis", AGGREGATED)]
-        kinds = kinds_from_discovery(docs)
+        kinds, made = kinds_from_discovery(docs)
         self._gr = {(k.group, k.plural): k for k in kinds}
         self._kind = {(k.group, k.kind): k for k in kinds}
-        self._custom = tuple(k for k in kinds if res.by_group_resource(k.group, k.plural) is None)
+        self._custom = tuple(made)
         self.refreshed_at = time.monotonic()
         self.refreshes += 1
         logger.debug("discovery_refreshed", resources=len(kinds), custom=[k.group_resource for k in self._custom])
