@@ -4,7 +4,8 @@ autoscaling/v2, with HPAScaleToZero and HPAConfigurableTolerance on).
 Every `SYNC_PERIOD` (15 s on the injected clock) per HPA — and at once when it is created or its
 spec changes (generation) — the controller:
 
-1. reads the target's `/scale` (Deployments, ReplicaSets; `FailedGetScale` otherwise);
+1. reads the target's `/scale` (any kind with a scale subresource, custom resources resolved through
+   discovery; `FailedGetScale` otherwise);
 2. decides what to compute from the current replica count `current`:
    - 0, and the HPA did not put it there (no `ScaledToZero=True`): the workload is paused —
      `ScalingActive=False/ScalingDisabled`, nothing else;
