@@ -30,7 +30,7 @@ from cp import clock as clocks
 from cp import errors, options
 from cp import resources as res
 from storage import log, ndjson
-from storage.recording import NO_END, SCAN_PAGE, Key, Recording, SourceError
+from storage.recording import NO_END, SCAN_PAGE, Key, Recording, SourceError, resolve_ref
 from storage.replay import WRITES_REFUSED, ReplayLog
 
 if TYPE_CHECKING:  # the server stack is imported only to serve
@@ -291,9 +291,10 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
             assert revision is not None
             applied = replayer.until_revision(revision)
         elif given[0] == "object":
+            # Custom resources resolve through the recording's definitions, wherever the cursor is.
             try:
-                kind, namespace, name = res.parse_ref(q["object"])
-            except ValueError as exc:
+                kind, namespace, name = await resolve_ref(replayer.log.recording, q["object"])
+            except SourceError as exc:
                 raise errors.BadRequest(str(exc)) from None
             applied = replayer.until_object((kind.group, kind.plural, namespace, name))
         else:

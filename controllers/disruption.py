@@ -4,7 +4,8 @@ kube-controller-manager's `disruption` controller (`pkg/controller/disruption`).
 For a budget it reads the pods of its namespace its selector matches and, when the budget counts in
 percentages or by `maxUnavailable`, the scale of their controllers: a ReplicaSet's (its Deployment's
 when one controls it), a StatefulSet's or ReplicationController's from the informers, any other
-controller's through its `scale` subresource. From them it writes `expectedPods`, `desiredHealthy`,
+controller's through its `scale` subresource (custom resources whose definition declares one
+included: their kind is resolved through discovery, `client.mapper`). From them it writes `expectedPods`, `desiredHealthy`,
 `currentHealthy` (ready pods neither terminating nor just evicted), `disruptionsAllowed`,
 `observedGeneration`, the `DisruptionAllowed` condition, and `disruptedPods` without the pods whose
 eviction it has seen carried out or that stayed more than two minutes (it looks again then).
@@ -115,7 +116,9 @@ class DisruptionController:
             if (group, kind) == (known.group, known.kind):
                 obj = self._owned(known, namespace, ref)
                 return (str(ref.get("uid")), _replicas(obj)) if obj is not None else None
-        other = res.by_kind(group, kind)
+        # Any other controller through its scale subresource, its kind resolved through discovery (a
+        # custom resource's too), as upstream's `getScaleController` through the RESTMapper.
+        other = await self.client.mapper.kind_for(group, kind)
         if other is None or other.subresource("scale") is None:
             return None
         try:

@@ -19,10 +19,18 @@ by owner uid, so "who depends on X" is a cache lookup. One Request per object
 References to kinds this server does not serve are treated as live (never collected). A
 cluster-scoped dependent referring to a namespaced owner has a dangling reference and gets a
 Warning Event `OwnerRefInvalidNamespace`.
+
+Custom resources are owners and dependents like any other: as upstream's collector re-syncs its
+monitors from discovery, every change of a CustomResourceDefinition (and, while any exists, every
+`RESYNC_PERIOD` seconds) makes it read discovery again (`controllers.runtime.discovery`) and start or
+stop informing on the custom resources served. Once a new resource's informer has synced, objects
+whose owner references name its kind are looked at again (their owner may have gone meanwhile).
+Discovery is read per definition change, never per object.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,6 +40,7 @@ import structlog
 
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
+from controllers.runtime import discovery as discoveries
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
@@ -46,19 +55,35 @@ ORPHAN = "orphan"
 IGNORED = frozenset({"events"})  # group-resources never collected or watched
 ABSENT_CACHE_SIZE = 1024
 INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}
+CRDS = clients.resolve("customresourcedefinitions.apiextensions.k8s.io")
+# The request that re-reads discovery and re-syncs the custom resources' monitors (no object has an
+# empty name).
+RESYNC = reconcile.Request(resource=CRDS.group_resource, name="")
+RESYNC_PERIOD = 30.0  # seconds, as kube-controller-manager's garbage collector re-syncs discovery
+PENDING_RETRY = 1.0  # seconds: an established definition discovery does not list yet
+SYNC_TIMEOUT = 10.0  # seconds a re-sync waits for a new resource's informer
 
 logger = structlog.get_logger("cplane.controllers.garbage_collector")
 
 
+def collectable(kind: res.ResourceKind) -> bool:
+    return {"list", "watch", "delete"} <= set(kind.verbs) and kind.group_resource not in IGNORED
+
+
 def collectable_kinds() -> list[res.ResourceKind]:
-    return [k for k in res.KINDS
-            if {"list", "watch", "delete"} <= set(k.verbs) and k.group_resource not in IGNORED]
+    return [k for k in res.KINDS if collectable(k)]
 
 
-def owner_kind(ref: Mapping[str, Any]) -> res.ResourceKind | None:
-    api_version = str(ref.get("apiVersion") or "")
-    group = api_version.rpartition("/")[0] if "/" in api_version else ""
-    return res.by_kind(group, str(ref.get("kind") or ""))
+def owner_kind(ref: Mapping[str, Any], *, mapper: discoveries.RESTMapper | None = None) -> res.ResourceKind | None:
+    """The resource an ownerReference names: built-in, or custom when `mapper` has discovered it."""
+    group, kind = discoveries.owner_group_kind(ref)
+    return mapper.by_kind(group, kind) if mapper is not None else res.by_kind(group, kind)
+
+
+def _established(crd: Mapping[str, Any]) -> bool:
+    conditions = (crd.get("status") or {}).get("conditions") or []
+    return any(isinstance(c, Mapping) and c.get("type") == "Established" and c.get("status") == "True"
+               for c in conditions)
 
 
 def owner_refs(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -101,7 +126,10 @@ class GarbageCollector:
         self.informers = informer_factory
         self.recorder = recorder
         self.kinds = list(kinds) if kinds is not None else collectable_kinds()
-        self._watched = {k.group_resource for k in self.kinds}
+        self._by_gr = {k.group_resource: k for k in self.kinds}
+        self._watched = set(self._by_gr)
+        self.custom: dict[str, res.ResourceKind] = {}  # the custom resources monitored now
+        self.controller: managers.Controller | None = None  # set by `new`: re-syncs add watches to it
         self.absent = _UidSet(ABSENT_CACHE_SIZE)
         for kind in self.kinds:  # "who depends on uid X" must be an index lookup
             self.informers.informer(kind, indexers=INDEXERS)
@@ -127,7 +155,7 @@ class GarbageCollector:
         ns = str(caches.meta(obj).get("namespace") or "")
         out = []
         for ref in owner_refs(obj):
-            kind = owner_kind(ref)
+            kind = owner_kind(ref, mapper=self.client.mapper)
             if kind is not None and kind.group_resource in self._watched and ref.get("name"):
                 out.append(reconcile.Request(resource=kind.group_resource,
                                              namespace=ns if kind.namespaced else "", name=str(ref["name"])))
@@ -136,10 +164,11 @@ class GarbageCollector:
     def map(self, change: managers.Change) -> Iterable[reconcile.Request]:
         obj = change.obj
         uid = str(caches.meta(obj).get("uid") or "")
+        resync = [RESYNC] if change.kind.group_resource == CRDS.group_resource else []
         if change.type == "delete":
             # Its dependents may now be dangling; a foreground owner may be unblocked.
-            return [self._request(k, d) for k, d in self.dependents(uid)] + self._owner_requests(obj)
-        out: list[reconcile.Request] = []
+            return [*resync, *(self._request(k, d) for k, d in self.dependents(uid)), *self._owner_requests(obj)]
+        out: list[reconcile.Request] = resync
         fins = finalizers(obj)
         if owner_refs(obj) or (is_deleting(obj) and (ORPHAN in fins or FOREGROUND in fins)):
             out.append(self._request(change.kind, obj))
@@ -149,10 +178,82 @@ class GarbageCollector:
             out.extend(self._owner_requests(change.old))
         return out
 
+    # ------------------------------------------------------------------ monitors of custom resources
+
+    async def resync(self) -> reconcile.Result | None:
+        """Read discovery and monitor exactly the custom resources served now (upstream's
+        `GarbageCollector.Sync` with `GetDeletableResources`)."""
+        served = await self.client.mapper.refresh()
+        wanted = {k.group_resource: k for k in served if collectable(k)}
+        added: list[res.ResourceKind] = []
+        for gr, kind in list(self.custom.items()):
+            if wanted.get(gr) != kind:  # gone, or served in another preferred version now
+                await self._unmonitor(kind)
+        for gr, kind in wanted.items():
+            if gr not in self.custom:
+                self._monitor(kind)
+                added.append(kind)
+        if added:
+            logger.info("monitors_synced", added=[k.group_resource for k in added],
+                        custom=sorted(self.custom))
+            await self._recheck_dependents_of(added)
+        definitions = self.informers.cache(CRDS).list()
+        pending = [d for d in definitions
+                   if _established(d) and not is_deleting(d)
+                   and self.client.mapper.by_group_resource(
+                       str((d.get("spec") or {}).get("group") or ""),
+                       str(((d.get("status") or {}).get("acceptedNames") or {}).get("plural") or "")) is None]
+        if pending:
+            return reconcile.Result(requeue_after=PENDING_RETRY)
+        return reconcile.Result(requeue_after=RESYNC_PERIOD) if definitions or self.custom else None
+
+    def _monitor(self, kind: res.ResourceKind) -> None:
+        self.custom[kind.group_resource] = kind
+        self._by_gr[kind.group_resource] = kind
+        self._watched.add(kind.group_resource)
+        self.kinds.append(kind)
+        watch = managers.Watch(kind=kind, map=self.map, indexers=INDEXERS)
+        if self.controller is not None:
+            self.controller.add_watch(watch)
+        else:
+            self.informers.informer(kind, indexers=INDEXERS)
+
+    async def _unmonitor(self, kind: res.ResourceKind) -> None:
+        gr = kind.group_resource
+        self.custom.pop(gr, None)
+        self._by_gr.pop(gr, None)
+        self._watched.discard(gr)
+        self.kinds = [k for k in self.kinds if k.group_resource != gr]
+        if self.controller is not None:
+            await self.controller.remove_watch(kind)
+        logger.info("monitor_stopped", resource=gr)
+
+    async def _recheck_dependents_of(self, added: Sequence[res.ResourceKind]) -> None:
+        """Once the new resources' informers have synced, enqueue every cached object with an owner
+        reference to one of their kinds: an owner that went before its monitor started sent no
+        deletion to wait for."""
+        infs = [self.informers.informer(k) for k in added]
+        try:
+            async with asyncio.timeout(SYNC_TIMEOUT):
+                await self.informers.wait_for_sync(infs)
+        except TimeoutError:
+            logger.warning("monitor_sync_timeout", resources=[k.group_resource for k in added])
+        if self.controller is None:
+            return
+        kinds = {(k.group, k.kind) for k in added}
+        for kind in self.kinds:
+            for obj in self.informers.cache(kind).list():
+                if any(discoveries.owner_group_kind(r) in kinds for r in owner_refs(obj)):
+                    self.controller.enqueue(self._request(kind, obj))
+
     # ------------------------------------------------------------------ reconcile
 
     async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
-        kind = clients.resolve(request.resource)
+        if request == RESYNC:
+            return await self.resync()
+        kind = self._by_gr.get(request.resource)
+        if kind is None:  # a custom resource no longer monitored
+            return None
         obj = self.informers.cache(kind).get(request.namespace, request.name)
         if obj is None:
             return None
@@ -211,7 +312,7 @@ class GarbageCollector:
             if uid in self.absent:
                 dangling.append(ref)
                 continue
-            okind = owner_kind(ref)
+            okind = owner_kind(ref, mapper=self.client.mapper)
             if okind is None:
                 solid.append(ref)  # not a kind we serve: never collect on its account
                 continue
@@ -322,4 +423,6 @@ class GarbageCollector:
 def new(ctx: managers.ControllerContext, *, workers: int = 4) -> managers.Controller:
     gc = GarbageCollector(client=ctx.client, informer_factory=ctx.informers,
                           recorder=ctx.recorder("garbage-collector-controller"))
-    return managers.Controller(name=NAME, reconciler=gc, watches=gc.watches(), workers=workers)
+    controller = managers.Controller(name=NAME, reconciler=gc, watches=gc.watches(), workers=workers)
+    gc.controller = controller
+    return controller

@@ -9,10 +9,16 @@ service that is no longer a NodePort or LoadBalancer, a claim whose allocated st
 every `resync` seconds (upstream's `--resource-quota-sync-period`, 5 minutes), which also gives
 back charges for writes that failed after admission. It informs on every namespaced kind a quota
 can count (`count/<resource>.<group>`), and on DeviceClasses for the DRA extended resources.
+
+A custom resource (a CustomResourceDefinition's) is informed on once a quota counts it: a quota
+naming `count/widgets.example.com` resolves the resource through discovery (`client.mapper`, read
+again only when the name is unknown, at most once a second) and the controller starts its informer
+and waits for it before measuring, as upstream's quota monitors do for the resources discovery lists.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +37,7 @@ from cp import resources as res
 NAME = "resourcequota"
 COMPONENT = "resourcequota-controller"
 RESYNC_SECONDS = 300.0
+MONITOR_SYNC_TIMEOUT = 10.0  # seconds a reconcile waits for a newly counted resource's informer
 
 RESOURCE_QUOTAS = clients.resolve("resourcequotas")
 DEVICE_CLASSES = clients.resolve("deviceclasses.resource.k8s.io")
@@ -93,6 +100,7 @@ class ResourceQuotaController:
         self.resync = resync
         self.kinds = list(kinds) if kinds is not None else countable_kinds()
         self._by_gr = {(k.group, k.plural): k for k in self.kinds}
+        self.controller: managers.Controller | None = None  # set by `new`: counted custom resources add watches
 
     def watches(self) -> list[managers.Watch]:
         out = [managers.Watch(kind=RESOURCE_QUOTAS, map=self._quota_changed),
@@ -162,10 +170,37 @@ class ResourceQuotaController:
                                           objects=objects, ctx=ctx))
         return rl.mask(used, hard)
 
+    async def _monitor_counted(self, hard: Iterable[str]) -> None:
+        """Inform on the custom resources `count/<resource>.<group>` names that no informer covers
+        yet (resolved through discovery), and wait until their caches have synced."""
+        started: list[informers.Informer] = []
+        for name in hard:
+            if not name.startswith("count/"):
+                continue
+            resource, _, group = name[len("count/"):].partition(".")
+            if (group, resource) in self._by_gr or quota.is_ignored(group, resource):
+                continue
+            kind = await self.client.mapper.resource_for(f"{resource}.{group}" if group else resource)
+            if kind is None or not kind.namespaced or not {"list", "watch"} <= set(kind.verbs):
+                continue
+            self.kinds.append(kind)
+            self._by_gr[(kind.group, kind.plural)] = kind
+            watch = managers.Watch(kind=kind, map=self._content_changed)
+            inf = self.controller.add_watch(watch) if self.controller is not None else None
+            started.append(inf if inf is not None else self.informers.informer(kind))
+            logger.info("quota_monitor_started", resource=kind.group_resource)
+        if started:
+            try:
+                async with asyncio.timeout(MONITOR_SYNC_TIMEOUT):
+                    await self.informers.wait_for_sync(started)
+            except TimeoutError:
+                logger.warning("quota_monitor_sync_timeout", resources=[i.kind.group_resource for i in started])
+
     async def reconcile(self, request: reconcile.Request) -> reconcile.Result | None:
         rq = self.informers.cache(RESOURCE_QUOTAS).get(request.namespace, request.name)
         if rq is None:
             return None
+        await self._monitor_counted(_hard(rq, "spec"))
         used = self.usage(rq)
         hard = _hard(rq, "spec")
         status = rq.get("status") if isinstance(rq.get("status"), Mapping) else {}
@@ -184,4 +219,6 @@ class ResourceQuotaController:
 
 def new(ctx: managers.ControllerContext, *, workers: int = 2) -> managers.Controller:
     rc = ResourceQuotaController(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock)
-    return managers.Controller(name=NAME, reconciler=rc, watches=rc.watches(), workers=workers)
+    controller = managers.Controller(name=NAME, reconciler=rc, watches=rc.watches(), workers=workers)
+    rc.controller = controller
+    return controller

@@ -8,6 +8,7 @@ Pure data; no I/O. Scopes, short names and categories follow upstream
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -391,19 +392,22 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
 # `deployments.apps/default/web`, `namespaces/kube-system`, `resourceclaims.resource.k8s.io/ml/gpu`.
 
 
-def resolve_resource(text: str) -> ResourceKind:
+def resolve_resource(text: str, *, kinds: Sequence[ResourceKind] | None = None) -> ResourceKind:
     """A served kind from how kubectl users name it: plural, singular, short name or kind, optionally
-    group-qualified (`pods`, `po`, `Pod`, `deployments.apps`, `resourceclaim.resource.k8s.io`).
-    Raises ValueError naming the known resources."""
+    group-qualified (`pods`, `po`, `Pod`, `deployments.apps`, `resourceclaim.resource.k8s.io`,
+    `widgets.example.com`). `kinds`: the stored kinds to choose from (default the built-in ones; a
+    server's or a log's `Registry.kinds()` adds its custom resources). Raises ValueError naming the
+    known resources."""
+    candidates = KINDS if kinds is None else kinds
     word, _, group = text.strip().partition(".")
     low = word.lower()
-    found = [k for k in KINDS
+    found = [k for k in candidates
              if (not group or k.group == group)
              and low in (k.plural, k.singular, k.kind.lower(), *k.short_names)]
     if len(found) > 1:  # the same word in several groups: core wins, as kubectl's preference order
-        found = [k for k in found if k.group == ""] or found[:1]
+        found = [k for k in found if k.group == ""] or [k for k in found if k.custom is None] or found[:1]
     if not found:
-        known = ", ".join(sorted(resource_name(k) for k in KINDS))
+        known = ", ".join(sorted(resource_name(k) for k in candidates))
         raise ValueError(f'unknown resource "{text}" (known: {known})')
     return found[0]
 
@@ -423,13 +427,15 @@ def ref(group: str, resource: str, namespace: str, name: str) -> str:
     return f"{gr}/{namespace}/{name}" if namespace else f"{gr}/{name}"
 
 
-def parse_ref(text: str, *, namespace: str | None = None) -> tuple[ResourceKind, str, str]:
+def parse_ref(text: str, *, namespace: str | None = None,
+              kinds: Sequence[ResourceKind] | None = None) -> tuple[ResourceKind, str, str]:
     """(kind, namespace, name) of `RESOURCE/NAME` (namespace from `namespace`, default "default") or
-    `RESOURCE/NAMESPACE/NAME`. Raises ValueError."""
+    `RESOURCE/NAMESPACE/NAME`; RESOURCE as `resolve_resource` reads it among `kinds`. Raises
+    ValueError."""
     parts = text.strip().split("/")
     if len(parts) not in (2, 3) or not all(parts):
         raise ValueError(f'"{text}" is not RESOURCE/NAME or RESOURCE/NAMESPACE/NAME (e.g. pods/default/web)')
-    kind = resolve_resource(parts[0])
+    kind = resolve_resource(parts[0], kinds=kinds)
     if len(parts) == 3:
         if not kind.namespaced:
             raise ValueError(f"{resource_name(kind)} are cluster-scoped: write {parts[0]}/{parts[2]}")

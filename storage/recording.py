@@ -28,6 +28,7 @@ import msgspec
 from cp import clock as clocks
 from cp import resources as res
 from cp import sim
+from cp.crd import custom as crds
 from storage import codec, log
 
 _decode = msgspec.json.Decoder().decode
@@ -575,6 +576,74 @@ async def cluster_time(source: Source, revision: int) -> float:
             with contextlib.suppress(Exception):
                 now = max(now, sim.clock_time(_decode(c.object)))
     return now
+
+
+# =============================================================================================
+# Custom resources: the kinds the log's CustomResourceDefinitions define
+
+
+CRDS = res.by_group_resource(crds.GROUP, crds.PLURAL)
+
+
+def _serve(registry: res.Registry, definitions: Iterable[log.Event]) -> None:
+    for ev in definitions:
+        with contextlib.suppress(Exception):  # a definition the log holds but no server could serve
+            kinds = crds.served_kinds(_decode(ev.object))
+            if kinds:
+                registry.set_custom(ev.name, kinds)
+
+
+async def registry_at(source: Source, *revisions: int) -> res.Registry:
+    """The resources served at the given revisions (default: the newest): the built-in ones and those
+    of every established CustomResourceDefinition the log holds at one of them, as the server that
+    wrote it served them (`cp.crd.custom.served_kinds`). Custom resources resolve by name through
+    it, offline, as through a server's discovery online."""
+    registry = res.Registry()
+    assert CRDS is not None
+    for revision in revisions or (source.last,):
+        if revision > 0:
+            _serve(registry, await source.list_at(CRDS, None, revision))
+    return registry
+
+
+async def registry_ever(source: Source) -> res.Registry:
+    """As `registry_at`, with every definition the log ever held (the last version of each, its
+    deletion included): an object of a resource whose definition was deleted since still resolves,
+    for its history and events. Scans the whole log: asked only when a name did not resolve."""
+    newest: dict[str, log.Event] = {}
+    async for page in events_between(source, 0, source.last):
+        for ev in page:
+            if ev.group == crds.GROUP and ev.resource == crds.PLURAL:
+                newest[ev.name] = ev
+    registry = res.Registry()
+    _serve(registry, newest.values())
+    return registry
+
+
+async def resolve_ref(source: Source, text: str, *, namespace: str | None = None,
+                      ) -> tuple[res.ResourceKind, str, str]:
+    """`res.parse_ref` among the log's resources (newest revision, then any definition ever held).
+    Raises SourceError."""
+    try:
+        return res.parse_ref(text, namespace=namespace, kinds=(await registry_at(source)).kinds())
+    except ValueError as exc:
+        first = exc
+    try:
+        return res.parse_ref(text, namespace=namespace, kinds=(await registry_ever(source)).kinds())
+    except ValueError:
+        raise SourceError(str(first)) from None
+
+
+async def resolve_resource(source: Source, text: str) -> res.ResourceKind:
+    """`res.resolve_resource` among the log's resources, as `resolve_ref`. Raises SourceError."""
+    try:
+        return res.resolve_resource(text, kinds=(await registry_at(source)).kinds())
+    except ValueError as exc:
+        first = exc
+    try:
+        return res.resolve_resource(text, kinds=(await registry_ever(source)).kinds())
+    except ValueError:
+        raise SourceError(str(first)) from None
 
 
 async def state_at(source: Source, revision: int, kinds: Sequence[res.ResourceKind],

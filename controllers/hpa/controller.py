@@ -4,7 +4,8 @@ autoscaling/v2, with HPAScaleToZero and HPAConfigurableTolerance on).
 Every `SYNC_PERIOD` (15 s on the injected clock) per HPA — and at once when it is created or its
 spec changes (generation) — the controller:
 
-1. reads the target's `/scale` (Deployments, ReplicaSets; `FailedGetScale` otherwise);
+1. reads the target's `/scale` (any kind with a scale subresource, custom resources resolved through
+   discovery; `FailedGetScale` otherwise);
 2. decides what to compute from the current replica count `current`:
    - 0, and the HPA did not put it there (no `ScaledToZero=True`): the workload is paused —
      `ScalingActive=False/ScalingDisabled`, nothing else;
@@ -41,9 +42,9 @@ from controllers.hpa import calc
 from controllers.hpa.metrics import MetricError, MetricsClient, message_of
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
+from controllers.runtime import discovery, reconcile
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors, selectors
 from cp import resources as res
@@ -216,7 +217,7 @@ class HorizontalController:
 
         # 1. The target's scale.
         try:
-            target = _target_kind(ref)
+            target = await _target_kind(ref, mapper=self.client.mapper)
             scale = await self.client.get_scale(target, str(ref.get("name") or ""), namespace=namespace)
         except (errors.StatusError, _TargetError) as exc:
             msg = message_of(exc) if isinstance(exc, errors.StatusError) else str(exc)
@@ -627,13 +628,16 @@ class _TargetError(Exception):
     pass
 
 
-def _target_kind(ref: Mapping[str, Any]) -> res.ResourceKind:
+async def _target_kind(ref: Mapping[str, Any], *, mapper: discovery.RESTMapper) -> res.ResourceKind:
+    """The resource a scaleTargetRef names, through the discovery-backed mapper as upstream's
+    `a.mapper.RESTMappings(targetGK)`: built-in kinds at once, custom ones (a CustomResourceDefinition
+    with a scale subresource) from discovery, read again when the kind is not known yet."""
     api_version = str(ref.get("apiVersion") or "")
     kind = str(ref.get("kind") or "")
     if api_version.count("/") > 1 or api_version.startswith("/") or api_version.endswith("/"):
         raise _TargetError(f"unexpected GroupVersion string: {api_version}")
     group = api_version.rpartition("/")[0] if "/" in api_version else ""
-    target = res.by_kind(group, kind)
+    target = await mapper.kind_for(group, kind)
     if target is None:
         raise _TargetError(f'no matches for kind "{kind}" in group "{group}"')
     if target.subresource("scale") is None:

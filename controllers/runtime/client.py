@@ -23,6 +23,7 @@ from typing import Any, Self
 import aiohttp
 import msgspec
 
+from controllers.runtime import discovery
 from cp import errors
 from cp import kubeconfig as kubeconfigs
 from cp import resources as res
@@ -118,12 +119,15 @@ def _error_from_body(code: int, body: bytes) -> errors.StatusError:
     return status_error({"code": code, "message": text or f"HTTP {code}"}, http_code=code)
 
 
-def resolve(kind: res.ResourceKind | str) -> res.ResourceKind:
-    """A ResourceKind from itself or a group-resource name (`pods`, `deployments.apps`)."""
+def resolve(kind: res.ResourceKind | str, *, mapper: discovery.RESTMapper | None = None) -> res.ResourceKind:
+    """A ResourceKind from itself or a group-resource name (`pods`, `deployments.apps`); custom
+    resources (`widgets.example.com`) through `mapper`, once it has read discovery."""
     if isinstance(kind, res.ResourceKind):
         return kind
     plural, _, group = kind.partition(".")
     found = res.by_group_resource(group, plural)
+    if found is None and mapper is not None:
+        found = mapper.by_group_resource(group, plural)
     if found is None:
         raise ValueError(f"unknown resource {kind!r}")
     return found
@@ -220,6 +224,8 @@ class Client:
         self._headers = {"Accept": JSON, "User-Agent": user_agent}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        # What the server serves, custom resources included, from discovery (`discover()`).
+        self.mapper = discovery.RESTMapper(self._fetch_discovery)
 
     @classmethod
     def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
@@ -257,19 +263,33 @@ class Client:
     # ------------------------------------------------------------------ transport
 
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
-                      body: Any = None, content_type: str = JSON) -> bytes:
+                      body: Any = None, content_type: str = JSON, accept: str = "") -> bytes:
         """One request; the raw response body on 2xx, a `cp.errors` exception otherwise."""
         data: bytes | None = None
         headers = None
         if body is not None:
             data = body if isinstance(body, bytes) else _encode(body)
             headers = self.headers({"Content-Type": content_type})
+        if accept:
+            headers = {**(headers or self._headers), "Accept": accept}
         async with self.session().request(method, self.base_url + path, params=params,
                                           data=data, headers=headers or self._headers) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise _error_from_body(resp.status, raw)
             return raw
+
+    async def _fetch_discovery(self, path: str, accept: str) -> bytes:
+        return await self.request("GET", path, accept=accept)
+
+    async def discover(self) -> tuple[res.ResourceKind, ...]:
+        """Read discovery (`self.mapper.refresh()`): afterwards the custom resources it lists resolve
+        by name too (`client.get("widgets.example.com", ...)`). Returns them."""
+        return await self.mapper.refresh()
+
+    def resolve(self, kind: res.ResourceKind | str) -> res.ResourceKind:
+        """`resolve` with this client's discovery."""
+        return resolve(kind, mapper=self.mapper)
 
     async def _json(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
         raw = await self.request(method, path, **kw)
@@ -280,14 +300,14 @@ class Client:
 
     async def get(self, kind: res.ResourceKind | str, name: str, *, namespace: str = "",
                   subresource: str = "") -> dict[str, Any]:
-        k = resolve(kind)
+        k = self.resolve(kind)
         return await self._json("GET", object_path(k, namespace=namespace, name=name,
                                                    subresource=subresource))
 
     async def list_page(self, kind: res.ResourceKind | str, *, namespace: str | None = None,
                         label_selector: str = "", field_selector: str = "", limit: int | None = LIST_PAGE,
                         continue_: str = "", resource_version: str | None = None) -> ObjectList:
-        k = resolve(kind)
+        k = self.resolve(kind)
         params: dict[str, str] = {}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -325,7 +345,7 @@ class Client:
         """A watch stream. `send_initial_events=True` asks for a watch-list: ADDED for every
         current object, then a BOOKMARK annotated `k8s.io/initial-events-end`, then changes.
         Servers without watch-list answer 422 (`errors.Invalid`)."""
-        k = resolve(kind)
+        k = self.resolve(kind)
         params = {"watch": "true"}
         if allow_bookmarks or send_initial_events:
             params["allowWatchBookmarks"] = "true"
@@ -357,7 +377,7 @@ class Client:
     async def create(self, kind: res.ResourceKind | str, obj: Mapping[str, Any], *,
                      namespace: str | None = None, field_manager: str | None = None,
                      dry_run: bool = False) -> dict[str, Any]:
-        k = resolve(kind)
+        k = self.resolve(kind)
         ns = namespace if namespace is not None else str((obj.get("metadata") or {}).get("namespace") or "")
         return await self._json("POST", object_path(k, namespace=ns), body=dict(obj),
                                 params=self._write_params(field_manager, dry_run))
@@ -365,7 +385,7 @@ class Client:
     async def update(self, kind: res.ResourceKind | str, obj: Mapping[str, Any], *, subresource: str = "",
                      field_manager: str | None = None, dry_run: bool = False) -> dict[str, Any]:
         """PUT the whole object; its `metadata.resourceVersion` is the precondition (409 on change)."""
-        k = resolve(kind)
+        k = self.resolve(kind)
         meta = obj.get("metadata") or {}
         path = object_path(k, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
                            subresource=subresource)
@@ -379,7 +399,7 @@ class Client:
                     patch_type: str = "merge", subresource: str = "", field_manager: str | None = None,
                     force: bool | None = None, dry_run: bool = False) -> dict[str, Any]:
         """PATCH with `patch_type` merge | strategic | json | apply (apply needs `field_manager`)."""
-        k = resolve(kind)
+        k = self.resolve(kind)
         try:
             content_type = PATCH_TYPES[patch_type]
         except KeyError:
@@ -394,7 +414,7 @@ class Client:
                      propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,
                      grace_period_seconds: int | None = None, dry_run: bool = False) -> dict[str, Any]:
         """DELETE one object. Returns the object (still present: finalizers, grace) or a Status."""
-        k = resolve(kind)
+        k = self.resolve(kind)
         return await self._json("DELETE", object_path(k, namespace=namespace, name=name),
                                 body=_delete_options(propagation_policy, preconditions,
                                                      grace_period_seconds, dry_run))
@@ -402,7 +422,7 @@ class Client:
     async def delete_collection(self, kind: res.ResourceKind | str, *, namespace: str = "",
                                 label_selector: str = "", field_selector: str = "",
                                 propagation_policy: str | None = None) -> dict[str, Any]:
-        k = resolve(kind)
+        k = self.resolve(kind)
         params: dict[str, str] = {}
         if label_selector:
             params["labelSelector"] = label_selector
@@ -418,7 +438,7 @@ class Client:
 
     async def update_scale(self, kind: res.ResourceKind | str, scale: Mapping[str, Any]) -> dict[str, Any]:
         """PUT an autoscaling/v1 Scale (its resourceVersion, when set, is the precondition)."""
-        k = resolve(kind)
+        k = self.resolve(kind)
         meta = scale.get("metadata") or {}
         body = {"kind": "Scale", "apiVersion": "autoscaling/v1", **dict(scale)}
         path = object_path(k, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),

@@ -308,7 +308,7 @@ class InformerFactory:
 
     def informer(self, kind: res.ResourceKind | str, *,
                  indexers: Mapping[str, caches.IndexFunc] | None = None) -> Informer:
-        k = clients.resolve(kind)
+        k = self.client.resolve(kind)
         inf = self._informers.get(k.group_resource)
         if inf is None:
             inf = Informer(self.client, k, clock=self.clock, namespace=self.namespace,
@@ -320,6 +320,15 @@ class InformerFactory:
 
     def cache(self, kind: res.ResourceKind | str) -> caches.Cache:
         return self.informer(kind).cache
+
+    def has(self, kind: res.ResourceKind) -> bool:
+        return kind.group_resource in self._informers
+
+    async def remove(self, kind: res.ResourceKind) -> None:
+        """Stop and forget the informer of `kind` (a custom resource no longer served)."""
+        inf = self._informers.pop(kind.group_resource, None)
+        if inf is not None:
+            await inf.stop()
 
     @property
     def informers(self) -> list[Informer]:

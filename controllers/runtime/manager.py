@@ -79,6 +79,23 @@ class Controller:
         self.workers = workers
         self.rate_limiter = rate_limiter
         self.queue: workqueue.WorkQueue[reconcile.Request] | None = None  # set while running
+        self._manager: Manager | None = None  # set by Manager.add
+
+    def add_watch(self, watch: Watch) -> informers.Informer | None:
+        """Watch one more resource from now on (the garbage collector's monitors of custom resources,
+        added as their definitions appear). With a manager, returns the shared informer, started; its
+        objects reach this controller as adds once it has synced."""
+        self.watches.append(watch)
+        if self._manager is None:
+            return None
+        return self._manager.attach(self, watch)
+
+    async def remove_watch(self, kind: res.ResourceKind) -> None:
+        """Stop watching `kind` (a resource the server no longer serves); its informer stops when no
+        controller of the manager watches it any more."""
+        self.watches = [w for w in self.watches if w.kind.group_resource != kind.group_resource]
+        if self._manager is not None:
+            await self._manager.detach(self, kind)
 
     def on_start(self) -> None:
         """Called at the start of each term, once `queue` is set and before any handler enqueues
@@ -201,6 +218,7 @@ class Manager:
         self.leading = asyncio.Event()  # set while this manager's controllers run
         self.terms = 0
         self.grace_seconds = grace_seconds
+        self._informers_started = False
         self._log = (log or logger).bind(manager=name, identity=self.identity)
 
     def context(self) -> ControllerContext:
@@ -209,14 +227,37 @@ class Manager:
 
     def add(self, controller: Controller) -> None:
         self.controllers.append(controller)
+        controller._manager = self
         for watch in controller.watches:
             self.informers.informer(watch.kind, indexers=watch.indexers)
+
+    def attach(self, controller: Controller, watch: Watch) -> informers.Informer:
+        """A watch added while running (`Controller.add_watch`): start its informer if the others
+        run, and hand its changes to the controller if it runs."""
+        inf = self.informers.informer(watch.kind, indexers=watch.indexers)
+        if self._informers_started and not inf.running:
+            inf.start()
+        if controller.queue is not None:
+            handler = _Handler(controller, watch)
+            self._handlers.append((inf, handler))
+            inf.add_handler(handler)
+        return inf
+
+    async def detach(self, controller: Controller, kind: res.ResourceKind) -> None:
+        gr = kind.group_resource
+        for inf, handler in list(self._handlers):
+            if handler.controller is controller and handler.watch.kind.group_resource == gr:
+                inf.remove_handler(handler)
+                self._handlers.remove((inf, handler))
+        if not any(w.kind.group_resource == gr for c in self.controllers for w in c.watches):
+            await self.informers.remove(kind)
 
     # ------------------------------------------------------------------ run
 
     async def run(self, stop: asyncio.Event) -> None:
         """Run until `stop` is set; everything started here is stopped before returning."""
         self.informers.start()
+        self._informers_started = True
         try:
             synced = await _until(_true(self.informers.wait_for_sync()), stop)
             if synced is None:
@@ -231,6 +272,7 @@ class Manager:
                 return
             await self._run_elected(stop, self.elector)
         finally:
+            self._informers_started = False
             await self.informers.stop()
 
     async def _run_elected(self, stop: asyncio.Event, elector: elections.LeaderElector) -> None:

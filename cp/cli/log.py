@@ -238,16 +238,14 @@ def _note(text: str) -> None:
     print(text, file=sys.stderr)
 
 
-def _kinds(resource: str | None) -> list[res.ResourceKind]:
-    from cp import resources as res
+async def _kinds(source: recording.Source, resource: str | None, *revisions: int) -> list[res.ResourceKind]:
+    """The one resource named (custom resources resolve through the log's definitions), or every
+    resource served at `revisions`: the built-in ones and the custom ones of the definitions held then."""
     from storage import recording
 
     if resource:
-        try:
-            return [res.resolve_resource(resource)]
-        except ValueError as exc:
-            raise recording.SourceError(str(exc)) from None
-    return list(res.KINDS)
+        return [await recording.resolve_resource(source, resource)]
+    return (await recording.registry_at(source, *revisions)).kinds()
 
 
 async def _target_revision(source: recording.Source, at: int | None, at_time: str | None) -> int:
@@ -275,9 +273,9 @@ async def log_show(args: argparse.Namespace) -> int:
     from storage import recording
 
     spec, expect = _source_spec(args)
-    kinds = _kinds(args.resource)
     async with recording.opened(spec, expect=expect) as source:
         revision = await _target_revision(source, args.at, args.at_time)
+        kinds = await _kinds(source, args.resource, revision)
         namespace = None if args.all_namespaces else args.namespace
         groups = await recording.state_at(source, revision, kinds, namespace)
         now = await recording.cluster_time(source, revision)
@@ -314,11 +312,8 @@ async def log_history(args: argparse.Namespace) -> int:
     from storage import ndjson, recording
 
     spec, expect = _source_spec(args)
-    try:
-        kind, namespace, name = res.parse_ref(args.object, namespace=args.namespace)
-    except ValueError as exc:
-        raise recording.SourceError(str(exc)) from None
     async with recording.opened(spec, expect=expect) as source:
+        kind, namespace, name = await recording.resolve_ref(source, args.object, namespace=args.namespace)
         events = await source.history(kind.group, kind.plural, namespace, name)
     if not events:
         raise recording.SourceError(f"{res.ref(kind.group, kind.plural, namespace, name)}: no events in "
@@ -344,6 +339,12 @@ async def _state_map(source: recording.Source, revision: int, kinds: Sequence[re
     return out
 
 
+def _merged(a: list[res.ResourceKind], b: list[res.ResourceKind]) -> list[res.ResourceKind]:
+    """The kinds of two sources, each group-resource once."""
+    seen = {k.group_resource for k in a}
+    return [*a, *(k for k in b if k.group_resource not in seen)]
+
+
 async def log_diff(args: argparse.Namespace) -> int:
     from cp.cli import render
     from storage import recording
@@ -358,7 +359,6 @@ async def log_diff(args: argparse.Namespace) -> int:
             if resource is not None:
                 raise recording.SourceError(f"one RESOURCE at most (got {resource} and {item})") from None
             resource = item
-    kinds = _kinds(resource)
     namespace = args.namespace
     async with recording.opened(spec, expect=expect) as source:
         if args.against:
@@ -376,6 +376,7 @@ async def log_diff(args: argparse.Namespace) -> int:
                     rev_a, rev_b = source.last, other.last
                 recording.check_revision(source, rev_a)
                 recording.check_revision(other, rev_b)
+                kinds = _merged(await _kinds(source, resource, rev_a), await _kinds(other, resource, rev_b))
                 after = await _state_map(source, rev_a, kinds, namespace)
                 before = await _state_map(other, rev_b, kinds, namespace)
             title = (f"{other.description} (revision {rev_b}) -> {source.description} (revision {rev_a}); "
@@ -387,6 +388,7 @@ async def log_diff(args: argparse.Namespace) -> int:
                 raise recording.SourceError("give two revisions: cplane log diff REV1 REV2 [RESOURCE] "
                                   "(or --against OTHER_SOURCE)")
             rev1, rev2 = recording.check_revision(source, revisions[0]), recording.check_revision(source, revisions[1])
+            kinds = await _kinds(source, resource, rev1, rev2)
             before = await _state_map(source, rev1, kinds, namespace)
             after = await _state_map(source, rev2, kinds, namespace)
             title = f"revision {rev1} -> revision {rev2}"
@@ -406,10 +408,10 @@ async def log_events(args: argparse.Namespace, *, stop: asyncio.Event | None = N
 
     spec, expect = _source_spec(args)
     flt = recording.EventFilter(namespace=args.namespace, name=args.name, actor=args.actor, type=args.type)
-    if args.resource:
-        flt.kind = _kinds(args.resource)[0]
     sink = out or sys.stdout.buffer
     async with recording.opened(spec, expect=expect) as source:
+        if args.resource:
+            flt.kind = await recording.resolve_resource(source, args.resource)
         start, end = 0, source.last
         if args.since is not None:
             since = recording.parse_when(args.since)

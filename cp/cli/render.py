@@ -65,7 +65,8 @@ def table_text(kind: res.ResourceKind, objs: list[dict[str, Any]], *, now: float
     """One kind's objects as `kubectl get` prints them (`-o wide`: priority columns too)."""
     from cp import tables  # imported when needed: `log history|events` start faster
 
-    t = tables.table(objs, group=kind.group, kind=kind.kind, now=now, include_object="None")
+    t = tables.table(objs, group=kind.group, kind=kind.kind, now=now, include_object="None",
+                     printer=tables.printer_for(kind))
     defs = t["columnDefinitions"]
     keep = [i for i, c in enumerate(defs) if wide or c.get("priority", 0) == 0]
     head = [defs[i]["name"].upper() for i in keep]

@@ -14,6 +14,7 @@ import msgspec
 
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
+from controllers.runtime import discovery
 from controllers.runtime import informer as informers
 from cp import clock as clocks
 from cp import errors, patching
@@ -43,7 +44,7 @@ class Action(msgspec.Struct, frozen=True, kw_only=True):
     subresource: str = ""
 
 
-READS = frozenset({"get", "list"})
+READS = frozenset({"get", "list", "discover"})
 
 
 class FakeClient:
@@ -56,10 +57,20 @@ class FakeClient:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.actions: list[Action] = []
         self._rv = itertools.count(100)
+        # Discovery: the documents `/api` and `/apis` answer (no custom resource unless a test sets them).
+        self.discovery: dict[str, dict[str, Any]] = {"/api": {"items": []}, "/apis": {"items": []}}
+        self.mapper = discovery.RESTMapper(self._discovery)
         for resource, obj in objects:
             stored = self.put(resource, obj)
             obj.clear()
             obj.update(stored)  # callers keep using their dict: give it the uid and resourceVersion
+
+    async def _discovery(self, path: str, accept: str) -> bytes:
+        self.actions.append(Action(verb="discover", resource=path))
+        return msgspec.json.encode(self.discovery[path])
+
+    def resolve(self, kind: res.ResourceKind | str) -> res.ResourceKind:
+        return clients.resolve(kind, mapper=self.mapper)
 
     # -------------------------------------------------------------- set-up and inspection
 

@@ -1,5 +1,6 @@
 """The disruption controller (through `run_controllers`) against an in-process API server: a budget's
-status follows the ready pods it selects and the scale of their ReplicaSet, the eviction subresource
+status follows the ready pods it selects and the scale of their ReplicaSet (or of a custom
+controller's scale subresource), the eviction subresource
 spends what it allows, and the pods it evicted leave `disruptedPods` once they are gone.
 
 Out of scope: the arithmetic case by case (tests/cp/test_disruption.py), the eviction answers
@@ -18,6 +19,7 @@ from api import server as servers
 from controllers import registry
 from controllers.runtime import client as clients
 from cp import errors
+from tests.controllers import crds
 from tests.waiting import eventually
 
 NS = "default"
@@ -45,7 +47,8 @@ async def _replica_set(client: clients.Client, replicas: int) -> dict[str, Any]:
 async def _ready_pod(client: clients.Client, name: str, owner: dict[str, Any] | None = None) -> None:
     meta: dict[str, Any] = {"name": name, "namespace": NS, "labels": {"app": "web"}}
     if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": owner["metadata"]["name"],
+        meta["ownerReferences"] = [{"apiVersion": owner.get("apiVersion", "apps/v1"),
+                                    "kind": owner.get("kind", "ReplicaSet"), "name": owner["metadata"]["name"],
                                     "uid": owner["metadata"]["uid"], "controller": True}]
     pod = await client.create("pods", {"metadata": meta, "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
     pod["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
@@ -149,3 +152,23 @@ async def test_a_stale_disruption_target_is_reset(client: clients.Client) -> Non
         return cond["status"] == "False" and cond["reason"] == "EvictionByEvictionAPI"
 
     await eventually(reset, what="the controller resets a stale DisruptionTarget condition")
+
+
+@pytest.mark.usefixtures("controllers")
+async def test_a_custom_controller_counts_through_its_scale_subresource(client: clients.Client) -> None:
+    widgets = await crds.establish(client)  # defined after the controller started: found by discovery
+    widget = await client.create(widgets, {"apiVersion": "example.com/v1", "kind": "Widget",
+                                           "metadata": {"name": "web", "namespace": NS}, "spec": {"replicas": 4}})
+    owner = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": widget["metadata"]}
+    for name in ("a", "b", "c"):
+        await _ready_pod(client, name, owner=owner)
+    await client.create("poddisruptionbudgets.policy", {
+        "metadata": {"name": "web", "namespace": NS},
+        "spec": {"maxUnavailable": "25%", "selector": {"matchLabels": {"app": "web"}}}})
+
+    async def computed() -> bool:
+        s = await _status(client)
+        return (s.get("currentHealthy"), s.get("desiredHealthy"), s.get("expectedPods"),
+                s.get("disruptionsAllowed")) == (3, 3, 4, 0)
+
+    await eventually(computed, what="4 expected from the Widget's scale")

@@ -19,6 +19,7 @@ from api import server as servers
 from controllers import registry
 from controllers.runtime import client as clients
 from cp import errors
+from tests.controllers import crds
 from tests.waiting import eventually
 
 
@@ -116,3 +117,30 @@ async def test_spec_changes_and_objects_that_stop_counting(client: clients.Clien
         return status == {"hard": {"count/configmaps": "2", "pods": "1"}, "used": {"count/configmaps": "0", "pods": "0"}}
 
     await eventually(follows_the_spec, what="status.hard follows spec.hard")
+
+
+@pytest.mark.usefixtures("controllers")
+async def test_a_quota_counts_custom_resources(client: clients.Client) -> None:
+    widgets = await crds.establish(client)  # defined after the controller started: found by discovery
+    await client.create("namespaces", {"metadata": {"name": "team"}})
+
+    def widget(name: str) -> dict[str, Any]:
+        return {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name, "namespace": "team"}}
+
+    await client.create(widgets, widget("before"))
+    await client.create("resourcequotas", {"metadata": {"name": "widgets", "namespace": "team"},
+                                           "spec": {"hard": {"count/widgets.example.com": "2"}}})
+    await eventually(lambda: _is(_used(client, "widgets"), {"count/widgets.example.com": "1"}),
+                     what="the widget already there counted")
+    await client.create(widgets, widget("second"))
+    with pytest.raises(errors.Forbidden) as refused:
+        await client.create(widgets, widget("third"))
+    assert "exceeded quota: widgets" in refused.value.message
+    await client.delete(widgets, "before", namespace="team")
+    await eventually(lambda: _is(_used(client, "widgets"), {"count/widgets.example.com": "1"}),
+                     what="given back when a widget goes")
+    await client.create(widgets, widget("third"))
+
+
+async def _is(value: Any, expected: dict[str, str]) -> bool:
+    return bool(await value == expected)
