@@ -503,3 +503,22 @@ def test_unknown_fields_are_not_reachable(rule: str) -> None:
                          "known": {**obj_schema({"k": INT}), "x-kubernetes-preserve-unknown-fields": True}},
                         [{"rule": rule}])
     assert "undefined field" in check_crd_rules(schema, path="p")[0].detail
+
+
+@pytest.mark.parametrize("rule", [
+    "has(self.embedded.metadata.namespace)", "self.embedded.metadata.namespace == 'ns'",
+    "has(self.embedded.spec.if)", "self.embedded.spec.if == 'x'", "self.embedded.spec.__if__ == 'x'",
+    "[1, 2].includes(2) && !self.embedded.spec.if.includes('y')",
+])
+def test_reserved_words_name_escaped_properties(rule: str) -> None:
+    """1.31+: `self.x.namespace` reads the property escaped as `__namespace__` (upstream's
+    "embedded object with usage of reserved keywords"); the lists library's `includes`."""
+    embedded = {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {
+        "kind": STR, "apiVersion": STR, "metadata": obj_schema({"name": STR, "generateName": STR, "namespace": STR}),
+        "spec": obj_schema({"if": STR})}}
+    schema = obj_schema({"embedded": embedded}, [{"rule": rule}])
+    obj = {"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                        "spec": {"if": "x"}}}
+    assert [c.text() for c in check_crd_rules(schema, path="p") if "estimated" not in c.text()
+            and "contributed" not in c.text()] == []
+    assert texts(schema, obj) == []
