@@ -1113,8 +1113,9 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
         return bad
     t = own_type
     if t is None:
-        errs.append(Cause("InternalError", base, "internal error: failed to retrieve type information for "
-                                                 "x-kubernetes-validations"))
+        errs.append(Cause("InternalError", base, "internal error: failed to construct type information for "
+                                                 "x-kubernetes-validations rules: unable to convert structural schema "
+                                                 "to CEL declarations"))
         return bad
     card = cardinality if cardinality is not None else (_MAX_REQ // (t.min + 1))
     for i, raw in enumerate(rules):
