@@ -750,6 +750,13 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+def _includes(target: Any, arg: Any) -> bool:
+    """`x.includes(y)` (Kubernetes lists library v1): membership in a list, else equality."""
+    if isinstance(target, list):
+        return any(_same(item, arg) for item in target)
+    return _same(target, arg)
+
+
 def _list_key(item: Any, keys: list[str]) -> tuple[Any, ...]:
     return tuple(repr(item.get(k)) if isinstance(item, dict) else repr(item) for k in keys)
 
@@ -838,6 +845,7 @@ HELPERS: dict[str, Callable[..., Any]] = {
     "__k8s_from_entries": _from_entries,
     "__k8s_merge_maps": _merge_maps,
     "__k8s_list_eq": _list_eq,
+    "__k8s_includes": _includes,
     "__k8s_list_add": _list_add,
 }
 """The functions `cp.crd.celast.render` calls in rewritten expressions."""

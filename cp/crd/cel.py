@@ -224,22 +224,29 @@ _SCALARS = frozenset({"int", "uint", "bool", "string", "dyn"})
 _META_PROPS: dict[str, Any] = _meta_schema({})["properties"]
 
 
-def _object_plan(s: dict[str, Any], t: T) -> dict[str, tuple[str, T, dict[str, Any]]]:
-    """property name -> (CEL name, type, schema) of an object type, computed once per schema node."""
-    plan: dict[str, tuple[str, T, dict[str, Any]]] = {}
+_Plan = dict[str, tuple[str, T | None, dict[str, Any]]]
+
+
+def _object_plan(s: dict[str, Any], t: T) -> _Plan:
+    """property name -> (CEL name, type, schema) of an object type, computed once per schema node.
+    Properties without a CEL type (no `type`, or a name that cannot be escaped) are kept with no
+    type: unreachable by name, they still take part in equality, as upstream's values do."""
+    plan: _Plan = {}
     props = _d(s.get("properties"))
     fields = t.fields or {}
     for name in set(props) | set(_META_PROPS):
         esc = escape(name)
         ft = fields.get(esc) if esc is not None else None
-        if esc is None or ft is None:
-            continue
         ps = props.get(name)
-        plan[name] = (esc, ft, _d(ps) if ps is not None else _META_PROPS[name])
+        if ft is None:
+            if ps is not None:
+                plan[name] = (name if esc is None else esc, None, {})
+            continue
+        plan[name] = (esc or name, ft, _d(ps) if ps is not None else _META_PROPS[name])
     return plan
 
 
-_PLANS: dict[tuple[int, int], tuple[dict[str, Any], T, dict[str, tuple[str, T, dict[str, Any]]]]] = {}
+_PLANS: dict[tuple[int, int], tuple[dict[str, Any], T, _Plan]] = {}
 
 
 def to_value(v: Any, s: dict[str, Any], t: T | None) -> Any:
@@ -261,12 +268,17 @@ def to_value(v: Any, s: dict[str, Any], t: T | None) -> Any:
             cached = (s, t, _object_plan(s, t))
             _PLANS[key] = cached
         plan = cached[2]
+        keep_unknown = s.get("x-kubernetes-preserve-unknown-fields") is True
         out: dict[str, Any] = {}
         for name, val in v.items():
-            entry = plan.get(name)
-            if entry is None or val is None:  # unknown, or null: a null field is an absent field
+            if val is None:  # a null field is an absent field
                 continue
-            out[entry[0]] = to_value(val, entry[2], entry[1])
+            entry = plan.get(name)
+            if entry is None:
+                if keep_unknown:  # unreachable by name, but part of the value (equality)
+                    out[name] = val
+                continue
+            out[entry[0]] = to_value(val, entry[2], entry[1]) if entry[1] is not None else val
         return out
     if k == "list":
         if not isinstance(v, list):
@@ -1101,8 +1113,9 @@ def _check_node(s: dict[str, Any], path: str, errs: list[Cause], total: _Total, 
         return bad
     t = own_type
     if t is None:
-        errs.append(Cause("InternalError", base, "internal error: failed to retrieve type information for "
-                                                 "x-kubernetes-validations"))
+        errs.append(Cause("InternalError", base, "internal error: failed to construct type information for "
+                                                 "x-kubernetes-validations rules: unable to convert structural schema "
+                                                 "to CEL declarations"))
         return bad
     card = cardinality if cardinality is not None else (_MAX_REQ // (t.min + 1))
     for i, raw in enumerate(rules):

@@ -453,6 +453,7 @@ _RESULTS: dict[str, T] = {
     "getDayOfYear": INT, "getHours": INT, "getMinutes": INT, "getSeconds": INT, "getMilliseconds": INT,
     "named": T("optional", elem=T("kubernetes.NamedFormat")),
     "validate": T("optional", elem=T("list", elem=STRING)),
+    "includes": BOOL,
 }
 # Functions whose result has the receiver's (or first argument's) type.
 _SAME_AS_TARGET = frozenset({"add", "sub", "reverse", "sort", "distinct", "slice"})
@@ -595,6 +596,11 @@ def _select_type(scope: _Scope, node: Node, base: T, *, optional: bool) -> T:
         return T("optional", elem=inner)
     if base.kind == "object":
         f = (base.fields or {}).get(node.name)
+        if f is None and node.name in _RESERVED:
+            # 1.31+: a reserved word names the property escaped as __word__ (recognizeKeywordAsFieldName)
+            f = (base.fields or {}).get(f"__{node.name}__")
+            if f is not None:
+                node.text = f"__{node.name}__"
         if f is None:
             raise _err(scope, node, f"undefined field '{node.name}'")
         return T("optional", elem=f) if optional else f
@@ -1013,6 +1019,7 @@ FROM_ENTRIES = "__k8s_from_entries"
 MERGE_MAPS = "__k8s_merge_maps"
 OPT_LIST = "__k8s_opt_list"
 OPT_MAP = "__k8s_opt_map"
+INCLUDES = "__k8s_includes"
 LIST_EQ = "__k8s_list_eq"
 LIST_ADD = "__k8s_list_add"
 
@@ -1036,9 +1043,10 @@ class _Renderer:
             return n.name
         if op == "select":
             base = n.args[0]
+            name = n.text or n.name  # the escaped name of a reserved word
             if n.flag == "opt" or base.type.kind == "optional":
-                return f"{OPT_SELECT}({r(base)}, '{n.name}')"
-            return f"{self.atom(base)}.{n.name}"
+                return f"{OPT_SELECT}({r(base)}, '{name}')"
+            return f"{self.atom(base)}.{name}"
         if op == "index":
             base = n.args[0]
             if n.flag == "opt" or base.type.kind == "optional":
@@ -1104,6 +1112,8 @@ class _Renderer:
             return f"{SORT_BY}({rng}, {rng}.map({args[0].name}, {r(args[1])}))"
         if target is not None and name == "existsOne":
             name = "exists_one"
+        if target is not None and name == "includes" and len(args) == 1:
+            return f"{INCLUDES}({r(target)}, {r(args[0])})"
         if target is None:
             return f"{name}(" + ", ".join(r(a) for a in args) + ")"
         return f"{self.atom(target)}.{name}(" + ", ".join(r(a) for a in args) + ")"

@@ -466,3 +466,60 @@ def test_regex_and_url_libraries(rule: str) -> None:
 def test_constant_regexes_are_checked(rule: str, detail: str) -> None:
     (cause,) = check_crd_rules(obj_schema({"str": STR}, [{"rule": rule}]), path="p")
     assert detail in cause.detail
+
+
+@pytest.mark.parametrize("rule", [
+    "has(self.withUnknown)", "self.withUnknownList.size() == 5",
+    "self.withUnknownList[0] != self.withUnknownList[1]", "self.withUnknownList[1] == self.withUnknownList[2]",
+    "self.withUnknownList[3] == self.withUnknownList[4]",
+    "self.withUnknownFieldList[0] != self.withUnknownFieldList[1]",
+    "self.withUnknownFieldList[1] == self.withUnknownFieldList[2]", "self.known.k == 1",
+])
+def test_unknown_fields_take_part_in_equality(rule: str) -> None:
+    """Upstream's `preserve unknown fields` cases: unknown and untyped fields are not reachable by
+    name but objects that differ in them are not equal."""
+    unknown = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    schema = obj_schema({
+        "withUnknown": unknown,
+        "withUnknownList": {"type": "array", "items": unknown},
+        "withUnknownFieldList": {"type": "array", "items": obj_schema({
+            "fieldOfUnknownType": {"x-kubernetes-preserve-unknown-fields": True}})},
+        "known": {**obj_schema({"k": INT}), "x-kubernetes-preserve-unknown-fields": True},
+    }, [{"rule": rule}])
+    obj = {"withUnknown": {"field1": "a"},
+           "withUnknownList": [{"field1": "a", "field2": "b"}, {"field1": "x", "field2": "y"},
+                               {"field1": "x", "field2": "y"}, {}, {}],
+           "withUnknownFieldList": [{"fieldOfUnknownType": "a"}, {"fieldOfUnknownType": 1},
+                                    {"fieldOfUnknownType": 1}],
+           "known": {"k": 1, "other": "x"}}
+    assert [c.text() for c in check_crd_rules(schema, path="p") if "estimated" not in c.text()
+            and "contributed" not in c.text()] == []
+    assert texts(schema, obj) == []
+
+
+@pytest.mark.parametrize("rule", ["has(self.withUnknown.field1)", "has(self.anyval)", "has(self.known.other)"])
+def test_unknown_fields_are_not_reachable(rule: str) -> None:
+    schema = obj_schema({"withUnknown": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                         "anyval": {"x-kubernetes-preserve-unknown-fields": True},
+                         "known": {**obj_schema({"k": INT}), "x-kubernetes-preserve-unknown-fields": True}},
+                        [{"rule": rule}])
+    assert "undefined field" in check_crd_rules(schema, path="p")[0].detail
+
+
+@pytest.mark.parametrize("rule", [
+    "has(self.embedded.metadata.namespace)", "self.embedded.metadata.namespace == 'ns'",
+    "has(self.embedded.spec.if)", "self.embedded.spec.if == 'x'", "self.embedded.spec.__if__ == 'x'",
+    "[1, 2].includes(2) && !self.embedded.spec.if.includes('y')",
+])
+def test_reserved_words_name_escaped_properties(rule: str) -> None:
+    """1.31+: `self.x.namespace` reads the property escaped as `__namespace__` (upstream's
+    "embedded object with usage of reserved keywords"); the lists library's `includes`."""
+    embedded = {"type": "object", "x-kubernetes-embedded-resource": True, "properties": {
+        "kind": STR, "apiVersion": STR, "metadata": obj_schema({"name": STR, "generateName": STR, "namespace": STR}),
+        "spec": obj_schema({"if": STR})}}
+    schema = obj_schema({"embedded": embedded}, [{"rule": rule}])
+    obj = {"embedded": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ns"},
+                        "spec": {"if": "x"}}}
+    assert [c.text() for c in check_crd_rules(schema, path="p") if "estimated" not in c.text()
+            and "contributed" not in c.text()] == []
+    assert texts(schema, obj) == []
