@@ -152,7 +152,9 @@ def _names(names: dict[str, Any], path: str, errs: list[Cause]) -> None:
         errs.append(Cause("Invalid", f"{path}.listKind", "kind and listKind may not be the same", kind))
 
 
-def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
+def _crd_spec(spec: dict[str, Any], errs: list[Cause], *, old: dict[str, Any] | None = None) -> None:
+    """The definition's spec; `old`: the stored spec on update (a version keeping its schema is not
+    held to the per-expression cost limit again, as upstream)."""
     group = as_str(spec.get("group"))
     if not group:
         errs.append(Cause("Required", "spec.group", ""))
@@ -212,21 +214,25 @@ def _crd_spec(spec: dict[str, Any], errs: list[Cause]) -> None:
     errs.extend(structural)
     _conversion(spec.get("conversion"), errs)
     if not structural:  # upstream compiles the rules of structural schemas only
-        _cel_rules(versions, errs, shared=shared_schema)
+        _cel_rules(versions, errs, shared=shared_schema, old=old)
 
 
-def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause], *, shared: bool) -> None:
+def _cel_rules(versions: list[dict[str, Any]], errs: list[Cause], *, shared: bool,
+               old: dict[str, Any] | None) -> None:
     """The x-kubernetes-validations of each version's schema (`cp.crd.cel.check_crd_rules`: compile
     errors, rule shapes, estimated costs), under `spec.validation.openAPIV3Schema` when every version
-    has the same schema (upstream's internal version). The CEL engine is imported only for a schema
-    with rules."""
+    has the same schema (upstream's internal version). On update, a schema the stored definition has
+    already is `unchanged` (suppressExpressionCostForUnchangedSchema). The CEL engine is imported only
+    for a schema with rules."""
+    before = [as_dict(as_dict(v).get("schema")).get("openAPIV3Schema")
+              for v in as_list(as_dict(old).get("versions"))] if old is not None else []
     for i, version in enumerate(versions[:1] if shared else versions):
         schema = as_dict(version.get("schema")).get("openAPIV3Schema")
         if isinstance(schema, dict) and "x-kubernetes-validations" in json.dumps(schema):
             from cp.crd.cel import check_crd_rules
 
             path = "spec.validation.openAPIV3Schema" if shared else f"spec.versions[{i}].schema.openAPIV3Schema"
-            errs.extend(check_crd_rules(schema, path=path))
+            errs.extend(check_crd_rules(schema, path=path, unchanged=schema in before))
 
 
 def _status_enabled(version: dict[str, Any]) -> bool:
@@ -289,7 +295,7 @@ def _established(obj: dict[str, Any]) -> bool:
 
 def _crd_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
     spec, old_spec = as_dict(new.get("spec")), as_dict(old.get("spec"))
-    _crd_spec(spec, errs)
+    _crd_spec(spec, errs, old=old_spec)
     names, old_names = as_dict(spec.get("names")), as_dict(old_spec.get("names"))
     if _established(old):  # scope and kind are part of how objects are stored once served
         if spec.get("scope") != old_spec.get("scope"):
