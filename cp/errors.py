@@ -211,6 +211,28 @@ class _Omitted:
 OMITTED = _Omitted()
 
 
+class GoValue:
+    """A bad value a `Cause` prints as it stands: the way Go showed it in upstream's message (`%#v`,
+    `%v` or JSON), not quoted again."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, GoValue) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
 class Cause:
     """One field error, as `field.Error` renders it (`OMITTED` as value: none shown)."""
 

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from cp.crd import formats, regexps
-from cp.crd.values import Shown, bad_value, go_float, go_json, go_quote, go_v
-from cp.errors import Cause
+from cp.crd.values import bad_value, go_float, go_json, go_quote, go_v
+from cp.errors import Cause, GoValue
 
 _META_FIELDS = frozenset(("apiVersion", "kind", "metadata"))
 # metav1.ObjectMeta's JSON fields: what an embedded resource's metadata keeps (the rest is dropped and,
@@ -735,7 +735,7 @@ def _check_number(s: Node, data: int | float, kind: str, path: str, add: _Add) -
             f = float(factor)
             if f <= 0:
                 add(_Err("other", path, f"factor MultipleOf declared for {path} must be positive: "
-                             f"{go_float(f)}", Shown(go_float(f))))
+                             f"{go_float(f)}", GoValue(go_float(f))))
             elif not _float_is_int(1 / f * data if f < 1 else data / f):
                 add(_Err("other", path, f"{_in(path)} should be a multiple of {go_float(f)}", data))
     for bound, exclusive, is_max in ((s.minimum, s.exclusive_minimum, False),
@@ -1079,11 +1079,11 @@ def _validate_list_map(x: list[Any], s: Node, base: str, errs: list[Cause]) -> N
         keys = [_UNSPECIFIED if item is None or key_field not in item else item[key_field] for item in x]
         for i in _non_unique(keys):
             shown = {} if keys[i] is _UNSPECIFIED else {key_field: keys[i]}
-            errs.append(Cause("Duplicate", f"{base}[{i}]", "", Shown(go_json(shown))))
+            errs.append(Cause("Duplicate", f"{base}[{i}]", "", GoValue(go_json(shown))))
         return
     composite = [{k: item[k] for k in s.map_keys if k in item} if isinstance(item, dict) else {} for item in x]
     for i in _non_unique(composite):
-        errs.append(Cause("Duplicate", f"{base}[{i}]", "", Shown(go_json(composite[i]))))
+        errs.append(Cause("Duplicate", f"{base}[{i}]", "", GoValue(go_json(composite[i]))))
 
 
 # ---------------------------------------------------------------- the compiled schema

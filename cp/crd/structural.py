@@ -19,8 +19,8 @@ from typing import Any
 
 from cp.crd import regexps
 from cp.crd.schema import Node, ObjectMetaRule, embedded_errors, prune_value, validate_value
-from cp.crd.values import Shown, bad_value, go_json
-from cp.errors import Cause
+from cp.crd.values import bad_value, go_json
+from cp.errors import Cause, GoValue
 
 _TYPES = ("array", "boolean", "integer", "number", "object", "string")
 _META_FIELDS = ("metadata", "kind", "apiVersion")
@@ -101,7 +101,7 @@ def _status_root(schema: dict[str, Any], path: str, errs: list[Cause]) -> None:
             continue
         if key not in _ROOT_WITH_STATUS:
             errs.append(Cause("Invalid", path, f"only {_ROOT_WITH_STATUS_GO} fields are allowed at the root of the "
-                              "schema if the status subresource is enabled", Shown(go_json(schema))))
+                              "schema if the status subresource is enabled", GoValue(go_json(schema))))
             return
 
 
@@ -494,12 +494,12 @@ def _extensions(raw: dict[str, Any], path: str, errs: list[Cause]) -> None:
         if item_type == "array":
             lt = item.get("x-kubernetes-list-type")
             if lt is not None and lt != "atomic":
-                errs.append(Cause("Invalid", f"{path}.items.x-kubernetes-list-type", detail, Shown(go_json(lt))))
+                errs.append(Cause("Invalid", f"{path}.items.x-kubernetes-list-type", detail, GoValue(go_json(lt))))
         elif item_type == "object":
             mt = item.get("x-kubernetes-map-type")
             if mt != "atomic":
                 shown = item.get("x-kubernetes-list-type")
-                errs.append(Cause("Invalid", f"{path}.items.x-kubernetes-map-type", detail, Shown(go_json(shown))))
+                errs.append(Cause("Invalid", f"{path}.items.x-kubernetes-map-type", detail, GoValue(go_json(shown))))
     if list_type is not None and list_type not in ("atomic", "set", "map"):
         errs.append(Cause("NotSupported", f"{path}.x-kubernetes-list-type",
                           'supported values: "atomic", "set", "map"', bad_value(list_type)))
@@ -534,10 +534,10 @@ def _extensions(raw: dict[str, Any], path: str, errs: list[Cause]) -> None:
                                           "object"))
                 else:
                     errs.append(Cause("Invalid", f"{path}.x-kubernetes-list-map-keys",
-                                      "entries must all be names of item properties", Shown(go_json(keys))))
+                                      "entries must all be names of item properties", GoValue(go_json(keys))))
                 if str(k) in seen:
                     errs.append(Cause("Invalid", f"{path}.x-kubernetes-list-map-keys",
-                                      "must not contain duplicate entries", Shown(go_json(keys))))
+                                      "must not contain duplicate entries", GoValue(go_json(keys))))
                 seen.add(str(k))
     if isinstance(items, dict) and list_type in ("set", "map"):
         _map_set_items(item, keys, list_type, path, errs)

@@ -12,6 +12,8 @@ import math
 from decimal import Decimal
 from typing import Any
 
+from cp.errors import GoValue
+
 _HTML = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
@@ -72,35 +74,14 @@ def go_json(value: Any) -> str:
     return go_json(str(value))
 
 
-class Shown:
-    """A bad value that `cp.errors.Cause` prints as it stands (Go showed it through JSON or `%v`)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return self.text
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Shown) and other.text == self.text
-
-    def __hash__(self) -> int:
-        return hash(self.text)
-
-
 def bad_value(value: Any) -> Any:
     """A value as `field.Error` shows it: strings, integers and booleans as they are (the Cause renders
     them as Go does), floats with `%v`, everything else as JSON."""
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
-        return Shown(go_float(value))
-    return Shown(go_json(value))
+        return GoValue(go_float(value))
+    return GoValue(go_json(value))
 
 
 def go_v(value: Any) -> str:

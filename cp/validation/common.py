@@ -12,6 +12,7 @@ from typing import Any, TypeGuard
 
 from cp import quantity
 from cp.errors import Cause
+from cp.errors import GoValue as GoValue  # the rule modules import it with the other helpers
 
 # ---------------------------------------------------------------- small helpers
 
@@ -20,21 +21,6 @@ def meta_of(obj: dict[str, Any]) -> dict[str, Any]:
     """The object's metadata, read-only (an empty dict when absent; never adds one)."""
     meta = obj.get("metadata")
     return meta if isinstance(meta, dict) else {}
-
-
-class GoValue:
-    """A value rendered the way Go's `%#v` shows it in upstream messages (not quoted)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return self.text
 
 
 def go_string_map(m: Any) -> GoValue:
