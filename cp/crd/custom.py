@@ -274,8 +274,10 @@ def names_and_conditions(crd: dict[str, Any], others: list[dict[str, Any]], *,
         else:
             established = _condition("Established", "False", "NotAccepted", "not all names are accepted",
                                      now=now, previous=established)
-    kept = [c for c in conditions if c.get("type") not in ("NamesAccepted", "Established")]
-    status["conditions"] = [names_cond, established, *kept]
+    approval = approval_condition(crd, now=now)
+    mine = ("NamesAccepted", "Established", "KubernetesAPIApprovalPolicyConformant")
+    kept = [c for c in conditions if c.get("type") not in mine]
+    status["conditions"] = [names_cond, established, *([approval] if approval else []), *kept]
     status["acceptedNames"] = new
     storage = storage_version(crd)
     stored = [str(v) for v in _list(status.get("storedVersions"))]
@@ -420,3 +422,47 @@ def scale_of(custom: CustomVersion, obj: dict[str, Any]) -> dict[str, Any]:
         "spec": {"replicas": replicas if isinstance(replicas, int) else 0},
         "status": status,
     }
+
+
+# ------------------------------------------------------------------------------------------ API approval
+# Groups of the Kubernetes project (`k8s.io`, `kubernetes.io` and their subdomains) need the
+# `api-approved.kubernetes.io` annotation (kubernetes/enhancements#1111): validation refuses a
+# definition whose approval state changes to missing or invalid, and the API approval controller reports
+# the state in the `KubernetesAPIApprovalPolicyConformant` condition.
+
+APPROVAL_ANNOTATION = "api-approved.kubernetes.io"
+_APPROVAL_HELP = "see https://github.com/kubernetes/enhancements/pull/1111"
+
+
+def protected_group(group: str) -> bool:
+    return group in ("k8s.io", "kubernetes.io") or group.endswith((".k8s.io", ".kubernetes.io"))
+
+
+def api_approval(annotations: Any) -> tuple[str, str]:
+    """(state, reason) of the approval annotation: `Missing`, `Bypassed` (a value starting with
+    "unapproved"), `Approved` (a URL with scheme and host) or `Invalid`, with upstream's reasons."""
+    value = str(_dict(annotations).get(APPROVAL_ANNOTATION) or "")
+    if not value:
+        return "Missing", f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}", {_APPROVAL_HELP}'
+    if value.startswith("unapproved"):
+        return "Bypassed", f'not approved: "{value}"'
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(value)
+    if parts.scheme and parts.netloc:
+        return "Approved", f"approved in {value}"
+    return "Invalid", (f'protected groups must have approval annotation "{APPROVAL_ANNOTATION}" with either a '
+                       f'URL or a reason starting with "unapproved", {_APPROVAL_HELP}')
+
+
+def approval_condition(crd: dict[str, Any], *, now: float) -> dict[str, Any] | None:
+    """`KubernetesAPIApprovalPolicyConformant` of a definition in a protected group (None elsewhere)."""
+    if not protected_group(str(_dict(crd.get("spec")).get("group") or "")):
+        return None
+    state, reason = api_approval(_dict(crd.get("metadata")).get("annotations"))
+    previous = condition(crd, "KubernetesAPIApprovalPolicyConformant")
+    if state == "Approved":
+        return _condition("KubernetesAPIApprovalPolicyConformant", "True", "ApprovedAnnotation", reason,
+                          now=now, previous=previous)
+    kind = {"Missing": "MissingAnnotation", "Bypassed": "UnapprovedAnnotation"}.get(state, "InvalidAnnotation")
+    return _condition("KubernetesAPIApprovalPolicyConformant", "False", kind, reason, now=now, previous=previous)

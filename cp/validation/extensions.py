@@ -286,6 +286,25 @@ def _crd_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], na
     _crd_spec(as_dict(obj.get("spec")), errs)
     _names(as_dict(as_dict(obj.get("status")).get("acceptedNames")), "status.acceptedNames", errs)
     _stored_versions(obj, errs)
+    _api_approval(obj, None, errs)
+
+
+def _api_approval(new: dict[str, Any], old: dict[str, Any] | None, errs: list[Cause]) -> None:
+    """validateAPIApproval: a definition in a protected group (`*.k8s.io`, `*.kubernetes.io`) needs the
+    approval annotation; an update that keeps the approval state is never refused for it."""
+    from cp.crd import custom
+
+    if not custom.protected_group(as_str(as_dict(new.get("spec")).get("group"))):
+        return
+    annotations = as_dict(new.get("metadata")).get("annotations")
+    state, reason = custom.api_approval(annotations)
+    if old is not None and custom.api_approval(as_dict(old.get("metadata")).get("annotations"))[0] == state:
+        return
+    path = f"metadata.annotations[{custom.APPROVAL_ANNOTATION}]"
+    if state == "Missing":
+        errs.append(Cause("Required", path, reason))
+    elif state == "Invalid":
+        errs.append(Cause("Invalid", path, reason, as_str(as_dict(annotations).get(custom.APPROVAL_ANNOTATION))))
 
 
 def _established(obj: dict[str, Any]) -> bool:
@@ -308,6 +327,7 @@ def _crd_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> 
         errs.append(Cause("Invalid", "spec.names.plural", "field is immutable", as_str(names.get("plural"))))
     _names(as_dict(as_dict(new.get("status")).get("acceptedNames")), "status.acceptedNames", errs)
     _stored_versions(new, errs)
+    _api_approval(new, old, errs)
 
 
 def _crd_status_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:

@@ -223,3 +223,22 @@ async def test_a_list_is_of_the_definitions_list_kind(http: aiohttp.ClientSessio
     await establish(http, crd)
     async with http.get("/apis/example.com/v1/widgets") as resp:
         assert (await _json(resp))["kind"] == "WidgetCollection"
+
+
+async def test_a_protected_group_needs_the_approval_annotation(http: aiohttp.ClientSession) -> None:
+    crd = copy.deepcopy(WIDGETS)
+    crd["metadata"]["name"] = "widgets.example.k8s.io"
+    crd["spec"]["group"] = "example.k8s.io"  # (x-k8s.io is the unprotected one)
+    async with http.post(CRDS, json=crd) as resp:
+        assert resp.status == 422
+        status = await _json(resp)
+    assert status["details"]["causes"] == [{
+        "reason": "FieldValueRequired", "field": "metadata.annotations[api-approved.kubernetes.io]",
+        "message": 'Required value: protected groups must have approval annotation "api-approved.kubernetes.io", '
+                   "see https://github.com/kubernetes/enhancements/pull/1111"}]
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, experimental-only"}
+    got = await establish(http, crd)
+    conds = {c["type"]: c for c in got["status"]["conditions"]}
+    assert conds["KubernetesAPIApprovalPolicyConformant"]["status"] == "False"
+    assert conds["KubernetesAPIApprovalPolicyConformant"]["reason"] == "UnapprovedAnnotation"
+    assert conds["KubernetesAPIApprovalPolicyConformant"]["message"] == 'not approved: "unapproved, experimental-only"'
