@@ -558,6 +558,8 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "namespace": "namespace-controller",
     "device-taint-eviction": "device-taint-eviction-controller",
     "device-health": "device-health-controller",
+    "node-lifecycle": "node-controller",
+    "taint-eviction": "taint-eviction-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
     "disruption": "disruption-controller",
@@ -595,6 +597,18 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(READ, groups=[r], resources=["resourceclaims", "resourceslices", "deviceclasses",
                                               "devicetaintrules"]),
             rule(["get", "patch", "update"], groups=[r], resources=["devicetaintrules/status"]),
+            _events()],
+        "node-controller": [
+            rule(["get", "list", "patch", "update", "watch"], groups=[""], resources=["nodes"]),
+            rule(["patch", "update"], groups=[""], resources=["nodes/status"]),
+            rule(["get", "list", "watch"], groups=[""], resources=["pods"]),
+            rule(["patch", "update"], groups=[""], resources=["pods/status"]),
+            rule(["get", "list", "watch"], groups=["coordination.k8s.io"], resources=["leases"]),
+            _events()],
+        "taint-eviction-controller": [
+            rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
+            rule(["patch", "update"], groups=[""], resources=["pods/status"]),
+            rule(["get", "list", "watch"], groups=[""], resources=["nodes"]),
             _events()],
         "device-health-controller": [
             rule(READ, groups=[""], resources=["pods"]),

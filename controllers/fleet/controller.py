@@ -8,7 +8,9 @@ What it does, per Request (`resource` says which kind the key names):
   and publish its drivers' ResourceSlices (one pool per node and driver, pool name = node name).
   Then, for every Node not annotated `sim.cplane.dev/simulated: "false"`, be its kubelet: renew
   the Lease in `kube-node-lease` every `leaseRenewIntervalSeconds` and post a status heartbeat every
-  `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock.
+  `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock. A Node
+  annotated `sim.cplane.dev/kubelet: stopped` (`cplane node stop NAME`) has a stopped kubelet: no
+  Lease renewal, no heartbeat, its pods neither updated nor removed, until the annotation goes.
 - `pods` — for a pod bound to a simulated node: Pending with containers `ContainerCreating` until
   every resource claim it uses is allocated and reserved for it, then (the fake driver writes the
   claim's `status.devices` first) Running and Ready with a pod IP from the node's block; pods with
@@ -149,7 +151,8 @@ class Simulator:
         elif change.type == "add":
             self._deleted_nodes.pop(name, None)
             out += self._pods_on(name)
-        elif change.old is not None and objs.is_simulated(change.old) != objs.is_simulated(change.obj):
+        elif change.old is not None and (objs.is_simulated(change.old) != objs.is_simulated(change.obj) or
+                                         objs.kubelet_stopped(change.old) != objs.kubelet_stopped(change.obj)):
             out += self._pods_on(name)
         return out
 
@@ -222,8 +225,10 @@ class Simulator:
             if len(self._registered) == len(self.plan.nodes):
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
-        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp"):
+        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp") \
+                or objs.kubelet_stopped(node):
             self._lease_renewed.pop(name, None)
+            self._status_reported.pop(name, None)
             return None
         if planned is not None:
             await self._sync_slices(planned, node)
@@ -261,6 +266,8 @@ class Simulator:
                                   hint=f'annotated {objs.SIMULATED}: "false"; left alone')
                 return node
             node = await self._align_node(node, desired)
+            if objs.kubelet_stopped(node):
+                return node  # `cplane node stop`: no heartbeat until it starts again
             await self._post_status(node, now)  # the fleet's capacity and nodeInfo, and a heartbeat
         assert node is not None
         await self._renew_lease(node, now, fresh=created)
@@ -393,8 +400,8 @@ class Simulator:
         if node is None:
             return await self._orphaned(pod, node_name)
         self._orphan_seen.pop(key, None)
-        if not objs.is_simulated(node):
-            return None
+        if not objs.is_simulated(node) or objs.kubelet_stopped(node):
+            return None  # a real kubelet's pod, or this kubelet is stopped: its pods stay as they are
         if meta_of(pod).get("deletionTimestamp"):
             return await self._terminate(pod, node)
         if status_of(pod).get("phase") in TERMINAL:
