@@ -5,10 +5,8 @@ toleration the DefaultTolerationSeconds admission adds) the taint eviction contr
 the ReplicaSet's replacements run on the other node. Starting the kubelet again brings the Node back
 Ready, removes the taints, and the kubelet finishes the evicted pods.
 
-Time moves in 5 s steps, each waiting until the running kubelets renewed their Lease within the
-last renewal interval (10 s) and a step (a reconcile in flight while the clock moves requeues one
-step late), as a real clock would: one jump of 50 s would leave even a healthy kubelet silent for the
-whole grace period.
+Time moves in small steps (support.advance), as a real clock would: one jump of 50 s would leave
+even a healthy kubelet silent for the whole grace period.
 
 Out of scope: the decisions in detail (test_decisions.py), kubectl's view (test_kubectl.py).
 """
@@ -24,14 +22,13 @@ from controllers.fleet import objects as objs
 from cp import clock as clocks
 from cp import testing
 from cp.cli import node as node_cli
+from tests.controllers.nodelifecycle.support import advance
 from tests.controllers.support import START
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "lifecycle"},
          "nodePools": [{"name": "node", "count": 2}]}
 CONTROLLERS = ["garbage-collector", "replicaset", "scheduler", nodelifecycle.NAME, taint_eviction.NAME]
 NS = "default"
-STEP = 5.0
-RENEW = 10.0  # the fleet kubelet's lease renewal interval
 
 REPLICASET = {
     "apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "web"},
@@ -51,23 +48,6 @@ PATIENT = {  # tolerates the unreachable taint for ever: never evicted
 
 def _cond(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     return next((c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("type") == type_), None)
-
-
-async def _advance(sb: testing.Sandbox, seconds: float, *, alive: tuple[str, ...] = ("node-1",)) -> None:
-    """Move the clock in STEP-second steps; after each, wait for the running kubelets' lease renewals."""
-    moved = 0.0
-    while moved < seconds:
-        step = min(STEP, seconds - moved)
-        await sb.advance(step)
-        moved += step
-        async def renewed(now: float = sb.clock.now()) -> bool:
-            for name in alive:
-                lease = await sb.client.get("leases.coordination.k8s.io", name, namespace="kube-node-lease")
-                if clocks.parse_time(lease["spec"]["renewTime"]) < now - RENEW - STEP:
-                    return False
-            return True
-
-        await sb.wait_for(renewed, timeout=10)
 
 
 async def _pods(sb: testing.Sandbox) -> list[dict[str, Any]]:
@@ -105,12 +85,12 @@ async def test_stopped_kubelet_evicts_pods_after_300s_and_they_come_back_elsewhe
     node = await node_cli.set_kubelet(c, "node-0", stopped=True)
     assert node["metadata"]["annotations"][objs.KUBELET_STATE] == "stopped"
 
-    await _advance(sb, 40)
+    await advance(sb, 40)
     node = await c.get("nodes", "node-0")
     assert _cond(node, "Ready")["status"] == "True", "Unknown before the grace period ran out"
     assert not _taints(node)
 
-    await _advance(sb, 10)  # 50 s since the last renewal
+    await advance(sb, 10)  # 50 s since the last renewal
 
     async def unreachable() -> dict[str, Any] | None:
         n = await c.get("nodes", "node-0")
@@ -137,9 +117,9 @@ async def test_stopped_kubelet_evicts_pods_after_300s_and_they_come_back_elsewhe
                and e["source"]["component"] == "node-controller" for e in events)
 
     # 299 s after the taint: still there; 300 s: evicted.
-    await _advance(sb, 290)
+    await advance(sb, 290)
     assert all(not p["metadata"].get("deletionTimestamp") for p in await _pods(sb))
-    await _advance(sb, 10)
+    await advance(sb, 10)
 
     async def evicted() -> list[dict[str, Any]]:
         pods = {p["metadata"]["name"]: p for p in await _pods(sb)}
@@ -173,7 +153,7 @@ async def test_stopped_kubelet_evicts_pods_after_300s_and_they_come_back_elsewhe
     # The kubelet comes back: Ready, taints gone, the evicted pods finished (after the kubelet's 1 s
     # shutdown), the patient one Ready again.
     await node_cli.set_kubelet(c, "node-0", stopped=False)
-    await _advance(sb, 10, alive=("node-0", "node-1"))
+    await advance(sb, 10, alive=("node-0", "node-1"))
 
     async def recovered() -> bool:
         n = await c.get("nodes", "node-0")
