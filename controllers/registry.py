@@ -31,6 +31,7 @@ from controllers import (
     serviceaccount,
     taint_eviction,
     taint_evictor,
+    volumes,
 )
 from controllers.runtime import client as clients
 from controllers.runtime import leaderelection as elections
@@ -47,6 +48,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     taint_evictor.NAME: taint_evictor.new,
     nodelifecycle.NAME: nodelifecycle.new,
     taint_eviction.NAME: taint_eviction.new,
+    volumes.NAME: volumes.new,
     health.NAME: health.new,
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
@@ -70,6 +72,7 @@ ALIASES = {
     taint_evictor.COMPONENT: taint_evictor.NAME,
     nodelifecycle.UPSTREAM_NAME: nodelifecycle.NAME,
     taint_eviction.COMPONENT: taint_eviction.NAME,
+    volumes.UPSTREAM_NAME: volumes.NAME,
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
     "disruption-controller": disruption.NAME,

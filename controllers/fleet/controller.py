@@ -22,6 +22,9 @@ What it does, per Request (`resource` says which kind the key names):
 - `resourceclaims.resource.k8s.io` — the fake driver un-prepares: once no running pod uses a claim,
   its `status.devices` entries go (so the claim can be deallocated).
 - `deviceclasses.resource.k8s.io` — the fleet's DeviceClasses are created at start unless present.
+- `storageclasses.storage.k8s.io` — a fleet with nodes gets the default StorageClass `standard`
+  (provisioner `sim.cplane.dev/hostpath`, `WaitForFirstConsumer`; `controllers/volumes.py`
+  provisions and binds its claims) at start unless present.
 
 Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
 from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
@@ -42,6 +45,7 @@ from typing import Any
 
 import structlog
 
+from controllers import volumes
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -61,6 +65,7 @@ R_NODE = "nodes"
 R_POD = "pods"
 R_CLAIM = "resourceclaims.resource.k8s.io"
 R_CLASS = "deviceclasses.resource.k8s.io"
+R_STORAGE_CLASS = "storageclasses.storage.k8s.io"
 MIN_REQUEUE = 0.001
 TERMINAL = ("Succeeded", "Failed")
 DELETED_NODES_REMEMBERED = 4096
@@ -71,6 +76,7 @@ LEASES = clients.resolve("leases.coordination.k8s.io")
 CLAIMS = clients.resolve(R_CLAIM)
 SLICES = clients.resolve("resourceslices.resource.k8s.io")
 CLASSES = clients.resolve(R_CLASS)
+STORAGE_CLASSES = clients.resolve(R_STORAGE_CLASS)
 POD_INDEXERS = {caches.NODE: caches.by_node, caches.CLAIM_NAME: caches.by_claim_name}
 SLICE_INDEXERS = {caches.NODE: caches.by_node}
 
@@ -130,7 +136,8 @@ class Simulator:
         if self.plan.nodes or self.classes:
             self._log.info("fleet_starting", nodes=len(self.plan.nodes), drivers=sorted(self.plan.drivers),
                            device_classes=sorted(self.classes))
-        return ([Request(resource=R_CLASS, name=n) for n in self.classes] +
+        storage = [Request(resource=R_STORAGE_CLASS, name=volumes.DEFAULT_CLASS)] if self.plan.nodes else []
+        return ([Request(resource=R_CLASS, name=n) for n in self.classes] + storage +
                 [Request(resource=R_NODE, name=n) for n in self.plan.nodes])
 
     def _pods_on(self, node: str) -> list[Request]:
@@ -201,6 +208,11 @@ class Simulator:
             return await self._reconcile_claim(request.namespace, request.name)
         if request.resource == R_CLASS:
             await self._ensure_class(request.name)
+            return None
+        if request.resource == R_STORAGE_CLASS:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.client.create(STORAGE_CLASSES, volumes.default_storage_class(), field_manager=NAME)
+                self._log.info("storage_class_created", name=request.name)
             return None
         raise reconcile.TerminalError(f"unexpected request {request}")
 
