@@ -165,3 +165,50 @@ async def test_stopped_kubelet_evicts_pods_after_300s_and_they_come_back_elsewhe
     node = await c.get("nodes", "node-0")
     assert _cond(node, "Ready")["reason"] == "KubeletReady"
     assert objs.KUBELET_STATE not in node["metadata"].get("annotations", {})
+
+
+def _pod_on_node_0(name: str, tolerations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"nodeName": "node-0", "containers": [{"name": "c", "image": "nginx"}]}
+    if tolerations is not None:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET, virtual_clock=True, clock_start=START)
+async def test_zero_seconds_evicts_at_once_and_a_restart_cancels_the_rest(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    c = sb.client
+    await c.create("pods", _pod_on_node_0("default-300"), namespace=NS)
+    await c.create("pods", _pod_on_node_0("at-once", [{"key": nodelifecycle.UNREACHABLE, "operator": "Exists",
+                                                       "effect": "NoExecute", "tolerationSeconds": 0}]),
+                   namespace=NS)
+
+    async def running() -> bool:
+        pods = await _pods(sb)
+        return len(pods) == 2 and all((_cond(p, "Ready") or {}).get("status") == "True" for p in pods)
+
+    await sb.wait_for(running, timeout=10)
+    await node_cli.set_kubelet(c, "node-0", stopped=True)
+    await advance(sb, 50)
+
+    async def at_once_evicted() -> bool:
+        pod = await c.get("pods", "at-once", namespace=NS)
+        return bool(pod["metadata"].get("deletionTimestamp"))
+
+    await sb.wait_for(at_once_evicted, timeout=10)
+    assert not (await c.get("pods", "default-300", namespace=NS))["metadata"].get("deletionTimestamp")
+
+    # The kubelet is back within the 300 s: the taint goes, the scheduled eviction is cancelled.
+    await advance(sb, 100)
+    await node_cli.set_kubelet(c, "node-0", stopped=False)
+
+    async def cancelled() -> list[str]:
+        events = (await c.list("events", namespace=NS)).items
+        return [e["message"] for e in events if e["reason"] == "TaintManagerEviction"
+                and e["involvedObject"]["name"] == "default-300"]
+
+    assert await sb.wait_for(cancelled, timeout=10) == [f"Cancelling deletion of Pod {NS}/default-300"]
+    await advance(sb, 300, alive=("node-0", "node-1"))
+    pod = await c.get("pods", "default-300", namespace=NS)
+    assert not pod["metadata"].get("deletionTimestamp")
+    assert _cond(pod, "Ready")["status"] == "True"
