@@ -32,7 +32,9 @@ False gets it False with a new lastTransitionTime (upstream's `MarkPodsNotReady`
 the first time gets `RegisteredNode` "Registered Node NAME in Controller".
 
 **Departures from upstream.** The check runs for each Node exactly when its grace period ends (a
-requeue on the clock), not on a 5 s `--node-monitor-period` tick. NoExecute taints are written at
+requeue on the clock), not on a 5 s `--node-monitor-period` tick; found more than 5 s late (the
+virtual clock jumped), it is made again after 0.25 s of wall time, so that kubelets the jump made
+overdue renew first instead of being seen Unknown. NoExecute taints are written at
 once, not through the per-zone rate-limited queue (0.1 Node/s); zone states (partial and full
 disruption: no evictions when every Node is down) are not computed.
 """
@@ -93,6 +95,11 @@ REASON_NEVER = "NodeStatusNeverUpdated"
 MESSAGE_NEVER = "Kubelet never posted node status."
 
 WRITE_ATTEMPTS = 5
+# A deadline found passed by more than this (the clock jumped: `cplane clock advance 5m`) is checked
+# again after RECHECK_WALL_SECONDS of wall time before the Node is marked Unknown, so that kubelets
+# whose renewals the same jump made due get to write them first.
+LATE_TOLERANCE = 5.0  # upstream's --node-monitor-period
+RECHECK_WALL_SECONDS = 0.25
 
 logger = structlog.get_logger("cplane.controllers.nodelifecycle")
 
@@ -223,6 +230,8 @@ class NodeLifecycle:
         self.leases = informer_factory.informer(LEASES).cache
         self.health: dict[str, Health] = {}
         self.known: set[str] = set()
+        self.rechecked: dict[str, float] = {}  # node -> the passed deadline already given a second look
+        self.controller: managers.Controller | None = None
         self._log = logger.bind(controller=NAME)
 
     def watches(self) -> list[managers.Watch]:
@@ -233,6 +242,7 @@ class NodeLifecycle:
     def on_start(self) -> None:
         self.health.clear()
         self.known.clear()
+        self.rechecked.clear()
 
     # ------------------------------------------------------------------ event mapping
 
@@ -295,6 +305,7 @@ class NodeLifecycle:
             if name in self.known:
                 self.known.discard(name)
                 self.health.pop(name, None)
+                self.rechecked.pop(name, None)
             return None
         if name not in self.known:
             self.known.add(name)
@@ -304,6 +315,10 @@ class NodeLifecycle:
         observed = ready_status(node)
         deadline = health.probe + grace
         self._log.debug("node_health", node=name, now=now, probe=health.probe, deadline=deadline, ready=observed)
+        if now >= deadline and observed != "Unknown" and now - deadline > LATE_TOLERANCE \
+                and self.rechecked.get(name) != deadline and self._recheck_later(name):
+            self.rechecked[name] = deadline
+            return None
         if now >= deadline:
             node = await self._mark_unknown(node, now)
             if node is None:
@@ -318,6 +333,14 @@ class NodeLifecycle:
         if now >= deadline:
             return None  # written: the update event brings the Node back
         return Result(requeue_after=deadline - now)
+
+    def _recheck_later(self, name: str) -> bool:
+        """Queue the Node again after a little wall time (False: not running under a queue)."""
+        queue = self.controller.queue if self.controller is not None else None
+        if queue is None:
+            return False
+        queue.add_after(Request(name=name), RECHECK_WALL_SECONDS, clock=queue.retry_clock)
+        return True
 
     async def _mark_unknown(self, node: Mapping[str, Any], now: float) -> dict[str, Any] | None:
         """PUT the Unknown conditions (a conflict re-reads the Node and recomputes); the Node as
@@ -414,8 +437,10 @@ def new(ctx: managers.ControllerContext, *, workers: int = 4,
         grace_period: float = NODE_MONITOR_GRACE_PERIOD) -> managers.Controller:
     reconciler = NodeLifecycle(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                                recorder=ctx.recorder(COMPONENT), grace_period=grace_period)
-    return NodeLifecycleController(name=NAME, reconciler=reconciler, watches=reconciler.watches(),
-                                   workers=workers)
+    controller = NodeLifecycleController(name=NAME, reconciler=reconciler, watches=reconciler.watches(),
+                                         workers=workers)
+    reconciler.controller = controller
+    return controller
 
 
 def taint_keys(node: Mapping[str, Any]) -> Sequence[tuple[str, str]]:

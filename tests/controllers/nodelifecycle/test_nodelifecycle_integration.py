@@ -212,3 +212,30 @@ async def test_zero_seconds_evicts_at_once_and_a_restart_cancels_the_rest(cplane
     pod = await c.get("pods", "default-300", namespace=NS)
     assert not pod["metadata"].get("deletionTimestamp")
     assert _cond(pod, "Ready")["status"] == "True"
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET, virtual_clock=True, clock_start=START)
+async def test_a_clock_jump_past_the_grace_period_spares_running_kubelets(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    c = sb.client
+
+    async def leases() -> bool:
+        return len((await c.list("leases.coordination.k8s.io", namespace="kube-node-lease")).items) == 2
+
+    await sb.wait_for(leases)
+    await node_cli.set_kubelet(c, "node-0", stopped=True)
+    await sb.advance(120)  # one jump: node-1's renewal is as overdue as node-0's
+
+    async def node_0_unknown() -> bool:
+        return _cond(await c.get("nodes", "node-0"), "Ready")["status"] == "Unknown"
+
+    await sb.wait_for(node_0_unknown, timeout=10)
+    node_1 = await c.get("nodes", "node-1")
+    assert _cond(node_1, "Ready")["status"] == "True"
+    assert not _taints(node_1)
+
+    async def not_ready_events() -> list[str]:
+        events = (await c.list("events", namespace="default")).items
+        return [e["involvedObject"]["name"] for e in events if e["reason"] == "NodeNotReady"]
+
+    assert await sb.wait_for(not_ready_events) == ["node-0"]
