@@ -32,7 +32,7 @@ from api import (
 )
 from api import state as st
 from api import store as stores
-from api.admission import certificates, limitranger, policies, priority, resourcequota, webhooks
+from api.admission import certificates, limitranger, policies, priority, resourcequota, storageclass, webhooks
 from api.webhooks import client as webhook_clients
 from cp import allocation, errors, objects, sim, tables
 from cp import clock as clocks
@@ -168,8 +168,8 @@ def server_context() -> stores.WriteContext:
 
 
 # The built-in admission plugins, by kube-apiserver's names, in its order.
-ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "MutatingAdmissionPolicy",
-                     "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
+ADMISSION_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "DefaultStorageClass", "CertificateApproval",
+                     "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
                      "ResourceQuota")
 
 
@@ -177,7 +177,7 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
                       service_accounts: bool = False, disabled: frozenset[str] = frozenset(),
                       webhook_client: webhook_clients.WebhookClient | None = None) -> None:
     """The built-in admission plugins, in kube-apiserver's order (LimitRanger, ServiceAccount,
-    Priority, ..., ResourceQuota last of the validating ones). `authorize`: the server's authorizer,
+    Priority, DefaultStorageClass, ..., ResourceQuota last of the validating ones). `authorize`: the server's authorizer,
     for the plugins that check the writer's permissions (CertificateApproval). `service_accounts`:
     the ServiceAccount plugin (`cplane serve`; off in the test sandbox, which runs no controller to
     create the `default` accounts it requires). `disabled`: plugin names left out
@@ -191,6 +191,8 @@ def install_admission(store: stores.Store, *, authorize: certificates.Authorize 
         store.admission.add(serviceaccount.ServiceAccountPlugin())
     if "Priority" not in disabled:
         store.admission.add(priority.PriorityPlugin(writer=server_context))
+    if "DefaultStorageClass" not in disabled:
+        store.admission.add(storageclass.DefaultStorageClassPlugin())
     if authorize is not None and "CertificateApproval" not in disabled:
         store.admission.add(certificates.CertificateApprovalPlugin(authorize=authorize))
     if "MutatingAdmissionPolicy" not in disabled:

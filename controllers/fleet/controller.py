@@ -8,7 +8,9 @@ What it does, per Request (`resource` says which kind the key names):
   and publish its drivers' ResourceSlices (one pool per node and driver, pool name = node name).
   Then, for every Node not annotated `sim.cplane.dev/simulated: "false"`, be its kubelet: renew
   the Lease in `kube-node-lease` every `leaseRenewIntervalSeconds` and post a status heartbeat every
-  `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock.
+  `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock. A Node
+  annotated `sim.cplane.dev/kubelet: stopped` (`cplane node stop NAME`) has a stopped kubelet: no
+  Lease renewal, no heartbeat, its pods neither updated nor removed, until the annotation goes.
 - `pods` — for a pod bound to a simulated node: Pending with containers `ContainerCreating` until
   every resource claim it uses is allocated and reserved for it, then (the fake driver writes the
   claim's `status.devices` first) Running and Ready with a pod IP from the node's block; pods with
@@ -20,6 +22,9 @@ What it does, per Request (`resource` says which kind the key names):
 - `resourceclaims.resource.k8s.io` — the fake driver un-prepares: once no running pod uses a claim,
   its `status.devices` entries go (so the claim can be deallocated).
 - `deviceclasses.resource.k8s.io` — the fleet's DeviceClasses are created at start unless present.
+- `storageclasses.storage.k8s.io` — a fleet with nodes gets the default StorageClass `standard`
+  (provisioner `sim.cplane.dev/hostpath`, `WaitForFirstConsumer`; `controllers/volumes.py`
+  provisions and binds its claims) at start unless present.
 
 Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
 from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
@@ -40,6 +45,7 @@ from typing import Any
 
 import structlog
 
+from controllers import volumes
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -59,6 +65,7 @@ R_NODE = "nodes"
 R_POD = "pods"
 R_CLAIM = "resourceclaims.resource.k8s.io"
 R_CLASS = "deviceclasses.resource.k8s.io"
+R_STORAGE_CLASS = "storageclasses.storage.k8s.io"
 MIN_REQUEUE = 0.001
 TERMINAL = ("Succeeded", "Failed")
 DELETED_NODES_REMEMBERED = 4096
@@ -69,6 +76,7 @@ LEASES = clients.resolve("leases.coordination.k8s.io")
 CLAIMS = clients.resolve(R_CLAIM)
 SLICES = clients.resolve("resourceslices.resource.k8s.io")
 CLASSES = clients.resolve(R_CLASS)
+STORAGE_CLASSES = clients.resolve(R_STORAGE_CLASS)
 POD_INDEXERS = {caches.NODE: caches.by_node, caches.CLAIM_NAME: caches.by_claim_name}
 SLICE_INDEXERS = {caches.NODE: caches.by_node}
 
@@ -128,7 +136,8 @@ class Simulator:
         if self.plan.nodes or self.classes:
             self._log.info("fleet_starting", nodes=len(self.plan.nodes), drivers=sorted(self.plan.drivers),
                            device_classes=sorted(self.classes))
-        return ([Request(resource=R_CLASS, name=n) for n in self.classes] +
+        storage = [Request(resource=R_STORAGE_CLASS, name=volumes.DEFAULT_CLASS)] if self.plan.nodes else []
+        return ([Request(resource=R_CLASS, name=n) for n in self.classes] + storage +
                 [Request(resource=R_NODE, name=n) for n in self.plan.nodes])
 
     def _pods_on(self, node: str) -> list[Request]:
@@ -149,7 +158,8 @@ class Simulator:
         elif change.type == "add":
             self._deleted_nodes.pop(name, None)
             out += self._pods_on(name)
-        elif change.old is not None and objs.is_simulated(change.old) != objs.is_simulated(change.obj):
+        elif change.old is not None and (objs.is_simulated(change.old) != objs.is_simulated(change.obj) or
+                                         objs.kubelet_stopped(change.old) != objs.kubelet_stopped(change.obj)):
             out += self._pods_on(name)
         return out
 
@@ -199,6 +209,11 @@ class Simulator:
         if request.resource == R_CLASS:
             await self._ensure_class(request.name)
             return None
+        if request.resource == R_STORAGE_CLASS:
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.client.create(STORAGE_CLASSES, volumes.default_storage_class(), field_manager=NAME)
+                self._log.info("storage_class_created", name=request.name)
+            return None
         raise reconcile.TerminalError(f"unexpected request {request}")
 
     # ------------------------------------------------------------------ device classes
@@ -222,8 +237,10 @@ class Simulator:
             if len(self._registered) == len(self.plan.nodes):
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
-        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp"):
+        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp") \
+                or objs.kubelet_stopped(node):
             self._lease_renewed.pop(name, None)
+            self._status_reported.pop(name, None)
             return None
         if planned is not None:
             await self._sync_slices(planned, node)
@@ -261,6 +278,8 @@ class Simulator:
                                   hint=f'annotated {objs.SIMULATED}: "false"; left alone')
                 return node
             node = await self._align_node(node, desired)
+            if objs.kubelet_stopped(node):
+                return node  # `cplane node stop`: no heartbeat until it starts again
             await self._post_status(node, now)  # the fleet's capacity and nodeInfo, and a heartbeat
         assert node is not None
         await self._renew_lease(node, now, fresh=created)
@@ -393,8 +412,8 @@ class Simulator:
         if node is None:
             return await self._orphaned(pod, node_name)
         self._orphan_seen.pop(key, None)
-        if not objs.is_simulated(node):
-            return None
+        if not objs.is_simulated(node) or objs.kubelet_stopped(node):
+            return None  # a real kubelet's pod, or this kubelet is stopped: its pods stay as they are
         if meta_of(pod).get("deletionTimestamp"):
             return await self._terminate(pod, node)
         if status_of(pod).get("phase") in TERMINAL:

@@ -38,6 +38,8 @@ FLEET = "sim.cplane.dev/fleet"
 NODE_POOL = "sim.cplane.dev/node-pool"
 RUN_SECONDS = "sim.cplane.dev/run-seconds"  # on a pod (restartPolicy Never/OnFailure): complete after N s
 EXIT_CODE = "sim.cplane.dev/exit-code"  # on such a pod: the containers' exit code (default 0)
+KUBELET_STATE = "sim.cplane.dev/kubelet"  # "stopped" on a Node: its simulated kubelet is down (`cplane node stop`)
+KUBELET_STOPPED = "stopped"
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_PORT = 10250
 MAX_DEVICES = 128  # per slice
@@ -325,6 +327,12 @@ def heartbeat_due(node_obj: Mapping[str, Any], interval: float) -> float:
 def is_simulated(node_obj: Mapping[str, Any]) -> bool:
     annotations = (node_obj.get("metadata") or {}).get("annotations") or {}
     return annotations.get(SIMULATED) != "false"
+
+
+def kubelet_stopped(node_obj: Mapping[str, Any]) -> bool:
+    """The Node's simulated kubelet is stopped: no Lease renewals, status heartbeats or pod updates."""
+    annotations = (node_obj.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(KUBELET_STATE) == KUBELET_STOPPED
 
 
 def owner_ref(node_obj: Mapping[str, Any]) -> dict[str, Any]:

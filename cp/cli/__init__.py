@@ -8,6 +8,7 @@
     kubeconfig   client certificates for new identities                                    (kubeconfig.py)
     metrics      the values the metrics APIs serve                                         (metrics.py)
     device       simulated device health                                                  (device.py)
+    node         stop and start a simulated node's kubelet                                (node.py)
     why          why a pod does (not) schedule                                             (why.py)
 
 `render.py` is the terminal rendering, `target.py` how a client command finds its server. This package
@@ -20,9 +21,9 @@ from __future__ import annotations
 
 import argparse
 
-from cp.cli import clock, controllers, device, kubeconfig, log, metrics, replay, serve, why
+from cp.cli import clock, controllers, device, kubeconfig, log, metrics, node, replay, serve, why
 
-COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, why)
+COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, node, why)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -28,8 +28,8 @@ def _is_loopback(host: str) -> bool:
 
 
 # kube-apiserver's names of the built-in plugins (api.app.ADMISSION_PLUGINS, kept equal by a test).
-_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "CertificateApproval", "MutatingAdmissionPolicy",
-            "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota")
+_PLUGINS = ("LimitRanger", "ServiceAccount", "Priority", "DefaultStorageClass", "CertificateApproval",
+            "MutatingAdmissionPolicy", "MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook", "ResourceQuota")
 
 
 def _plugins(text: str) -> tuple[str, ...]:
