@@ -17,6 +17,7 @@ import pytest
 
 from api import server as servers
 from controllers import fleet as fleets
+from controllers.fleet import lifecycle
 from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
@@ -243,17 +244,15 @@ async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
         assert await _pod_writes(srv, "trainer") == ["ADDED", "kubelet", "kubelet"]
         assert len((await client.get(CLAIMS, "gpu-and-nic", namespace="default"))["status"]["devices"]) == 2
 
-        # Graceful deletion: containers stop, the kubelet removes the pod after the shutdown delay,
-        # and the driver un-prepares the claim.
+        # Graceful deletion: the containers take the fleet's podShutdownSeconds (1 s) to stop, then
+        # the kubelet writes them stopped, removes the pod, and the driver un-prepares the claim.
         await client.delete("pods", "trainer", namespace="default")
-
-        async def stopped() -> bool:
-            p = await client.get("pods", "trainer", namespace="default")
-            return all("terminated" in cs["state"] for cs in p["status"]["containerStatuses"])
-        await eventually(stopped, what="containers terminated")
-        assert await _phase(client, "trainer") == "Succeeded"
+        await settle(50)
+        assert await _phase(client, "trainer") == "Running"
         clock.advance(1)
         await eventually(lambda: _is(client, "trainer", "<gone>"), what="pod deleted")
+        writes = await _pod_writes(srv, "trainer")
+        assert writes[-2] == "kubelet" and writes[-1] == "DELETED"  # stopped (Succeeded), then gone
 
         async def unprepared() -> bool:
             c = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
@@ -295,9 +294,9 @@ async def test_run_seconds_completes_a_pod_on_the_clock(srv: servers.Running, cl
     async with running_fleet(srv, clock, demo):
         await _fleet_up(client)
         await client.create("pods", _pod("job", "gpu-node-0", restartPolicy="Never",
-                                         metadata={"annotations": {objs.RUN_SECONDS: "30"}}))
+                                         metadata={"annotations": {lifecycle.RUN_SECONDS: "30"}}))
         await client.create("pods", _pod("fails", "gpu-node-0", restartPolicy="Never",
-                                         metadata={"annotations": {objs.RUN_SECONDS: "30", objs.EXIT_CODE: "3"}}))
+                                         metadata={"annotations": {lifecycle.RUN_SECONDS: "30", lifecycle.EXIT_CODE: "3"}}))
         await eventually(lambda: _is(client, "job", "Running"), what="running")
         await eventually(lambda: _is(client, "fails", "Running"), what="running")
         clock.advance(29)
@@ -401,9 +400,9 @@ async def test_a_pod_deleted_without_grace_but_kept_by_a_finalizer_is_stopped(
                                          metadata={"finalizers": ["example.com/hold"]}))
         await eventually(lambda: _is(client, "held", "Running"), what="pod running")
         await client.delete("pods", "held", namespace="default", propagation_policy="Foreground")
-        await eventually(lambda: _is(client, "held", "Succeeded"), what="pod stopped")
-        pod = await client.get("pods", "held", namespace="default")
-        assert all("terminated" in cs["state"] for cs in pod["status"]["containerStatuses"])
+        await eventually(lambda: _is(client, "held", "Failed"), what="pod stopped")
+        pod = await client.get("pods", "held", namespace="default")  # no grace: killed (137)
+        assert [cs["state"]["terminated"]["exitCode"] for cs in pod["status"]["containerStatuses"]] == [137]
         assert pod["metadata"]["finalizers"] == ["example.com/hold", "foregroundDeletion"]
         await settle(50)
         writes = await _pod_writes(srv, "held")  # running, deleted, stopped; the final DELETE changes nothing
