@@ -11,10 +11,11 @@ What it does, per Request (`resource` says which kind the key names):
   `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock.
 - `pods` — for a pod bound to a simulated node: Pending with containers `ContainerCreating` until
   every resource claim it uses is allocated and reserved for it, then (the fake driver writes the
-  claim's `status.devices` first) Running and Ready with a pod IP from the node's block; pods with
-  `sim.cplane.dev/run-seconds` and restartPolicy Never/OnFailure complete after that long. A
-  deleted pod's containers stop, and after min(grace period, `podShutdownSeconds`) the kubelet
-  removes it (DELETE, grace 0, uid precondition). Pods whose node is gone are failed and deleted
+  claim's `status.devices` first) its sandbox is made (a pod IP from the node's block) and its
+  containers run as `controllers.fleet.lifecycle` models them (run times, exit codes, restarts
+  with CrashLoopBackOff, init containers and sidecars, probes), requeued for the model's next
+  transition. A deleted pod's containers stop (their stop time, at most the grace period), then
+  the kubelet removes it (DELETE, grace 0, uid precondition). Pods whose node is gone are failed and deleted
   as the pod GC does. Each transition is one status write; nothing is written when the status
   already matches.
 - `resourceclaims.resource.k8s.io` — the fake driver un-prepares: once no running pod uses a claim,
