@@ -64,7 +64,7 @@ BACKOFF_MAX = 300  # ...up to 5 minutes
 BACKOFF_RESET = 600  # a run of 10 minutes resets it
 KILLED = 137  # exit code of a container killed (SIGKILL) or OOM-killed
 MAX_STEPS = 100_000  # transitions replayed in one call (a runaway guard, never reached in practice)
-_BACKOFF_MESSAGE = re.compile(r"^back-off (\d+)s ")
+_BACKOFF_MESSAGE = re.compile(r"^back-off (?:(\d+)h)?(?:(\d+)m)?(\d+)s ")
 
 Kind = Literal["init", "sidecar", "app"]
 
@@ -167,6 +167,15 @@ class Probe:
 # ---------------------------------------------------------------------- one container
 
 
+def go_duration(seconds: int) -> str:
+    """Whole seconds as Go's time.Duration prints them: 10s, 1m20s, 5m0s, 1h0m0s."""
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    return f"{minutes}m{secs}s" if minutes else f"{secs}s"
+
+
 def _time(value: Any) -> int | None:
     if not value:
         return None
@@ -224,7 +233,8 @@ class Box:
             m = _BACKOFF_MESSAGE.match(box.message)
             finished = _time((box.last or {}).get("finishedAt"))
             if box.reason == "CrashLoopBackOff" and m and finished is not None:
-                box.restart_at = finished + int(m.group(1))
+                hours, minutes, seconds = (int(g or 0) for g in m.groups())
+                box.restart_at = finished + 3600 * hours + 60 * minutes + seconds
         if box.state == "running" and box.started is None:
             box.state = "waiting"  # a status we cannot read: start it afresh
         return box
@@ -301,7 +311,7 @@ class Box:
             delay = min(max(2 * ((self.started or at) - previous), BACKOFF_INITIAL), BACKOFF_MAX)
         self.last = self.terminated()
         self.state, self.reason, self.restart_at = "waiting", "CrashLoopBackOff", at + delay
-        self.message = f"back-off {delay}s restarting failed container={self.name} pod={pod_label}"
+        self.message = f"back-off {go_duration(delay)} restarting failed container={self.name} pod={pod_label}"
 
     def container_id(self) -> str:
         """Stable per pod uid, container and run (the first run's is what the kubelet always showed)."""

@@ -130,7 +130,9 @@ def test_crash_loop_back_off_doubles_from_10_to_300_seconds() -> None:
     assert app["ready"] is False and waiting["phase"] == "Running"
     assert _cond(waiting, "Ready")["reason"] == "ContainersNotReady"
     later = next(s for t, s in writes if t == 640 + 5)
-    assert _cs(later)["state"]["waiting"]["message"].startswith("back-off 300s ")
+    assert _cs(later)["state"]["waiting"]["message"].startswith("back-off 5m0s ")  # as Go prints durations
+    waits = [_cs(s)["state"]["waiting"]["message"].split()[1] for _, s in writes if "waiting" in _cs(s)["state"]]
+    assert waits[:7] == ["10s", "20s", "40s", "1m20s", "2m40s", "5m0s", "5m0s"]
     # a new run has a new container id; the last one is in lastState
     assert _cs(writes[1][1])["containerID"] != _cs(writes[3][1])["containerID"]
 
