@@ -538,6 +538,7 @@ def container_status(box: Box, now: float) -> dict[str, Any]:
         out["state"] = {"running": {"startedAt": clocks.rfc3339(box.started or 0)}}
         return out
     out["state"] = {"terminated": box.terminated()}
+    out["ready"] = box.kind == "init" and box.exit_code == 0  # the prober's rule for init containers
     return out
 
 
@@ -634,7 +635,7 @@ def advance(pod: Mapping[str, Any], *, now: float, kubelet: Kubelet, host_ip: st
         out["podIP"] = pod_ip
         out["podIPs"] = [{"ip": pod_ip}]
     out["conditions"] = _without_resize(objs.merge_conditions(
-        status.get("conditions") or [], _conditions(pod, model, phase, sandbox, now), now))
+        status.get("conditions") or [], _conditions(pod, model, phase, now), now))
     out["containerStatuses"] = sorted((container_status(b, now) for b in model.apps), key=lambda s: s["name"])
     if model.inits:
         out["initContainerStatuses"] = [container_status(b, now) for b in model.inits]
@@ -656,23 +657,26 @@ def _ephemeral(c: Mapping[str, Any], old: Mapping[str, Any] | None, now: float, 
     return container_status(box, now)
 
 
-def _conditions(pod: Mapping[str, Any], model: _Pod, phase: str, sandbox: int,
-                now: float) -> list[tuple[str, str, str, str]]:
+def _conditions(pod: Mapping[str, Any], model: _Pod, phase: str, now: float) -> list[tuple[str, str, str, str]]:
     """The kubelet's pod conditions (status manager): PodReadyToStartContainers, Initialized,
     Ready, ContainersReady, PodScheduled."""
-    if phase in objs.TERMINAL_PHASES:
+    terminal = phase in objs.TERMINAL_PHASES
+    # Initialized: an init container counts once it exited 0 (a sidecar: once started); True for
+    # good once an app container has started, and with reason PodCompleted once Succeeded.
+    if phase == "Succeeded":
+        initialized = ("Initialized", "True", "PodCompleted", "")
+    elif any(b.ever_ran for b in model.apps):
+        initialized = ("Initialized", "True", "", "")
+    else:
+        incomplete = [b for b in model.inits if not _init_complete(b, now)]
+        initialized = ("Initialized", "False", "ContainersNotInitialized",
+                       f"containers with incomplete status: {_names(incomplete)}") if incomplete else \
+            ("Initialized", "True", "", "")
+    if terminal:
         why = "PodCompleted" if phase == "Succeeded" else "PodFailed"
-        init_done = all(b.state == "terminated" and b.exit_code == 0 for b in model.inits if b.kind == "init")
-        initialized = ("Initialized", "True", "PodCompleted" if phase == "Succeeded" else "", "") if init_done else \
-            ("Initialized", "False", "ContainersNotInitialized",
-             f"containers with incomplete status: {_names([b for b in model.inits if b.state != 'terminated'])}")
         return [("PodReadyToStartContainers", "False", "", ""), initialized,
                 ("Ready", "False", why, ""), ("ContainersReady", "False", why, ""),
                 ("PodScheduled", "True", "", "")]
-    incomplete = [b for b in model.inits if not _init_complete(b)]
-    initialized = ("Initialized", "True", "", "") if not incomplete or model.init_done_at(sandbox) is not None \
-        else ("Initialized", "False", "ContainersNotInitialized",
-              f"containers with incomplete status: {_names(incomplete)}")
     unready = _unready([b for b in model.inits if b.kind == "sidecar"] + model.apps, now)
     if unready:
         msg = f"containers with unready status: {_names(unready)}"
@@ -686,7 +690,8 @@ def _conditions(pod: Mapping[str, Any], model: _Pod, phase: str, sandbox: int,
             ("PodScheduled", "True", "", "")]
 
 
-def _init_complete(box: Box) -> bool:
+def _init_complete(box: Box, now: float) -> bool:
     if box.kind == "sidecar":
-        return box.restarts > 0 or box.started_time() is not None
+        started = box.started_time()
+        return started is not None and started <= now
     return box.state == "terminated" and box.exit_code == 0

@@ -629,14 +629,17 @@ def merge_conditions(existing: Sequence[Mapping[str, Any]], ours: Iterable[tuple
 
 
 def gates_ready(pod: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether every readiness gate's condition is True, and if not the kubelet's message."""
     status = pod.get("status") or {}
     have = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    problems = []
     for gate in (pod.get("spec") or {}).get("readinessGates") or []:
         t = gate.get("conditionType")
-        if have.get(t) != "True":
-            what = "does not exist" if t not in have else "is False"
-            return False, f'corresponding condition of pod readiness gate "{t}" {what}'
-    return True, ""
+        if t not in have:
+            problems.append(f'corresponding condition of pod readiness gate "{t}" does not exist.')
+        elif have[t] != "True":
+            problems.append(f'the status of pod readiness gate "{t}" is not "True", but {have[t]}')
+    return not problems, ", ".join(problems)
 
 
 def names_list(containers: Iterable[Mapping[str, Any]]) -> str:

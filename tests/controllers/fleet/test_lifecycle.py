@@ -195,6 +195,8 @@ def test_init_containers_then_sidecars_then_app_containers() -> None:
     assert _cond(first, "PodReadyToStartContainers")["status"] == "True"
     at5 = writes[5]
     assert _cs(at5, "setup")["state"]["terminated"]["reason"] == "Completed"
+    assert _cs(at5, "setup")["ready"] is True  # a completed init container is ready, as the prober says
+    assert _cond(at5, "Initialized")["message"] == "containers with incomplete status: [proxy migrate]"
     assert _cs(at5, "proxy")["started"] is False and "running" in _cs(at5, "proxy")["state"]
     at8 = writes[8]  # the sidecar's startup probe passed: the next init container runs
     assert _cs(at8, "proxy")["started"] is True and "running" in _cs(at8, "migrate")["state"]
@@ -209,6 +211,8 @@ def test_a_failed_init_container_fails_a_never_pod_and_is_retried_otherwise() ->
     never = _play(_pod(policy="Never", annotations=ann, initContainers=[{"name": "init", "image": "x"}]), until=100)
     assert [(t, s["phase"]) for t, s in never] == [(0, "Failed")]
     assert _cs(never[0][1], "app")["state"] == {"waiting": {"reason": "PodInitializing"}}
+    assert _cond(never[0][1], "Initialized")["message"] == "containers with incomplete status: [init]"
+    assert _cs(never[0][1], "init")["ready"] is False
     retried = _play(_pod(policy="Always", annotations=ann, initContainers=[{"name": "init", "image": "x"}]),
                     until=35)
     assert [(t, s["phase"]) for t, s in retried] == [(0, "Pending"), (10, "Pending"), (30, "Pending")]
@@ -314,4 +318,5 @@ async def test_statuses_are_stored_unchanged(client: clients.Client) -> None:
     assert "terminated" in init["state"] and "running" in proxy["state"]
     assert _cs(pod["status"], "z")["restartCount"] == 1
     ready = _cond(pod["status"], "Ready")
-    assert ready["status"] == "False" and ready["reason"] == "ReadinessGatesNotReady"
+    assert (ready["status"], ready["reason"], ready["message"]) == (
+        "False", "ReadinessGatesNotReady", 'corresponding condition of pod readiness gate "example.com/lb" does not exist.')
