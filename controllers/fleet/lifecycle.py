@@ -621,10 +621,9 @@ def advance(pod: Mapping[str, Any], *, now: float, kubelet: Kubelet, host_ip: st
     next_at: float | None = model.replay(sandbox, now)
     phase = model.phase()
     terminal = phase in objs.TERMINAL_PHASES
-    initialized = model.init_done_at(sandbox) is not None
-    for box in model.boxes:  # never started yet: waiting for the sandbox, or for the init containers
+    for box in model.boxes:  # never started yet: the kubelet's default waiting reason
         if box.state == "waiting" and not box.ever_ran:
-            box.reason = "ContainerCreating" if box.kind == "app" and initialized else "PodInitializing"
+            box.reason = "PodInitializing" if model.inits else "ContainerCreating"
     for box in model.boxes:  # probe results turning later are on the clock too
         for t in (box.started_time(), box.ready_time()):
             if t is not None and t > now and not terminal:
