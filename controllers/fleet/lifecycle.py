@@ -30,7 +30,8 @@ conditions, the prober workers, CrashLoopBackOff):
   (`initialDelaySeconds + (failureThreshold - 1) * periodSeconds`), exit code 137, and it is
   restarted per the restartPolicy.
 - deletion: no container starts any more; each running container stops `stop-seconds` after the
-  deletion (exit 0, Completed), or is killed when the grace period ends first (exit 137, Error).
+  deletion (exit 0, Completed), or is killed when the grace period ends first (exit 137, Error);
+  sidecars are stopped after the app containers, in the reverse of their start order.
   Once none runs, the pod is terminal (Succeeded if every app container's last exit was 0, else
   Failed) and the kubelet removes it.
 - when a pod with restartPolicy Never/OnFailure has its app containers done for good, its
@@ -467,11 +468,25 @@ class _Pod:
         return out
 
     def _stop_at(self, box: Box) -> tuple[int, int, str]:
+        """When and how a running container stops on deletion. Sidecars are stopped after the app
+        containers, in the reverse of their start order, in what is left of the grace period."""
         assert self.deleting is not None and self.grace_end is not None
         begin = max(self.deleting, box.started or self.deleting)
+        if box.kind == "sidecar":
+            after = self.apps + [b for b in self.inits[self.inits.index(box) + 1:] if b.kind == "sidecar"]
+            begin = max([begin, *(self._stopped_by(b) for b in after)])
         if begin + box.does.stop_seconds <= self.grace_end:
             return begin + box.does.stop_seconds, 0, "Completed"
         return max(self.grace_end, begin), KILLED, "Error"
+
+    def _stopped_by(self, box: Box) -> int:
+        """When a container will have stopped, during a deletion."""
+        assert self.deleting is not None
+        if box.state != "running":
+            return box.finished or self.deleting if box.state == "terminated" else self.deleting
+        stop = self._stop_at(box)[0]
+        end = box.end()
+        return min(stop, end[0]) if end is not None else stop
 
     def _exit(self, box: Box, code: int, reason: str, at: int) -> None:
         box.stop(at, code, reason)

@@ -285,6 +285,39 @@ def test_deletion_stops_containers_within_the_grace_period() -> None:
         "exitCode": 137, "reason": "Error", "startedAt": _t(0), "finishedAt": _t(130), "containerID": ""}
 
 
+def test_sidecars_stop_after_the_app_containers_on_deletion() -> None:
+    kubelet = Kubelet()
+    ann = {f"{lifecycle.STOP_SECONDS}.app": "5", f"{lifecycle.STOP_SECONDS}.first": "2",
+           f"{lifecycle.STOP_SECONDS}.second": "3"}
+    sidecars = [{"name": "first", "image": "x", "restartPolicy": "Always"},
+                {"name": "second", "image": "x", "restartPolicy": "Always"}]
+    pod = _pod(annotations=ann, initContainers=sidecars)
+    pod["status"] = _advance(pod, START, kubelet).status
+    _deleted(pod, at=100, grace=30)
+    finished: dict[str, str] = {}
+    now: float = START + 100
+    while True:  # app at 105, then the later sidecar (108), then the first one (110)
+        step = _advance(pod, now, kubelet)
+        pod["status"] = step.status
+        for name in ("app", "first", "second"):
+            term = _cs(step.status, name)["state"].get("terminated")
+            if term:
+                finished.setdefault(name, term["finishedAt"])
+        if step.stopped:
+            break
+        assert step.next_at is not None
+        now = step.next_at
+    assert finished == {"app": _t(105), "second": _t(108), "first": _t(110)}
+    assert now == START + 110 and step.status["phase"] == "Succeeded"
+
+    short = _pod(annotations=ann, initContainers=sidecars)  # 6 s of grace: the sidecars are killed
+    short["status"] = _advance(short, START, kubelet).status
+    _deleted(short, at=100, grace=6)
+    step = _advance(short, START + 106, kubelet)
+    assert step.stopped and [_cs(step.status, n)["state"]["terminated"]["exitCode"]
+                             for n in ("app", "first", "second")] == [0, 137, 137]
+
+
 def test_a_deleted_pod_in_back_off_is_not_restarted() -> None:
     kubelet = Kubelet()
     pod = _pod(annotations={lifecycle.RUN_SECONDS: "5"})
