@@ -353,3 +353,20 @@ async def test_statuses_are_stored_unchanged(client: clients.Client) -> None:
     ready = _cond(pod["status"], "Ready")
     assert (ready["status"], ready["reason"], ready["message"]) == (
         "False", "ReadinessGatesNotReady", 'corresponding condition of pod readiness gate "example.com/lb" does not exist.')
+
+
+def test_a_very_long_jump_is_replayed_in_parts() -> None:
+    kubelet = Kubelet()
+    pod = _pod(annotations={lifecycle.RUN_SECONDS: "5", lifecycle.EXIT_CODE: "1"})
+    pod["status"] = _advance(pod, START, kubelet).status
+    now = START + 100 * 86400  # 100 days of a crash loop: more than one call replays
+    step = _advance(pod, now, kubelet)
+    assert step.next_at is not None and step.next_at <= now
+    calls = 1
+    while step.next_at is not None and step.next_at <= now:
+        pod["status"] = step.status
+        step = _advance(pod, now, kubelet)
+        calls += 1
+    assert calls > 1
+    # runs start at 0, 15, 40, 85, 170, 335, 640 (restart 6), then every 5 + 300 s
+    assert _cs(step.status)["restartCount"] == 6 + (100 * 86400 - 640) // 305
