@@ -370,3 +370,13 @@ def test_a_very_long_jump_is_replayed_in_parts() -> None:
     assert calls > 1
     # runs start at 0, 15, 40, 85, 170, 335, 640 (restart 6), then every 5 + 300 s
     assert _cs(step.status)["restartCount"] == 6 + (100 * 86400 - 640) // 305
+
+
+def test_the_documented_example() -> None:
+    # docs/fleet.md, "The container lifecycle model": the training pod.
+    pod = _pod(policy="OnFailure", annotations={f"{lifecycle.RUN_SECONDS}.fetch": "15", lifecycle.RUN_SECONDS: "120",
+                                                f"{lifecycle.EXIT_CODE}.trainer": "1,0"},
+               initContainers=[{"name": "fetch", "image": "x"}], containers=[{"name": "trainer", "image": "x"}])
+    writes = _play(pod, until=1000)
+    assert [(t, s["phase"]) for t, s in writes] == [(0, "Pending"), (15, "Running"), (135, "Running"),
+                                                    (145, "Running"), (265, "Succeeded")]
