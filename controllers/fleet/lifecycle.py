@@ -59,6 +59,11 @@ STOP_SECONDS = "sim.cplane.dev/stop-seconds"  # how long it takes to stop when t
 STARTUP_PROBE_FAILS = "sim.cplane.dev/startup-probe-fails"  # "true": its startup probe never passes
 READINESS_PROBE_FAILS = "sim.cplane.dev/readiness-probe-fails"  # "true": never ready
 LIVENESS_PROBE_FAILS = "sim.cplane.dev/liveness-probe-fails"  # "true": its liveness probe fails
+# Pod-wide only: "3=42,5=1;0": the app containers' exit codes in an Indexed Job's pods by completion
+# index, per run separated by ";" (a template's annotations are the same in every pod; the index
+# picks the behaviour). Between the per-container exit-code and the pod-wide one.
+INDEX_EXIT_CODES = "sim.cplane.dev/index-exit-codes"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"  # annotation (and label) of Indexed Jobs' pods
 
 BACKOFF_INITIAL = 10  # kubelet's CrashLoopBackOff: 10 s, doubling...
 BACKOFF_MAX = 300  # ...up to 5 minutes
@@ -109,6 +114,19 @@ def _codes(raw: str | None) -> tuple[int, ...] | None:
     return codes if codes and all(0 <= c <= 255 for c in codes) else None
 
 
+def _index_codes(annotations: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The exit codes `index-exit-codes` gives this pod's completion index, if any."""
+    index = str(annotations.get(COMPLETION_INDEX) or "")
+    raw = annotations.get(INDEX_EXIT_CODES)
+    if not index or raw is None:
+        return None
+    for entry in str(raw).split(","):
+        key, sep, value = entry.partition("=")
+        if sep and key.strip() == index:
+            return _codes(value.strip().replace(";", ","))
+    return None
+
+
 def behaviour(pod: Mapping[str, Any], container: Mapping[str, Any], *, kind: Kind, kubelet: Kubelet) -> Behaviour:
     """The container's behaviour. The pod-wide `run-seconds` and `exit-code` are about app
     containers (an init container runs 0 s by default, a sidecar until stopped); the fleet's
@@ -132,7 +150,11 @@ def behaviour(pod: Mapping[str, Any], container: Mapping[str, Any], *, kind: Kin
             run = 0
         elif app and batch and kubelet.default_run_seconds is not None:
             run = math.ceil(kubelet.default_run_seconds)
-    codes = _codes(get(EXIT_CODE, pod_wide=app)) or ((kubelet.default_exit_code,) if app and batch else (0,))
+    codes = _codes(annotations.get(f"{EXIT_CODE}.{name}"))
+    if codes is None and app:
+        codes = _index_codes(annotations) or _codes(annotations.get(EXIT_CODE))
+    if codes is None:
+        codes = (kubelet.default_exit_code,) if app and batch else (0,)
     stop = _seconds(get(STOP_SECONDS, pod_wide=True))
     return Behaviour(
         run_seconds=run, exit_codes=codes,

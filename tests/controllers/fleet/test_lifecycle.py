@@ -380,3 +380,16 @@ def test_the_documented_example() -> None:
     writes = _play(pod, until=1000)
     assert [(t, s["phase"]) for t, s in writes] == [(0, "Pending"), (15, "Running"), (135, "Running"),
                                                     (145, "Running"), (265, "Succeeded")]
+
+
+def test_index_exit_codes_pick_by_completion_index() -> None:
+    def ended(index: str, policy: str = "Never") -> list[tuple[float, str, int]]:
+        pod = _pod(policy=policy, annotations={lifecycle.RUN_SECONDS: "10", lifecycle.INDEX_EXIT_CODES: "3=42, 5=1;0",
+                                               lifecycle.COMPLETION_INDEX: index})
+        return [(t, s["phase"], _cs(s)["restartCount"]) for t, s in _play(pod, until=100)]
+    assert ended("3")[-1] == (10, "Failed", 0)
+    assert ended("4")[-1] == (10, "Succeeded", 0)
+    assert ended("5", policy="OnFailure")[-1] == (30, "Succeeded", 1)  # fails once, waits 10 s, succeeds
+    pod = _pod(policy="Never", annotations={lifecycle.RUN_SECONDS: "1", lifecycle.INDEX_EXIT_CODES: "3=42",
+                                            lifecycle.COMPLETION_INDEX: "3", f"{lifecycle.EXIT_CODE}.app": "7"})
+    assert _cs(_play(pod, until=10)[-1][1])["state"]["terminated"]["exitCode"] == 7  # the container's own wins
