@@ -35,7 +35,7 @@ conditions, the prober workers, CrashLoopBackOff):
   Once none runs, the pod is terminal (Succeeded if every app container's last exit was 0, else
   Failed) and the kubelet removes it.
 - when a pod with restartPolicy Never/OnFailure has its app containers done for good, its
-  sidecars are stopped (exit 0) and the pod is Succeeded or Failed.
+  sidecars are stopped the same way (without a deadline), and then the pod is Succeeded or Failed.
 """
 
 from __future__ import annotations
@@ -433,9 +433,18 @@ class _Pod:
         """Every app container ended and none will run again (restartPolicy Never/OnFailure)."""
         return bool(self.apps) and all(b.state == "terminated" for b in self.apps)
 
+    def init_failed(self) -> bool:
+        """An init container failed in a pod that is not restarted (restartPolicy Never)."""
+        return self.policy == "Never" and any(b.kind == "init" and b.state == "terminated" and b.exit_code != 0
+                                              for b in self.inits)
+
+    def finishing(self) -> bool:
+        """Nothing will run again but the sidecars: they are to be stopped."""
+        return self.init_failed() or (self.policy != "Always" and self.apps_done())
+
     def phase(self) -> str:
-        if any(b.kind == "init" and b.state == "terminated" and b.exit_code != 0
-                                   and self.policy == "Never" for b in self.inits):
+        """upstream's getPhase over the model's containers."""
+        if self.init_failed():
             return "Failed"
         if self.deleting is not None and not any(b.state == "running" for b in self.boxes) \
                 and any(b.ever_ran for b in self.boxes):
@@ -443,7 +452,8 @@ class _Pod:
             return "Succeeded" if ok else "Failed"
         if any(not b.ever_ran for b in self.apps):
             return "Pending"
-        if any(b.state == "running" for b in self.apps):
+        if any(b.state == "running" for b in self.apps) or any(
+                b.kind == "sidecar" and b.state == "running" for b in self.inits):
             return "Running"
         if self.policy == "Always" or not self.apps_done():
             return "Running"
@@ -457,27 +467,21 @@ class _Pod:
         """The transitions that could happen next: (time, order, apply)."""
         out: list[tuple[int, int, Callable[[int], None]]] = []
         terminal = self.phase() in objs.TERMINAL_PHASES
+        finishing = self.finishing()
         for i, box in enumerate(self.boxes):
+            stopping = box.state == "running" and (
+                self.deleting is not None or (finishing and box.kind == "sidecar"))
             end = box.end()
+            if stopping:
+                stop = self._stop_at(box)
+                end = stop if end is None or stop[0] < end[0] else end
             if end is not None:
                 t, code, reason = end
-                if self.deleting is not None:
-                    stop = self._stop_at(box)
-                    if stop[0] < t:
-                        t, code, reason = stop
                 out.append((t, i, _bind(self._exit, box, code, reason)))
-            elif box.state == "running" and self.deleting is not None:
-                t, code, reason = self._stop_at(box)
-                out.append((t, i, _bind(self._exit, box, code, reason)))
-            if box.restart_at is not None and not terminal and (self.deleting is None or box.restart_at < self.deleting):
+            if box.restart_at is not None and not (terminal or finishing) and (
+                    self.deleting is None or box.restart_at < self.deleting):
                 out.append((box.restart_at, i, box.start))
-        if terminal or (self.policy != "Always" and self.apps_done()):
-            # The pod is done: its sidecars are stopped (after the app containers, as the kubelet
-            # does), nothing starts any more.
-            at = max((b.finished or 0) for b in self.boxes)
-            for i, box in enumerate(self.inits):
-                if box.kind == "sidecar" and box.state == "running" and (self.deleting is None or at < self.deleting):
-                    out.append((max(at, box.started or at), i, _bind(self._exit, box, 0, "Completed")))
+        if terminal or finishing:
             return out
         nxt = self.next_init(sandbox)
         if nxt is not None and (self.deleting is None or nxt[1] < self.deleting):
@@ -489,23 +493,31 @@ class _Pod:
                     out.append((done, self.boxes.index(box), box.start))
         return out
 
+    def _stop_base(self) -> tuple[int, int | None]:
+        """When containers get their stop signal, and the deadline (None: no grace period)."""
+        if self.deleting is not None:
+            return self.deleting, self.grace_end
+        # the pod is finishing: the sidecars are told to stop once the other containers are done
+        return max((b.finished or 0) for b in self.boxes if b.state == "terminated"), None
+
     def _stop_at(self, box: Box) -> tuple[int, int, str]:
-        """When and how a running container stops on deletion. Sidecars are stopped after the app
-        containers, in the reverse of their start order, in what is left of the grace period."""
-        assert self.deleting is not None and self.grace_end is not None
-        begin = max(self.deleting, box.started or self.deleting)
+        """When and how a running container stops on deletion (or a sidecar when the pod is done).
+        Sidecars are stopped after the app containers, in the reverse of their start order, in what
+        is left of the grace period."""
+        base, deadline = self._stop_base()
+        begin = max(base, box.started or base)
         if box.kind == "sidecar":
             after = self.apps + [b for b in self.inits[self.inits.index(box) + 1:] if b.kind == "sidecar"]
             begin = max([begin, *(self._stopped_by(b) for b in after)])
-        if begin + box.does.stop_seconds <= self.grace_end:
+        if deadline is None or begin + box.does.stop_seconds <= deadline:
             return begin + box.does.stop_seconds, 0, "Completed"
-        return max(self.grace_end, begin), KILLED, "Error"
+        return max(deadline, begin), KILLED, "Error"
 
     def _stopped_by(self, box: Box) -> int:
-        """When a container will have stopped, during a deletion."""
-        assert self.deleting is not None
+        """When a container will have stopped, once the containers are being stopped."""
+        base, _deadline = self._stop_base()
         if box.state != "running":
-            return box.finished or self.deleting if box.state == "terminated" else self.deleting
+            return box.finished or base if box.state == "terminated" else base
         stop = self._stop_at(box)[0]
         end = box.end()
         return min(stop, end[0]) if end is not None else stop
@@ -515,7 +527,7 @@ class _Pod:
         if self.deleting is not None and at >= self.deleting:
             return
         if box.kind == "sidecar":
-            restart = self.phase() not in objs.TERMINAL_PHASES  # not once the pod is done
+            restart = not self.finishing()  # not once the pod is done
         elif box.kind == "init":
             restart = code != 0 and self.policy != "Never"
         else:

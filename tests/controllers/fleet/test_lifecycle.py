@@ -223,8 +223,18 @@ def test_sidecars_stop_when_the_app_containers_are_done() -> None:
     pod = _pod(policy="Never", annotations={lifecycle.RUN_SECONDS: "7"},
                initContainers=[{"name": "log", "image": "x", "restartPolicy": "Always"}])
     writes = _play(pod, until=100)
-    assert [(t, s["phase"]) for t, s in writes] == [(0, "Running"), (7, "Succeeded")]
-    assert _cs(writes[-1][1], "log")["state"]["terminated"]["finishedAt"] == _t(7)
+    # the app container is done at 7 s; the sidecar is then told to stop and takes its stop time
+    # (podShutdownSeconds, 1 s): Running until then, as upstream's getPhase counts running sidecars
+    assert [(t, s["phase"]) for t, s in writes] == [(0, "Running"), (7, "Running"), (8, "Succeeded")]
+    assert "terminated" in _cs(writes[1][1])["state"] and "running" in _cs(writes[1][1], "log")["state"]
+    assert _cs(writes[-1][1], "log")["state"]["terminated"] | {"containerID": ""} == {
+        "exitCode": 0, "reason": "Completed", "startedAt": _t(0), "finishedAt": _t(8), "containerID": ""}
+    failed_init = _pod(policy="Never", annotations={f"{lifecycle.EXIT_CODE}.setup": "1"},
+                       initContainers=[{"name": "log", "image": "x", "restartPolicy": "Always"},
+                                       {"name": "setup", "image": "x"}])
+    writes = _play(failed_init, until=100)  # Failed at once; the sidecar is stopped after it
+    assert [(t, s["phase"]) for t, s in writes] == [(0, "Failed"), (1, "Failed")]
+    assert "terminated" in _cs(writes[-1][1], "log")["state"]
 
 
 def test_readiness_startup_and_liveness_probes() -> None:
