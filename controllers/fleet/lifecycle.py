@@ -52,8 +52,8 @@ from controllers.fleet.model import Kubelet
 from cp import clock as clocks
 
 # Pod annotations; each also has a per-container form `<annotation>.<container name>`, which wins.
-RUN_SECONDS = "sim.cplane.dev/run-seconds"  # how long a container runs before it exits
-EXIT_CODE = "sim.cplane.dev/exit-code"  # its exit code; "1,1,0": per run (the last one repeats)
+RUN_SECONDS = objs.RUN_SECONDS  # how long a container runs before it exits
+EXIT_CODE = objs.EXIT_CODE  # its exit code; "1,1,0": per run (the last one repeats)
 OOM_KILLED = "sim.cplane.dev/oom-killed"  # "true": its runs end OOMKilled (exit 137)
 STOP_SECONDS = "sim.cplane.dev/stop-seconds"  # how long it takes to stop when the pod is deleted
 STARTUP_PROBE_FAILS = "sim.cplane.dev/startup-probe-fails"  # "true": its startup probe never passes

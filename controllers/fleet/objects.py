@@ -35,6 +35,9 @@ from cp import quantity
 SIMULATED = "sim.cplane.dev/simulated"  # "false" on a Node: a real kubelet owns it, hands off
 FLEET = "sim.cplane.dev/fleet"
 NODE_POOL = "sim.cplane.dev/node-pool"
+# Pod annotations of the container lifecycle model (controllers/fleet/lifecycle.py has them all).
+RUN_SECONDS = "sim.cplane.dev/run-seconds"
+EXIT_CODE = "sim.cplane.dev/exit-code"
 LEASE_NAMESPACE = "kube-node-lease"
 KUBELET_PORT = 10250
 MAX_DEVICES = 128  # per slice
