@@ -13,10 +13,11 @@ What it does, per Request (`resource` says which kind the key names):
   Lease renewal, no heartbeat, its pods neither updated nor removed, until the annotation goes.
 - `pods` — for a pod bound to a simulated node: Pending with containers `ContainerCreating` until
   every resource claim it uses is allocated and reserved for it, then (the fake driver writes the
-  claim's `status.devices` first) Running and Ready with a pod IP from the node's block; pods with
-  `sim.cplane.dev/run-seconds` and restartPolicy Never/OnFailure complete after that long. A
-  deleted pod's containers stop, and after min(grace period, `podShutdownSeconds`) the kubelet
-  removes it (DELETE, grace 0, uid precondition). Pods whose node is gone are failed and deleted
+  claim's `status.devices` first) its sandbox is made (a pod IP from the node's block) and its
+  containers run as `controllers.fleet.lifecycle` models them (run times, exit codes, restarts
+  with CrashLoopBackOff, init containers and sidecars, probes), requeued for the model's next
+  transition. A deleted pod's containers stop (their stop time, at most the grace period), then
+  the kubelet removes it (DELETE, grace 0, uid precondition). Pods whose node is gone are failed and deleted
   as the pod GC does. Each transition is one status write; nothing is written when the status
   already matches.
 - `resourceclaims.resource.k8s.io` — the fake driver un-prepares: once no running pod uses a claim,
@@ -46,6 +47,7 @@ from typing import Any
 import structlog
 
 from controllers import volumes
+from controllers.fleet import lifecycle
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -421,33 +423,24 @@ class Simulator:
             return None
         now = self.clock.now()
         host_ip = _node_ip(node, self.plan.node_address(node_name))
-        if status_of(pod).get("phase") != "Running":  # once started, claim changes do not stop it
+        if not lifecycle.has_run(pod):  # once started, claim changes do not stop it
             claims, why = self._claims(pod)
             if claims is None:
-                desired = objs.pod_status(pod, "creating", now=now, host_ip=host_ip)
+                desired = lifecycle.pending_status(pod, now=now, host_ip=host_ip)
                 if objs.status_differs(pod, desired):
                     await self._write_pod_status(pod, desired)
                     self._log.debug("pod_waiting_for_claims", namespace=ns, name=name, node=node_name, reason=why)
                 return None
             await self._prepare(pod, node_name, claims, now)
         pod_ip = self._pod_ip(pod, node, host_ip)
-        desired = objs.pod_status(pod, "running", now=now, host_ip=host_ip, pod_ip=pod_ip)
-        if objs.status_differs(pod, desired):
-            pod = await self._write_pod_status(pod, desired)
-            self._log.debug("pod_running", namespace=ns, name=name, node=node_name, ip=pod_ip)
-        run_for = _run_seconds(pod)
-        if run_for is None:
+        step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
+        if objs.status_differs(pod, step.status):
+            await self._write_pod_status(pod, step.status)
+            self._log.debug("pod_status", namespace=ns, name=name, node=node_name, phase=step.status["phase"])
+        if step.status["phase"] in TERMINAL:
+            self._release_ip(key)
             return None
-        started = _started_at(pod)
-        finish = (started if started is not None else now) + run_for
-        if now < finish:
-            return Result(requeue_after=max(finish - now, MIN_REQUEUE))
-        code = _exit_code(pod)
-        desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip, pod_ip=pod_ip, exit_code=code)
-        await self._write_pod_status(pod, desired)
-        self._release_ip(key)
-        self._log.debug("pod_completed", namespace=ns, name=name, exit_code=code)
-        return None
+        return None if step.next_at is None else Result(requeue_after=max(step.next_at - now, MIN_REQUEUE))
 
     async def _write_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """One merge-patch of pods/status, guarded by the cached resourceVersion (409: requeued)."""
@@ -531,30 +524,26 @@ class Simulator:
             self._log.debug("claim_prepared", namespace=ckey[0], name=ckey[1], devices=len(missing))
 
     async def _terminate(self, pod: Mapping[str, Any], node: Mapping[str, Any]) -> Result | None:
-        """Graceful deletion: stop the containers now, remove the pod after min(grace, shutdown)."""
+        """Graceful deletion: no container starts any more; each running one stops after its
+        stop time or is killed when the grace period ends (`lifecycle`). The stopped containers and
+        the terminal phase are written, then the pod is deleted (grace 0, uid precondition)."""
         meta = meta_of(pod)
         ns, name = caches.key_of(pod)
-        grace = float(meta.get("deletionGracePeriodSeconds") or 0)
-        try:
-            deadline = clocks.parse_time(str(meta["deletionTimestamp"]))
-        except (KeyError, ValueError):
-            deadline = self.clock.now()
-        done_at = deadline - grace + min(grace, self.kubelet.pod_shutdown_seconds)
         now = self.clock.now()
         status = status_of(pod)
-        running = any("running" in (cs.get("state") or {}) for cs in status.get("containerStatuses") or [])
-        if running and status.get("phase") not in TERMINAL:
-            # Stopped containers and a terminal phase are written before the final DELETE, even with
-            # no grace period (the kubelet's status manager): a pod kept by a finalizer (foreground
-            # deletion of a pod whose ResourceClaim it owns) must not look Running, or its claims'
-            # reservations are never released and the deletion never ends.
+        if lifecycle.has_run(pod) and status.get("phase") not in TERMINAL:
+            # Written before the final DELETE, even with no grace period (the kubelet's status
+            # manager): a pod kept by a finalizer (foreground deletion of a pod whose ResourceClaim
+            # it owns) must not look Running, or its claims are never released.
             host_ip = _node_ip(node, self.plan.node_address(str(spec_of(pod).get("nodeName"))))
-            desired = objs.pod_status(pod, "completed", now=now, host_ip=host_ip,
-                                      pod_ip=str(status.get("podIP") or ""))
-            await self._write_pod_status(pod, desired)
-            self._log.debug("pod_stopping", namespace=ns, name=name)
-        if now < done_at:
-            return Result(requeue_after=max(done_at - now, MIN_REQUEUE))
+            step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip,
+                                     pod_ip=str(status.get("podIP") or ""))
+            if objs.status_differs(pod, step.status):
+                await self._write_pod_status(pod, step.status)
+                self._log.debug("pod_stopping", namespace=ns, name=name, phase=step.status["phase"])
+            if not step.stopped:
+                wait = (step.next_at if step.next_at is not None else now) - now
+                return Result(requeue_after=max(wait, MIN_REQUEUE))
         with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or replaced (uid precondition)
             await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,
                                      preconditions={"uid": str(meta.get("uid") or "")})
@@ -691,38 +680,6 @@ def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     owners = [(r.get("uid"), r.get("controller")) for r in meta_of(current).get("ownerReferences") or []]
     wanted = [(r.get("uid"), r.get("controller")) for r in want["metadata"].get("ownerReferences") or []]
     return a == b and owners == wanted
-
-
-def _run_seconds(pod: Mapping[str, Any]) -> float | None:
-    if spec_of(pod).get("restartPolicy") not in ("Never", "OnFailure"):
-        return None
-    raw = (meta_of(pod).get("annotations") or {}).get(objs.RUN_SECONDS)
-    if raw is None:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if value >= 0 and math.isfinite(value) else None
-
-
-def _exit_code(pod: Mapping[str, Any]) -> int:
-    if spec_of(pod).get("restartPolicy") != "Never":
-        return 0
-    try:
-        return int((meta_of(pod).get("annotations") or {}).get(objs.EXIT_CODE) or 0)
-    except ValueError:
-        return 0
-
-
-def _started_at(pod: Mapping[str, Any]) -> float | None:
-    times = []
-    for cs in status_of(pod).get("containerStatuses") or []:
-        started = ((cs.get("state") or {}).get("running") or {}).get("startedAt")
-        if started:
-            with contextlib.suppress(ValueError):
-                times.append(clocks.parse_time(str(started)))
-    return max(times) if times else None
 
 
 # ---------------------------------------------------------------------- the controller

@@ -11,6 +11,7 @@ Pure (no I/O besides reading the file in `load_fleet`).
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import re
 from pathlib import Path
@@ -173,6 +174,10 @@ def _check_kubelet(c: _Checker, k: Kubelet) -> None:
             c.add(f"kubelet.{_camel(name)}", f"must be >= 0, got {getattr(k, name)}")
     if k.lease_duration_seconds <= 0:
         c.add("kubelet.leaseDurationSeconds", f"must be > 0, got {k.lease_duration_seconds}")
+    if k.default_run_seconds is not None and not 0 <= k.default_run_seconds < math.inf:
+        c.add("kubelet.defaultRunSeconds", f"must be >= 0, got {k.default_run_seconds}")
+    if not 0 <= k.default_exit_code <= 255:
+        c.add("kubelet.defaultExitCode", f"must be 0..255, got {k.default_exit_code}")
 
 
 def _camel(name: str) -> str:

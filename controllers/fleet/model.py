@@ -47,6 +47,11 @@ class Kubelet(_Struct, kw_only=True):
     status_report_interval_seconds: float = 40.0  # node status heartbeat (lastHeartbeatTime)
     pod_shutdown_seconds: float = 1.0  # graceful deletion: min(grace period, this) before the final DELETE
     orphan_pod_quarantine_seconds: float = 40.0  # pod GC: pods bound to a node that never existed
+    # The container lifecycle model (controllers/fleet/lifecycle.py): how long the app containers of
+    # a pod with restartPolicy Never/OnFailure run when no annotation says (None: until deleted),
+    # and the exit code they end with.
+    default_run_seconds: float | None = None
+    default_exit_code: int = 0
 
 
 class Network(_Struct, kw_only=True):

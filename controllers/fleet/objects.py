@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from controllers.fleet import resizing
 from controllers.fleet.model import (
     DEFAULT_CAPACITY,
     Attribute,
@@ -36,8 +35,9 @@ from cp import quantity
 SIMULATED = "sim.cplane.dev/simulated"  # "false" on a Node: a real kubelet owns it, hands off
 FLEET = "sim.cplane.dev/fleet"
 NODE_POOL = "sim.cplane.dev/node-pool"
-RUN_SECONDS = "sim.cplane.dev/run-seconds"  # on a pod (restartPolicy Never/OnFailure): complete after N s
-EXIT_CODE = "sim.cplane.dev/exit-code"  # on such a pod: the containers' exit code (default 0)
+# Pod annotations of the container lifecycle model (controllers/fleet/lifecycle.py has them all).
+RUN_SECONDS = "sim.cplane.dev/run-seconds"
+EXIT_CODE = "sim.cplane.dev/exit-code"
 KUBELET_STATE = "sim.cplane.dev/kubelet"  # "stopped" on a Node: its simulated kubelet is down (`cplane node stop`)
 KUBELET_STOPPED = "stopped"
 LEASE_NAMESPACE = "kube-node-lease"
@@ -59,7 +59,7 @@ def stable_uuid(*parts: str) -> uuid.UUID:
     return uuid.uuid5(_NS, "/".join(parts))
 
 
-def _hex(*parts: str) -> str:
+def stable_hex(*parts: str) -> str:
     return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
@@ -408,7 +408,7 @@ def _root_name(r: int) -> str:
 
 
 def _mac(*parts: str) -> str:
-    h = _hex(*parts)
+    h = stable_hex(*parts)
     return "02:" + ":".join(h[i:i + 2] for i in range(0, 10, 2))  # locally administered
 
 
@@ -619,50 +619,8 @@ def image_ref(image: str) -> tuple[str, str]:
     return name, tag or ("" if digest else "latest")
 
 
-def container_status(pod: Mapping[str, Any], container: Mapping[str, Any], state: str, now: float,
-                     old: Mapping[str, Any] | None, *, exit_code: int = 0) -> dict[str, Any]:
-    """A containerStatuses entry in `state` waiting-creating | waiting-initializing | running |
-    terminated (times and ids kept from `old` where the container already had them)."""
-    image = str(container.get("image") or "")
-    repo, tag = image_ref(image)
-    shown = f"{repo}:{tag}" if tag else f"{repo}@{image.split('@', 1)[-1]}"
-    uid = str((pod.get("metadata") or {}).get("uid") or "")
-    name = str(container.get("name") or "")
-    out: dict[str, Any] = {"name": name, "image": shown, "imageID": "", "ready": False, "started": False,
-                           "restartCount": 0, "lastState": {}}
-    if old and old.get("allocatedResourcesStatus"):
-        # Written by the device-health reporter (kubelet's DRA health); the kubelet keeps it.
-        out["allocatedResourcesStatus"] = old["allocatedResourcesStatus"]
-    old_state = (old or {}).get("state") or {}
-    started_at = (old_state.get("running") or {}).get("startedAt") or \
-        (old_state.get("terminated") or {}).get("startedAt") or clocks.rfc3339(now)
-    if state in ("waiting-creating", "waiting-initializing"):
-        reason = "ContainerCreating" if state == "waiting-creating" else "PodInitializing"
-        out["state"] = {"waiting": {"reason": reason}}
-        return out
-    out["imageID"] = f"{repo}@sha256:{_hex('image', image)}"
-    out["containerID"] = f"containerd://{_hex('container', uid, name)}"
-    if state == "running":
-        out.update(ready=True, started=True, **resizing.applied_resources(container))
-        out["state"] = {"running": {"startedAt": started_at}}
-        return out
-    finished = (old_state.get("terminated") or {}).get("finishedAt") or clocks.rfc3339(now)
-    out["state"] = {"terminated": {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                                   "startedAt": started_at, "finishedAt": finished,
-                                   "containerID": out["containerID"]}}
-    return out
-
-
-def _statuses_by_name(status: Mapping[str, Any], key: str) -> dict[str, Mapping[str, Any]]:
-    return {str(s.get("name")): s for s in status.get(key) or [] if isinstance(s, Mapping)}
-
-
-def _is_sidecar(container: Mapping[str, Any]) -> bool:
-    return container.get("restartPolicy") == "Always"
-
-
-def _conditions(existing: Sequence[Mapping[str, Any]], ours: Iterable[tuple[str, str, str, str]],
-                now: float) -> list[dict[str, Any]]:
+def merge_conditions(existing: Sequence[Mapping[str, Any]], ours: Iterable[tuple[str, str, str, str]],
+                     now: float) -> list[dict[str, Any]]:
     old = {c.get("type"): c for c in existing}
     out: list[dict[str, Any]] = []
     mine: set[str] = set()
@@ -681,92 +639,27 @@ def _conditions(existing: Sequence[Mapping[str, Any]], ours: Iterable[tuple[str,
     return out
 
 
-def _gates_ready(pod: Mapping[str, Any]) -> tuple[bool, str]:
+def gates_ready(pod: Mapping[str, Any]) -> tuple[bool, str]:
+    """Whether every readiness gate's condition is True, and if not the kubelet's message."""
     status = pod.get("status") or {}
     have = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+    problems = []
     for gate in (pod.get("spec") or {}).get("readinessGates") or []:
         t = gate.get("conditionType")
-        if have.get(t) != "True":
-            what = "does not exist" if t not in have else "is False"
-            return False, f'corresponding condition of pod readiness gate "{t}" {what}'
-    return True, ""
+        if t not in have:
+            problems.append(f'corresponding condition of pod readiness gate "{t}" does not exist.')
+        elif have[t] != "True":
+            problems.append(f'the status of pod readiness gate "{t}" is not "True", but {have[t]}')
+    return not problems, ", ".join(problems)
 
 
-def _names(containers: Iterable[Mapping[str, Any]]) -> str:
+def names_list(containers: Iterable[Mapping[str, Any]]) -> str:
     return "[" + " ".join(str(c.get("name")) for c in containers) + "]"
 
 
+TERMINAL_PHASES = ("Succeeded", "Failed")
 OWNED_POD_STATUS = ("phase", "conditions", "hostIP", "hostIPs", "podIP", "podIPs", "startTime",
                     "containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses", "reason", "message")
-
-
-def pod_status(pod: Mapping[str, Any], stage: str, *, now: float, host_ip: str, pod_ip: str = "",
-               exit_code: int = 0) -> dict[str, Any]:
-    """The status the kubelet reports for a pod in `stage`:
-
-    - `creating`: Pending, containers waiting ContainerCreating (resources not prepared yet);
-    - `running`: Running, every container running and ready;
-    - `completed`: Succeeded (exit 0) or Failed, containers terminated — a finished run or a
-      graceful deletion.
-    """
-    spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
-    inits = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
-    old_main = _statuses_by_name(status, "containerStatuses")
-    old_init = _statuses_by_name(status, "initContainerStatuses")
-    out: dict[str, Any] = {"hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-                           "startTime": status.get("startTime") or clocks.rfc3339(now)}
-    if stage == "creating":
-        waiting = "waiting-initializing" if inits else "waiting-creating"
-        out["phase"] = "Pending"
-        init_cond = ("Initialized", "False", "ContainersNotInitialized",
-                     f"containers with incomplete status: {_names(inits)}") if inits else \
-            ("Initialized", "True", "", "")
-        unready = f"containers with unready status: {_names(containers)}"
-        conds = [("PodReadyToStartContainers", "False", "", ""), init_cond,
-                 ("Ready", "False", "ContainersNotReady", unready),
-                 ("ContainersReady", "False", "ContainersNotReady", unready),
-                 ("PodScheduled", "True", "", "")]
-        mains = [container_status(pod, c, waiting, now, old_main.get(str(c.get("name")))) for c in containers]
-        init_list = [container_status(pod, c, waiting, now, old_init.get(str(c.get("name")))) for c in inits]
-    elif stage == "running":
-        out["phase"] = "Running"
-        out["podIP"] = pod_ip
-        out["podIPs"] = [{"ip": pod_ip}]
-        ready, why = _gates_ready(pod)
-        conds = [("PodReadyToStartContainers", "True", "", ""), ("Initialized", "True", "", ""),
-                 ("Ready", "True", "", "") if ready else ("Ready", "False", "ReadinessGatesNotReady", why),
-                 ("ContainersReady", "True", "", ""), ("PodScheduled", "True", "", "")]
-        mains = [container_status(pod, c, "running", now, old_main.get(str(c.get("name")))) for c in containers]
-        init_list = [container_status(pod, c, "running" if _is_sidecar(c) else "terminated", now,
-                                      old_init.get(str(c.get("name")))) for c in inits]
-        old_eph = _statuses_by_name(status, "ephemeralContainerStatuses")
-        if spec.get("ephemeralContainers"):
-            out["ephemeralContainerStatuses"] = [resizing.ephemeral_status(container_status(
-                pod, c, "running", now, old_eph.get(str(c.get("name"))))) for c in spec["ephemeralContainers"]]
-    elif stage == "completed":
-        out["phase"] = "Succeeded" if exit_code == 0 else "Failed"
-        if pod_ip:
-            out["podIP"] = pod_ip
-            out["podIPs"] = [{"ip": pod_ip}]
-        conds = [("PodReadyToStartContainers", "False", "", ""), ("Initialized", "True", "PodCompleted", ""),
-                 ("Ready", "False", "PodCompleted", ""), ("ContainersReady", "False", "PodCompleted", ""),
-                 ("PodScheduled", "True", "", "")]
-        mains = []
-        for c in containers:
-            cs = container_status(pod, c, "terminated", now, old_main.get(str(c.get("name"))), exit_code=exit_code)
-            mains.append(cs)
-        init_list = [container_status(pod, c, "terminated", now, old_init.get(str(c.get("name"))))
-                     for c in inits]
-    else:
-        raise ValueError(f"unknown stage {stage!r}")
-    out["conditions"] = [c for c in _conditions(status.get("conditions") or [], conds, now)
-                         if c.get("type") not in resizing.RESIZE_CONDITIONS]
-    out["containerStatuses"] = sorted(mains, key=lambda s: s["name"])
-    if init_list:
-        out["initContainerStatuses"] = init_list
-    return out
 
 
 def status_differs(pod: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
@@ -777,8 +670,8 @@ def status_differs(pod: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
 def pod_gc_status(pod: Mapping[str, Any], now: float) -> dict[str, Any]:
     """Pod GC's mark before it deletes a pod whose node is gone."""
     status = pod.get("status") or {}
-    conds = _conditions(status.get("conditions") or [],
-                        [("DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists")], now)
+    conds = merge_conditions(status.get("conditions") or [],
+                             [("DisruptionTarget", "True", "DeletionByPodGC", "PodGC: node no longer exists")], now)
     out: dict[str, Any] = {"conditions": conds}
     if status.get("phase") not in ("Succeeded", "Failed"):
         out["phase"] = "Failed"

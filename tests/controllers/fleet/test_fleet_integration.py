@@ -11,12 +11,14 @@ produce (test_fleet_objects.py).
 from __future__ import annotations
 
 import ipaddress
+import json
 from typing import Any
 
 import pytest
 
 from api import server as servers
 from controllers import fleet as fleets
+from controllers.fleet import lifecycle
 from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 from cp import clock as clocks
@@ -243,17 +245,15 @@ async def test_a_pod_waits_for_its_claim_then_runs_and_the_claim_is_prepared(
         assert await _pod_writes(srv, "trainer") == ["ADDED", "kubelet", "kubelet"]
         assert len((await client.get(CLAIMS, "gpu-and-nic", namespace="default"))["status"]["devices"]) == 2
 
-        # Graceful deletion: containers stop, the kubelet removes the pod after the shutdown delay,
-        # and the driver un-prepares the claim.
+        # Graceful deletion: the containers take the fleet's podShutdownSeconds (1 s) to stop, then
+        # the kubelet writes them stopped, removes the pod, and the driver un-prepares the claim.
         await client.delete("pods", "trainer", namespace="default")
-
-        async def stopped() -> bool:
-            p = await client.get("pods", "trainer", namespace="default")
-            return all("terminated" in cs["state"] for cs in p["status"]["containerStatuses"])
-        await eventually(stopped, what="containers terminated")
-        assert await _phase(client, "trainer") == "Succeeded"
+        await settle(50)
+        assert await _phase(client, "trainer") == "Running"
         clock.advance(1)
         await eventually(lambda: _is(client, "trainer", "<gone>"), what="pod deleted")
+        writes = await _pod_writes(srv, "trainer")
+        assert writes[-2] == "kubelet" and writes[-1] == "DELETED"  # stopped (Succeeded), then gone
 
         async def unprepared() -> bool:
             c = await client.get(CLAIMS, "gpu-and-nic", namespace="default")
@@ -295,9 +295,9 @@ async def test_run_seconds_completes_a_pod_on_the_clock(srv: servers.Running, cl
     async with running_fleet(srv, clock, demo):
         await _fleet_up(client)
         await client.create("pods", _pod("job", "gpu-node-0", restartPolicy="Never",
-                                         metadata={"annotations": {objs.RUN_SECONDS: "30"}}))
+                                         metadata={"annotations": {lifecycle.RUN_SECONDS: "30"}}))
         await client.create("pods", _pod("fails", "gpu-node-0", restartPolicy="Never",
-                                         metadata={"annotations": {objs.RUN_SECONDS: "30", objs.EXIT_CODE: "3"}}))
+                                         metadata={"annotations": {lifecycle.RUN_SECONDS: "30", lifecycle.EXIT_CODE: "3"}}))
         await eventually(lambda: _is(client, "job", "Running"), what="running")
         await eventually(lambda: _is(client, "fails", "Running"), what="running")
         clock.advance(29)
@@ -316,6 +316,76 @@ async def test_run_seconds_completes_a_pod_on_the_clock(srv: servers.Running, cl
         failed = await client.get("pods", "fails", namespace="default")
         assert failed["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 3
         assert await _pod_writes(srv, "job") == ["ADDED", "kubelet", "kubelet"]
+
+
+async def _container(client: clients.Client, name: str, container: str = "app") -> dict[str, Any]:
+    pod = await client.get("pods", name, namespace="default")
+    status = pod["status"]
+    return next(c for c in status.get("containerStatuses", []) + status.get("initContainerStatuses", [])
+                if c["name"] == container)
+
+
+async def test_a_crashing_container_is_restarted_after_the_back_off(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod("crash", "gpu-node-0", metadata={"annotations": {
+            lifecycle.RUN_SECONDS: "5", lifecycle.EXIT_CODE: "1"}}))
+        await eventually(lambda: _is(client, "crash", "Running"), what="running")
+        clock.advance(5)
+
+        async def backing_off() -> bool:
+            return (await _container(client, "crash"))["state"].get("waiting", {}).get("reason") == "CrashLoopBackOff"
+        await eventually(backing_off, what="CrashLoopBackOff")
+        app = await _container(client, "crash")
+        assert app["lastState"]["terminated"]["exitCode"] == 1 and app["restartCount"] == 0
+        clock.advance(9)
+        await settle(50)
+        assert await backing_off()
+        clock.advance(1)
+
+        async def restarted() -> bool:
+            c = await _container(client, "crash")
+            return c["restartCount"] == 1 and "running" in c["state"]
+        await eventually(restarted, what="restarted after 10 s")
+        assert (await _container(client, "crash"))["state"]["running"]["startedAt"] == clocks.rfc3339(START + 15)
+        # one write per transition: running, back-off, running again
+        assert await _pod_writes(srv, "crash") == ["ADDED", "kubelet", "kubelet", "kubelet"]
+
+
+async def test_init_containers_probes_and_grace_on_the_clock(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    probe = {"httpGet": {"path": "/", "port": 80}, "initialDelaySeconds": 10}
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+        await client.create("pods", _pod(
+            "web", "gpu-node-1", terminationGracePeriodSeconds=30,
+            initContainers=[{"name": "setup", "image": "busybox"}],
+            containers=[{"name": "app", "image": "nginx:1.27", "readinessProbe": probe}],
+            metadata={"annotations": {f"{lifecycle.RUN_SECONDS}.setup": "5", lifecycle.STOP_SECONDS: "60"}}))
+        await eventually(lambda: _is(client, "web", "Pending"), what="initializing")
+        assert "running" in (await _container(client, "web", "setup"))["state"]
+        clock.advance(5)
+        await eventually(lambda: _is(client, "web", "Running"), what="initialized")
+        assert (await _container(client, "web"))["ready"] is False
+        clock.advance(10)
+
+        async def ready() -> bool:
+            return _cond(await client.get("pods", "web", namespace="default"), "Ready").get("status") == "True"
+        await eventually(ready, what="ready after the probe's initial delay")
+
+        # It takes 60 s to stop, the grace period is 30 s: it is killed at 30 s, then removed.
+        await client.delete("pods", "web", namespace="default")
+        clock.advance(29)
+        await settle(50)
+        assert await _phase(client, "web") == "Running"
+        clock.advance(1)
+        await eventually(lambda: _is(client, "web", "<gone>"), what="pod removed after the grace period")
+        history = await srv.event_log.history(group="", resource="pods", namespace="default", name="web")
+        assert history[-1].type == "DELETED"
+        last = json.loads(history[-1].object)  # the last state: stopped, then removed
+        assert last["status"]["phase"] == "Failed"
+        assert last["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 137
 
 
 async def test_deleting_a_node_deletes_its_pods(srv: servers.Running, client: clients.Client,
@@ -401,9 +471,9 @@ async def test_a_pod_deleted_without_grace_but_kept_by_a_finalizer_is_stopped(
                                          metadata={"finalizers": ["example.com/hold"]}))
         await eventually(lambda: _is(client, "held", "Running"), what="pod running")
         await client.delete("pods", "held", namespace="default", propagation_policy="Foreground")
-        await eventually(lambda: _is(client, "held", "Succeeded"), what="pod stopped")
-        pod = await client.get("pods", "held", namespace="default")
-        assert all("terminated" in cs["state"] for cs in pod["status"]["containerStatuses"])
+        await eventually(lambda: _is(client, "held", "Failed"), what="pod stopped")
+        pod = await client.get("pods", "held", namespace="default")  # no grace: killed (137)
+        assert [cs["state"]["terminated"]["exitCode"] for cs in pod["status"]["containerStatuses"]] == [137]
         assert pod["metadata"]["finalizers"] == ["example.com/hold", "foregroundDeletion"]
         await settle(50)
         writes = await _pod_writes(srv, "held")  # running, deleted, stopped; the final DELETE changes nothing

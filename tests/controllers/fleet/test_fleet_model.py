@@ -87,6 +87,8 @@ def _load(body: str) -> fleets.Fleet:
     ("nodePools: [{name: a, count: 300}]", "network.podCIDR: 10.244.0.0/16 holds 256 node blocks of /24"),
     ("network: {podCIDR: 10.244.0.0/33}", "network.podCIDR"),
     ("kubelet: {leaseRenewIntervalSeconds: 0}", "kubelet.leaseRenewIntervalSeconds: must be > 0"),
+    ("kubelet: {defaultRunSeconds: -1}", "kubelet.defaultRunSeconds: must be >= 0, got -1"),
+    ("kubelet: {defaultExitCode: 256}", "kubelet.defaultExitCode: must be 0..255, got 256"),
     ("apiVersion: v1", "apiVersion: must be 'sim.cplane.dev/v1alpha1'"),
     ("nodePools: [{name: a, drivers: [{name: GPU_Example}]}]", "nodePools[0].drivers[0].name"),
     ("nodePools: [{name: a, drivers: [{name: d.example.com}, {name: d.example.com}]}]",
@@ -146,6 +148,7 @@ def test_defaults() -> None:
     fleet = _load("nodePools: [{name: plain}]")
     assert fleet.kubelet.lease_renew_interval_seconds == 10
     assert fleet.kubelet.status_report_interval_seconds == 40
+    assert fleet.kubelet.default_run_seconds is None and fleet.kubelet.default_exit_code == 0
     plan = objs.Plan(fleet)
     node = objs.node_object(plan, plan.nodes["plain-0"])
     assert node["status"]["capacity"] == {"cpu": "32", "memory": "256Gi", "pods": "110", "ephemeral-storage": "1Ti",

@@ -1,9 +1,9 @@
 """The fleet's object builders: device topology and NIC data, slice splitting under the API limits,
-attribute templates, node status for hand-made Nodes, pod statuses that the API server stores
-unchanged (so a rebuilt status means "nothing to write"), and slices that the DRA allocator
+attribute templates, node status for hand-made Nodes, and slices that the DRA allocator
 library can allocate from (whole GPUs, MIG-like partitions with shared counters, shared NICs).
 
-Out of scope: when the controller writes them (test_fleet_integration.py).
+Out of scope: when the controller writes them (test_fleet_integration.py), pod statuses
+(test_lifecycle.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import pytest
 
 from controllers import fleet as fleets
 from controllers.fleet import objects as objs
-from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import dra, quantity
 from tests.controllers.fleet.conftest import EXAMPLES, START
@@ -148,27 +147,6 @@ def test_node_made_by_hand_gets_defaults_but_keeps_its_own_values() -> None:
     again = objs.node_status_patch(plan, {"metadata": {"name": "mine"}, "status": status}, START + 40)["status"]
     assert set(again) == {"conditions"}  # later heartbeats carry the conditions only
     assert again["conditions"][3]["lastTransitionTime"] == clocks.rfc3339(START)
-
-
-async def test_pod_statuses_are_stored_unchanged(client: clients.Client) -> None:
-    """Each stage's status survives the API server's round trip, so rebuilding it later from the
-    stored pod finds nothing to write."""
-    pod = await client.create("pods", {"metadata": {"name": "p", "namespace": "default"}, "spec": {
-        "nodeName": "n", "restartPolicy": "Never", "readinessGates": [{"conditionType": "example.com/lb"}],
-        "initContainers": [{"name": "init", "image": "busybox"}, {"name": "proxy", "image": "envoy",
-                                                                    "restartPolicy": "Always"}],
-        "containers": [{"name": "z", "image": "nginx"}, {"name": "a", "image": "x/y:1"}]}})
-    for i, stage in enumerate(("creating", "running", "completed")):
-        desired = objs.pod_status(pod, stage, now=START + i, host_ip="172.18.0.2", pod_ip="10.244.0.2")
-        pod = await client.patch("pods", "p", {"status": desired}, namespace="default", subresource="status")
-        later = objs.pod_status(pod, stage, now=START + i + 5, host_ip="172.18.0.2", pod_ip="10.244.0.2")
-        assert not objs.status_differs(pod, later), stage
-        if stage == "running":
-            assert [c["name"] for c in pod["status"]["containerStatuses"]] == ["a", "z"]
-            init, proxy = pod["status"]["initContainerStatuses"]
-            assert "terminated" in init["state"] and "running" in proxy["state"]
-            ready = next(c for c in pod["status"]["conditions"] if c["type"] == "Ready")
-            assert ready["status"] == "False" and ready["reason"] == "ReadinessGatesNotReady"
 
 
 # ---------------------------------------------------------------------- the allocator agrees
