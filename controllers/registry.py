@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from controllers import (
+    daemonset,
     deployment,
     disruption,
     endpoints,
@@ -46,6 +47,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     health.NAME: health.new,
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
+    daemonset.NAME: daemonset.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -66,6 +68,7 @@ ALIASES = {
     taint_evictor.COMPONENT: taint_evictor.NAME,
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
+    daemonset.COMPONENT: daemonset.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,

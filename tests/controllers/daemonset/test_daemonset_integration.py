@@ -1,0 +1,186 @@
+"""The DaemonSet controller with the scheduler and the simulated fleet (real time, in-process
+sandbox): one pod per eligible node (nodeSelector, taints vs tolerations, the tolerations daemon
+pods get automatically), bound by node affinity through the scheduler; ControllerRevisions; a
+rolling update with maxUnavailable and with maxSurge; OnDelete; status numbers; a fleet node added
+later gets its pod.
+
+Out of scope: the pure placement and arithmetic rules (test_daemonset_rules.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cp import testing
+
+FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "ds"},
+         "nodePools": [{"name": "gpu", "count": 2, "labels": {"example.com/gpu": "true"}},
+                       {"name": "cpu", "count": 1},
+                       {"name": "tainted", "count": 1, "labels": {"example.com/gpu": "true"},
+                        "taints": [{"key": "example.com/dedicated", "value": "x", "effect": "NoSchedule"}]}]}
+CONTROLLERS = ["garbage-collector", "scheduler", "daemonset"]
+
+
+def _ds(name: str = "agent", *, selector: dict[str, str] | None = None, tolerate: bool = False,
+        strategy: dict[str, Any] | None = None, image: str = "agent:1") -> dict[str, Any]:
+    spec: dict[str, Any] = {"terminationGracePeriodSeconds": 0,
+                            "containers": [{"name": "agent", "image": image}]}
+    if selector:
+        spec["nodeSelector"] = selector
+    if tolerate:
+        spec["tolerations"] = [{"key": "example.com/dedicated", "operator": "Exists"}]
+    body: dict[str, Any] = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                            "metadata": {"name": name, "namespace": "default"},
+                            "spec": {"selector": {"matchLabels": {"app": name}},
+                                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+    if strategy is not None:
+        body["spec"]["updateStrategy"] = strategy
+    return body
+
+
+async def _pods(sb: testing.Sandbox, app: str) -> list[dict[str, Any]]:
+    return [p for p in (await sb.client.list("pods", namespace="default")).items
+            if p["metadata"].get("labels", {}).get("app") == app and not p["metadata"].get("deletionTimestamp")]
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+async def _rolled_out(sb: testing.Sandbox, name: str, nodes: int) -> dict[str, Any] | None:
+    ds = await sb.client.get("daemonsets.apps", name, namespace="default")
+    st = ds.get("status") or {}
+    if (st.get("observedGeneration") == ds["metadata"]["generation"] and st.get("desiredNumberScheduled") == nodes
+            and st.get("updatedNumberScheduled") == nodes and st.get("numberAvailable") == nodes
+            and st.get("currentNumberScheduled") == nodes and len(await _pods(sb, name)) == nodes):
+        return ds
+    return None
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_one_pod_per_eligible_node(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    created = await sb.client.create("daemonsets.apps", _ds())
+    ds = await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)  # not on the tainted node
+    pods = await _pods(sb, "agent")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == ["cpu-0", "gpu-0", "gpu-1"]
+    assert all(_ready(p) for p in pods)
+    pod = pods[0]
+    node = pod["spec"]["nodeName"]
+    assert pod["metadata"]["generateName"] == "agent-"
+    assert pod["metadata"]["ownerReferences"] == [{"apiVersion": "apps/v1", "kind": "DaemonSet", "name": "agent",
+                                                   "uid": created["metadata"]["uid"], "controller": True,
+                                                   "blockOwnerDeletion": True}]
+    assert pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == {
+        "nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In", "values": [node]}]}]}
+    keys = {(t["key"], t["effect"]) for t in pod["spec"]["tolerations"]}
+    assert {("node.kubernetes.io/not-ready", "NoExecute"), ("node.kubernetes.io/unreachable", "NoExecute"),
+            ("node.kubernetes.io/disk-pressure", "NoSchedule"), ("node.kubernetes.io/memory-pressure", "NoSchedule"),
+            ("node.kubernetes.io/pid-pressure", "NoSchedule"),
+            ("node.kubernetes.io/unschedulable", "NoSchedule")} <= keys
+    labels = pod["metadata"]["labels"]
+    assert labels["pod-template-generation"] == "1"
+    revisions = (await sb.client.list("controllerrevisions.apps", namespace="default")).items
+    assert len(revisions) == 1
+    rev = revisions[0]
+    assert rev["metadata"]["name"] == f"agent-{labels['controller-revision-hash']}"
+    assert rev["revision"] == 1
+    assert rev["data"]["spec"]["template"]["$patch"] == "replace"
+    status = ds["status"]
+    assert status["numberMisscheduled"] == 0 and status["numberReady"] == 3 and "numberUnavailable" not in status
+    events = [e for e in (await sb.client.list("events", namespace="default")).items
+              if e["reason"] == "SuccessfulCreate" and e["involvedObject"]["name"] == "agent"]
+    assert len(events) == 3 and events[0]["source"]["component"] == "daemonset-controller"
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_selector_and_tolerations(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("daemonsets.apps", _ds("gpu", selector={"example.com/gpu": "true"}, tolerate=True))
+    await sb.wait_for(lambda: _rolled_out(sb, "gpu", 3), timeout=20)
+    assert sorted(p["spec"]["nodeName"] for p in await _pods(sb, "gpu")) == ["gpu-0", "gpu-1", "tainted-0"]
+
+    # A node losing the label: its pod goes and the DaemonSet wants 2.
+    await sb.client.patch("nodes", "gpu-1", {"metadata": {"labels": {"example.com/gpu": None}}})
+    await sb.wait_for(lambda: _rolled_out(sb, "gpu", 2), timeout=20)
+    assert sorted(p["spec"]["nodeName"] for p in await _pods(sb, "gpu")) == ["gpu-0", "tainted-0"]
+
+    # An untolerated NoExecute taint removes the pod; a NoSchedule one only keeps new pods off.
+    await sb.client.patch("nodes", "gpu-0", {"spec": {"taints": [
+        {"key": "example.com/evict", "effect": "NoExecute"}]}})
+    await sb.wait_for(lambda: _rolled_out(sb, "gpu", 1), timeout=20)
+    assert [p["spec"]["nodeName"] for p in await _pods(sb, "gpu")] == ["tainted-0"]
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_rolling_update_max_unavailable(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("daemonsets.apps", _ds())
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    first = {p["metadata"]["name"] for p in await _pods(sb, "agent")}
+    await sb.client.patch("daemonsets.apps", "agent", {"spec": {"template": {"spec": {"containers": [
+        {"name": "agent", "image": "agent:2"}]}}}}, namespace="default", patch_type="strategic")
+    ds = await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=30)
+    pods = await _pods(sb, "agent")
+    assert not first & {p["metadata"]["name"] for p in pods}
+    assert {p["spec"]["containers"][0]["image"] for p in pods} == {"agent:2"}
+    assert {p["metadata"]["labels"]["pod-template-generation"] for p in pods} == {"2"}
+    revisions = sorted((await sb.client.list("controllerrevisions.apps", namespace="default")).items,
+                       key=lambda r: r["revision"])
+    assert [r["revision"] for r in revisions] == [1, 2]
+    assert revisions[1]["metadata"]["labels"]["controller-revision-hash"] == \
+        pods[0]["metadata"]["labels"]["controller-revision-hash"]
+    assert ds["status"]["observedGeneration"] == 2
+
+    # Back to the first template: its revision is renumbered 3, no new one appears.
+    await sb.client.patch("daemonsets.apps", "agent", {"spec": {"template": {"spec": {"containers": [
+        {"name": "agent", "image": "agent:1"}]}}}}, namespace="default", patch_type="strategic")
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=30)
+    revisions = sorted((await sb.client.list("controllerrevisions.apps", namespace="default")).items,
+                       key=lambda r: r["revision"])
+    assert [(r["metadata"]["name"], r["revision"]) for r in revisions][1][1] == 3
+    assert len(revisions) == 2
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_rolling_update_max_surge(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    strategy = {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}
+    await sb.client.create("daemonsets.apps", _ds(strategy=strategy))
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    await sb.client.patch("daemonsets.apps", "agent", {"spec": {"template": {"spec": {"containers": [
+        {"name": "agent", "image": "agent:2"}]}}}}, namespace="default", patch_type="strategic")
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=30)
+    events = [e for e in (await sb.client.list("events", namespace="default")).items
+              if e["involvedObject"]["name"] == "agent"]
+    assert sum(e["reason"] == "SuccessfulCreate" for e in events) == 6
+    assert sum(e["reason"] == "SuccessfulDelete" for e in events) == 3
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_on_delete_replaces_only_deleted_pods(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("daemonsets.apps", _ds(strategy={"type": "OnDelete"}))
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    await sb.client.patch("daemonsets.apps", "agent", {"spec": {"template": {"spec": {"containers": [
+        {"name": "agent", "image": "agent:2"}]}}}}, namespace="default", patch_type="strategic")
+
+    async def observed() -> bool:
+        ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
+        st = ds.get("status") or {}
+        return st.get("observedGeneration") == 2 and st.get("updatedNumberScheduled", 0) == 0
+
+    await sb.wait_for(observed, timeout=20)
+    victim = next(p for p in await _pods(sb, "agent") if p["spec"]["nodeName"] == "gpu-0")
+    await sb.client.delete("pods", victim["metadata"]["name"], namespace="default")
+
+    async def replaced() -> bool:
+        images = {p["spec"]["nodeName"]: p["spec"]["containers"][0]["image"] for p in await _pods(sb, "agent")}
+        return images == {"gpu-0": "agent:2", "gpu-1": "agent:1", "cpu-0": "agent:1"}
+
+    await sb.wait_for(replaced, timeout=20)
+    ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
+    assert ds["status"]["updatedNumberScheduled"] == 1
