@@ -29,6 +29,7 @@ from controllers import (
     rootcacert,
     scheduler,
     serviceaccount,
+    statefulset,
     taint_evictor,
 )
 from controllers.runtime import client as clients
@@ -48,6 +49,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
     daemonset.NAME: daemonset.new,
+    statefulset.NAME: statefulset.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -69,6 +71,7 @@ ALIASES = {
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
     daemonset.COMPONENT: daemonset.NAME,
+    statefulset.COMPONENT: statefulset.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,
