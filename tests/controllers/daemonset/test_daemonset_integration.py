@@ -184,3 +184,40 @@ async def test_on_delete_replaces_only_deleted_pods(cplane_sandbox: testing.Sand
     await sb.wait_for(replaced, timeout=20)
     ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
     assert ds["status"]["updatedNumberScheduled"] == 1
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_node_added_and_removed(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("daemonsets.apps", _ds())
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    await sb.client.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "extra-0"}})
+
+    async def pod_for_extra() -> dict[str, Any] | None:
+        pods = [p for p in (await sb.client.list("pods", namespace="default")).items
+                if p["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+                    "nodeSelectorTerms"][0]["matchFields"][0]["values"] == ["extra-0"]]
+        ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
+        return pods[0] if pods and ds["status"]["desiredNumberScheduled"] == 4 else None
+
+    await sb.wait_for(pod_for_extra, timeout=20)
+    await sb.client.delete("nodes", "extra-0")
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_hash_collision_bumps_collision_count(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    from controllers.daemonset import rules
+
+    body = _ds()
+    defaulted = await sb.client.create("daemonsets.apps", body, dry_run=True)
+    squat_name = f"agent-{rules.template_hash(defaulted)}"  # the name the first revision would take
+    await sb.client.create("controllerrevisions.apps", {
+        "metadata": {"name": squat_name, "namespace": "default", "labels": {"other": "x"}},
+        "data": {"not": "ours"}, "revision": 1})
+    await sb.client.create("daemonsets.apps", body)
+    ds = await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    assert ds["status"]["collisionCount"] == 1
+    hashes = {p["metadata"]["labels"]["controller-revision-hash"] for p in await _pods(sb, "agent")}
+    assert len(hashes) == 1 and f"agent-{hashes.pop()}" != squat_name
