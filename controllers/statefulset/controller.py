@@ -418,7 +418,7 @@ class StatefulSetController:
             return
         body = dict(set_)
         kept = {k: v for k, v in rsc.status_of(set_).items() if k not in rules.STATUS_FIELDS}
-        body["status"] = rsc.compact({**kept, **status}, keep=("replicas", "availableReplicas"))
+        body["status"] = rsc.compact({**kept, **status}, keep=("replicas", "availableReplicas", "collisionCount"))
         try:
             await self.client.update_status(STATEFULSETS, body, field_manager=FIELD_MANAGER)
         except errors.Conflict:

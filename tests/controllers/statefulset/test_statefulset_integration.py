@@ -102,6 +102,7 @@ async def test_ordered_ready_with_claims(cplane_sandbox: testing.Sandbox) -> Non
     assert "ownerReferences" not in claims["data-web-0"]["metadata"]  # Retain / Retain
     status = sts["status"]
     assert status["currentRevision"].startswith("web-") and status["currentReplicas"] == 3
+    assert status["collisionCount"] == 0  # written as upstream does (a pointer to 0)
     revisions = (await sb.client.list("controllerrevisions.apps", namespace="default")).items
     assert [r["metadata"]["name"] for r in revisions] == [status["currentRevision"]]
 
