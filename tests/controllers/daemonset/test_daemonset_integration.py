@@ -221,3 +221,13 @@ async def test_hash_collision_bumps_collision_count(cplane_sandbox: testing.Sand
     assert ds["status"]["collisionCount"] == 1
     hashes = {p["metadata"]["labels"]["controller-revision-hash"] for p in await _pods(sb, "agent")}
     assert len(hashes) == 1 and f"agent-{hashes.pop()}" != squat_name
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_cordoned_node_still_runs_its_daemon_pod(cplane_sandbox: testing.Sandbox) -> None:
+    """Cordoning adds the unschedulable taint, which daemon pods tolerate: the scheduler binds there."""
+    sb = cplane_sandbox
+    await sb.client.patch("nodes", "cpu-0", {"spec": {"unschedulable": True}})
+    await sb.client.create("daemonsets.apps", _ds())
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    assert "cpu-0" in {p["spec"]["nodeName"] for p in await _pods(sb, "agent")}

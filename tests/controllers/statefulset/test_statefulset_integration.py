@@ -214,3 +214,80 @@ async def test_on_delete(cplane_sandbox: testing.Sandbox) -> None:
     pods = await _pods(sb)
     assert pods["web-1"]["spec"]["containers"][0]["image"] == "web:2"
     assert pods["web-0"]["metadata"]["uid"] == old["web-0"]["metadata"]["uid"]
+
+
+async def _open_gate(sb: testing.Sandbox, name: str) -> None:
+    """Set the pod's readiness-gate condition True (the fleet kubelet then reports it Ready)."""
+    pod = await sb.client.get("pods", name, namespace="default")
+    conditions = [c for c in pod["status"].get("conditions") or [] if c["type"] != GATE]
+    conditions.append({"type": GATE, "status": "True", "lastTransitionTime": pod["metadata"]["creationTimestamp"]})
+    pod["status"]["conditions"] = conditions
+    await sb.client.update_status("pods", pod)
+
+
+GATE = "example.com/warm"
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_ordered_ready_waits_for_each_pod(cplane_sandbox: testing.Sandbox) -> None:
+    """web-1 is not created while web-0 is not Ready (a readiness gate holds it), and so on."""
+    sb = cplane_sandbox
+    body = _sts(claims=False)
+    body["spec"]["template"]["spec"]["readinessGates"] = [{"conditionType": GATE}]
+    await sb.client.create("statefulsets.apps", body)
+    for ordinal in range(3):
+        name = f"web-{ordinal}"
+
+        async def running_unready(name: str = name) -> bool:
+            pods = await _pods(sb)
+            return name in pods and pods[name].get("status", {}).get("phase") == "Running"
+
+        await sb.wait_for(running_unready, timeout=20)
+        sts = await sb.client.get("statefulsets.apps", "web", namespace="default")
+
+        async def status_seen(want: int = ordinal + 1) -> bool:
+            st = (await sb.client.get("statefulsets.apps", "web", namespace="default")).get("status") or {}
+            return st.get("replicas") == want
+
+        await sb.wait_for(status_seen, timeout=20)
+        assert sorted(await _pods(sb)) == [f"web-{i}" for i in range(ordinal + 1)]  # nothing further yet
+        assert (sts.get("status") or {}).get("readyReplicas", 0) == ordinal
+        await _open_gate(sb, name)
+    await sb.wait_for(lambda: _settled(sb), timeout=30)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_rolling_update_max_unavailable(cplane_sandbox: testing.Sandbox) -> None:
+    """maxUnavailable 2 of 4: the two highest ordinals go together, never a third while they are down."""
+    sb = cplane_sandbox
+    body = _sts(replicas=4, claims=False, podManagementPolicy="Parallel",
+                updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}})
+    body["spec"]["template"]["spec"]["readinessGates"] = [{"conditionType": GATE}]
+    await sb.client.create("statefulsets.apps", body)
+
+    async def four_running() -> bool:
+        pods = await _pods(sb)
+        return len(pods) == 4 and all(p.get("status", {}).get("phase") == "Running" for p in pods.values())
+
+    await sb.wait_for(four_running, timeout=20)
+    for i in range(4):
+        await _open_gate(sb, f"web-{i}")
+    await sb.wait_for(lambda: _settled(sb), timeout=30)
+    before = {n: p["metadata"]["uid"] for n, p in (await _pods(sb)).items()}
+    await sb.client.patch("statefulsets.apps", "web", {"spec": {"template": {"spec": {"containers": [
+        {"name": "web", "image": "web:2"}]}}}}, namespace="default", patch_type="strategic")
+
+    async def replaced(names: tuple[str, ...]) -> bool:
+        pods = await _pods(sb)
+        return all(n in pods and pods[n]["metadata"]["uid"] != before[n]
+                   and pods[n].get("status", {}).get("phase") == "Running" for n in names)
+
+    await sb.wait_for(lambda: replaced(("web-3", "web-2")), timeout=20)
+    pods = await _pods(sb)
+    assert pods["web-1"]["metadata"]["uid"] == before["web-1"] and pods["web-0"]["metadata"]["uid"] == before["web-0"]
+    await _open_gate(sb, "web-3")
+    await _open_gate(sb, "web-2")
+    await sb.wait_for(lambda: replaced(("web-1", "web-0")), timeout=20)
+    await _open_gate(sb, "web-1")
+    await _open_gate(sb, "web-0")
+    await sb.wait_for(lambda: _settled(sb), timeout=30)
