@@ -227,6 +227,11 @@ async def test_hash_collision_bumps_collision_count(cplane_sandbox: testing.Sand
 async def test_cordoned_node_still_runs_its_daemon_pod(cplane_sandbox: testing.Sandbox) -> None:
     """Cordoning adds the unschedulable taint, which daemon pods tolerate: the scheduler binds there."""
     sb = cplane_sandbox
+
+    async def nodes_up() -> bool:
+        return len((await sb.client.list("nodes")).items) == 4
+
+    await sb.wait_for(nodes_up, timeout=20)
     await sb.client.patch("nodes", "cpu-0", {"spec": {"unschedulable": True}})
     await sb.client.create("daemonsets.apps", _ds())
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
