@@ -178,7 +178,7 @@ async def test_on_delete_replaces_only_deleted_pods(cplane_sandbox: testing.Sand
     await sb.client.delete("pods", victim["metadata"]["name"], namespace="default")
 
     async def replaced() -> bool:
-        images = {p["spec"]["nodeName"]: p["spec"]["containers"][0]["image"] for p in await _pods(sb, "agent")}
+        images = {p["spec"].get("nodeName"): p["spec"]["containers"][0]["image"] for p in await _pods(sb, "agent")}
         return images == {"gpu-0": "agent:2", "gpu-1": "agent:1", "cpu-0": "agent:1"}
 
     await sb.wait_for(replaced, timeout=20)
