@@ -12,7 +12,7 @@ Per DaemonSet key (`namespace/name`), from the informer caches:
 3. **Manage**, once expectations are satisfied: for each node, `node_should_run` decides (nodeName,
    nodeSelector, required node affinity, taints against the template's tolerations plus the ones
    daemon pods always get). A node that should run a pod and has none gets one; failed pods are
-   deleted (Warning `FailedDaemonPod`); a node with extra pods keeps the oldest (with maxSurge, the
+   deleted (Warning `FailedDaemonPod`, per node after upstream's 1 s .. 15 min backoff); a node with extra pods keeps the oldest (with maxSurge, the
    oldest new one and, while that is not available, the oldest ready old one); a node that should not
    run a pod (untolerated NoExecute taint, selector no longer matching) loses its pods; pods for
    nodes that are gone are deleted. Pods are created in slow-start batches with generateName
@@ -79,6 +79,7 @@ class DaemonSetController:
         self.recorder = recorder
         self.clock = clock
         self.expectations = rsc.Expectations(clock)
+        self.failed_backoff = rules.FailedPodBackoff()
         self.ds_cache = informer_factory.informer(DAEMONSETS, indexers=INDEXERS).cache
         self.pod_cache = informer_factory.informer(PODS, indexers=INDEXERS).cache
         self.node_cache = informer_factory.informer(NODES).cache
@@ -190,8 +191,9 @@ class DaemonSetController:
         if not self.expectations.satisfied(key):
             return await self.update_status(ds, nodes, node_pods, hash_)
         errors_: list[BaseException] = []
+        backoff: float | None = None
         try:
-            await self.manage(ds, nodes, node_pods, hash_)
+            backoff = await self.manage(ds, nodes, node_pods, hash_)
         except Exception as exc:  # status first, then the retry
             errors_.append(exc)
         if self.expectations.satisfied(key) and not errors_:
@@ -205,6 +207,10 @@ class DaemonSetController:
         result = await self.update_status(ds, nodes, await self.node_to_pods(ds, selector), hash_)
         if errors_:
             raise errors_[0]
+        if backoff is not None:
+            wait = backoff + rsc.AVAILABILITY_SLACK
+            if result is None or result.requeue_after is None or wait < result.requeue_after:
+                return Result(requeue_after=wait)
         return result
 
     async def node_to_pods(self, ds: Mapping[str, Any], selector: Any) -> dict[str, list[dict[str, Any]]]:
@@ -298,13 +304,16 @@ class DaemonSetController:
     # ------------------------------------------------------------------ manage
 
     async def manage(self, ds: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
-                     node_pods: Mapping[str, Sequence[Mapping[str, Any]]], hash_: str) -> None:
-        """upstream `manage` + `podsShouldBeOnNode`."""
+                     node_pods: Mapping[str, Sequence[Mapping[str, Any]]], hash_: str) -> float | None:
+        """upstream `manage` + `podsShouldBeOnNode`; returns when to look again for a failed pod held
+        back by its node's backoff (None: no such pod)."""
         surge, _ = rules.surge_and_unavailable(ds, len(nodes))
         min_ready = int(rsc.spec_of(ds).get("minReadySeconds") or 0)
         now = self.clock.now()
         create_on: list[str] = []
         delete: list[Mapping[str, Any]] = []
+        retry_after: float | None = None
+        self.failed_backoff.gc(now)
         known = set()
         for node in nodes:
             node_name = rsc.name_of(node)
@@ -319,6 +328,12 @@ class DaemonSetController:
                     if rsc.is_deleting(pod):
                         continue
                     if rsc.status_of(pod).get("phase") == "Failed":
+                        backoff_key = f"{rsc.uid_of(ds)}/{node_name}"
+                        wait = self.failed_backoff.remaining(backoff_key, now)
+                        if wait > 0:
+                            retry_after = wait if retry_after is None else min(retry_after, wait)
+                            continue
+                        self.failed_backoff.next(backoff_key, now)
                         await self.recorder.warning(ds, "FailedDaemonPod", f"Found failed daemon pod "
                                                     f"{rsc.key_of(pod)} on node {node_name}, will try to kill it")
                         delete.append(pod)
@@ -348,6 +363,7 @@ class DaemonSetController:
             if node_name not in known:  # the node is gone (upstream getUnscheduledPodsWithoutNode)
                 delete += [p for p in orphaned if not rsc.is_deleting(p)]
         await self.sync_nodes(ds, delete, create_on, hash_)
+        return retry_after
 
     async def sync_nodes(self, ds: Mapping[str, Any], delete: Sequence[Mapping[str, Any]],
                          create_on: Sequence[str], hash_: str) -> None:

@@ -230,4 +230,34 @@ def calculate_status(ds: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]],
     return status
 
 
+class FailedPodBackoff:
+    """upstream's `failedPodsBackoff` (client-go `flowcontrol.Backoff`, 1 s doubling to 15 min) per
+    DaemonSet and node: a failed daemon pod is deleted at once, the next one on that node only after the
+    backoff since the last deletion; an entry untouched for twice the maximum starts over."""
+
+    def __init__(self, *, initial: float = 1.0, maximum: float = 15 * 60.0) -> None:
+        self.initial = initial
+        self.maximum = maximum
+        self._entries: dict[str, tuple[float, float]] = {}  # key -> (backoff, last update)
+
+    def remaining(self, key: str, now: float) -> float:
+        """Seconds left in the key's backoff since its last update (0: not backing off)."""
+        entry = self._entries.get(key)
+        if entry is None:
+            return 0.0
+        backoff, last = entry
+        return max(backoff - (now - last), 0.0)
+
+    def next(self, key: str, now: float) -> None:
+        entry = self._entries.get(key)
+        if entry is None or now - entry[1] > 2 * self.maximum:
+            self._entries[key] = (self.initial, now)
+        else:
+            self._entries[key] = (min(entry[0] * 2, self.maximum), now)
+
+    def gc(self, now: float) -> None:
+        """Forget entries untouched for twice the maximum (upstream's periodic GC)."""
+        self._entries = {k: v for k, v in self._entries.items() if now - v[1] <= 2 * self.maximum}
+
+
 REQUIRED_STATUS = ("currentNumberScheduled", "numberMisscheduled", "desiredNumberScheduled", "numberReady")

@@ -236,3 +236,45 @@ async def test_cordoned_node_still_runs_its_daemon_pod(cplane_sandbox: testing.S
     await sb.client.create("daemonsets.apps", _ds())
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
     assert "cpu-0" in {p["spec"]["nodeName"] for p in await _pods(sb, "agent")}
+
+
+async def _fail(sb: testing.Sandbox, name: str) -> None:
+    pod = await sb.client.get("pods", name, namespace="default")
+    pod["status"]["phase"] = "Failed"  # as a kubelet reports it: the containers ended, not ready
+    pod["status"]["conditions"] = [{**c, "status": "False"} if c["type"] in ("Ready", "ContainersReady") else c
+                                   for c in pod["status"].get("conditions") or []]
+    await sb.client.update_status("pods", pod)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet={**FLEET, "nodePools": [{"name": "cpu", "count": 1}]},
+                    virtual_clock=True)
+async def test_failed_pods_are_replaced_with_backoff(cplane_sandbox: testing.Sandbox) -> None:
+    """A failed daemon pod is deleted at once (Warning FailedDaemonPod) and replaced; the next failure on
+    that node waits out the backoff (1 s, then 2 s ... of the clock)."""
+    sb = cplane_sandbox
+    await sb.client.create("daemonsets.apps", _ds())
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 1), timeout=20)
+    first = (await _pods(sb, "agent"))[0]["metadata"]["name"]
+    await _fail(sb, first)
+
+    async def replaced(old: str) -> str | None:
+        pods = await _pods(sb, "agent")
+        return pods[0]["metadata"]["name"] if len(pods) == 1 and pods[0]["metadata"]["name"] != old \
+            and _ready(pods[0]) else None
+
+    second = await sb.wait_for(lambda: replaced(first), timeout=20)
+    await _fail(sb, second)
+
+    async def failed_seen() -> bool:
+        ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
+        return ds["status"].get("numberReady") == 0
+
+    await sb.wait_for(failed_seen, timeout=20)
+    pods = await _pods(sb, "agent")
+    assert [p["metadata"]["name"] for p in pods] == [second]  # held by the backoff
+    await sb.advance(1.5)
+    await sb.wait_for(lambda: replaced(second), timeout=20)
+    warnings = [e["message"] for e in (await sb.client.list("events", namespace="default")).items
+                if e["reason"] == "FailedDaemonPod"]
+    assert sorted(warnings) == sorted(f"Found failed daemon pod default/{n} on node cpu-0, will try to kill it"
+                                      for n in (first, second))

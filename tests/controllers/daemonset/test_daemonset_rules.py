@@ -92,3 +92,19 @@ def test_find_updated_pods_and_status() -> None:
                                                 "n3": [_pod("b", "h1", node="n3", ready=False)]}, "h2", now=0.0)
     assert status == {"currentNumberScheduled": 1, "numberMisscheduled": 1, "desiredNumberScheduled": 2,
                       "numberReady": 1, "updatedNumberScheduled": 1, "numberAvailable": 1, "numberUnavailable": 1}
+
+
+def test_failed_pod_backoff() -> None:
+    b = rules.FailedPodBackoff(initial=1.0, maximum=8.0)
+    assert b.remaining("k", 100.0) == 0.0
+    b.next("k", 100.0)
+    assert b.remaining("k", 100.5) == 0.5 and b.remaining("k", 101.0) == 0.0
+    b.next("k", 101.0)  # doubles
+    assert b.remaining("k", 102.0) == 1.0
+    for t in (103.0, 107.0, 115.0, 123.0):
+        b.next("k", t)
+    assert b.remaining("k", 123.0) == 8.0  # capped
+    b.next("k", 123.0 + 17.0)  # untouched for more than twice the maximum: starts over
+    assert b.remaining("k", 140.0) == 1.0
+    b.gc(140.0 + 17.0)
+    assert b.remaining("k", 157.0) == 0.0
