@@ -12,8 +12,9 @@ Per DaemonSet key (`namespace/name`), from the informer caches:
 3. **Manage**, once expectations are satisfied: for each node, `node_should_run` decides (nodeName,
    nodeSelector, required node affinity, taints against the template's tolerations plus the ones
    daemon pods always get). A node that should run a pod and has none gets one; failed pods are
-   deleted (Warning `FailedDaemonPod`, per node after upstream's 1 s .. 15 min backoff); a node with extra pods keeps the oldest (with maxSurge, the
-   oldest new one and, while that is not available, the oldest ready old one); a node that should not
+   deleted (Warning `FailedDaemonPod`, per node after upstream's 1 s .. 15 min backoff); a node with
+   extra pods keeps the oldest (with maxSurge, the oldest new one and, while that is not available,
+   the oldest ready old one); a node that should not
    run a pod (untolerated NoExecute taint, selector no longer matching) loses its pods; pods for
    nodes that are gone are deleted. Pods are created in slow-start batches with generateName
    `<ds>-`, the template's labels plus `controller-revision-hash` and `pod-template-generation`,
