@@ -67,3 +67,13 @@ async def test_daemonset_on_every_node_and_rolling_update(kubectl: Kubectl) -> N
     assert images == ["agent:2"] * 3
     history = (await kubectl("rollout", "history", "ds/agent")).lines
     assert [line.split()[0] for line in history[2:] if line.strip()] == ["1", "2"]
+
+    # `rollout undo` patches the DaemonSet with revision 1's data; the old template comes back as revision 3.
+    r = await kubectl("rollout", "undo", "ds/agent")
+    assert r.stdout.strip() == "daemonset.apps/agent rolled back"
+    r = await kubectl("rollout", "status", "ds/agent", "--timeout=60s", timeout=70)
+    assert r.stdout.strip().endswith('daemon set "agent" successfully rolled out')
+    images = (await kubectl.jsonpath("pods", path="{.items[*].spec.containers[0].image}")).split()
+    assert images == ["agent:1"] * 3
+    history = (await kubectl("rollout", "history", "ds/agent")).lines
+    assert [line.split()[0] for line in history[2:] if line.strip()] == ["2", "3"]

@@ -1,8 +1,8 @@
 """The real kubectl 1.37.1 against the StatefulSet controller, the scheduler, the garbage collector and
 a 2-node fleet: `kubectl apply` of a StatefulSet of 3 with a claim template, `kubectl rollout status
-sts/web` waits until the pods came up in order (web-0, web-1, web-2) with their claims; `kubectl
-scale` and a rolling update through `kubectl set image` followed by `rollout status`. Skipped
-without kubectl."""
+sts/web` waits until the pods came up in order (web-0, web-1, web-2) with their claims; a rolling
+update through `kubectl set image` followed by `rollout status`; `rollout undo` and `rollout history`;
+`kubectl scale`. Skipped without kubectl."""
 
 from __future__ import annotations
 
@@ -68,6 +68,14 @@ async def test_statefulset_comes_up_in_order(kubectl: Kubectl) -> None:
     r = await kubectl("rollout", "status", "sts/web", "--timeout=60s", timeout=70)
     assert r.stdout.strip().endswith("partitioned roll out complete: 3 new pods have been updated...")
     assert (await kubectl.jsonpath("pods", path="{.items[*].spec.containers[0].image}")).split() == ["web:2"] * 3
+
+    r = await kubectl("rollout", "undo", "sts/web")
+    assert r.stdout.strip() == "statefulset.apps/web rolled back"
+    r = await kubectl("rollout", "status", "sts/web", "--timeout=60s", timeout=70)
+    assert r.stdout.strip().endswith("partitioned roll out complete: 3 new pods have been updated...")
+    assert (await kubectl.jsonpath("pods", path="{.items[*].spec.containers[0].image}")).split() == ["web:1"] * 3
+    history = (await kubectl("rollout", "history", "sts/web")).lines
+    assert [line.split()[0] for line in history[2:] if line.strip()] == ["2", "3"]
 
     await kubectl("scale", "sts/web", "--replicas=1")
     await kubectl("wait", "--for=delete", "pod/web-2", "pod/web-1", "--timeout=60s", timeout=70)
