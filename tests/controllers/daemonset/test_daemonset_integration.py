@@ -278,3 +278,20 @@ async def test_failed_pods_are_replaced_with_backoff(cplane_sandbox: testing.San
                 if e["reason"] == "FailedDaemonPod"]
     assert sorted(warnings) == sorted(f"Found failed daemon pod default/{n} on node cpu-0, will try to kill it"
                                       for n in (first, second))
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET, virtual_clock=True)
+async def test_min_ready_seconds_on_the_clock(cplane_sandbox: testing.Sandbox) -> None:
+    """numberAvailable counts pods Ready for minReadySeconds of the clock; the key is requeued for it."""
+    sb = cplane_sandbox
+    body = _ds()
+    body["spec"]["minReadySeconds"] = 30
+    await sb.client.create("daemonsets.apps", body)
+
+    async def ready_not_available() -> bool:
+        st = (await sb.client.get("daemonsets.apps", "agent", namespace="default")).get("status") or {}
+        return st.get("numberReady") == 3 and st.get("numberAvailable", 0) == 0 and st.get("numberUnavailable") == 3
+
+    await sb.wait_for(ready_not_available, timeout=20)
+    await sb.advance(31)
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)

@@ -291,3 +291,27 @@ async def test_rolling_update_max_unavailable(cplane_sandbox: testing.Sandbox) -
     await _open_gate(sb, "web-1")
     await _open_gate(sb, "web-0")
     await sb.wait_for(lambda: _settled(sb), timeout=30)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET, virtual_clock=True)
+async def test_min_ready_seconds_on_the_clock(cplane_sandbox: testing.Sandbox) -> None:
+    """OrderedReady with minReadySeconds: web-1 waits until web-0 has been Ready for 10 s of the clock;
+    availableReplicas follows the clock too."""
+    sb = cplane_sandbox
+    await sb.client.create("statefulsets.apps", _sts(replicas=2, claims=False, minReadySeconds=10))
+
+    async def ready_not_available() -> bool:
+        st = (await sb.client.get("statefulsets.apps", "web", namespace="default")).get("status") or {}
+        return st.get("readyReplicas") == 1 and st.get("availableReplicas") == 0
+
+    await sb.wait_for(ready_not_available, timeout=20)
+    assert sorted(await _pods(sb)) == ["web-0"]
+    await sb.advance(11)
+
+    async def second_ready() -> bool:
+        st = (await sb.client.get("statefulsets.apps", "web", namespace="default")).get("status") or {}
+        return st.get("readyReplicas") == 2 and st.get("availableReplicas") == 1
+
+    await sb.wait_for(second_ready, timeout=20)
+    await sb.advance(11)
+    await sb.wait_for(lambda: _settled(sb), timeout=20)
