@@ -315,3 +315,27 @@ async def test_min_ready_seconds_on_the_clock(cplane_sandbox: testing.Sandbox) -
     await sb.wait_for(second_ready, timeout=20)
     await sb.advance(11)
     await sb.wait_for(lambda: _settled(sb), timeout=20)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_failed_pod_is_recreated_with_its_claim(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("statefulsets.apps", _sts(replicas=2))
+    await sb.wait_for(lambda: _settled(sb), timeout=30)
+    old = await sb.client.get("pods", "web-1", namespace="default")
+    old["status"]["phase"] = "Failed"
+    old["status"]["conditions"] = [{**c, "status": "False"} if c["type"] in ("Ready", "ContainersReady") else c
+                                   for c in old["status"]["conditions"]]
+    await sb.client.update_status("pods", old)
+
+    async def recreated() -> bool:
+        pods = await _pods(sb)
+        return "web-1" in pods and pods["web-1"]["metadata"]["uid"] != old["metadata"]["uid"] and _ready(pods["web-1"])
+
+    await sb.wait_for(recreated, timeout=30)
+    pods = await _pods(sb)
+    assert {"name": "data", "persistentVolumeClaim": {"claimName": "data-web-1"}} in pods["web-1"]["spec"]["volumes"]
+    assert sorted(await _claims(sb)) == ["data-web-0", "data-web-1"]  # the same claim, kept (Retain)
+    warnings = [e["message"] for e in (await sb.client.list("events", namespace="default")).items
+                if e["reason"] == "RecreatingFailedPod"]
+    assert set(warnings) == {"StatefulSet default/web is recreating failed Pod web-1"}
