@@ -249,10 +249,24 @@ class DaemonSetController:
         current = max(currents, key=history.sort_key)
         for dup in currents:
             if dup is not current:
+                await self.relabel_pods(ds, rsc.labels_of(current).get(rules.HASH_LABEL, ""))
                 await self.history.delete(dup)
         if history.revision_number(current) < number:
             current = await self.history.update_revision(current, number)
         return current, old
+
+    async def relabel_pods(self, ds: Mapping[str, Any], hash_: str) -> None:
+        """upstream `dedupCurHistories`: before a duplicate current revision is deleted, every pod of the
+        DaemonSet whose hash label differs from the kept revision's is patched to carry it."""
+        for pod in self.pod_cache.list(rsc.namespace_of(ds)):
+            if (rsc.controller_ref(pod) or {}).get("uid") != rsc.uid_of(ds) or \
+                    rsc.labels_of(pod).get(rules.HASH_LABEL) == hash_:
+                continue
+            try:
+                await self.client.patch(PODS, rsc.name_of(pod), {"metadata": {"labels": {rules.HASH_LABEL: hash_}}},
+                                        namespace=rsc.namespace_of(pod), field_manager=FIELD_MANAGER)
+            except errors.NotFound:
+                continue
 
     async def snapshot(self, ds: dict[str, Any], patch: dict[str, Any], number: int) -> dict[str, Any]:
         """upstream `snapshot`: create `<ds>-<hash>`; on a name collision with other data, bump the

@@ -295,3 +295,43 @@ async def test_min_ready_seconds_on_the_clock(cplane_sandbox: testing.Sandbox) -
     await sb.wait_for(ready_not_available, timeout=20)
     await sb.advance(31)
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_duplicate_current_revisions_are_deduplicated(cplane_sandbox: testing.Sandbox) -> None:
+    """Orphan revisions of the current template are adopted; the highest is kept, the pods relabelled
+    with its hash (not recreated) and the others deleted."""
+    from controllers import history
+
+    sb = cplane_sandbox
+    body = _ds()
+    patch = history.template_patch(await sb.client.create("daemonsets.apps", body, dry_run=True))
+
+    async def revision(name: str, number: int) -> None:
+        await sb.client.create("controllerrevisions.apps", {
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "agent",
+                                                                           "controller-revision-hash": name}},
+            "data": patch, "revision": number})
+
+    await revision("dup-a", 1)
+    await revision("dup-b", 2)
+    await sb.client.create("daemonsets.apps", body)
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+    pods = await _pods(sb, "agent")
+    assert {p["metadata"]["labels"]["controller-revision-hash"] for p in pods} == {"dup-b"}
+
+    async def names() -> list[str]:
+        return sorted(r["metadata"]["name"] for r in (await sb.client.list("controllerrevisions.apps",
+                                                                           namespace="default")).items)
+
+    assert await names() == ["dup-b"]
+    await revision("dup-c", 5)
+
+    async def relabelled() -> bool:
+        now = await _pods(sb, "agent")
+        return (await names() == ["dup-c"]
+                and {p["metadata"]["labels"]["controller-revision-hash"] for p in now} == {"dup-c"})
+
+    await sb.wait_for(relabelled, timeout=20)
+    assert {p["metadata"]["uid"] for p in await _pods(sb, "agent")} == {p["metadata"]["uid"] for p in pods}
+    await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
