@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from controllers import (
+    daemonset,
     deployment,
     disruption,
     endpoints,
@@ -29,6 +30,7 @@ from controllers import (
     rootcacert,
     scheduler,
     serviceaccount,
+    statefulset,
     taint_eviction,
     taint_evictor,
     volumes,
@@ -52,6 +54,8 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     health.NAME: health.new,
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
+    daemonset.NAME: daemonset.new,
+    statefulset.NAME: statefulset.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -75,6 +79,8 @@ ALIASES = {
     volumes.UPSTREAM_NAME: volumes.NAME,
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
+    daemonset.COMPONENT: daemonset.NAME,
+    statefulset.COMPONENT: statefulset.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,

@@ -372,6 +372,11 @@ class Expectations:
         keys = set(pod_keys)
         self._items[key] = _Expectation(add=0, delete=len(keys), timestamp=self.clock.now(), uids=keys)
 
+    def expect(self, key: str, *, creations: int, deletions: Iterable[str]) -> None:
+        """Both at once (the DaemonSet controller creates and deletes in one pass)."""
+        keys = set(deletions)
+        self._items[key] = _Expectation(add=creations, delete=len(keys), timestamp=self.clock.now(), uids=keys)
+
     def creation_observed(self, key: str) -> None:
         exp = self._items.get(key)
         if exp is not None:
