@@ -81,6 +81,7 @@ class DaemonSetController:
         self.clock = clock
         self.expectations = rsc.Expectations(clock)
         self.failed_backoff = rules.FailedPodBackoff()
+        self._claimed: dict[str, set[str]] = {}  # DaemonSet uid -> pod uids claimed in the running pass
         self.ds_cache = informer_factory.informer(DAEMONSETS, indexers=INDEXERS).cache
         self.pod_cache = informer_factory.informer(PODS, indexers=INDEXERS).cache
         self.node_cache = informer_factory.informer(NODES).cache
@@ -190,6 +191,7 @@ class DaemonSetController:
         hash_ = rsc.labels_of(current).get(rules.HASH_LABEL) or rules.template_hash(ds)
         node_pods = await self.node_to_pods(ds, selector)
         if not self.expectations.satisfied(key):
+            self._claimed.pop(rsc.uid_of(ds), None)
             return await self.update_status(ds, nodes, node_pods, hash_)
         errors_: list[BaseException] = []
         backoff: float | None = None
@@ -201,11 +203,12 @@ class DaemonSetController:
             strategy = (rsc.spec_of(ds).get("updateStrategy") or {}).get("type", "RollingUpdate")
             if strategy == "RollingUpdate":
                 try:
-                    await self.rolling_update(ds, nodes, await self.node_to_pods(ds, selector), hash_)
+                    await self.rolling_update(ds, nodes, self.owned_by_node(ds), hash_)
                 except Exception as exc:
                     errors_.append(exc)
-        await self.cleanup_history(ds, old, await self.node_to_pods(ds, selector))
-        result = await self.update_status(ds, nodes, await self.node_to_pods(ds, selector), hash_)
+        await self.cleanup_history(ds, old, self.owned_by_node(ds))
+        result = await self.update_status(ds, nodes, self.owned_by_node(ds), hash_)
+        self._claimed.pop(rsc.uid_of(ds), None)
         if errors_:
             raise errors_[0]
         if backoff is not None:
@@ -215,17 +218,34 @@ class DaemonSetController:
         return result
 
     async def node_to_pods(self, ds: Mapping[str, Any], selector: Any) -> dict[str, list[dict[str, Any]]]:
-        """The DaemonSet's pods by target node (upstream `getNodesToDaemonPods`); terminal pods being
-        deleted are left out."""
+        """The DaemonSet's pods by target node after claiming them (upstream `getNodesToDaemonPods`);
+        terminal pods being deleted are left out. Remembers what it claimed for `owned_by_node`."""
         manager = rsc.RefManager(client=self.client, controller=ds, controller_kind=DAEMONSETS,
                                  dependent_kind=PODS, selector=selector, field_manager=FIELD_MANAGER,
                                  can_adopt=rsc.recheck_controller(self.client, DAEMONSETS, ds))
-        candidates = [p for p in self.pod_cache.list(rsc.namespace_of(ds))
-                      if not (rsc.is_deleting(p) and rsc.status_of(p).get("phase") in ("Succeeded", "Failed"))]
-        pods = await manager.claim(candidates)
+        pods = await manager.claim(self._candidates(ds))
+        self._claimed[rsc.uid_of(ds)] = {rsc.uid_of(p) for p in pods}
+        return self._by_node(pods)
+
+    def owned_by_node(self, ds: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The same grouping later in the pass, from the cache, without claiming again: pods controlled
+        by the DaemonSet, or adopted by this pass (the cache may not show the adoption yet)."""
+        claimed = self._claimed.get(rsc.uid_of(ds), set())
+        selector = rsc.selector_of(ds)
+        own = [p for p in self._candidates(ds)
+               if rsc.uid_of(p) in claimed or ((rsc.controller_ref(p) or {}).get("uid") == rsc.uid_of(ds)
+                                                and selector is not None and selector.matches(rsc.labels_of(p)))]
+        return self._by_node(own)
+
+    def _candidates(self, ds: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [p for p in self.pod_cache.list(rsc.namespace_of(ds))
+                if not (rsc.is_deleting(p) and rsc.status_of(p).get("phase") in ("Succeeded", "Failed"))]
+
+    @staticmethod
+    def _by_node(pods: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
         for pod in pods:
-            out.setdefault(rules.target_node(pod), []).append(pod)
+            out.setdefault(rules.target_node(pod), []).append(dict(pod))
         return out
 
     # ------------------------------------------------------------------ history
