@@ -14,11 +14,12 @@ Per DaemonSet key (`namespace/name`), from the informer caches:
    daemon pods always get). A node that should run a pod and has none gets one; failed pods are
    deleted (Warning `FailedDaemonPod`, per node after upstream's 1 s .. 15 min backoff); a node with
    extra pods keeps the oldest (with maxSurge, the oldest new one and, while that is not available,
-   the oldest ready old one); a node that should not
-   run a pod (untolerated NoExecute taint, selector no longer matching) loses its pods; pods for
-   nodes that are gone are deleted. Pods are created in slow-start batches with generateName
-   `<ds>-`, the template's labels plus `controller-revision-hash` and `pod-template-generation`,
-   and a required node affinity `metadata.name In [node]`: the scheduler binds them.
+   the oldest ready old one); a node that should not run a pod (untolerated NoExecute taint,
+   selector no longer matching) loses its pods; unscheduled pods meant for nodes that are gone are
+   deleted (scheduled ones are the pod garbage collector's). Pods are created in slow-start batches
+   with generateName `<ds>-`, the template's labels plus `controller-revision-hash` and
+   `pod-template-generation`, and a required node affinity `metadata.name In [node]`: the scheduler
+   binds them.
 4. **RollingUpdate** (not `OnDelete`): without maxSurge, delete old pods that are unavailable, and
    available ones while fewer than `maxUnavailable` of the desired nodes are unavailable; with
    maxSurge, create the new pod beside the old one on up to `maxSurge` nodes, and delete the old pod
@@ -152,11 +153,20 @@ class DaemonSetController:
         return out
 
     def map_node(self, change: managers.Change) -> list[reconcile.Request]:
-        if change.type == "update":
-            old, new = change.old or {}, change.obj
-            if (rsc.labels_of(old) == rsc.labels_of(new) and (old.get("spec") or {}) == (new.get("spec") or {})):
-                return []  # heartbeats and status: nothing the placement reads (upstream shouldIgnoreNodeUpdate)
-        return [self._request(ds) for ds in self.ds_cache.list()]
+        """upstream `addNode` / `updateNode`: a new node wakes the DaemonSets that should run on it; an
+        update only those whose placement on it changed (heartbeats and status are ignored,
+        `shouldIgnoreNodeUpdate`). A deleted node wakes every DaemonSet (upstream: those that should run
+        on it): unscheduled pods meant for it are deleted."""
+        node = change.obj
+        if change.type == "delete":
+            return [self._request(ds) for ds in self.ds_cache.list()]
+        if change.type == "add":
+            return [self._request(ds) for ds in self.ds_cache.list() if rules.node_should_run(node, ds).should_run]
+        old = change.old or {}
+        if rsc.labels_of(old) == rsc.labels_of(node) and (old.get("spec") or {}) == (node.get("spec") or {}):
+            return []
+        return [self._request(ds) for ds in self.ds_cache.list()
+                if rules.node_should_run(old, ds) != rules.node_should_run(node, ds)]
 
     def map_revision(self, change: managers.Change) -> list[reconcile.Request]:
         ds = self.resolve_controller(rsc.namespace_of(change.obj), rsc.controller_ref(change.obj))
@@ -395,8 +405,8 @@ class DaemonSetController:
             else:
                 delete += [p for p in pods if not rsc.is_deleting(p)]
         for node_name, orphaned in node_pods.items():
-            if node_name not in known:  # the node is gone (upstream getUnscheduledPodsWithoutNode)
-                delete += [p for p in orphaned if not rsc.is_deleting(p)]
+            if node_name not in known:  # upstream getUnscheduledPodsWithoutNode: never scheduled, node gone
+                delete += [p for p in orphaned if not rsc.is_deleting(p) and not rsc.spec_of(p).get("nodeName")]
         await self.sync_nodes(ds, delete, create_on, hash_)
         return retry_after
 

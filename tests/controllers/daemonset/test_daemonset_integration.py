@@ -188,6 +188,8 @@ async def test_on_delete_replaces_only_deleted_pods(cplane_sandbox: testing.Sand
 
 @pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
 async def test_node_added_and_removed(cplane_sandbox: testing.Sandbox) -> None:
+    """A Node created by hand gets its daemon pod (desired 4); deleted, its pod goes (an unscheduled one
+    by the DaemonSet controller, a bound one by the fleet's pod garbage collector) and the set is whole."""
     sb = cplane_sandbox
     await sb.client.create("daemonsets.apps", _ds())
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
