@@ -14,11 +14,12 @@ Per DaemonSet key (`namespace/name`), from the informer caches:
    daemon pods always get). A node that should run a pod and has none gets one; failed pods are
    deleted (Warning `FailedDaemonPod`, per node after upstream's 1 s .. 15 min backoff); a node with
    extra pods keeps the oldest (with maxSurge, the oldest new one and, while that is not available,
-   the oldest ready old one); a node that should not
-   run a pod (untolerated NoExecute taint, selector no longer matching) loses its pods; pods for
-   nodes that are gone are deleted. Pods are created in slow-start batches with generateName
-   `<ds>-`, the template's labels plus `controller-revision-hash` and `pod-template-generation`,
-   and a required node affinity `metadata.name In [node]`: the scheduler binds them.
+   the oldest ready old one); a node that should not run a pod (untolerated NoExecute taint,
+   selector no longer matching) loses its pods; unscheduled pods meant for nodes that are gone are
+   deleted (scheduled ones are the pod garbage collector's). Pods are created in slow-start batches
+   with generateName `<ds>-`, the template's labels plus `controller-revision-hash` and
+   `pod-template-generation`, and a required node affinity `metadata.name In [node]`: the scheduler
+   binds them.
 4. **RollingUpdate** (not `OnDelete`): without maxSurge, delete old pods that are unavailable, and
    available ones while fewer than `maxUnavailable` of the desired nodes are unavailable; with
    maxSurge, create the new pod beside the old one on up to `maxSurge` nodes, and delete the old pod
@@ -81,6 +82,7 @@ class DaemonSetController:
         self.clock = clock
         self.expectations = rsc.Expectations(clock)
         self.failed_backoff = rules.FailedPodBackoff()
+        self._claimed: dict[str, set[str]] = {}  # DaemonSet uid -> pod uids claimed in the running pass
         self.ds_cache = informer_factory.informer(DAEMONSETS, indexers=INDEXERS).cache
         self.pod_cache = informer_factory.informer(PODS, indexers=INDEXERS).cache
         self.node_cache = informer_factory.informer(NODES).cache
@@ -151,11 +153,20 @@ class DaemonSetController:
         return out
 
     def map_node(self, change: managers.Change) -> list[reconcile.Request]:
-        if change.type == "update":
-            old, new = change.old or {}, change.obj
-            if (rsc.labels_of(old) == rsc.labels_of(new) and (old.get("spec") or {}) == (new.get("spec") or {})):
-                return []  # heartbeats and status: nothing the placement reads (upstream shouldIgnoreNodeUpdate)
-        return [self._request(ds) for ds in self.ds_cache.list()]
+        """upstream `addNode` / `updateNode`: a new node wakes the DaemonSets that should run on it; an
+        update only those whose placement on it changed (heartbeats and status are ignored,
+        `shouldIgnoreNodeUpdate`). A deleted node wakes every DaemonSet (upstream: those that should run
+        on it): unscheduled pods meant for it are deleted."""
+        node = change.obj
+        if change.type == "delete":
+            return [self._request(ds) for ds in self.ds_cache.list()]
+        if change.type == "add":
+            return [self._request(ds) for ds in self.ds_cache.list() if rules.node_should_run(node, ds).should_run]
+        old = change.old or {}
+        if rsc.labels_of(old) == rsc.labels_of(node) and (old.get("spec") or {}) == (node.get("spec") or {}):
+            return []
+        return [self._request(ds) for ds in self.ds_cache.list()
+                if rules.node_should_run(old, ds) != rules.node_should_run(node, ds)]
 
     def map_revision(self, change: managers.Change) -> list[reconcile.Request]:
         ds = self.resolve_controller(rsc.namespace_of(change.obj), rsc.controller_ref(change.obj))
@@ -190,6 +201,7 @@ class DaemonSetController:
         hash_ = rsc.labels_of(current).get(rules.HASH_LABEL) or rules.template_hash(ds)
         node_pods = await self.node_to_pods(ds, selector)
         if not self.expectations.satisfied(key):
+            self._claimed.pop(rsc.uid_of(ds), None)
             return await self.update_status(ds, nodes, node_pods, hash_)
         errors_: list[BaseException] = []
         backoff: float | None = None
@@ -201,11 +213,12 @@ class DaemonSetController:
             strategy = (rsc.spec_of(ds).get("updateStrategy") or {}).get("type", "RollingUpdate")
             if strategy == "RollingUpdate":
                 try:
-                    await self.rolling_update(ds, nodes, await self.node_to_pods(ds, selector), hash_)
+                    await self.rolling_update(ds, nodes, self.owned_by_node(ds), hash_)
                 except Exception as exc:
                     errors_.append(exc)
-        await self.cleanup_history(ds, old, await self.node_to_pods(ds, selector))
-        result = await self.update_status(ds, nodes, await self.node_to_pods(ds, selector), hash_)
+        await self.cleanup_history(ds, old, self.owned_by_node(ds))
+        result = await self.update_status(ds, nodes, self.owned_by_node(ds), hash_)
+        self._claimed.pop(rsc.uid_of(ds), None)
         if errors_:
             raise errors_[0]
         if backoff is not None:
@@ -215,17 +228,34 @@ class DaemonSetController:
         return result
 
     async def node_to_pods(self, ds: Mapping[str, Any], selector: Any) -> dict[str, list[dict[str, Any]]]:
-        """The DaemonSet's pods by target node (upstream `getNodesToDaemonPods`); terminal pods being
-        deleted are left out."""
+        """The DaemonSet's pods by target node after claiming them (upstream `getNodesToDaemonPods`);
+        terminal pods being deleted are left out. Remembers what it claimed for `owned_by_node`."""
         manager = rsc.RefManager(client=self.client, controller=ds, controller_kind=DAEMONSETS,
                                  dependent_kind=PODS, selector=selector, field_manager=FIELD_MANAGER,
                                  can_adopt=rsc.recheck_controller(self.client, DAEMONSETS, ds))
-        candidates = [p for p in self.pod_cache.list(rsc.namespace_of(ds))
-                      if not (rsc.is_deleting(p) and rsc.status_of(p).get("phase") in ("Succeeded", "Failed"))]
-        pods = await manager.claim(candidates)
+        pods = await manager.claim(self._candidates(ds))
+        self._claimed[rsc.uid_of(ds)] = {rsc.uid_of(p) for p in pods}
+        return self._by_node(pods)
+
+    def owned_by_node(self, ds: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+        """The same grouping later in the pass, from the cache, without claiming again: pods controlled
+        by the DaemonSet, or adopted by this pass (the cache may not show the adoption yet)."""
+        claimed = self._claimed.get(rsc.uid_of(ds), set())
+        selector = rsc.selector_of(ds)
+        own = [p for p in self._candidates(ds)
+               if rsc.uid_of(p) in claimed or ((rsc.controller_ref(p) or {}).get("uid") == rsc.uid_of(ds)
+                                                and selector is not None and selector.matches(rsc.labels_of(p)))]
+        return self._by_node(own)
+
+    def _candidates(self, ds: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [p for p in self.pod_cache.list(rsc.namespace_of(ds))
+                if not (rsc.is_deleting(p) and rsc.status_of(p).get("phase") in ("Succeeded", "Failed"))]
+
+    @staticmethod
+    def _by_node(pods: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
         out: dict[str, list[dict[str, Any]]] = {}
         for pod in pods:
-            out.setdefault(rules.target_node(pod), []).append(pod)
+            out.setdefault(rules.target_node(pod), []).append(dict(pod))
         return out
 
     # ------------------------------------------------------------------ history
@@ -375,8 +405,8 @@ class DaemonSetController:
             else:
                 delete += [p for p in pods if not rsc.is_deleting(p)]
         for node_name, orphaned in node_pods.items():
-            if node_name not in known:  # the node is gone (upstream getUnscheduledPodsWithoutNode)
-                delete += [p for p in orphaned if not rsc.is_deleting(p)]
+            if node_name not in known:  # upstream getUnscheduledPodsWithoutNode: never scheduled, node gone
+                delete += [p for p in orphaned if not rsc.is_deleting(p) and not rsc.spec_of(p).get("nodeName")]
         await self.sync_nodes(ds, delete, create_on, hash_)
         return retry_after
 

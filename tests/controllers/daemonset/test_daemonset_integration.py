@@ -188,6 +188,8 @@ async def test_on_delete_replaces_only_deleted_pods(cplane_sandbox: testing.Sand
 
 @pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
 async def test_node_added_and_removed(cplane_sandbox: testing.Sandbox) -> None:
+    """A Node created by hand gets its daemon pod (desired 4); deleted, its pod goes (an unscheduled one
+    by the DaemonSet controller, a bound one by the fleet's pod garbage collector) and the set is whole."""
     sb = cplane_sandbox
     await sb.client.create("daemonsets.apps", _ds())
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
@@ -335,3 +337,32 @@ async def test_duplicate_current_revisions_are_deduplicated(cplane_sandbox: test
     await sb.wait_for(relabelled, timeout=20)
     assert {p["metadata"]["uid"] for p in await _pods(sb, "agent")} == {p["metadata"]["uid"] for p in pods}
     await sb.wait_for(lambda: _rolled_out(sb, "agent", 3), timeout=20)
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_orphan_pod_is_adopted(cplane_sandbox: testing.Sandbox) -> None:
+    """A matching orphan on a node is adopted (a controller reference added) instead of a second pod;
+    with OnDelete it stays, counted as not updated."""
+    sb = cplane_sandbox
+
+    async def nodes_up() -> bool:
+        return len((await sb.client.list("nodes")).items) == 4
+
+    await sb.wait_for(nodes_up, timeout=20)
+    await sb.client.create("pods", {"metadata": {"name": "orphan", "namespace": "default", "labels": {"app": "agent"}},
+                                    "spec": {"nodeName": "cpu-0", "terminationGracePeriodSeconds": 0,
+                                             "containers": [{"name": "agent", "image": "agent:0"}]}})
+    created = await sb.client.create("daemonsets.apps", _ds(strategy={"type": "OnDelete"}))
+
+    async def settled() -> dict[str, Any] | None:
+        ds = await sb.client.get("daemonsets.apps", "agent", namespace="default")
+        st = ds.get("status") or {}
+        pods = await _pods(sb, "agent")
+        ok = (st.get("numberAvailable") == 3 and st.get("updatedNumberScheduled") == 2 and len(pods) == 3
+              and all(_ready(p) for p in pods))
+        return ds if ok else None
+
+    await sb.wait_for(settled, timeout=20)
+    orphan = await sb.client.get("pods", "orphan", namespace="default")
+    assert orphan["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    assert [p["metadata"]["name"] for p in await _pods(sb, "agent") if p["spec"]["nodeName"] == "cpu-0"] == ["orphan"]

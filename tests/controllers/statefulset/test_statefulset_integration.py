@@ -339,3 +339,27 @@ async def test_failed_pod_is_recreated_with_its_claim(cplane_sandbox: testing.Sa
     warnings = [e["message"] for e in (await sb.client.list("events", namespace="default")).items
                 if e["reason"] == "RecreatingFailedPod"]
     assert set(warnings) == {"StatefulSet default/web is recreating failed Pod web-1"}
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET)
+async def test_orphan_pod_with_a_member_name_is_adopted(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("pods", {"metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
+                                    "spec": {"terminationGracePeriodSeconds": 0,
+                                             "containers": [{"name": "web", "image": "web:0"}]}})
+    await sb.client.create("pods", {"metadata": {"name": "web-x", "namespace": "default", "labels": {"app": "web"}},
+                                    "spec": {"terminationGracePeriodSeconds": 0,
+                                             "containers": [{"name": "web", "image": "web:0"}]}})
+    created = await sb.client.create("statefulsets.apps", _sts(replicas=2, claims=False,
+                                                               updateStrategy={"type": "OnDelete"}))
+
+    async def two_members() -> bool:
+        pods = await _pods(sb)
+        return ("web-1" in pods and _ready(pods["web-1"]) and "web-0" in pods
+                and bool(pods["web-0"]["metadata"].get("ownerReferences")))
+
+    await sb.wait_for(two_members, timeout=30)
+    pods = await _pods(sb)
+    assert pods["web-0"]["metadata"]["ownerReferences"][0]["uid"] == created["metadata"]["uid"]
+    assert pods["web-0"]["spec"]["containers"][0]["image"] == "web:0"  # adopted, not replaced (OnDelete)
+    assert not pods["web-x"]["metadata"].get("ownerReferences")  # not a member name
