@@ -31,17 +31,24 @@ False gets it False with a new lastTransitionTime (upstream's `MarkPodsNotReady`
 `pods/status`); a pod bound later to a Node that is not Ready is marked the same way. A Node seen for
 the first time gets `RegisteredNode` "Registered Node NAME in Controller".
 
+**Full disruption** (upstream's master disruption mode): while not one Node is Ready (Nodes labelled
+`node.kubernetes.io/exclude-disruption` aside), no NoExecute taint is kept or added — a control
+plane cut off from every kubelet evicts nothing; once one Node is Ready again every Node is looked at
+again (the ones still down get their NoExecute taint) and every kubelet gets a fresh grace period.
+
 **Departures from upstream.** The check runs for each Node exactly when its grace period ends (a
 requeue on the clock), not on a 5 s `--node-monitor-period` tick; found more than 5 s late (the
 virtual clock jumped), it is made again after 0.25 s of wall time, so that kubelets the jump made
 overdue renew first instead of being seen Unknown. NoExecute taints are written at
-once, not through the per-zone rate-limited queue (0.1 Node/s); zone states (partial and full
-disruption: no evictions when every Node is down) are not computed.
+once, not through the per-zone rate-limited queue (0.1 Node/s); zones are not told apart (partial
+disruption's slower rate is not applied; full disruption is judged over all Nodes, which is the same
+as every zone fully disrupted).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -71,6 +78,7 @@ LEASES = clients.resolve("leases.coordination.k8s.io")
 R_POD = "pods"
 POD_INDEXERS: dict[str, caches.IndexFunc] = {caches.NODE: caches.by_node}
 
+EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"  # a label: not counted for disruption
 NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
@@ -172,15 +180,30 @@ def no_execute_taint_key(observed_ready: str | None) -> str | None:
     return None
 
 
-def desired_taints(node: Mapping[str, Any], *, observed_ready: str | None, now: float) -> list[dict[str, Any]] | None:
+def fully_disrupted(nodes: Iterable[Mapping[str, Any]]) -> bool:
+    """upstream's "master disruption mode": every zone fully disrupted, i.e. not one of the Nodes
+    (those not labelled `node.kubernetes.io/exclude-disruption`) Ready, and at least one Node."""
+    counted = False
+    for n in nodes:
+        if EXCLUDE_DISRUPTION in (meta_of(n).get("labels") or {}):
+            continue
+        if ready_status(n) == "True":
+            return False
+        counted = True
+    return counted
+
+
+def desired_taints(node: Mapping[str, Any], *, observed_ready: str | None, now: float,
+                   evicting: bool = True) -> list[dict[str, Any]] | None:
     """The Node's taints with the controller's own brought in line, or None when nothing changes.
-    Taints of others are kept in place; ours that stay keep their timeAdded."""
+    Taints of others are kept in place; ours that stay keep their timeAdded. `evicting` False (every
+    Node down): no NoExecute taint of ours, as upstream in full disruption."""
     current = [t for t in spec_of(node).get("taints") or [] if isinstance(t, Mapping)]
     want: set[tuple[str, str]] = {(k, NO_SCHEDULE) for k in no_schedule_taint_keys(node)}
     ne = no_execute_taint_key(observed_ready)
-    if ne is not None:
+    if evicting and ne is not None:
         want.add((ne, NO_EXECUTE))
-    elif observed_ready is None:
+    elif evicting and observed_ready is None:
         # No Ready condition yet: upstream leaves the NoExecute taints as they are.
         want |= {(str(t.get("key")), NO_EXECUTE) for t in current
                  if t.get("effect") == NO_EXECUTE and t.get("key") in (NOT_READY, UNREACHABLE)}
@@ -231,6 +254,7 @@ class NodeLifecycle:
         self.health: dict[str, Health] = {}
         self.known: set[str] = set()
         self.rechecked: dict[str, float] = {}  # node -> the passed deadline already given a second look
+        self.disrupted = False  # every Node down: no NoExecute taints (upstream's full disruption)
         self.controller: managers.Controller | None = None
         self._log = logger.bind(controller=NAME)
 
@@ -243,6 +267,7 @@ class NodeLifecycle:
         self.health.clear()
         self.known.clear()
         self.rechecked.clear()
+        self.disrupted = False
 
     # ------------------------------------------------------------------ event mapping
 
@@ -324,6 +349,7 @@ class NodeLifecycle:
             if node is None:
                 return None
         current = ready_status(node)
+        self._update_disruption(node, now)
         await self._sync_taints(node, observed_ready=observed, now=now)
         if observed == "True" and current != "True":
             await self.recorder.normal(_node_ref(node), "NodeNotReady", f"Node {name} status is now: NodeNotReady")
@@ -333,6 +359,27 @@ class NodeLifecycle:
         if now >= deadline:
             return None  # written: the update event brings the Node back
         return Result(requeue_after=deadline - now)
+
+    def _update_disruption(self, node: Mapping[str, Any], now: float) -> None:
+        """Enter or leave full disruption (every Node down), judged with `node` as just written.
+        Either way every Node is looked at again (its NoExecute taints go or come); leaving it,
+        every kubelet gets a fresh grace period, as upstream."""
+        name = str(meta_of(node).get("name") or "")
+        disrupted = fully_disrupted(itertools.chain(
+            (node,), (n for n in self.nodes if meta_of(n).get("name") != name)))
+        if disrupted == self.disrupted:
+            return
+        self.disrupted = disrupted
+        self._log.info("full_disruption" if disrupted else "full_disruption_over", nodes=len(self.nodes))
+        if not disrupted:
+            for health in self.health.values():
+                health.probe = now
+        queue = self.controller.queue if self.controller is not None else None
+        if queue is not None:
+            for other in self.nodes:
+                other_name = str(meta_of(other).get("name") or "")
+                if other_name != name:
+                    queue.add(Request(name=other_name))
 
     def _recheck_later(self, name: str) -> bool:
         """Queue the Node again after a little wall time (False: not running under a queue)."""
@@ -369,7 +416,7 @@ class NodeLifecycle:
     async def _sync_taints(self, node: Mapping[str, Any], *, observed_ready: str | None, now: float) -> None:
         current: Mapping[str, Any] = node
         for _attempt in range(WRITE_ATTEMPTS):
-            taints = desired_taints(current, observed_ready=observed_ready, now=now)
+            taints = desired_taints(current, observed_ready=observed_ready, now=now, evicting=not self.disrupted)
             if taints is None:
                 return
             updated = caches.deep_copy(current)

@@ -126,3 +126,21 @@ def test_eviction_delay() -> None:
     # A toleration for another effect does not match a NoExecute taint.
     assert eviction_delay([UNREACHABLE], [{"key": nl.UNREACHABLE, "operator": "Exists",
                                            "effect": "NoSchedule"}]) == 0
+
+
+def test_full_disruption() -> None:
+    up, down = _node(conditions=[_cond("Ready", "True")]), _node(conditions=[_cond("Ready", "Unknown")])
+    excluded = _node(conditions=[_cond("Ready", "True")])
+    excluded["metadata"]["labels"] = {nl.EXCLUDE_DISRUPTION: ""}
+    assert nl.fully_disrupted([down, _node()])  # no Ready condition counts as down
+    assert not nl.fully_disrupted([down, up])
+    assert nl.fully_disrupted([down, excluded])
+    assert not nl.fully_disrupted([])
+    # In full disruption the NoExecute taints go (NoSchedule ones stay).
+    tainted = _node(conditions=[_cond("Ready", "Unknown")],
+                    taints=[{"key": nl.UNREACHABLE, "effect": "NoExecute", "timeAdded": CREATED},
+                            {"key": nl.UNREACHABLE, "effect": "NoSchedule", "timeAdded": CREATED}])
+    assert _keys(nl.desired_taints(tainted, observed_ready="Unknown", now=NOW, evicting=False)) == [
+        (nl.UNREACHABLE, "NoSchedule")]
+    assert _keys(nl.desired_taints(tainted, observed_ready=None, now=NOW, evicting=False)) == [
+        (nl.UNREACHABLE, "NoSchedule")]

@@ -239,3 +239,50 @@ async def test_a_clock_jump_past_the_grace_period_spares_running_kubelets(cplane
         return [e["involvedObject"]["name"] for e in events if e["reason"] == "NodeNotReady"]
 
     assert await sb.wait_for(not_ready_events) == ["node-0"]
+
+
+@pytest.mark.cplane(controllers=CONTROLLERS, fleet=FLEET, virtual_clock=True, clock_start=START)
+async def test_every_kubelet_down_evicts_nothing_until_one_is_back(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    c = sb.client
+    await c.create("pods", _pod_on_node_0("on-0"), namespace=NS)
+    on_1 = _pod_on_node_0("on-1")
+    on_1["spec"]["nodeName"] = "node-1"
+    await c.create("pods", on_1, namespace=NS)
+
+    async def running() -> bool:
+        pods = await _pods(sb)
+        return len(pods) == 2 and all((_cond(p, "Ready") or {}).get("status") == "True" for p in pods)
+
+    await sb.wait_for(running, timeout=10)
+    for name in ("node-0", "node-1"):
+        await node_cli.set_kubelet(c, name, stopped=True)
+    await advance(sb, 50, alive=())
+
+    async def both_unknown() -> list[dict[str, Any]]:
+        nodes = (await c.list("nodes")).items
+        ok = all(_cond(n, "Ready")["status"] == "Unknown" and (nodelifecycle.UNREACHABLE, "NoSchedule") in _taints(n)
+                 for n in nodes)
+        return nodes if ok else []
+
+    for node in await sb.wait_for(both_unknown, timeout=10):
+        assert (nodelifecycle.UNREACHABLE, "NoExecute") not in _taints(node), "full disruption: no NoExecute"
+    await advance(sb, 400, alive=())
+    assert all(not p["metadata"].get("deletionTimestamp") for p in await _pods(sb))
+
+    # One kubelet back: the other node gets its NoExecute taint, and its pod goes 300 s later.
+    await node_cli.set_kubelet(c, "node-1", stopped=False)
+
+    async def node_0_no_execute() -> bool:
+        return (nodelifecycle.UNREACHABLE, "NoExecute") in _taints(await c.get("nodes", "node-0"))
+
+    await sb.wait_for(node_0_no_execute, timeout=10)
+    await advance(sb, 295)
+    assert not (await c.get("pods", "on-0", namespace=NS))["metadata"].get("deletionTimestamp")
+    await advance(sb, 5)
+
+    async def evicted() -> bool:
+        return bool((await c.get("pods", "on-0", namespace=NS))["metadata"].get("deletionTimestamp"))
+
+    await sb.wait_for(evicted, timeout=10)
+    assert not (await c.get("pods", "on-1", namespace=NS))["metadata"].get("deletionTimestamp")
