@@ -560,6 +560,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "device-health": "device-health-controller",
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
+    "job": "job-controller",
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
@@ -617,6 +618,12 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=["apps"],
                  resources=["replicasets"]),
             rule(["get", "list", "update", "watch"], groups=[""], resources=["pods"]),
+            _events()],
+        "job-controller": [
+            rule(["get", "list", "patch", "update", "watch"], groups=["batch"], resources=["jobs"]),
+            rule(["update"], groups=["batch"], resources=["jobs/status"]),
+            rule(["update"], groups=["batch"], resources=["jobs/finalizers"]),
+            rule(["create", "delete", "get", "list", "patch", "watch"], groups=[""], resources=["pods"]),
             _events()],
         "disruption-controller": [
             rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
