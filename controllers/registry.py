@@ -30,6 +30,7 @@ from controllers import (
     scheduler,
     serviceaccount,
     taint_evictor,
+    ttl_after_finished,
 )
 from controllers.runtime import client as clients
 from controllers.runtime import leaderelection as elections
@@ -48,6 +49,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     replicaset.NAME: replicaset.new,
     deployment.NAME: deployment.new,
     job.NAME: job.new,
+    ttl_after_finished.NAME: ttl_after_finished.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -69,6 +71,8 @@ ALIASES = {
     "replicaset-controller": replicaset.NAME,
     "deployment-controller": deployment.NAME,
     job.COMPONENT: job.NAME,
+    ttl_after_finished.COMPONENT: ttl_after_finished.NAME,
+    "ttlafterfinished": ttl_after_finished.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,

@@ -561,6 +561,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "replicaset": "replicaset-controller",
     "deployment": "deployment-controller",
     "job": "job-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
@@ -624,6 +625,9 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["update"], groups=["batch"], resources=["jobs/status"]),
             rule(["update"], groups=["batch"], resources=["jobs/finalizers"]),
             rule(["create", "delete", "get", "list", "patch", "watch"], groups=[""], resources=["pods"]),
+            _events()],
+        "ttl-after-finished-controller": [
+            rule(["delete", "get", "list", "watch"], groups=["batch"], resources=["jobs"]),
             _events()],
         "disruption-controller": [
             rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
