@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from controllers import (
+    cronjob,
     deployment,
     disruption,
     endpoints,
@@ -50,6 +51,7 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     deployment.NAME: deployment.new,
     job.NAME: job.new,
     ttl_after_finished.NAME: ttl_after_finished.new,
+    cronjob.NAME: cronjob.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -73,6 +75,7 @@ ALIASES = {
     job.COMPONENT: job.NAME,
     ttl_after_finished.COMPONENT: ttl_after_finished.NAME,
     "ttlafterfinished": ttl_after_finished.NAME,
+    cronjob.COMPONENT: cronjob.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,

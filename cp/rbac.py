@@ -562,6 +562,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "deployment": "deployment-controller",
     "job": "job-controller",
     "ttl-after-finished": "ttl-after-finished-controller",
+    "cronjob": "cronjob-controller",
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
@@ -628,6 +629,13 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             _events()],
         "ttl-after-finished-controller": [
             rule(["delete", "get", "list", "watch"], groups=["batch"], resources=["jobs"]),
+            _events()],
+        "cronjob-controller": [
+            rule(["get", "list", "update", "watch"], groups=["batch"], resources=["cronjobs"]),
+            rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=["batch"], resources=["jobs"]),
+            rule(["update"], groups=["batch"], resources=["cronjobs/status"]),
+            rule(["update"], groups=["batch"], resources=["cronjobs/finalizers"]),
+            rule(["delete", "list"], groups=[""], resources=["pods"]),
             _events()],
         "disruption-controller": [
             rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
