@@ -57,7 +57,15 @@ COMPONENT = "job-controller"
 FIELD_MANAGER = "job-controller"
 JOBS = clients.resolve("jobs.batch")
 PODS = clients.resolve("pods")
-INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}
+ORPHANS = "job-orphans"  # pod index: the namespace of pods without a controller (adoption candidates)
+MAX_TRACKED_PER_PASS = 500  # upstream `MaxUncountedPods`: finished pods recorded per status write
+
+
+def _orphan_namespace(obj: Mapping[str, Any]) -> list[str]:
+    return [] if rsc.controller_ref(obj) is not None else [rsc.namespace_of(obj)]
+
+
+INDEXERS = {caches.OWNER_UID: caches.by_owner_uid, ORPHANS: _orphan_namespace}
 POD_RESOURCE = "pods"  # Request.resource of an orphan pod whose finalizer must go
 
 logger = structlog.get_logger("cplane.controllers.job")
@@ -212,8 +220,8 @@ class JobController:
         selector = rsc.selector_of(job)
         if selector is None:
             raise reconcile.TerminalError(f"job {key}: invalid selector")
-        candidates = [p for p in self.pod_cache.list(request.namespace)
-                      if uid_of(job) in caches.by_owner_uid(p) or rsc.controller_ref(p) is None]
+        candidates = [*self.pod_cache.by_index(caches.OWNER_UID, uid_of(job)),
+                      *self.pod_cache.by_index(ORPHANS, request.namespace)]
         manager = rsc.RefManager(client=self.client, controller=job, controller_kind=JOBS, dependent_kind=PODS,
                                  selector=selector, field_manager=FIELD_MANAGER,
                                  can_adopt=rsc.recheck_controller(self.client, JOBS, job))
@@ -401,6 +409,9 @@ class _Sync:
             pod_failed = _failed(pod, job)
             if not (_phase(pod) == "Succeeded" or pod_failed or target is not None or _deleting(job)):
                 continue  # still running, or terminating towards a verdict (upstream `canRemoveFinalizer`)
+            if len(to_release) >= MAX_TRACKED_PER_PASS:
+                self.requeue = 0.001  # the rest in the next pass
+                break
             to_release.append(pod)
             uid = uid_of(pod)
             ix = rules.completion_index(pod)
@@ -455,6 +466,11 @@ class _Sync:
 
         active = [p for p in self.pods if not _terminal(p) and not _deleting(p)]
         terminating = [p for p in self.pods if _deleting(p) and not _terminal(p)]
+        if _deleting(job):  # being deleted: only the tracking above (upstream skips manageJob)
+            self.status.update(active=len(active), ready=sum(1 for p in active if rsc.is_pod_ready(p)),
+                               terminating=len(terminating))
+            await ctl.write_status(job, self._compact(self.status))
+            return None
         # outcome
         if self._target() is None:
             self._judge(fail_message, failed, succeeded, failed_ix, succeeded_ix, active)

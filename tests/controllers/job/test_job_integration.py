@@ -143,3 +143,21 @@ async def test_active_deadline_fails_the_job(client: clients.Client, clock: cloc
     clock.advance(30)  # the kubelet's shutdown
     await s.eventually(lambda: s.no_pods(client, "slow"), what="pod removed")
 
+
+
+async def test_deleted_job_releases_its_pods(client: clients.Client, clock: clocks.VirtualClock,
+                                             start_batch: StartBatch) -> None:
+    """Background deletion: the garbage collector deletes the pods, and the Job controller removes
+    the tracking finalizer of pods whose Job is gone, so they do not linger."""
+    await start_batch(extra=("garbage-collector",))
+    await client.create(s.JOBS, s.job("gone", run=1000, completions=2, parallelism=2), namespace="default")
+    await s.eventually(lambda: s.running(client, "gone", 2), what="pods running")
+    await client.delete(s.JOBS, "gone", namespace="default", propagation_policy="Background")
+
+    async def released() -> bool:
+        pods = await s.pods_of(client, "gone")
+        return bool(pods) and all(rules.TRACKING_FINALIZER not in (p["metadata"].get("finalizers") or [])
+                                  and p["metadata"].get("deletionTimestamp") for p in pods)
+    await s.eventually(released, what="pods deleting without the tracking finalizer")
+    clock.advance(30)
+    await s.eventually(lambda: s.no_pods(client, "gone"), what="pods removed")
