@@ -42,6 +42,7 @@ async def test_non_indexed_job_runs_to_completion(client: clients.Client, clock:
     await cluster.settle()
     reasons = [e[1] for e in await s.events(client, "pi")]
     assert reasons.count("SuccessfulCreate") == 3 and reasons.count("Completed") == 1
+    assert (await s.get_job(client, "pi"))["metadata"]["resourceVersion"] == done["metadata"]["resourceVersion"]
 
 
 async def test_failed_pods_are_replaced_after_the_backoff_until_the_limit(
