@@ -1,9 +1,10 @@
 """The CronJob controller: creates a Job for each scheduled time of a CronJob
 (kube-controller-manager's `cronjob-controller`, `pkg/controller/cronjob/cronjob_controllerv2.go`).
 
-Schedules are standard five-field cron lines and the descriptors (`@yearly`, `@annually`,
-`@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`), parsed and stepped by `croniter`, in
-`spec.timeZone` (an IANA name, `zoneinfo`) or else UTC, on the injected clock.
+Schedules are robfig/cron's standard lines — five fields, the descriptors (`@yearly`, `@annually`,
+`@monthly`, `@weekly`, `@daily`, `@midnight`, `@hourly`), `@every <duration>` and a `TZ=` prefix —
+checked with the server's cron validation and stepped by `croniter`, in `spec.timeZone` (an IANA
+name, `zoneinfo`) or else UTC, on the injected clock.
 
 Per CronJob key (`namespace/name`), from the caches:
 
@@ -52,6 +53,7 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
 from cp.objects import meta_of, spec_of, status_of, uid_of
+from cp.validation import cron
 
 NAME = "cronjob"
 COMPONENT = "cronjob-controller"
@@ -72,12 +74,26 @@ _BAD_SCHEDULE = (CroniterBadCronError, CroniterBadDateError, CroniterNotAlphaErr
 
 
 class Schedule:
-    """A cron line in a time zone: the scheduled times around a moment (seconds since the epoch)."""
+    """A cron line in a time zone: the scheduled times around a moment (seconds since the epoch).
+
+    The line is first checked with robfig/cron's standard rules (`cp.validation.cron`, the server's
+    validation, so errors read as upstream's); a `TZ=`/`CRON_TZ=` prefix picks the zone; `@every
+    <duration>` is robfig's constant delay (whole seconds, at least 1 s, counted from the previous
+    time); everything else is stepped by croniter."""
 
     def __init__(self, expression: str, zone: dt.tzinfo) -> None:
-        if not croniter.is_valid(expression):
-            raise ValueError(f"invalid cron expression {expression!r}")
-        self.expression = expression
+        cron.parse_standard(expression)  # raises CronError (a ValueError) with robfig's message
+        line = expression
+        if line.startswith(("TZ=", "CRON_TZ=")):
+            name, _, line = line.partition("=")[2].partition(" ")
+            zone = dt.UTC if name in ("", "UTC", "Local") else zoneinfo.ZoneInfo(name)
+            line = line.strip()
+        self.delay: float | None = None
+        if line.startswith("@every "):
+            self.delay = max(float(int(clocks.parse_duration(line[len("@every "):]))), 1.0)
+        elif not croniter.is_valid(line):
+            raise ValueError(f"unsupported cron expression {line!r}")
+        self.expression = line
         self.zone = zone
 
     def _at(self, when: float) -> dt.datetime:
@@ -85,6 +101,8 @@ class Schedule:
 
     def next_after(self, when: float) -> float:
         """The first scheduled time strictly after `when`."""
+        if self.delay is not None:
+            return float(int(when)) + self.delay
         nxt = croniter(self.expression, self._at(when)).get_next(dt.datetime)
         return float(nxt.timestamp())
 
@@ -93,6 +111,10 @@ class Schedule:
         up to MAX_MISSED + 1) — upstream `mostRecentScheduleTime`."""
         if now <= earliest:
             return None, 0
+        if self.delay is not None:
+            base = float(int(earliest))
+            count = int((now - base) // self.delay)
+            return (base + count * self.delay, min(count, MAX_MISSED + 1)) if count > 0 else (None, 0)
         last = croniter(self.expression, self._at(int(now) + 1)).get_prev(dt.datetime).timestamp()
         if last <= earliest:
             return None, 0

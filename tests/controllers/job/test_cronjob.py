@@ -43,7 +43,12 @@ def test_time_zone_and_names() -> None:
     else:
         raise AssertionError("an unknown zone must be refused")
     assert cronjob.job_name(cj, T("2027-01-15T08:01:00Z")) == f"nightly-{int(T('2027-01-15T08:01:00Z')) // 60}"
-    for bad in ("bogus", "61 * * * *", "* * * *"):
+    tz = cronjob.Schedule("TZ=America/New_York 0 9 * * *", dt.UTC)  # the prefix picks the zone
+    assert tz.next_after(T("2027-01-15T08:00:00Z")) == T("2027-01-15T14:00:00Z")
+    every = cronjob.Schedule("@every 90s", dt.UTC)  # robfig's constant delay
+    assert every.next_after(T("2027-01-15T08:00:00.5Z")) == T("2027-01-15T08:01:30Z")
+    assert every.most_recent(T("2027-01-15T08:00:00Z"), T("2027-01-15T08:05:00Z")) == (T("2027-01-15T08:04:30Z"), 3)
+    for bad in ("bogus", "61 * * * *", "* * * *", "0 0 L * *", "*/5 * * * * *"):
         try:
             cronjob.Schedule(bad, dt.UTC)
         except ValueError:
