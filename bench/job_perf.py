@@ -2,7 +2,7 @@
 end to end on the simulated fleet, in wall-clock time.
 
 Run: `.venv/bin/python -m bench.job_perf [--quick] [--completions N] [--nodes N] [--parallelism N]
-[--run-seconds S]`.
+[--run-seconds S] [--profile FILE]`.
 
 Four processes: the API server (`cplane serve --insecure --no-controllers`, SQLite event log), the
 fleet (`python -m controllers.fleet`: Nodes with 10 GPUs each, their kubelets and DRA drivers),
@@ -40,6 +40,7 @@ DRIVER = "gpu.example.com"
 
 def fleet_file(path: Path, nodes: int) -> Path:
     fleet = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "job-perf"},
+             "network": {"podCIDR": "10.128.0.0/9"},
              "nodePools": [{"name": "gpu", "count": nodes,
                             "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
                             "drivers": [{"name": DRIVER, "devices": [{"type": "gpu", "count": 10, "model": "H100"}]}]}]}
@@ -72,17 +73,21 @@ def job(completions: int, parallelism: int, run_seconds: float) -> dict[str, Any
                                                                "resourceClaimTemplateName": "one-gpu"}]}}}}
 
 
-async def drive(url: str, args: argparse.Namespace) -> dict[str, Any]:
+async def drive(url: str, args: argparse.Namespace, procs: dict[str, subprocess.Popen[bytes]]) -> dict[str, Any]:
     async with clients.Client(url) as client:
-        deadline = time.perf_counter() + 120
+        deadline = time.perf_counter() + 600
+        slices: list[dict[str, Any]] = []
         while time.perf_counter() < deadline:  # the fleet's slices and classes
+            dead = [name for name, proc in procs.items() if proc.poll() is not None]
+            if dead:
+                raise RuntimeError(f"{', '.join(dead)} exited (see its log)")
             slices = (await client.list("resourceslices.resource.k8s.io")).items
             classes = (await client.list("deviceclasses.resource.k8s.io")).items
             if len(slices) >= args.nodes and classes:
                 break
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(1.0)
         else:
-            raise TimeoutError("fleet not up")
+            raise TimeoutError(f"fleet not up: {len(slices)} of {args.nodes} nodes' slices")
         await client.create("resourceclaimtemplates.resource.k8s.io", {
             "metadata": {"name": "one-gpu"},
             "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": DRIVER}}]}}}},
@@ -120,11 +125,12 @@ async def main_async(args: argparse.Namespace) -> int:
             procs["fleet"] = start([str(BIN / "python"), "-m", "controllers.fleet", "--server", url, "--fleet",
                                     str(fleet_file(work / "fleet.json", args.nodes)), "--log-level", "warning"],
                                    work / "fleet.log")
-            procs["controllers"] = start([str(BIN / "python"), "-m", "controllers", "--server", url, "--only",
+            profile = ["-m", "cProfile", "-o", args.profile] if args.profile else []
+            procs["controllers"] = start([str(BIN / "python"), *profile, "-m", "controllers", "--server", url, "--only",
                                           "job,scheduler,resourceclaim", "--log-level", "warning"],
                                          work / "controllers.log")
             cpu0 = {name: harness.cpu_seconds(p.pid) or 0.0 for name, p in procs.items()}
-            result = await drive(url, args)
+            result = await drive(url, args, procs)
             result["cpu_seconds"] = {name: round((harness.cpu_seconds(p.pid) or 0.0) - cpu0[name], 1)
                                      for name, p in procs.items()}
             result.update(nodes=args.nodes, parallelism=args.parallelism, run_seconds=args.run_seconds)
@@ -143,7 +149,10 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=500)
     parser.add_argument("--run-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--profile", metavar="FILE", help="run the controllers under cProfile, write FILE")
     args = parser.parse_args()
+    if args.profile:
+        args.profile = str(Path(args.profile).resolve())
     if args.quick:
         args.completions, args.parallelism, args.nodes = 500, 200, 50
     sys.exit(asyncio.run(main_async(args)))

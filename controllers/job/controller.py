@@ -220,12 +220,20 @@ class JobController:
         selector = rsc.selector_of(job)
         if selector is None:
             raise reconcile.TerminalError(f"job {key}: invalid selector")
-        candidates = [*self.pod_cache.by_index(caches.OWNER_UID, uid_of(job)),
-                      *self.pod_cache.by_index(ORPHANS, request.namespace)]
-        manager = rsc.RefManager(client=self.client, controller=job, controller_kind=JOBS, dependent_kind=PODS,
-                                 selector=selector, field_manager=FIELD_MANAGER,
-                                 can_adopt=rsc.recheck_controller(self.client, JOBS, job))
-        pods = await manager.claim([p for p in candidates if not (rsc.controller_ref(p) is None and _terminal(p))])
+        # Pods we control that still match are ours without a write; the others (to release or to
+        # adopt) go through the ReplicaSet's ref manager.
+        pods: list[dict[str, Any]] = []
+        others: list[dict[str, Any]] = []
+        for pod in self.pod_cache.by_index(caches.OWNER_UID, uid_of(job)):
+            if (rsc.controller_ref(pod) or {}).get("uid") != uid_of(job):
+                continue
+            (pods if selector.matches(labels_of(pod)) else others).append(pod)
+        others += [p for p in self.pod_cache.by_index(ORPHANS, request.namespace) if not _terminal(p)]
+        if others:
+            manager = rsc.RefManager(client=self.client, controller=job, controller_kind=JOBS, dependent_kind=PODS,
+                                     selector=selector, field_manager=FIELD_MANAGER,
+                                     can_adopt=rsc.recheck_controller(self.client, JOBS, job))
+            pods += await manager.claim(others)
         if rules.finished(job):
             await self._remove_finalizers(job, [p for p in pods if _has_finalizer(p)])
             return None
