@@ -162,3 +162,15 @@ async def test_deleted_job_releases_its_pods(client: clients.Client, clock: cloc
     await s.eventually(released, what="pods deleting without the tracking finalizer")
     clock.advance(30)
     await s.eventually(lambda: s.no_pods(client, "gone"), what="pods removed")
+
+
+async def test_job_managed_by_another_controller_is_left_alone(client: clients.Client, clock: clocks.VirtualClock,
+                                                               start_batch: StartBatch) -> None:
+    cluster = await start_batch()
+    await client.create(s.JOBS, s.job("theirs", managedBy="example.com/multikueue"), namespace="default")
+    await client.create(s.JOBS, s.job("ours", managedBy="kubernetes.io/job-controller"), namespace="default")
+    await s.eventually(lambda: s.running(client, "ours", 1), what="our Job's pod")
+    await cluster.settle()
+    assert await s.pods_of(client, "theirs") == []
+    status = (await s.get_job(client, "theirs")).get("status") or {}
+    assert "startTime" not in status and not status.get("conditions") and "uncountedTerminatedPods" not in status
