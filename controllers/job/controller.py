@@ -26,7 +26,8 @@ Per Job key (`namespace/name`), from the informer caches:
 
 Expectations (as the ReplicaSet controller's) keep a lagging informer from causing double
 creation; uids whose finalizer was removed are remembered until the informer shows it, so a pod
-is never counted twice.
+is never counted twice; and the Job our last status write returned is used instead of the cached
+one until the informer delivers that version, so a pass never counts from an older status.
 
 Events (component `job-controller`): SuccessfulCreate, FailedCreate, SuccessfulDelete,
 FailedDelete, Completed, Suspended, Resumed, and a Warning with the failure reason and message.
@@ -137,6 +138,9 @@ class JobController:
         self.expectations = rsc.Expectations(clock)
         self.removed_finalizers: dict[str, set[str]] = {}  # job key -> pod uids not yet seen without it
         self.backoff: dict[str, _Backoff] = {}
+        # The Job as our last status write returned it, until the informer delivers that version: a
+        # pass must not count from an older status (it would re-create pods already counted).
+        self.written: dict[str, dict[str, Any]] = {}
         self.job_cache = informer_factory.informer(JOBS).cache
         self.pod_cache = informer_factory.informer(PODS, indexers=INDEXERS).cache
 
@@ -151,8 +155,12 @@ class JobController:
         return reconcile.Request(namespace=rsc.namespace_of(obj), name=rsc.name_of(obj))
 
     def map_job(self, change: managers.Change) -> list[reconcile.Request]:
+        key = _key(change.obj)
+        mine = self.written.get(key)
+        if mine is not None and (change.type == "delete" or uid_of(mine) != uid_of(change.obj) or
+                                 meta_of(mine).get("resourceVersion") == meta_of(change.obj).get("resourceVersion")):
+            del self.written[key]  # the informer has caught up with our write (or the Job is gone)
         if change.type == "delete":
-            key = _key(change.obj)
             self.expectations.delete(key)
             self.removed_finalizers.pop(key, None)
             self.backoff.pop(key, None)
@@ -213,7 +221,8 @@ class JobController:
         if cached is None:
             self.expectations.delete(key)
             return None
-        job = caches.deep_copy(cached)
+        mine = self.written.get(key)
+        job = caches.deep_copy(mine if mine is not None and uid_of(mine) == uid_of(cached) else cached)
         managed_by = spec_of(job).get("managedBy")
         if managed_by and managed_by != rules.CONTROLLER_NAME:
             return None
@@ -235,7 +244,8 @@ class JobController:
                                      can_adopt=rsc.recheck_controller(self.client, JOBS, job))
             pods += await manager.claim(others)
         if rules.finished(job):
-            await self._remove_finalizers(job, [p for p in pods if _has_finalizer(p)])
+            expected = self.removed_finalizers.get(key, set())
+            await self._remove_finalizers(job, [p for p in pods if _has_finalizer(p) and uid_of(p) not in expected])
             return None
         return await _Sync(self, job, pods).run()
 
@@ -353,6 +363,7 @@ class JobController:
         body = dict(job)
         body["status"] = status
         updated = await self.client.update_status(JOBS, body, field_manager=FIELD_MANAGER)
+        self.written[_key(job)] = caches.deep_copy(updated)
         job.clear()
         job.update(updated)
         return job
