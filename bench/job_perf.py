@@ -106,10 +106,11 @@ async def drive(url: str, args: argparse.Namespace, procs: dict[str, subprocess.
         else:
             raise TimeoutError(f"job not complete after {args.timeout} s: {samples[-1]}")
         total = samples[-1][0]
+        pods = (await client.list("pods", namespace="default", label_selector="batch.kubernetes.io/job-name=train")).items
         lo, hi = int(args.completions * 0.1), int(args.completions * 0.9)
         t_lo = next(t for t, n in samples if n >= lo)
         t_hi = next(t for t, n in samples if n >= hi)
-        return {"completions": args.completions, "seconds": round(total, 1),
+        return {"completions": args.completions, "pods_created": len(pods), "seconds": round(total, 1),
                 "pods_per_s": round(args.completions / total, 1),
                 "pods_per_s_middle_80": round((hi - lo) / (t_hi - t_lo), 1) if t_hi > t_lo else None}
 

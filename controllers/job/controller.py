@@ -92,10 +92,11 @@ def _deleting(obj: Mapping[str, Any]) -> bool:
     return bool(meta_of(obj).get("deletionTimestamp"))
 
 
-def _succeeded(pod: Mapping[str, Any]) -> bool:
+def _succeeded(pod: Mapping[str, Any], stopped_at: float | None = None) -> bool:
     """Succeeded, and not merely stopped by a deletion: the simulated kubelet reports a pod whose
     containers it stopped on delete as Succeeded, which a real container would not be (exit 143);
-    a success that finished after the deletion was requested is not a completion."""
+    a success that finished once the deletion was requested (`stopped_at`, when this controller
+    deleted the pod; else the deletionTimestamp less the grace period) is not a completion."""
     if _phase(pod) != "Succeeded":
         return False
     meta = meta_of(pod)
@@ -104,18 +105,30 @@ def _succeeded(pod: Mapping[str, Any]) -> bool:
     try:
         requested = clocks.parse_time(str(meta["deletionTimestamp"])) - float(meta.get("deletionGracePeriodSeconds") or 0)
     except ValueError:
-        return True
+        requested = float("inf")
+    if stopped_at is not None:
+        requested = min(requested, stopped_at)
     return rules.finish_time(pod, requested) < requested
 
 
-def _failed(pod: Mapping[str, Any], job: Mapping[str, Any]) -> bool:
+def _failed(pod: Mapping[str, Any], job: Mapping[str, Any], stopped_at: float | None = None) -> bool:
     """upstream `isPodFailed`: phase Failed; or, unless only failed pods are replaced, deleted
     before it succeeded (orphaned pods never reach Failed)."""
     if _phase(pod) == "Failed":
         return True
     if rules.only_replace_failed(job):
         return False
-    return _deleting(pod) and not _succeeded(pod)
+    return _deleting(pod) and not _succeeded(pod, stopped_at)
+
+
+def _generation(obj: Mapping[str, Any]) -> int:
+    return int(meta_of(obj).get("generation") or 0)
+
+
+def _newer_or_same(written: Mapping[str, Any], cached: Mapping[str, Any]) -> bool:
+    """Whether our last written copy may stand in for the cached Job: same uid and the spec has not
+    moved on since (a user's change bumps the generation; our status writes do not)."""
+    return uid_of(written) == uid_of(cached) and _generation(written) >= _generation(cached)
 
 
 class _Backoff:
@@ -141,6 +154,7 @@ class JobController:
         # The Job as our last status write returned it, until the informer delivers that version: a
         # pass must not count from an older status (it would re-create pods already counted).
         self.written: dict[str, dict[str, Any]] = {}
+        self.stopped: dict[str, float] = {}  # pod uid -> when this controller deleted it
         self.job_cache = informer_factory.informer(JOBS).cache
         self.pod_cache = informer_factory.informer(PODS, indexers=INDEXERS).cache
 
@@ -157,9 +171,9 @@ class JobController:
     def map_job(self, change: managers.Change) -> list[reconcile.Request]:
         key = _key(change.obj)
         mine = self.written.get(key)
-        if mine is not None and (change.type == "delete" or uid_of(mine) != uid_of(change.obj) or
+        if mine is not None and (change.type == "delete" or not _newer_or_same(mine, change.obj) or
                                  meta_of(mine).get("resourceVersion") == meta_of(change.obj).get("resourceVersion")):
-            del self.written[key]  # the informer has caught up with our write (or the Job is gone)
+            del self.written[key]  # the informer caught up with our write, the spec moved on, or it is gone
         if change.type == "delete":
             self.expectations.delete(key)
             self.removed_finalizers.pop(key, None)
@@ -192,6 +206,7 @@ class JobController:
             key = _key(job)
             self.expectations.deletion_observed(key, _key(pod))
             self.removed_finalizers.get(key, set()).discard(uid_of(pod))
+            self.stopped.pop(uid_of(pod), None)
             return [self._request(job)]
         if job is None:
             if rsc.controller_ref(pod) is None:  # an orphan some Job may adopt
@@ -222,7 +237,7 @@ class JobController:
             self.expectations.delete(key)
             return None
         mine = self.written.get(key)
-        job = caches.deep_copy(mine if mine is not None and uid_of(mine) == uid_of(cached) else cached)
+        job = caches.deep_copy(mine if mine is not None and _newer_or_same(mine, cached) else cached)
         managed_by = spec_of(job).get("managedBy")
         if managed_by and managed_by != rules.CONTROLLER_NAME:
             return None
@@ -341,6 +356,7 @@ class JobController:
         self.expectations.expect_deletions(key, [_key(p) for p in pods])
 
         async def one(pod: Mapping[str, Any]) -> None:
+            self.stopped.setdefault(uid_of(pod), self.clock.now())
             try:
                 await self.client.delete(PODS, rsc.name_of(pod), namespace=rsc.namespace_of(pod))
             except errors.NotFound:
@@ -425,7 +441,8 @@ class _Sync:
         for pod in self.pods:
             if not _has_finalizer(pod) or uid_of(pod) in expected:
                 continue
-            pod_failed = _failed(pod, job)
+            stopped_at = ctl.stopped.get(uid_of(pod))
+            pod_failed = _failed(pod, job, stopped_at)
             if not (_phase(pod) == "Succeeded" or pod_failed or target is not None or _deleting(job)):
                 continue  # still running, or terminating towards a verdict (upstream `canRemoveFinalizer`)
             if len(to_release) >= MAX_TRACKED_PER_PASS:
@@ -434,7 +451,7 @@ class _Sync:
             to_release.append(pod)
             uid = uid_of(pod)
             ix = rules.completion_index(pod)
-            if _succeeded(pod) and uid not in unc_failed:
+            if _succeeded(pod, stopped_at) and uid not in unc_failed:
                 if self.indexed:
                     if self._valid_index(ix) and ix not in succeeded_ix:
                         assert ix is not None
@@ -684,7 +701,7 @@ class _Sync:
         out: dict[int, tuple[int, int, float | None]] = {}
         for pod in self.pods:
             ix = rules.completion_index(pod)
-            if ix is None or not _failed(pod, self.job):
+            if ix is None or not _failed(pod, self.job, self.ctl.stopped.get(uid_of(pod))):
                 continue
             match = rules.match_pod_failure_policy(self.policy, pod)
             failures = rules.index_failure_count(pod) + (1 if match.counts else 0)

@@ -65,7 +65,8 @@ def parse_indexes(text: str | None, completions: int) -> set[int]:
 
 
 def format_indexes(indexes: Iterable[int]) -> str:
-    """Sorted intervals, consecutive runs as `a-b` (upstream `orderedIntervals.String`)."""
+    """Sorted intervals: runs of three or more as `a-b`, a pair as `a,b` (upstream
+    `orderedIntervals.String`)."""
     ordered = sorted(set(indexes))
     parts: list[str] = []
     i = 0
@@ -73,7 +74,10 @@ def format_indexes(indexes: Iterable[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        if i == j:
+            parts.append(str(ordered[i]))
+        else:
+            parts.append(f"{ordered[i]}{',' if j == i + 1 else '-'}{ordered[j]}")
         i = j + 1
     return ",".join(parts)
 

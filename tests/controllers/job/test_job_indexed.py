@@ -57,12 +57,12 @@ async def test_a_failing_index_obeys_the_pod_failure_policy(client: clients.Clie
     assert retried[0]["metadata"]["annotations"][rules.INDEX_FAILURE_COUNT] == "0"
     assert retried[0]["metadata"]["annotations"][rules.INDEX_IGNORED_FAILURE_COUNT] == "1"
     job = await s.get_job(client, "shards")
-    assert job["status"]["failedIndexes"] == "2" and job["status"]["completedIndexes"] == "0-1"
+    assert job["status"]["failedIndexes"] == "2" and job["status"]["completedIndexes"] == "0,1"
     assert job["status"]["failed"] == 1  # index 2's; index 3's ignored failure is not counted
     clock.advance(10)
     failed = await s.eventually(lambda: s.job_condition(client, "shards", rules.FAILED), what="Failed")
     status = failed["status"]
-    assert status["completedIndexes"] == "0-1,3" and status["failedIndexes"] == "2" and status["succeeded"] == 3
+    assert status["completedIndexes"] == "0,1,3" and status["failedIndexes"] == "2" and status["succeeded"] == 3
     cond = s.condition(failed, "Failed")
     assert cond is not None and (cond["reason"], cond["message"]) == ("FailedIndexes", "Job has failed indexes")
     await cluster.settle()

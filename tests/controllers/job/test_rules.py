@@ -12,8 +12,9 @@ from cp import clock as clocks
 def test_index_intervals_round_trip() -> None:
     assert rules.parse_indexes("0-2,5,7-8", 8) == {0, 1, 2, 5, 7}  # 8 is out of range
     assert rules.parse_indexes("", 4) == set() and rules.parse_indexes("x,1", 4) == {1}
-    assert rules.format_indexes([5, 0, 1, 2, 7, 8]) == "0-2,5,7-8"
+    assert rules.format_indexes([5, 0, 1, 2, 7, 8]) == "0-2,5,7,8"
     assert rules.format_indexes([]) == "" and rules.format_indexes([3]) == "3"
+    assert rules.format_indexes([0, 1, 3]) == "0,1,3" and rules.parse_indexes("0,1,3", 4) == {0, 1, 3}
 
 
 def test_generated_names() -> None:
