@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 import structlog
 
 from controllers import (
+    cronjob,
     daemonset,
     deployment,
     disruption,
@@ -22,6 +23,7 @@ from controllers import (
     garbage_collector,
     health,
     hpa,
+    job,
     namespace,
     nodelifecycle,
     replicaset,
@@ -33,6 +35,7 @@ from controllers import (
     statefulset,
     taint_eviction,
     taint_evictor,
+    ttl_after_finished,
     volumes,
 )
 from controllers.runtime import client as clients
@@ -56,6 +59,9 @@ CONTROLLERS: dict[str, ControllerFactory] = {
     deployment.NAME: deployment.new,
     daemonset.NAME: daemonset.new,
     statefulset.NAME: statefulset.new,
+    job.NAME: job.new,
+    ttl_after_finished.NAME: ttl_after_finished.new,
+    cronjob.NAME: cronjob.new,
     disruption.NAME: disruption.new,
     endpointslice.NAME: endpointslice.new,
     endpoints.NAME: endpoints.new,
@@ -81,6 +87,10 @@ ALIASES = {
     "deployment-controller": deployment.NAME,
     daemonset.COMPONENT: daemonset.NAME,
     statefulset.COMPONENT: statefulset.NAME,
+    job.COMPONENT: job.NAME,
+    ttl_after_finished.COMPONENT: ttl_after_finished.NAME,
+    "ttlafterfinished": ttl_after_finished.NAME,
+    cronjob.COMPONENT: cronjob.NAME,
     "disruption-controller": disruption.NAME,
     "endpointslice-controller": endpointslice.NAME,
     "endpoints-controller": endpoints.NAME,

@@ -565,6 +565,9 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "deployment": "deployment-controller",
     "daemonset": "daemon-set-controller",
     "statefulset": "statefulset-controller",
+    "job": "job-controller",
+    "ttl-after-finished": "ttl-after-finished-controller",
+    "cronjob": "cronjob-controller",
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
@@ -663,6 +666,22 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
                  resources=["controllerrevisions"]),
             rule(["create", "get", "list", "patch", "update", "watch"], groups=[""],
                  resources=["persistentvolumeclaims"]),
+            _events()],
+        "job-controller": [
+            rule(["get", "list", "patch", "update", "watch"], groups=["batch"], resources=["jobs"]),
+            rule(["update"], groups=["batch"], resources=["jobs/status"]),
+            rule(["update"], groups=["batch"], resources=["jobs/finalizers"]),
+            rule(["create", "delete", "get", "list", "patch", "watch"], groups=[""], resources=["pods"]),
+            _events()],
+        "ttl-after-finished-controller": [
+            rule(["delete", "get", "list", "watch"], groups=["batch"], resources=["jobs"]),
+            _events()],
+        "cronjob-controller": [
+            rule(["get", "list", "update", "watch"], groups=["batch"], resources=["cronjobs"]),
+            rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=["batch"], resources=["jobs"]),
+            rule(["update"], groups=["batch"], resources=["cronjobs/status"]),
+            rule(["update"], groups=["batch"], resources=["cronjobs/finalizers"]),
+            rule(["delete", "list"], groups=[""], resources=["pods"]),
             _events()],
         "disruption-controller": [
             rule(READ, groups=["apps"], resources=["deployments", "replicasets", "statefulsets"]),
