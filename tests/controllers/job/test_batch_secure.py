@@ -24,7 +24,7 @@ metadata: {name: quick}
 spec:
   completions: 2
   parallelism: 2
-  ttlSecondsAfterFinished: 0
+  ttlSecondsAfterFinished: 3
   template:
     metadata:
       annotations: {sim.cplane.dev/run-seconds: "1"}

@@ -78,6 +78,8 @@ async def test_success_policy_ends_the_job_early(client: clients.Client, clock: 
     for ix in (1, 2):
         await annotate(client, pods[ix], **{fleet_objects.RUN_SECONDS: "1000"})
     clock.advance(10)
+    await s.eventually(lambda: s.job_condition(client, "leader", rules.SUCCESS_CRITERIA_MET), what="SuccessCriteriaMet")
+    clock.advance(30)  # the other indexes' pods stop (the kubelet's shutdown)
     done = await s.eventually(lambda: s.job_condition(client, "leader", rules.COMPLETE), what="Complete")
     met = s.condition(done, "SuccessCriteriaMet")
     assert met is not None and (met["reason"], met["message"]) == ("SuccessPolicy", "Matched rules at index 0")

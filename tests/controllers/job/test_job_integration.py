@@ -133,15 +133,21 @@ async def test_active_deadline_fails_the_job(client: clients.Client, clock: cloc
     await client.create(s.JOBS, s.job("slow", run=1000, activeDeadlineSeconds=30), namespace="default")
     await s.eventually(lambda: s.running(client, "slow", 1), what="pod running")
     clock.advance(30)
-    # The simulated kubelet stops the containers at once (phase terminal), so Failed follows the
-    # FailureTarget in the same moment; the pod itself goes after its grace period.
+    # FailureTarget first; the pod is deleted, and Failed follows once its containers have stopped
+    # (on the clock: the kubelet's shutdown time).
+    target = await s.eventually(lambda: s.job_condition(client, "slow", rules.FAILURE_TARGET), what="FailureTarget")
+    assert s.condition(target, "FailureTarget")["reason"] == "DeadlineExceeded"  # type: ignore[index]
+    await s.eventually(lambda: s.all_deleting(client, "slow"), what="pod being deleted")
+    clock.advance(30)
     failed = await s.eventually(lambda: s.job_condition(client, "slow", rules.FAILED), what="Failed")
     assert s.condition(failed, "FailureTarget")["reason"] == "DeadlineExceeded"  # type: ignore[index]
     assert s.condition(failed, "Failed")["message"] == "Job was active longer than specified deadline"  # type: ignore[index]
     assert failed["status"]["failed"] == 1 and failed["status"]["terminating"] == 0
-    assert ("Warning", "DeadlineExceeded", "Job was active longer than specified deadline") in \
-        await s.events(client, "slow")
-    clock.advance(30)  # the kubelet's shutdown
+
+    async def warned() -> bool:
+        return ("Warning", "DeadlineExceeded", "Job was active longer than specified deadline") in \
+            await s.events(client, "slow")
+    await s.eventually(warned, what="the DeadlineExceeded Event")
     await s.eventually(lambda: s.no_pods(client, "slow"), what="pod removed")
 
 
