@@ -58,6 +58,7 @@ bench: bytecode
 	$(PY) -m bench.allocator
 	$(PY) -m bench.controllers
 	$(PY) -m bench.crds $(BENCH_ARGS)
+	$(PY) -m bench.job_perf $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

@@ -14,7 +14,9 @@ reserved, prepared, then released, deallocated and deleted, and its tracking fin
 Figures: pods completed per second = completions / (time from the Job's create to its Complete
 condition), and the same rate over the middle 80 % of completions (sampled from
 `status.succeeded`), with the CPU seconds of each process. Default: 5,000 completions, parallelism
-1,000, 500 nodes; `--quick`: 500 completions, parallelism 200, 50 nodes.
+1,000, 500 nodes; `--quick`: 500 completions, parallelism 200, 50 nodes. Then, in the same run,
+`bench.scheduler_perf`'s SchedulingWithResourceClaimTemplate workload (its `--quick` variant with
+`--quick`) for the scheduler's own pods/s beside it (`--no-reference` skips it).
 """
 
 from __future__ import annotations
@@ -135,11 +137,41 @@ async def main_async(args: argparse.Namespace) -> int:
             result["cpu_seconds"] = {name: round((harness.cpu_seconds(p.pid) or 0.0) - cpu0[name], 1)
                                      for name, p in procs.items()}
             result.update(nodes=args.nodes, parallelism=args.parallelism, run_seconds=args.run_seconds)
-            print(json.dumps(result))
         finally:
             for proc in reversed(procs.values()):
                 stop(proc)
+    if not args.no_reference:
+        result["reference"] = await _reference(quick=args.quick)
+    _print(result)
     return 0
+
+
+async def _reference(*, quick: bool) -> dict[str, Any]:
+    """`bench.scheduler_perf`'s claim-template workload, in the same run: the pods/s the scheduler
+    reaches on its own, beside which the Job's end-to-end figure stands."""
+    from bench import scheduler_perf
+
+    w = next(w for w in scheduler_perf.workloads(quick) if w.name.startswith("SchedulingWithResourceClaimTemplate/"))
+    ref_args = argparse.Namespace(controllers_log_level="warning", db=None, keep_logs=None, profile=None,
+                                  profile_format="text", seed=1, verbose=False)
+    r = await scheduler_perf.run_workload(w, ref_args)
+    return {"workload": w.name, "pods_per_s": round(float(r["average"]), 1)}
+
+
+def _print(result: dict[str, Any]) -> None:
+    cpu = result["cpu_seconds"]
+    rows = [(f"Job of {result['completions']} one-GPU pods, {result['nodes']} nodes: completed pods/s",
+             f"{result['pods_per_s']:.1f}",
+             f"{result['seconds']} s; middle 80 %: {result['pods_per_s_middle_80']}/s; CPU s server "
+             f"{cpu.get('server')} / fleet {cpu.get('fleet')} / controllers {cpu.get('controllers')}")]
+    ref = result.get("reference")
+    if ref:
+        rows.append((f"bench.scheduler_perf {ref['workload']} (same run): pods/s", f"{ref['pods_per_s']:.1f}",
+                     "scheduling only"))
+    width = max(len(r[0]) for r in rows)
+    for name, value, detail in rows:
+        print(f"{name.ljust(width)}  {value:>7}  {detail}")
+    print(json.dumps(result), file=sys.stderr)
 
 
 def main() -> None:
@@ -151,6 +183,8 @@ def main() -> None:
     parser.add_argument("--run-seconds", type=float, default=1.0)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--profile", metavar="FILE", help="run the controllers under cProfile, write FILE")
+    parser.add_argument("--no-reference", action="store_true",
+                        help="skip bench.scheduler_perf's claim-template workload after the Job")
     args = parser.parse_args()
     if args.profile:
         args.profile = str(Path(args.profile).resolve())
