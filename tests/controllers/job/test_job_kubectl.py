@@ -19,43 +19,7 @@ from tests.controllers.scheduler.test_scheduler_kubectl import KUBECTL, kubectl,
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")]
 
-MANIFEST = """
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata:
-  name: one-gpu
-spec:
-  spec:
-    devices:
-      requests:
-      - name: gpu
-        exactly:
-          deviceClassName: gpu.example.com
----
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: train
-spec:
-  completionMode: Indexed
-  completions: 8
-  parallelism: 8
-  template:
-    metadata:
-      annotations:
-        sim.cplane.dev/run-seconds: "60"
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: shard
-        image: registry.k8s.io/pause:3.10
-        resources:
-          claims:
-          - name: gpu
-      resourceClaims:
-      - name: gpu
-        resourceClaimTemplateName: one-gpu
-"""
+MANIFEST = (Path(__file__).resolve().parents[3] / "examples" / "batch" / "train.yaml").read_text()
 
 
 @pytest.fixture
