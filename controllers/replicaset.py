@@ -335,6 +335,21 @@ def recheck_controller(client: clients.Client, kind: res.ResourceKind, obj: Mapp
     return check
 
 
+async def create_pod(client: clients.Client, recorder: Any, owner: Mapping[str, Any],
+                     pod: dict[str, Any]) -> None:
+    """upstream's `PodControl.CreatePods`: create `pod` for its controller `owner`, with the
+    controller's `SuccessfulCreate` "Created pod: x" or `FailedCreate` "Error creating: ..." Event (the
+    error raised again); a namespace being terminated is nothing to report."""
+    try:
+        created = await client.create(PODS, pod, namespace=namespace_of(owner))
+    except errors.StatusError as exc:
+        if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
+            return
+        await recorder.warning(owner, "FailedCreate", f"Error creating: {exc.message}")
+        raise
+    await recorder.normal(owner, "SuccessfulCreate", f"Created pod: {name_of(created)}")
+
+
 # ---------------------------------------------------------------------- expectations
 
 
@@ -757,14 +772,7 @@ class ReplicaSetController:
         pod = self.pod_from_template(rs)
         if not pod["metadata"].get("labels"):
             raise ValueError("unable to create pods, no labels")
-        try:
-            created = await self.client.create(PODS, pod, namespace=namespace_of(rs))
-        except errors.StatusError as exc:
-            if has_status_cause(exc, NAMESPACE_TERMINATING_CAUSE):
-                return  # the namespace is going away: nothing to report (upstream)
-            await self.recorder.warning(rs, "FailedCreate", f"Error creating: {exc.message}")
-            raise
-        await self.recorder.normal(rs, "SuccessfulCreate", f"Created pod: {name_of(created)}")
+        await create_pod(self.client, self.recorder, rs, pod)
 
     async def delete_pod(self, rs: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
         try:

@@ -444,14 +444,7 @@ class DaemonSetController:
         pod["metadata"].update(generateName=f"{rsc.name_of(ds)}-", namespace=rsc.namespace_of(ds),
                                ownerReferences=[rsc.new_controller_ref(ds, DAEMONSETS)])
         pod["metadata"].pop("name", None)
-        try:
-            created = await self.client.create(PODS, pod, namespace=rsc.namespace_of(ds))
-        except errors.StatusError as exc:
-            if rsc.has_status_cause(exc, rsc.NAMESPACE_TERMINATING_CAUSE):
-                return
-            await self.recorder.warning(ds, "FailedCreate", f"Error creating: {exc.message}")
-            raise
-        await self.recorder.normal(ds, "SuccessfulCreate", f"Created pod: {rsc.name_of(created)}")
+        await rsc.create_pod(self.client, self.recorder, ds, pod)
 
     async def delete_pod(self, ds: Mapping[str, Any], pod: Mapping[str, Any]) -> None:
         try:

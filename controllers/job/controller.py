@@ -340,14 +340,7 @@ class JobController:
 
     async def create_pod(self, job: Mapping[str, Any], index: int | None, failures: int, ignored: int) -> None:
         pod = self.pod_from_template(job, index, failures=failures, ignored=ignored)
-        try:
-            created = await self.client.create(PODS, pod, namespace=rsc.namespace_of(job))
-        except errors.StatusError as exc:
-            if rsc.has_status_cause(exc, rsc.NAMESPACE_TERMINATING_CAUSE):
-                return
-            await self.recorder.warning(job, "FailedCreate", f"Error creating: {exc.message}")
-            raise
-        await self.recorder.normal(job, "SuccessfulCreate", f"Created pod: {rsc.name_of(created)}")
+        await rsc.create_pod(self.client, self.recorder, job, pod)
 
     async def delete_pods(self, job: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]) -> None:
         if not pods:
