@@ -445,8 +445,11 @@ async def reconcile_control_plane(store: Any, ranges: allocation.ServiceRanges, 
                   and (cur.get("metadata") or {}).get("labels") == want["metadata"]["labels"])
 
 
+# What the keeper follows; the IPAddress of the Service's cluster IP too: a deleted Service gives its
+# address back after its deletion is in the log, so its re-creation may first find the address taken
+# and is tried again once the address is free.
 _WATCHED = (("networking.k8s.io", "servicecidrs", ""), ("", "services", "default"), ("", "endpoints", "default"),
-            ("discovery.k8s.io", "endpointslices", "default"))
+            ("discovery.k8s.io", "endpointslices", "default"), ("networking.k8s.io", "ipaddresses", ""))
 
 
 class ControlPlaneKeeper:
@@ -497,7 +500,8 @@ class ControlPlaneKeeper:
                 logger.warning("control_plane_reconcile_failed", why=str(exc))
 
     async def _follow(self, group: str, resource: str, namespace: str, after: int) -> None:
-        name = allocation.DEFAULT_SERVICE_CIDR_NAME if resource == "servicecidrs" else KUBERNETES
+        name = {"servicecidrs": allocation.DEFAULT_SERVICE_CIDR_NAME,
+                "ipaddresses": self.ranges.first_ip()}.get(resource, KUBERNETES)
         while True:
             try:
                 sub = await self.store.log.subscribe(group=group, resource=resource, namespace=namespace or None,
