@@ -31,6 +31,8 @@ from typing import Any
 
 from cel import OptionalValue
 
+from cp import names
+
 __all__ = ["FUNCTIONS", "HELPERS", "KubeCelError", "type_name"]
 
 IPKEY, CIDRKEY, URLKEY, FMTKEY = "__k8s_ip__", "__k8s_cidr__", "__k8s_url__", "__k8s_format__"
@@ -300,48 +302,6 @@ def _get_query(x: Any) -> dict[str, list[str]]:
 
 # ------------------------------------------------------------------------------------------ format
 
-_LABEL = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_SUBDOMAIN = _LABEL + "(\\." + _LABEL + ")*"
-_DNS1035 = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_KEY = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_VALUE = "(" + _KEY + ")?"
-
-
-def _rx(fmt: str) -> re.Pattern[str]:
-    return re.compile("^" + fmt + "$")
-
-
-def _regex_error(msg: str, fmt: str, *examples: str) -> str:
-    ex = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {ex}regex used for validation is '{fmt}')"
-
-
-_LABEL_MSG = _regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                          "and must start and end with an alphanumeric character", _LABEL, "my-name", "123-abc")
-_SUBDOMAIN_MSG = _regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                              "'-' or '.', and must start and end with an alphanumeric character", _SUBDOMAIN,
-                              "example.com")
-_DNS1035_MSG = _regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                            "with an alphabetic character, and end with an alphanumeric character", _DNS1035,
-                            "my-name", "abc-123")
-_KEY_TEXT = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an " \
-            "alphanumeric character"
-_VALUE_MSG = _regex_error("a valid label must be an empty string or consist of alphanumeric characters, '-', '_' "
-                          "or '.', and must start and end with an alphanumeric character", _VALUE,
-                          "MyValue", "my_value", "12345")
-
-
-def _max_len(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def _check(value: str, limit: int, rx: str, msg: str) -> list[str]:
-    out = [_max_len(limit)] if len(value) > limit else []
-    if not _rx(rx).match(value):
-        out.append(msg)
-    return out
-
-
 def _prefix(fn: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
     """apimachinery's NameIs... with prefix=true: a trailing '-' is allowed (a generateName)."""
     def check(value: str) -> list[str]:
@@ -351,33 +311,7 @@ def _prefix(fn: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
 
 
 def _qualified_name(value: str) -> list[str]:
-    parts = value.split("/")
-    out: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            out.append("prefix part must be non-empty")
-        else:
-            out += ["prefix part " + m for m in _check(prefix, 253, _SUBDOMAIN, _SUBDOMAIN_MSG)]
-    else:
-        return ["a qualified name " + _regex_error(_KEY_TEXT, _KEY, "MyName", "my.name", "123-abc") +
-                " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part " + _max_len(63))
-    if not _rx(_KEY).match(name):
-        out.append("name part " + _regex_error(_KEY_TEXT, _KEY, "MyName", "my.name", "123-abc"))
-    return out
-
-
-def _label(value: str) -> list[str]:
-    out = [_max_len(63)] if len(value) > 63 else []
-    if not _rx(_LABEL).match(value):
-        out.append("must not contain dots" if _rx(_SUBDOMAIN).match(value) else _LABEL_MSG)
-    return out
+    return names.is_qualified_name(value, what="a qualified name")
 
 
 def _uuid_check(value: str) -> list[str]:
@@ -427,14 +361,14 @@ def _uri_check(value: str) -> list[str]:
 
 
 _FORMATS: dict[str, Callable[[str], list[str]]] = {
-    "dns1123Label": _label,
-    "dns1123Subdomain": lambda v: _check(v, 253, _SUBDOMAIN, _SUBDOMAIN_MSG),
-    "dns1035Label": lambda v: _check(v, 63, _DNS1035, _DNS1035_MSG),
+    "dns1123Label": names.is_dns1123_label,
+    "dns1123Subdomain": names.is_dns1123_subdomain,
+    "dns1035Label": names.is_dns1035_label,
     "qualifiedName": _qualified_name,
-    "dns1123LabelPrefix": _prefix(_label),
-    "dns1123SubdomainPrefix": _prefix(lambda v: _check(v, 253, _SUBDOMAIN, _SUBDOMAIN_MSG)),
-    "dns1035LabelPrefix": _prefix(lambda v: _check(v, 63, _DNS1035, _DNS1035_MSG)),
-    "labelValue": lambda v: _check(v, 63, _VALUE, _VALUE_MSG),
+    "dns1123LabelPrefix": _prefix(names.is_dns1123_label),
+    "dns1123SubdomainPrefix": _prefix(names.is_dns1123_subdomain),
+    "dns1035LabelPrefix": _prefix(names.is_dns1035_label),
+    "labelValue": names.is_label_value,
     "uri": _uri_check,
     "uuid": _uuid_check,
     "byte": _byte_check,

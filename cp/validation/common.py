@@ -13,6 +13,30 @@ from typing import Any, TypeGuard
 from cp import quantity
 from cp.errors import Cause
 from cp.errors import GoValue as GoValue  # the rule modules import it with the other helpers
+from cp.names import (
+    DNS1123_SUBDOMAIN_FMT,
+)
+from cp.names import (
+    is_dns1035_label as is_dns1035_label,
+)
+from cp.names import (
+    is_dns1123_label as is_dns1123_label,
+)
+from cp.names import (
+    is_dns1123_subdomain as is_dns1123_subdomain,
+)
+from cp.names import (
+    is_label_value as is_label_value,
+)
+from cp.names import (
+    is_qualified_name as is_qualified_name,
+)
+from cp.names import (
+    max_len_error as max_len_error,
+)
+from cp.names import (
+    regex_error as regex_error,
+)
 
 # ---------------------------------------------------------------- small helpers
 
@@ -99,17 +123,7 @@ def immutable(errs: list[Cause], path: str, new: Any, old: Any, shown: Any = Non
 
 # ---------------------------------------------------------------- string formats (apimachinery)
 
-_DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
-_DNS1123_LABEL = re.compile("^" + _DNS1123_LABEL_FMT + "$")
-_DNS1123_SUBDOMAIN = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$")
-_DNS1123_SUBDOMAIN_CASELESS = re.compile("^" + _DNS1123_SUBDOMAIN_FMT + "$", re.IGNORECASE)
-_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035_LABEL = re.compile("^" + _DNS1035_LABEL_FMT + "$")
-_LABEL_KEY_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
-_LABEL_KEY = re.compile("^" + _LABEL_KEY_FMT + "$")
-_LABEL_VALUE_FMT = "(" + _LABEL_KEY_FMT + ")?"
-_LABEL_VALUE = re.compile("^" + _LABEL_VALUE_FMT + "$")
+_DNS1123_SUBDOMAIN_CASELESS = re.compile("^" + DNS1123_SUBDOMAIN_FMT + "$", re.IGNORECASE)
 _C_IDENTIFIER_FMT = "[A-Za-z_][A-Za-z0-9_]*"
 _C_IDENTIFIER = re.compile("^" + _C_IDENTIFIER_FMT + "$")
 _PORT_NAME_CHARS = re.compile("^[-a-z0-9]+$")
@@ -119,60 +133,14 @@ _CONFIG_MAP_KEY = re.compile("^" + _CONFIG_MAP_KEY_FMT + "$")
 PERCENT = re.compile(r"^[0-9]+%$")
 
 
-def max_len_error(n: int) -> str:
-    return f"must be no more than {n} characters"
-
-
-def regex_error(msg: str, fmt: str, *examples: str) -> str:
-    if not examples:
-        return f"{msg} (regex used for validation is '{fmt}')"
-    ex = " or ".join(f"'{e}', " for e in examples)
-    return f"{msg} (e.g. {ex}regex used for validation is '{fmt}')"
-
-
-_LABEL_MSG = regex_error("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', "
-                         "and must start and end with an alphanumeric character", _DNS1123_LABEL_FMT,
-                         "my-name", "123-abc")
-_SUBDOMAIN_MSG = regex_error("a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, "
-                             "'-' or '.', and must start and end with an alphanumeric character",
-                             _DNS1123_SUBDOMAIN_FMT, "example.com")
 _SUBDOMAIN_CASELESS_MSG = regex_error("an RFC 1123 subdomain must consist of alphanumeric characters, '-' or "
                                       "'.', and must start and end with an alphanumeric character",
-                                      _DNS1123_SUBDOMAIN_FMT, "Example.com")
-_DNS1035_MSG = regex_error("a DNS-1035 label must consist of lower case alphanumeric characters or '-', start "
-                           "with an alphabetic character, and end with an alphanumeric character",
-                           _DNS1035_LABEL_FMT, "my-name", "abc-123")
-_KEY_MSG = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an " \
-           "alphanumeric character"
-_NAME_PART_MSG = "name part " + regex_error(_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc")
-_BAD_KEY_MSG = "a valid label key " + regex_error(_KEY_MSG, _LABEL_KEY_FMT, "MyName", "my.name", "123-abc") + \
-    " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-_LABEL_VALUE_MSG = regex_error("a valid label must be an empty string or consist of alphanumeric characters, "
-                               "'-', '_' or '.', and must start and end with an alphanumeric character",
-                               _LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
+                                      DNS1123_SUBDOMAIN_FMT, "Example.com")
 _C_IDENTIFIER_MSG = regex_error("a valid C identifier must start with alphabetic character or '_', followed by "
                                 "a string of alphanumeric characters or '_'", _C_IDENTIFIER_FMT,
                                 "my_name", "MY_NAME", "MyName")
 _CONFIG_MAP_KEY_MSG = regex_error("a valid config key must consist of alphanumeric characters, '-', '_' or '.'",
                                   _CONFIG_MAP_KEY_FMT, "key.name", "KEY_NAME", "key-name")
-
-
-def is_dns1123_label(value: str) -> list[str]:
-    out = []
-    if len(value) > 63:
-        out.append(max_len_error(63))
-    if not _DNS1123_LABEL.match(value):
-        out.append("must not contain dots" if _DNS1123_SUBDOMAIN.match(value) else _LABEL_MSG)
-    return out
-
-
-def is_dns1123_subdomain(value: str) -> list[str]:
-    out = []
-    if len(value) > 253:
-        out.append(max_len_error(253))
-    if not _DNS1123_SUBDOMAIN.match(value):
-        out.append(_SUBDOMAIN_MSG)
-    return out
 
 
 def is_dns1123_subdomain_caseless(value: str) -> list[str]:
@@ -182,47 +150,6 @@ def is_dns1123_subdomain_caseless(value: str) -> list[str]:
         out.append(max_len_error(253))
     if not _DNS1123_SUBDOMAIN_CASELESS.match(value):
         out.append(_SUBDOMAIN_CASELESS_MSG)
-    return out
-
-
-def is_dns1035_label(value: str) -> list[str]:
-    out = []
-    if len(value) > 63:
-        out.append(max_len_error(63))
-    if not _DNS1035_LABEL.match(value):
-        out.append(_DNS1035_MSG)
-    return out
-
-
-def is_qualified_name(value: str) -> list[str]:
-    """`content.IsLabelKey`: an optional DNS-subdomain prefix and '/', then a name part."""
-    parts = value.split("/")
-    out: list[str] = []
-    if len(parts) == 1:
-        name = parts[0]
-    elif len(parts) == 2:
-        prefix, name = parts
-        if not prefix:
-            out.append("prefix part must be non-empty")
-        else:
-            out.extend("prefix part " + m for m in is_dns1123_subdomain(prefix))
-    else:
-        return [_BAD_KEY_MSG]
-    if not name:
-        out.append("name part must be non-empty")
-    elif len(name) > 63:
-        out.append("name part " + max_len_error(63))
-    if not _LABEL_KEY.match(name):
-        out.append(_NAME_PART_MSG)
-    return out
-
-
-def is_label_value(value: str) -> list[str]:
-    out = []
-    if len(value) > 63:
-        out.append(max_len_error(63))
-    if not _LABEL_VALUE.match(value):
-        out.append(_LABEL_VALUE_MSG)
     return out
 
 
@@ -331,7 +258,7 @@ def validate_driver_name(name: str, path: str, errs: list[Cause]) -> None:
 
 # ---------------------------------------------------------------- more formats (apimachinery util/validation)
 
-_WILDCARD_SUBDOMAIN_FMT = "\\*\\." + _DNS1123_SUBDOMAIN_FMT
+_WILDCARD_SUBDOMAIN_FMT = "\\*\\." + DNS1123_SUBDOMAIN_FMT
 _WILDCARD_SUBDOMAIN = re.compile("^" + _WILDCARD_SUBDOMAIN_FMT + "$")
 _WILDCARD_SUBDOMAIN_MSG = regex_error(
     "a wildcard DNS-1123 subdomain must start with '*.', followed by a valid DNS subdomain, which must consist "
