@@ -232,15 +232,24 @@ async def server(tmp_path: Path) -> AsyncIterator[servers.Running]:
         yield srv
 
 
-@pytest.fixture
-async def kubectl(server: servers.Running, tmp_path: Path) -> AsyncIterator[Kubectl]:
+@contextlib.asynccontextmanager
+async def kubectl_on(target: Any, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    """The real kubectl against `target` (a running server, or a `cp.testing.Sandbox`: anything with
+    `url` and `kubeconfig`), with its HOME and working directory under `tmp_path`; skips the test when
+    kubectl is not installed. Test modules outside tests/kubectl build their `kubectl` fixture on it."""
     if KUBECTL is None:
         pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
-    k = Kubectl(server, home=tmp_path / "home", workdir=tmp_path / "work")
+    k = Kubectl(target, home=tmp_path / "home", workdir=tmp_path / "work")
     try:
         yield k
     finally:
         await k.close()
+
+
+@pytest.fixture
+async def kubectl(server: servers.Running, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubectl_on(server, tmp_path) as k:
+        yield k
 
 
 @pytest.fixture

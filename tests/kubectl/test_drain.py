@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from cp import testing
-from tests.kubectl.conftest import KUBECTL, Kubectl
+from tests.kubectl.conftest import Kubectl, kubectl_on
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "drain"},
          "nodePools": [{"name": "node", "count": 2}]}
@@ -47,13 +47,8 @@ spec:
 
 @pytest.fixture
 async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
-    if KUBECTL is None:
-        pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
-    k = Kubectl(cplane_sandbox, home=tmp_path / "home", workdir=tmp_path / "work")  # type: ignore[arg-type]
-    try:
+    async with kubectl_on(cplane_sandbox, tmp_path) as k:
         yield k
-    finally:
-        await k.close()
 
 
 async def _pods(sb: testing.Sandbox) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from cp import testing
-from tests.kubectl.conftest import KUBECTL, Kubectl
+from tests.kubectl.conftest import Kubectl, kubectl_on
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "ds"},
          "nodePools": [{"name": "gpu", "count": 2,
@@ -38,13 +38,8 @@ spec:
 
 @pytest.fixture
 async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
-    if KUBECTL is None:
-        pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
-    k = Kubectl(cplane_sandbox, home=tmp_path / "home", workdir=tmp_path / "work")  # type: ignore[arg-type]
-    try:
+    async with kubectl_on(cplane_sandbox, tmp_path) as k:
         yield k
-    finally:
-        await k.close()
 
 
 @pytest.mark.kubectl

@@ -15,7 +15,7 @@ import pytest
 
 from controllers.fleet import lifecycle
 from cp import testing
-from tests.kubectl.conftest import KUBECTL, Kubectl
+from tests.kubectl.conftest import Kubectl, kubectl_on
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "life"},
          "nodePools": [{"name": "node", "count": 1}]}
@@ -65,13 +65,8 @@ spec: {{nodeName: node-0, containers: [{{name: main, image: nginx}}]}}
 
 @pytest.fixture
 async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
-    if KUBECTL is None:
-        pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
-    k = Kubectl(cplane_sandbox, home=tmp_path / "home", workdir=tmp_path / "work")  # type: ignore[arg-type]
-    try:
+    async with kubectl_on(cplane_sandbox, tmp_path) as k:
         yield k
-    finally:
-        await k.close()
 
 
 async def _columns(kubectl: Kubectl) -> dict[str, tuple[str, str, str]]:

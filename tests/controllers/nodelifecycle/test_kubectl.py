@@ -19,7 +19,7 @@ from controllers import nodelifecycle, taint_eviction
 from cp import testing
 from tests.controllers.nodelifecycle.support import advance
 from tests.controllers.support import START
-from tests.kubectl.conftest import KUBECTL, Kubectl
+from tests.kubectl.conftest import Kubectl, kubectl_on
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "lifecycle"},
          "nodePools": [{"name": "node", "count": 2}]}
@@ -30,13 +30,8 @@ pytestmark = [pytest.mark.kubectl]
 
 @pytest.fixture
 async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
-    if KUBECTL is None:
-        pytest.skip("kubectl not found: run `make test` (tests/tools/fetch-kubectl.sh) or set CPLANE_KUBECTL")
-    k = Kubectl(cplane_sandbox, home=tmp_path / "home", workdir=tmp_path / "work")  # type: ignore[arg-type]
-    try:
+    async with kubectl_on(cplane_sandbox, tmp_path) as k:
         yield k
-    finally:
-        await k.close()
 
 
 async def _cplane(sb: testing.Sandbox, *args: str) -> tuple[int, str, str]:
