@@ -9,32 +9,11 @@ from typing import Any
 from controllers.runtime import client as clients
 from cp import errors
 from cp import resources as res
+from tests.crds import WIDGETS
 from tests.waiting import eventually
 
 CRDS = "customresourcedefinitions.apiextensions.k8s.io"
 
-WIDGETS: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
-                  "shortNames": ["wd"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {
-                    "replicas": {"type": "integer"}, "color": {"type": "string"}}},
-                "status": {"type": "object", "properties": {
-                    "replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}},
-            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
-                                                     "statusReplicasPath": ".status.replicas",
-                                                     "labelSelectorPath": ".status.selector"}},
-        }],
-    },
-}
 
 
 def definition(*, kind: str = "Widget", plural: str = "widgets", scope: str = "Namespaced",

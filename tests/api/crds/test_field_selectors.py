@@ -10,7 +10,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.api.crds.test_serving import WIDGETS, establish
+from tests.api.crds.test_serving import establish
+from tests.crds import WIDGETS
 
 BASE = "/apis/example.com/v1/namespaces/default/widgets"
 

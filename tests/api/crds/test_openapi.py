@@ -12,8 +12,9 @@ from typing import Any
 import aiohttp
 
 from tests import waiting
-from tests.api.crds.test_serving import CRDS, WIDGETS, establish
+from tests.api.crds.test_serving import CRDS, establish
 from tests.cp.test_openapi_v2 import _kube_openapi_problems
+from tests.crds import WIDGETS
 
 PB = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
 

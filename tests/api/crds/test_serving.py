@@ -11,32 +11,11 @@ from typing import Any
 import aiohttp
 
 from tests import waiting
+from tests.crds import WIDGETS
 
 AGG = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 
-WIDGETS: dict[str, Any] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList",
-                  "shortNames": ["wd"], "categories": ["all"]},
-        "versions": [{
-            "name": "v1", "served": True, "storage": True,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": {
-                    "replicas": {"type": "integer"}, "color": {"type": "string"}}},
-                "status": {"type": "object", "properties": {
-                    "replicas": {"type": "integer"}, "selector": {"type": "string"}}}}}},
-            "subresources": {"status": {}, "scale": {"specReplicasPath": ".spec.replicas",
-                                                     "statusReplicasPath": ".status.replicas",
-                                                     "labelSelectorPath": ".status.selector"}},
-        }],
-    },
-}
 
 
 async def _json(resp: aiohttp.ClientResponse) -> Any:

@@ -11,7 +11,8 @@ from typing import Any
 import aiohttp
 
 from tests import waiting
-from tests.api.crds.test_serving import CRDS, WIDGETS, establish
+from tests.api.crds.test_serving import CRDS, establish
+from tests.crds import WIDGETS
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 BASE = "/apis/example.com/v1/namespaces/default/widgets"

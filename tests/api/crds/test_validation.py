@@ -9,7 +9,8 @@ from typing import Any
 
 import aiohttp
 
-from tests.api.crds.test_serving import WIDGETS, _json, establish
+from tests.api.crds.test_serving import _json, establish
+from tests.crds import WIDGETS
 
 BASE = "/apis/example.com/v1/namespaces/default/widgets"
 

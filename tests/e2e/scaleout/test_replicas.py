@@ -227,7 +227,7 @@ async def test_a_killed_replica_s_watchers_resume_on_the_other_without_gaps_or_d
 
 
 async def test_a_crd_created_through_one_replica_is_served_by_the_other(pg_url: str, tmp_path: Path) -> None:
-    from tests.api.crds.test_serving import WIDGETS
+    from tests.crds import WIDGETS
 
     async with clusters.cluster(db_url=pg_url, workdir=tmp_path) as c, aiohttp.ClientSession() as http:
         a, b = await c.replicas(2)
