@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -61,7 +61,7 @@ from cp.dra import (
 from cp.dra import extended as ext
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
-from cp.scheduling import plugins
+from cp.scheduling import framework, plugins, profiles
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -93,8 +93,10 @@ class DraCycle:
 class SchedulingCycle:
     def __init__(self, *, client: clients.Client, claims: informers.Informer, namespaces: informers.Informer,
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
-                 filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int) -> None:
+                 filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
+                 profile: framework.Profile | None = None) -> None:
         self.client = client
+        self.profile = profile if profile is not None else profiles.default_profile()
         self.claims = claims
         self.namespaces = namespaces
         self.assume = assume
@@ -131,9 +133,19 @@ class SchedulingCycle:
         except SchedError as exc:
             return Error(message=str(exc))
 
+        owner = controller_uid_of(pod)
+        info = plugins.PodInfo(pod, req, owner)
+        pinfo = framework.PodInfo(pod, req, owner)
+        state = framework.CycleState()
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces))
+        active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
+        if rejected is not None:
+            return Unschedulable(message=plugins.fit_error(
+                len(nodes), {}, prefilter=rejected,
+                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)))
+        run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
-        info = plugins.PodInfo(pod, req, controller_uid_of(pod))
         n = len(nodes)
         to_find = plugins.num_feasible_nodes_to_find(n, self.percentage)
         start = self.node_cache.next_start % n
@@ -159,6 +171,8 @@ class SchedulingCycle:
                     status = None
                 else:
                     status = info.filter(ni, usage, ext_mapping)
+                if status is None and active:
+                    status = run_filters(active, state, pinfo, entry)
                 allocs = no_allocs
                 node_ext: ext.ExtendedResourceClaim | None = None
                 if status is None and dra_active:
@@ -200,8 +214,8 @@ class SchedulingCycle:
             why = self._why_short(pod, dra, statuses)
             return Unschedulable(message=f"{message} {why}" if why else message)
 
-        entry, allocs, node_ext = self._select_host(info, dra, feasible)
-        return self._reserve(pod, req, dra, entry, allocs, node_ext)
+        entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
+        return self._reserve(pod, pinfo, dra, entry, allocs, node_ext)
 
     def pod_claims(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """`foreachPodResourceClaim`: the pod's claims, or Gated with upstream's reason."""
@@ -431,8 +445,8 @@ class SchedulingCycle:
             return "deletion of ResourceClaim completed"
         return "still not schedulable"
 
-    def _select_host(self, info: plugins.PodInfo, d: DraCycle,
-                     feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
+    def _select_host(self, info: plugins.PodInfo, pinfo: framework.PodInfo, state: framework.CycleState,
+                     d: DraCycle, feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
@@ -446,13 +460,16 @@ class SchedulingCycle:
         else:  # only the resource scores differ between nodes
             score = info.resource_score
             totals = [score(entry.info, entry.usage) for entry, _a, _x in feasible]
+        if self.profile.scores:
+            extra, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible])
+            totals = [t + x for t, x in zip(totals, extra, strict=True)]
         best = max(totals)
         # selectHost: a uniformly random one among the top scores.
         top = [i for i, score in enumerate(totals) if score == best]
         chosen = top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
         return feasible[chosen]
 
-    def _reserve(self, pod: dict[str, Any], req: plugins.PodRequests, d: DraCycle, entry: NodeEntry,
+    def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, d: DraCycle, entry: NodeEntry,
                  allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
         pod_uid = uid_of(pod)
         pod_key = caches.key_of(pod)
@@ -473,7 +490,7 @@ class SchedulingCycle:
             plan.claims.append(ClaimPlan(claim=None, allocation=alloc, key=key, extended=True))
             plan.extended_claim = node_ext.claim
             plan.mappings = node_ext.mappings
-        self.node_cache.assume_pod(pod, entry.name, req)
+        self.node_cache.assume_pod(pinfo, entry.name)
         return plan
 
     def _why_short(self, pod: Mapping[str, Any], dra: Any, statuses: Mapping[str, Any]) -> str:
@@ -495,6 +512,25 @@ class SchedulingCycle:
         except Exception:  # the explanation must never break scheduling
             logger.exception("why_short_failed", pod=meta_of(pod).get("name"))
             return ""
+
+
+class _NamespaceLabels(Mapping[str, Mapping[str, str]]):
+    """The namespaces' labels from the informer, looked up as needed (`GetNamespaceLabelsSnapshot`)."""
+
+    def __init__(self, namespaces: informers.Informer) -> None:
+        self._cache = namespaces.cache
+
+    def __getitem__(self, name: str) -> Mapping[str, str]:
+        ns = self._cache.get("", name)
+        if ns is None:
+            raise KeyError(name)
+        return meta_of(ns).get("labels") or {}
+
+    def __iter__(self) -> Iterator[str]:
+        return (caches.key_of(ns)[1] for ns in self._cache.list())
+
+    def __len__(self) -> int:
+        return len(self._cache.list())
 
 
 def _has_shares(result: Any) -> bool:

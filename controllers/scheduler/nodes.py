@@ -9,28 +9,10 @@ from typing import Any
 
 from controllers.scheduler.config import TERMINAL
 from cp.objects import controller_uid_of, meta_of, spec_of, status_of, uid_of
-from cp.scheduling import plugins
+from cp.scheduling import framework, plugins
 
-PodUsage = tuple[str, plugins.PodRequests, str]  # (node, requests, controller uid)
-
-
-class NodeEntry:
-    """A node as the scheduler sees it: its pre-digested info, a per-node cache of DRA results and
-    a version bumped whenever a device in one of its pools is allocated or freed."""
-
-    __slots__ = ("dra_cache", "dra_version", "info", "name", "usage")
-
-    def __init__(self, node: dict[str, Any], usage: plugins.NodeUsage) -> None:
-        self.info = plugins.NodeInfo(node)
-        self.name = self.info.name
-        self.usage = usage  # what the pods on the node request (shared with NodeCache.usage)
-        # claim-spec signature -> (allocator generation, dra_version, shared version, answer)
-        self.dra_cache: dict[bytes, tuple[int, int, int, Any]] = {}
-        self.dra_version = 0
-
-    @property
-    def node(self) -> dict[str, Any]:
-        return self.info.node  # type: ignore[return-value]
+PodUsage = tuple[str, framework.PodInfo]  # (node, the pod as the plugins see it)
+NodeEntry = framework.NodeState
 
 
 class NodeCache:
@@ -80,7 +62,7 @@ class NodeCache:
         if old is not None:
             usage = self.usage.get(old[0])
             if usage is not None:
-                usage.remove(old[1], old[2])
+                usage.remove(old[1].req, old[1].owner, old[1])
                 if usage.pods <= 0 and old[0] not in self.nodes:
                     del self.usage[old[0]]
         if value is not None:
@@ -88,7 +70,7 @@ class NodeCache:
             usage = self.usage.get(value[0])
             if usage is None:
                 usage = self.usage[value[0]] = plugins.NodeUsage()
-            usage.add(value[1], value[2])
+            usage.add(value[1].req, value[1].owner, value[1])
 
     def account_pod(self, pod: dict[str, Any]) -> None:
         uid = uid_of(pod)
@@ -96,8 +78,9 @@ class NodeCache:
         if node and status_of(pod).get("phase") not in TERMINAL:
             self.assumed_pods.pop(uid, None)
             current = self.pod_usage.get(uid)
-            if current is None or current[0] != node:
-                self.set_usage(uid, (node, plugins.pod_requests(pod), controller_uid_of(pod)))
+            if current is None or current[0] != node or (current[1].pod is not pod and (
+                    meta_of(current[1].pod).get("labels") != meta_of(pod).get("labels"))):
+                self.set_usage(uid, (node, framework.PodInfo(pod, owner=controller_uid_of(pod))))
         elif uid not in self.assumed_pods:
             self.set_usage(uid, None)
 
@@ -109,11 +92,10 @@ class NodeCache:
         self.assumed_pods.pop(uid, None)
         self.set_usage(uid, None)
 
-    def assume_pod(self, pod: dict[str, Any], node: str, req: plugins.PodRequests) -> None:
+    def assume_pod(self, pod: framework.PodInfo, node: str) -> None:
         """Reserve: the pod counts on `node` until the informer shows it bound (or it is forgotten)."""
-        uid = uid_of(pod)
-        self.assumed_pods[uid] = node
-        self.set_usage(uid, (node, req, controller_uid_of(pod)))
+        self.assumed_pods[pod.uid] = node
+        self.set_usage(pod.uid, (node, pod))
 
     def forget_pod(self, pod: Mapping[str, Any], current: dict[str, Any] | None) -> None:
         """Undo `assume_pod`; the informer's view of the pod (`current`, if any) counts again."""

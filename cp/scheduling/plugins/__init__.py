@@ -254,25 +254,39 @@ def pod_requests(pod: Mapping[str, Any]) -> PodRequests:
 
 
 class NodeUsage:
-    """What the pods bound to (or assumed on) one node request, and how many siblings of each
-    controller run there."""
+    """What the pods bound to (or assumed on) one node request, how many siblings of each
+    controller run there, and (when given) the pods themselves as `framework.PodInfo`s
+    (`members`, by uid) with counts of those having pod (anti-)affinity and their host ports."""
 
-    __slots__ = ("non_zero", "owners", "pods", "requested")
+    __slots__ = ("members", "non_zero", "owners", "pods", "ports", "requested", "with_affinity",
+                 "with_required_anti_affinity")
 
     def __init__(self) -> None:
         self.requested = Resources()
         self.non_zero = Resources()
         self.pods = 0
         self.owners: dict[str, int] = {}
+        self.members: dict[str, Any] = {}
+        self.with_affinity = 0
+        self.with_required_anti_affinity = 0
+        self.ports: dict[tuple[str, str, int], int] = {}
 
-    def add(self, req: PodRequests, owner: str) -> None:
+    def add(self, req: PodRequests, owner: str, info: Any = None) -> None:
         self.requested.add(req.requests)
         self.non_zero.add(req.non_zero)
         self.pods += 1
         if owner:
             self.owners[owner] = self.owners.get(owner, 0) + 1
+        if info is not None:
+            self.members[info.uid] = info
+            if info.has_affinity:
+                self.with_affinity += 1
+            if info.required_anti_affinity:
+                self.with_required_anti_affinity += 1
+            for port in info.host_ports:
+                self.ports[port] = self.ports.get(port, 0) + 1
 
-    def remove(self, req: PodRequests, owner: str) -> None:
+    def remove(self, req: PodRequests, owner: str, info: Any = None) -> None:
         self.requested.sub(req.requests)
         self.non_zero.sub(req.non_zero)
         self.pods -= 1
@@ -282,6 +296,25 @@ class NodeUsage:
                 self.owners[owner] = n
             else:
                 self.owners.pop(owner, None)
+        if info is not None and self.members.pop(info.uid, None) is not None:
+            if info.has_affinity:
+                self.with_affinity -= 1
+            if info.required_anti_affinity:
+                self.with_required_anti_affinity -= 1
+            for port in info.host_ports:
+                n = self.ports.get(port, 0) - 1
+                if n > 0:
+                    self.ports[port] = n
+                else:
+                    self.ports.pop(port, None)
+
+    def copy(self) -> NodeUsage:
+        """A copy to change (preemption's dry runs remove victims from it)."""
+        u = NodeUsage()
+        u.requested, u.non_zero, u.pods = self.requested.copy(), self.non_zero.copy(), self.pods
+        u.owners, u.members, u.ports = dict(self.owners), dict(self.members), dict(self.ports)
+        u.with_affinity, u.with_required_anti_affinity = self.with_affinity, self.with_required_anti_affinity
+        return u
 
 
 class Allocatable:
