@@ -235,7 +235,8 @@ class Plugin:
       were added to / removed from `node` (preemption);
     - `pre_score(state, pod, nodes)`: None, or `SKIPPED` to skip Score for the cycle;
     - `score(state, pod, node)`: a raw score;
-    - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100.
+    - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100;
+    - `explain(state, pod, node)`: the detail behind a Filter rejection, for `cplane why`.
     """
 
     name: ClassVar[str] = ""
@@ -261,6 +262,11 @@ class Plugin:
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         return None
+
+    def explain(self, state: CycleState, pod: PodInfo, node: NodeState) -> str:
+        """For `cplane why`: what, in detail, made Filter reject the node (which term, which
+        constraint and skew); "" when the status's reasons say it all."""
+        return ""
 
 
 def default_normalize(scores: list[int], *, reverse: bool) -> None:

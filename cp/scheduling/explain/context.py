@@ -23,7 +23,7 @@ from cp.dra.celenv import CelCache
 from cp.dra.model import DeviceID
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.dra.state import AllocatedState
-from cp.scheduling import plugins
+from cp.scheduling import framework, plugins
 from cp.scheduling.explain.common import (
     RESERVED_FOR_MAX,
     Snapshot,
@@ -96,7 +96,8 @@ class Context:
             node = str(objects.spec_of(p).get("nodeName") or "")
             if not node or objects.status_of(p).get("phase") in ("Succeeded", "Failed"):
                 continue
-            self.usage.setdefault(node, plugins.NodeUsage()).add(plugins.pod_requests(p), objects.controller_uid_of(p))
+            pi = framework.PodInfo(p, owner=objects.controller_uid_of(p))
+            self.usage.setdefault(node, plugins.NodeUsage()).add(pi.req, pi.owner, pi)
 
     def new_allocator(self, *, state: AllocatedState | None = None, classes: Mapping[str, Any] | None = None,
                       features: Features | None = None) -> Allocator:
