@@ -232,3 +232,120 @@ def test_match_label_keys_narrow_the_selector() -> None:
     old = [pod(f"old{i}", node="node-a", labels={"foo": "", "rev": "1"}) for i in range(3)]
     _p, state, _s, _ = run_pre_filter(incoming, FOUR, old)
     assert state["PreFilterPodTopologySpread"].counts == [{"node-a": 0, "node-b": 0, "node-x": 0, "node-y": 0}]
+
+
+# ------------------------------------------------------------------ TestPodTopologySpreadScore
+
+HOST = "kubernetes.io/hostname"
+
+
+def hn(name: str, **more: str) -> dict[str, Any]:
+    return node(name, **{HOST: name}, **more)
+
+
+def spread_on(**counts: int) -> list[dict[str, Any]]:
+    """foo pods: node letter -> how many."""
+    return [pod(f"p-{w}{i}", node=f"node-{w}", labels=("foo",)) for w, n in counts.items() for i in range(n)]
+
+
+def run_score(incoming: dict[str, Any], pods: list[dict[str, Any]], nodes: list[dict[str, Any]],
+              failed: list[dict[str, Any]] | None = None, args: dict[str, Any] | None = None,
+              services: list[dict[str, Any]] | None = None) -> str | list[int]:
+    def selector(p: framework.PodInfo) -> Any:
+        return pts.default_selector(p.pod, services=services or [], lookup=lambda _k, _ns, _n: None)
+
+    plugin = pts.PodTopologySpread(LIST_ARGS if args is None else args, default_selector=selector)
+    snap = snapshot([*nodes, *(failed or [])], pods)
+    state = framework.CycleState()
+    state[framework.SNAPSHOT_KEY] = snap
+    info = framework.PodInfo(incoming)
+    candidates = [snap.by_name[n["metadata"]["name"]] for n in nodes]
+    st = plugin.pre_score(state, info, candidates)
+    if st is not None:
+        assert st.code == framework.SKIP
+        return "skip"
+    scores = [plugin.score(state, info, n) for n in candidates]
+    plugin.normalize(state, info, scores)
+    return scores
+
+
+ON_HOST = pod("p", labels=("foo",), constraints=(spread(1, HOST, SOFT, FOO),))
+ABCD = [hn("node-a"), hn("node-b"), hn("node-c"), hn("node-d")]
+
+SCORE: list[tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[int]]] = [
+    ("one constraint on node, no existing pods", ON_HOST, [], [hn("node-a"), hn("node-b")], [], [100, 100]),
+    ("one constraint on node, one candidate", ON_HOST, spread_on(a=2, b=1), [hn("node-a")], [hn("node-b")], [100]),
+    ("one constraint on node, as many matching pods everywhere", ON_HOST, spread_on(a=1, b=1),
+     [hn("node-a"), hn("node-b")], [], [100, 100]),
+    ("one constraint on node, 2/1/0/3", ON_HOST, spread_on(a=2, b=1, d=3), ABCD, [], [20, 60, 100, 0]),
+    ("one constraint on node, a null selector",
+     pod("p", labels=("foo",), constraints=(spread(1, HOST, SOFT, None),)), spread_on(a=2, b=1, d=3), ABCD, [],
+     [100, 100, 100, 100]),
+    ("one constraint on node, 2/1/0/3, maxSkew 2",
+     pod("p", labels=("foo",), constraints=(spread(2, HOST, SOFT, FOO),)), spread_on(a=2, b=1, d=3), ABCD, [],
+     [33, 66, 100, 16]),
+    ("one constraint on node, 4/3/2/1, maxSkew 3",
+     pod("p", labels=("foo",), constraints=(spread(3, HOST, SOFT, FOO),)), spread_on(a=4, b=3, c=2, d=1), ABCD, [],
+     [44, 66, 77, 100]),
+    ("one constraint on node, 3 of 4 nodes candidates (4/2/1/~3~)", ON_HOST, spread_on(a=4, b=2, x=1, y=3),
+     [hn("node-a"), hn("node-b"), hn("node-x")], [hn("node-y")], [33, 83, 100]),
+]
+
+
+@pytest.mark.parametrize(("incoming", "pods", "nodes", "failed", "want"), [c[1:] for c in SCORE],
+                         ids=[c[0] for c in SCORE])
+def test_score(incoming: dict[str, Any], pods: list[dict[str, Any]], nodes: list[dict[str, Any]],
+               failed: list[dict[str, Any]], want: list[int]) -> None:
+    assert run_score(incoming, pods, nodes, failed) == want
+
+
+def test_system_default_spreading_with_a_service() -> None:
+    """System defaulting, nodes without a zone, pods selected by a Service: as one hostname constraint
+    with maxSkew 3."""
+    service = {"metadata": {"namespace": ""}, "spec": {"selector": {"foo": ""}}}
+    got = run_score(pod("p", labels=("foo",)), spread_on(a=4, b=3, c=2, d=1), ABCD, args={}, services=[service])
+    assert got == [44, 66, 77, 100]
+
+
+def test_system_default_spreading_skips_pods_nothing_selects() -> None:
+    assert run_score(pod("p", labels=("foo",)), spread_on(a=4), ABCD, args={}) == "skip"
+
+
+# ------------------------------------------------------------------ helper.DefaultSelector
+
+def _owned(kind: str, api_version: str) -> dict[str, Any]:
+    p = pod("p", labels={"app": "web", "tier": "fe"}, ns="ns")
+    p["metadata"]["ownerReferences"] = [{"apiVersion": api_version, "kind": kind, "name": "owner", "controller": True}]
+    return p
+
+
+DEFAULT_SELECTOR: list[tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, Any] | None, str]] = [
+    ("nothing selects the pod", pod("p", labels={"app": "web"}, ns="ns"), [], None, ""),
+    ("a service selects it", pod("p", labels={"app": "web"}, ns="ns"),
+     [{"metadata": {"namespace": "ns"}, "spec": {"selector": {"app": "web"}}},
+      {"metadata": {"namespace": "other"}, "spec": {"selector": {"app": "web", "x": "y"}}},
+      {"metadata": {"namespace": "ns"}, "spec": {}}], None, "app=web"),
+    ("a ReplicaSet owns it", _owned("ReplicaSet", "apps/v1"), [],
+     {"spec": {"selector": {"matchLabels": {"tier": "fe"}}}}, "tier=fe"),
+    ("a StatefulSet owns it", _owned("StatefulSet", "apps/v1"), [],
+     {"spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]}}},
+     "app in (web)"),
+    ("a ReplicationController owns it", _owned("ReplicationController", "v1"),
+     [{"metadata": {"namespace": "ns"}, "spec": {"selector": {"app": "web"}}}], {"spec": {"selector": {"tier": "fe"}}},
+     "app=web,tier=fe"),
+    ("another kind of owner does not count", _owned("Job", "batch/v1"), [], {"spec": {"selector": {"tier": "fe"}}}, ""),
+]
+
+
+@pytest.mark.parametrize(("p", "services", "owner", "want"), [c[1:] for c in DEFAULT_SELECTOR],
+                         ids=[c[0] for c in DEFAULT_SELECTOR])
+def test_default_selector(p: dict[str, Any], services: list[dict[str, Any]], owner: dict[str, Any] | None,
+                          want: str) -> None:
+    assert str(pts.default_selector(p, services=services, lookup=lambda _k, _ns, _n: owner)) == want
+
+
+def test_args_are_validated() -> None:
+    with pytest.raises(pts.ArgsError, match=r"when \.defaultConstraints are not empty"):
+        pts.PodTopologySpread({"defaultingType": "System", "defaultConstraints": [spread(1, "zone", SOFT, None)]})
+    with pytest.raises(pts.ArgsError, match="must not define a selector"):
+        pts.PodTopologySpread({"defaultingType": "List", "defaultConstraints": [spread(1, "zone", SOFT, FOO)]})
