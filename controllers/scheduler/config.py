@@ -32,5 +32,10 @@ CLAIMS = clients.resolve("resourceclaims.resource.k8s.io")
 SLICES = clients.resolve("resourceslices.resource.k8s.io")
 CLASSES = clients.resolve("deviceclasses.resource.k8s.io")
 RULES = clients.resolve("devicetaintrules.resource.k8s.io")
+# PodTopologySpread's default selector (`helper.DefaultSelector`): who selects a pod.
+SERVICES = clients.resolve("services")
+REPLICATION_CONTROLLERS = clients.resolve("replicationcontrollers")
+REPLICA_SETS = clients.resolve("replicasets.apps")
+STATEFUL_SETS = clients.resolve("statefulsets.apps")
 POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name}
 CLAIM_INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}

@@ -88,8 +88,12 @@ from controllers.scheduler.config import (
     NODES,
     POD_INDEXERS,
     PODS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     RULES,
+    SERVICES,
     SLICES,
+    STATEFUL_SETS,
     TERMINAL,
     UNSCHEDULABLE_MAX,
 )
@@ -109,9 +113,11 @@ from controllers.scheduler.plan import (
 )
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
-from cp import errors
+from cp import errors, selectors
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
+from cp.scheduling import framework
+from cp.scheduling.plugins import podtopologyspread
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -137,6 +143,11 @@ class Scheduler:
         self.nodes = informer_factory.informer(NODES)
         self.rules = informer_factory.informer(RULES)
         self.namespaces = informer_factory.informer(NAMESPACES)
+        # PodTopologySpread's default constraints need who selects a pod (no queueing events).
+        self.services = informer_factory.informer(SERVICES)
+        self.owners = {"ReplicationController": informer_factory.informer(REPLICATION_CONTROLLERS),
+                       "ReplicaSet": informer_factory.informer(REPLICA_SETS),
+                       "StatefulSet": informer_factory.informer(STATEFUL_SETS)}
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
@@ -149,6 +160,9 @@ class Scheduler:
                                      assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
                                      filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
                                      percentage_of_nodes_to_score=percentage_of_nodes_to_score)
+        spread = self.cycle.profile.plugin(podtopologyspread.NAME)
+        if isinstance(spread, podtopologyspread.PodTopologySpread):
+            spread.use_default_selector(self._default_selector)
         self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
@@ -170,6 +184,16 @@ class Scheduler:
                                                   on_delete=nodes.node_deleted))
 
     # ------------------------------------------------------------------ wiring
+
+    def _default_selector(self, pod: framework.PodInfo) -> selectors.LabelSelector:
+        """`helper.DefaultSelector` from the informers' Services, ReplicationControllers,
+        ReplicaSets and StatefulSets."""
+        def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+            informer = self.owners.get(kind)
+            return informer.cache.get(namespace, name) if informer is not None else None
+
+        return podtopologyspread.default_selector(pod.pod, services=self.services.cache.list(pod.namespace),
+                                                  lookup=lookup)
 
     def watches(self) -> list[managers.Watch]:
         return [managers.Watch(kind=PODS, map=self._map_pod, indexers=POD_INDEXERS),

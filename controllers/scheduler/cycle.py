@@ -450,7 +450,7 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        if d.prioritized or info.preferred or info.owner or (self.node_cache.soft_tainted and any(
+        if d.prioritized or info.preferred or (self.node_cache.soft_tainted and any(
                 e.info.soft_taints for e, _a, _x in feasible)):
             inputs = []
             for entry, allocs, _node_ext in feasible:

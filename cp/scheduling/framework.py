@@ -27,8 +27,23 @@ from typing import Any, ClassVar
 from cp import selectors
 from cp.scheduling import plugins
 
-__all__ = ["ERROR", "MAX_NODE_SCORE", "SKIP", "SUCCESS", "UNRESOLVABLE", "UNSCHEDULABLE", "AffinityTerm",
-           "CycleState", "NodeState", "Plugin", "PodInfo", "Profile", "Snapshot", "Status"]
+__all__ = [
+    "ERROR",
+    "MAX_NODE_SCORE",
+    "SKIP",
+    "SNAPSHOT_KEY",
+    "SUCCESS",
+    "UNRESOLVABLE",
+    "UNSCHEDULABLE",
+    "AffinityTerm",
+    "CycleState",
+    "NodeState",
+    "Plugin",
+    "PodInfo",
+    "Profile",
+    "Snapshot",
+    "Status",
+]
 
 Status = plugins.Status
 SUCCESS = "Success"
@@ -39,6 +54,8 @@ SKIP = "Skip"
 MAX_NODE_SCORE = plugins.MAX_NODE_SCORE
 
 SKIPPED = Status(SKIP, [])
+# CycleState key of the cycle's Snapshot (written before PreFilter; PreScore reads all nodes from it).
+SNAPSHOT_KEY = "Snapshot"
 
 
 # ---------------------------------------------------------------------- pods
@@ -314,6 +331,7 @@ class Profile:
                        ) -> tuple[list[Plugin], Status | None]:
         """The filter plugins to run on each node (PreFilter skips left out), or the rejection."""
         skipped: set[str] = set()
+        state[SNAPSHOT_KEY] = snapshot
         for p in self.pre_filters:
             st = p.pre_filter(state, pod, snapshot)
             if st is None:

@@ -37,6 +37,8 @@ def _load() -> None:
     import importlib
 
     modules: tuple[str, ...] = (
+        "interpodaffinity",
+        "podtopologyspread",
     )
     for module in modules:
         importlib.import_module(f"cp.scheduling.plugins.{module}")

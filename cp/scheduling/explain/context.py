@@ -350,5 +350,5 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
         inputs.append(ctx.info.raw_score(ni, ctx.usage.get(ni.name), dra_score))
     details = [{"leastAllocated": round(s.least, 3), "balancedAllocation": round(s.balanced, 3),
                 "untoleratedPreferNoScheduleTaints": s.taints, "preferredAffinity": s.affinity,
-                "siblingsOnNode": s.siblings, "prioritizedList": s.dra} for s in inputs]
+                "prioritizedList": s.dra} for s in inputs]
     return plugins.total_scores(inputs), details
