@@ -63,7 +63,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -84,11 +84,14 @@ from controllers.scheduler.config import (
     EVENT_REPEAT_INTERVAL,
     FEATURES,
     FILTER_TIMEOUT,
+    INITIAL_BACKOFF,
+    MAX_BACKOFF,
     NAMESPACES,
     NODES,
     POD_INDEXERS,
     PODS,
     RULES,
+    SCHEDULER_NAME,
     SLICES,
     TERMINAL,
     UNSCHEDULABLE_MAX,
@@ -112,6 +115,9 @@ from cp import clock as clocks
 from cp import errors
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
+from cp.scheduling import events as cluster_events
+from cp.scheduling import framework
+from cp.scheduling import profiles as scheduling_profiles
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -120,7 +126,9 @@ class Scheduler:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
-                 seed: int | None = None, features: Features = FEATURES) -> None:
+                 seed: int | None = None, features: Features = FEATURES,
+                 profiles: Sequence[framework.Profile] | None = None, initial_backoff: float = INITIAL_BACKOFF,
+                 max_backoff: float = MAX_BACKOFF) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -143,12 +151,22 @@ class Scheduler:
         # DRA: what is in use (informer + assumptions), and the allocator over slices/classes/rules.
         self.assume = AssumeCache(claims=self.claims, slices=self.slices, classes=self.classes, rules=self.rules,
                                   nodes=self.node_cache, features=features)
-        # The scheduling queue beyond the work queue: the unschedulable pool and backoff.
-        self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue)
-        self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
-                                     assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
-                                     filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
-                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score)
+        # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
+        self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
+        self.cycles = {
+            profile.scheduler_name: SchedulingCycle(
+                client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
+                nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
+                pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                profile=profile)
+            for profile in self.profiles}
+        self.cycle = self.cycles[self.profiles[0].scheduler_name]
+        self.scheduler_names = frozenset(self.cycles)
+        # The scheduling queue: activeQ (the work queue), backoff and the unschedulable pool.
+        self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue,
+                                        priority=self._priority,
+                                        event_map=scheduling_profiles.event_map(self.profiles),
+                                        initial_backoff=initial_backoff, max_backoff=max_backoff)
         self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
@@ -185,8 +203,16 @@ class Scheduler:
         self.queueing.reset()
 
     def move_all(self, event: str) -> None:
-        """Every pod of the unschedulable pool back to the queue (after its backoff)."""
+        """The pods of the unschedulable pool that `event` may help back to the queue (after their
+        backoff)."""
         self.queueing.move_all(event)
+
+    def _pending(self, pod: Mapping[str, Any]) -> bool:
+        return is_pending(pod, self.scheduler_names)
+
+    def _priority(self, key: tuple[str, str]) -> int:
+        pod = self.pods.cache.get(*key)
+        return int(spec_of(pod).get("priority") or 0) if pod is not None else 0
 
     @property
     def queue(self) -> workqueue.WorkQueue[Request] | None:
@@ -206,7 +232,7 @@ class Scheduler:
 
     def _still_gated(self, key: tuple[str, str]) -> bool:
         pod = self.pods.cache.get(*key)
-        return pod is not None and is_pending(pod) and self.gate(pod) is not None
+        return pod is not None and self._pending(pod) and self.gate(pod) is not None
 
     def _forget_pod(self, key: tuple[str, str]) -> None:
         self.queueing.forget(key)
@@ -219,21 +245,33 @@ class Scheduler:
         if change.type == "delete":
             self._forget_pod(key)
             if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
-                self.queueing.move_all("AssignedPodDelete")
+                self.queueing.move_all("AssignedPod/Delete")
             return []
         if spec_of(pod).get("nodeName"):
-            if old is not None and spec_of(old).get("nodeName") and \
-                    status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
-                self.queueing.move_all("AssignedPodTerminated")
             self._forget_pod(key)
+            if self.queueing.idle():
+                return []
+            if old is None or not spec_of(old).get("nodeName"):
+                self._move_if_interested("AssignedPod/Add")
+            elif status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
+                self.queueing.move_all("AssignedPod/Delete")  # a finished pod frees what it held
+            elif pod_updated(old, pod):
+                for event in cluster_events.pod_update_events(old, pod, assigned=True):
+                    self._move_if_interested(event)
             return []
-        if not is_pending(pod):
+        if not self._pending(pod):
             return []
         if change.type == "add" or old is None:
             return [request_of(key)]
         if self.queueing.waiting(key) and pod_updated(old, pod):
-            self.queueing.nudge(key)
+            for event in cluster_events.pod_update_events(old, pod, assigned=False):
+                self.queueing.nudge(key, event)
         return []
+
+    def _move_if_interested(self, event: str) -> None:
+        """Events no plugin registered are not even looked at (assigned pods change often)."""
+        if self.queueing.event_map.interested(event):
+            self.queueing.move_all(event)
 
     def _pods_using_claim(self, claim: Mapping[str, Any]) -> set[tuple[str, str]]:
         ns, name = caches.key_of(claim)
@@ -249,23 +287,24 @@ class Scheduler:
         claim, old = change.obj, change.old
         if change.type == "delete":
             if allocation_of(claim) is not None:
-                self.queueing.move_all("AllocatedClaimDelete")
+                self.queueing.move_all("ResourceClaim/Delete")
             return []
         if old is not None and allocation_of(old) is not None and allocation_of(claim) is None:
-            self.queueing.move_all("ClaimDeallocated")
+            self.queueing.move_all("ResourceClaim/Update")  # deallocated: may help anybody
             return []
         if self.queueing.idle():
             return []
         if change.type == "add" or old is None or status_of(old) != status_of(claim):
+            event = "ResourceClaim/Add" if change.type == "add" or old is None else "ResourceClaim/Update"
             for key in self._pods_using_claim(claim):
-                self.queueing.nudge(key)
+                self.queueing.nudge(key, event)
         return []
 
     def _map_cluster(self, change: managers.Change) -> list[Request]:
         """ResourceSlices, DeviceClasses (add/update) and DeviceTaintRules (any change)."""
         if change.type == "delete" and change.kind is not RULES:
             return []
-        self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
+        self.queueing.move_all(f"{change.kind.kind}/{change.type.capitalize()}")
         return []
 
     def _map_node(self, change: managers.Change) -> list[Request]:
@@ -273,20 +312,18 @@ class Scheduler:
         if change.type == "delete":
             return []
         if change.type == "add" or old is None:
-            self.queueing.move_all("NodeAdd")
+            self.queueing.move_all("Node/Add")
             return []
-        relevant = (meta_of(old).get("labels") != meta_of(node).get("labels")
-                    or spec_of(old).get("taints") != spec_of(node).get("taints")
-                    or bool(spec_of(old).get("unschedulable")) != bool(spec_of(node).get("unschedulable"))
-                    or status_of(old).get("allocatable") != status_of(node).get("allocatable"))
-        if relevant:
-            self.queueing.move_all("NodeUpdate")
+        if self.queueing.idle():
+            return []
+        for event in cluster_events.node_update_events(old, node):
+            self.queueing.move_all(event)
         return []
 
     def _map_namespace(self, change: managers.Change) -> list[Request]:
         if change.type == "update" and change.old is not None and \
                 meta_of(change.old).get("labels") != meta_of(change.obj).get("labels"):
-            self.queueing.move_all("NamespaceUpdate")
+            self.queueing.move_all("Namespace/Update")
         return []
 
     # ------------------------------------------------------------------ reconcile
@@ -306,7 +343,7 @@ class Scheduler:
             return None
         self.queueing.popped(key)
         pod = self.pods.cache.get(*key)
-        if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+        if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
             if pod is None or spec_of(pod).get("nodeName"):
                 self._forget_pod(key)
             return None
@@ -317,23 +354,26 @@ class Scheduler:
             return None
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
-            if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+            if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
                 return None
+            cycle = self.cycles[spec_of(pod).get("schedulerName") or SCHEDULER_NAME]
             self.queueing.begin_cycle(key)
             started = time.perf_counter()
             try:
-                outcome = await self.cycle.run(pod)
+                outcome = await cycle.run(pod)
             finally:
                 self.stats.cycle_seconds += time.perf_counter() - started
-                moved = self.queueing.end_cycle(key)
+                in_flight = self.queueing.end_cycle(key)
         if isinstance(outcome, Gate):
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=outcome.reason)
             self.queueing.park(key, gated=True)
-            if moved:
+            if in_flight:
                 self.queueing.requeue(key)
             return None
         self.stats.attempts += 1
-        self.queueing.record_attempt(key)
+        self.queueing.record_attempt(key, outcome.plugins if isinstance(outcome, Unschedulable) else frozenset())
+        # an event during the cycle that may help: try again (after backoff) instead of waiting
+        moved = self.queueing.worth_requeuing(key, in_flight)
         if isinstance(outcome, Unschedulable):
             self.stats.unschedulable += 1
             self.queueing.park(key, gated=False)
