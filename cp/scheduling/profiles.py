@@ -349,14 +349,25 @@ def load_config(text: str, *, source: str = "<scheduler config>") -> SchedulerCo
 # ---------------------------------------------------------------------- expanding to extension points
 
 
-def _points_of(name: str, args: Mapping[str, Mapping[str, Any]]) -> frozenset[str]:
+def _make(name: str, args: Mapping[str, Mapping[str, Any]], *, path: str = "") -> framework.Plugin | None:
+    """The plugin from its factory and pluginConfig args (None: not implemented as a Plugin)."""
+    factory = PLUGINS.get(name)
+    if factory is None:
+        return None
+    try:
+        return factory(args.get(name, {}))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(f"{path or 'profile'}.pluginConfig: plugin {name!r}: {exc}") from None
+
+
+def _points_of(name: str, args: Mapping[str, Mapping[str, Any]], *, path: str = "") -> frozenset[str]:
     known = KNOWN_POINTS.get(name)
     if known is not None:
         return known
-    factory = PLUGINS.get(name)
-    if factory is None:
+    plugin = _make(name, args, path=path)
+    if plugin is None:
         raise ConfigError(f'plugin "{name}" does not exist')
-    return factory(args.get(name, {})).points
+    return plugin.points
 
 
 def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[PluginRef]:
@@ -371,7 +382,7 @@ def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[P
     for ref in specific.enabled:
         if ref.name in enabled:
             raise ConfigError(f'{where}.{point}: plugin "{ref.name}" already registered as "{kind}"')
-        _points_of(ref.name, prof.plugin_config)  # exists
+        _points_of(ref.name, prof.plugin_config, path=path)  # exists
         enabled[ref.name] = ref
     disabled = set(specific.disabled)
     if "*" in disabled:
@@ -379,7 +390,7 @@ def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[P
     overrides: dict[str, PluginRef] = {}
     multi: dict[str, PluginRef] = {}
     for ref in prof.plugins.get("multiPoint", PluginSet()).enabled:
-        if kind not in _points_of(ref.name, prof.plugin_config):
+        if kind not in _points_of(ref.name, prof.plugin_config, path=path):
             continue
         if ref.name in disabled:
             continue
@@ -455,20 +466,25 @@ def build_profile(prof: ProfileConfig, *, path: str = "") -> framework.Profile:
 
     def instance(name: str) -> framework.Plugin | None:
         if name not in instances:
-            factory = PLUGINS.get(name)
-            if factory is None:
+            plugin = _make(name, prof.plugin_config, path=path)
+            if plugin is None:
                 return None
-            try:
-                instances[name] = factory(prof.plugin_config.get(name, {}))
-            except (ValueError, TypeError, KeyError) as exc:
-                raise ConfigError(f"{path or 'profile'}.pluginConfig: plugin {name!r}: {exc}") from None
+            instances[name] = plugin
         return instances[name]
+
+    if not fused:
+        wanted = {r.name for r in resolved["filter"] if r.name in CORE_FILTERS}
+        wanted |= {r.name for r in resolved["score"] if r.name in FUSED_SCORES}
+        missing = sorted(n for n in wanted if n not in PLUGINS)
+        if missing:
+            raise ConfigError(
+                f"{path or 'profile'} ({prof.scheduler_name}): a non-default configuration of the core plugins "
+                f"({', '.join((*CORE_FILTERS, *FUSED_SCORES))}) needs their individual plugin classes; "
+                f"not available: {', '.join(missing)}")
 
     def required(name: str) -> framework.Plugin:
         plugin = instance(name)
-        if plugin is None:
-            raise ConfigError(f"{path or 'profile'} ({prof.scheduler_name}): plugin {name!r} runs only in its "
-                              "default configuration here (the core plugins are fused); configure it as by default")
+        assert plugin is not None  # checked above
         return plugin
 
     filters: list[framework.Plugin] = []
