@@ -1,7 +1,8 @@
 """The scheduler (kube-scheduler's `default-scheduler` profile, with the DynamicResources plugin):
 puts pending pods on nodes and allocates their ResourceClaims with the DRA allocation library.
 
-**Which pods.** Pods without `spec.nodeName`, with `spec.schedulerName: default-scheduler`, not
+**Which pods.** Pods without `spec.nodeName`, whose `spec.schedulerName` names one of the profiles
+(`default-scheduler` unless a KubeSchedulerConfiguration says otherwise), not
 being deleted, not terminal and without `spec.schedulingGates`. A pod whose claims are not ready
 to be looked at (a template claim not created yet, a claim missing, being deleted or not owned by
 the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
@@ -23,7 +24,8 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    plus in-flight assumptions, with a time limit per node (`filter_timeout`, 10 s) and for all
    the nodes of one cycle together (`pod_filter_timeout`, also 10 s).
 3. Score the feasible nodes (least allocated, balanced, spreading a controller's pods, taints,
-   preferred affinity, prioritized-list choice) and pick the best; ties are broken at random.
+   preferred affinity, prioritized-list choice) and pick the best; ties are broken at random
+   (seedable).
 4. Reserve: the allocation results are assumed at once (so the next cycle never hands out the same
    devices), as is the pod on its node.
 
@@ -40,11 +42,12 @@ after a backoff; a Normal `Scheduled` event reports success.
 **Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
 (`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
 nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
-event. It then waits until something that can help happens — a ResourceSlice, DeviceClass,
-DeviceTaintRule or Namespace change, a node added or relabelled/retainted/resized, a claim
-deallocated or one of its own claims changed, an assigned pod deleted or finished — subject to the
-per-pod backoff (1 s doubling to 10 s; ignored when nothing else is queued), and at the latest
-after 5 minutes. Errors (a bad CEL expression, more than 32 devices in a claim, a timed-out search:
+event. It then waits in the unschedulable pool until a cluster event that one of the plugins
+that rejected it registered happens (queueing hints, `queue` and `cp.scheduling.events`) — for
+DynamicResources a ResourceSlice, DeviceClass, DeviceTaintRule or Namespace change, a node added or
+relabelled/retainted/resized, a claim deallocated or one of its own claims changed, an assigned pod
+deleted or finished — subject to the per-pod backoff (1 s doubling to 10 s; ignored when nothing
+else is queued), and at the latest after 5 minutes. Errors (a bad CEL expression, more than 32 devices in a claim, a timed-out search:
 `running "DynamicResources" filter plugin: ...`) set reason `SchedulerError` and are retried after
 the backoff alone.
 
