@@ -7,7 +7,7 @@ unschedulable pool, with queueing hints.
 - **backoffQ**: a pod that failed waits `podInitialBackoffSeconds` (1 s) doubling per attempt up
   to `podMaxBackoffSeconds` (10 s) from its last attempt before it is queued again (a delayed add
   of the work queue); while the active queue is empty the pod whose backoff ends first goes at once
-  (`SchedulerPopFromBackoffQ`);
+  (`SchedulerPopFromBackoffQ`), unless it failed for no plugin's reason (podErrorBackoffQ);
 - **unschedulablePods**: a pod that failed for plugins P ("unschedulable plugins", collected by
   the cycle from the rejecting statuses) waits there until a cluster event that a plugin of P
   registered happens (`cp.scheduling.events.EventMap`), then goes to backoffQ or activeQ; after
@@ -149,8 +149,12 @@ class SchedulingQueue:
         return self.in_cycle.pop(key, [])
 
     def worth_requeuing(self, key: Key, events: list[str]) -> bool:
-        """Whether one of `events` may help the pod, given its unschedulable plugins."""
+        """`determineSchedulingHintForInFlightPod`: whether the pod that just failed goes to the
+        backoff queue rather than the pool — it failed for no plugin's reason, or one of `events`
+        (those of its cycle) may help it given its unschedulable plugins."""
         rejectors = self.rejectors.get(key, frozenset())
+        if not rejectors:
+            return True
         return any(self.event_map.worth_requeuing(rejectors, event) for event in events)
 
     def requeue(self, key: Key) -> None:
@@ -170,6 +174,9 @@ class SchedulingQueue:
         if delay <= 0:
             self.backing_off.pop(key, None)
             queue.add(request_of(key))
+        elif not self.rejectors.get(key):
+            # podErrorBackoffQ: failed for no plugin's reason; never popped before its time
+            queue.add_after(request_of(key), delay)
         else:
             self.backing_off[key] = ready
             queue.add_after(request_of(key), delay)

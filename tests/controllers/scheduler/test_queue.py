@@ -343,3 +343,29 @@ async def test_higher_priority_pods_are_scheduled_first() -> None:
         assert [name for name, _node in fake.bound] == ["high", "mid", "low"]
     finally:
         await queue.aclose()
+
+
+async def test_a_failure_without_plugins_backs_off_and_is_not_popped_early() -> None:
+    """No plugin rejected the pod (no nodes at all): straight to the backoff queue (the error
+    backoff queue upstream, which SchedulerPopFromBackoffQ leaves alone), not to the pool."""
+    objects = [o for o in _cpu_world() if o[0] != "nodes"]
+    fake = Fake(*objects)
+    assert isinstance(fake.clock, clocks.VirtualClock)
+    sched = build(fake)
+    ctrl = scheduler.SchedulerController(sched, workers=1)
+    queue = ctrl.new_queue(clock=fake.clock, retry_clock=fake.clock)
+    ctrl.queue = queue
+    key = ("default", "p1")
+    try:
+        await sched.reconcile(REQUEST)  # (reconcile pumps the backoff queue when it ends)
+        assert sched.queueing.rejectors[key] == frozenset()
+        assert key not in sched.queueing.unschedulable and key not in sched.queueing.backing_off
+        assert len(queue) == 0 and queue.waiting == 1
+        fake.clock.advance(0.9)
+        await settle()
+        assert len(queue) == 0
+        fake.clock.advance(0.1)
+        await settle()
+        assert len(queue) == 1
+    finally:
+        await queue.aclose()
