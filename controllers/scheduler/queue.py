@@ -195,6 +195,8 @@ class SchedulingQueue:
     def move_all(self, event: str) -> None:
         """`MoveAllToActiveOrBackoffQueue`: every pod of the pool that `event` may help leaves it
         (gated pods: when the gate opens); the pods in their cycle note the event."""
+        if not self.event_map.interested(event):
+            return  # no plugin registered it: it can help nobody
         for noted in self.in_cycle.values():
             noted.append(event)
         if not self.unschedulable:

@@ -49,6 +49,7 @@ DRA_EVENTS: tuple[str, ...] = (
     "Node/Add", "Node/UpdateNodeLabel", "Node/UpdateNodeAllocatable", "Node/UpdateNodeTaint",
     "ResourceClaim/*", "ResourceSlice/Add", "ResourceSlice/Update", "DeviceClass/Add", "DeviceClass/Update",
     "DeviceTaintRule/*", "Namespace/Update", "AssignedPod/Delete", "UnscheduledPod/UpdatePodGeneratedResourceClaim",
+    "UnscheduledPod/Update",  # before hints, any update of the pod itself moved it; kept
 )
 
 
@@ -109,6 +110,11 @@ def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("status") or {}
 
 
+def _conditions(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """Type and status of each condition (heartbeats and messages are not a change)."""
+    return [(c.get("type"), c.get("status")) for c in _status(node).get("conditions") or () if isinstance(c, Mapping)]
+
+
 def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """`nodeSchedulingPropertiesChange`: the events one node update is (none: nothing the
     scheduler looks at changed)."""
@@ -120,7 +126,7 @@ def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[s
         out.append("Node/UpdateNodeAllocatable")
     if _meta(old).get("labels") != _meta(new).get("labels"):
         out.append("Node/UpdateNodeLabel")
-    if _status(old).get("conditions") != _status(new).get("conditions"):
+    if _conditions(old) != _conditions(new):
         out.append("Node/UpdateNodeCondition")
     if _meta(old).get("annotations") != _meta(new).get("annotations"):
         out.append("Node/UpdateNodeAnnotation")
