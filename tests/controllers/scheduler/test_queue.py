@@ -369,3 +369,37 @@ async def test_a_failure_without_plugins_backs_off_and_is_not_popped_early() -> 
         assert len(queue) == 1
     finally:
         await queue.aclose()
+
+
+async def test_an_update_of_the_pod_itself_moves_it_only_when_its_plugins_care() -> None:
+    """`PriorityQueue.Update` with hints: a pod TaintToleration rejected stays in the pool when
+    only its labels change, and leaves it when a toleration is added."""
+    from controllers.runtime import manager as managers
+
+    objects = [o for o in world() if o[0] == "namespaces"]
+    objects.append(("nodes", {"metadata": {"name": "n1"}, "spec": {"taints": [
+        {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]},
+        "status": {"allocatable": {"cpu": "4", "memory": "8Gi", "pods": "10"}}}))
+    objects.append(("pods", {"metadata": {"name": "p1", "namespace": "default", "labels": {"a": "1"}},
+                             "spec": {"containers": [{"name": "app"}]}}))
+    fake = Fake(*objects)
+    sched = build(fake)
+    ctrl = scheduler.SchedulerController(sched, workers=1)
+    queue = ctrl.new_queue(clock=fake.clock, retry_clock=fake.clock)
+    ctrl.queue = queue
+    key = ("default", "p1")
+    kind = scheduler.config.PODS
+    try:
+        await sched.reconcile(REQUEST)
+        assert sched.queueing.rejectors[key] == frozenset({"TaintToleration"})
+        old = sched.pods.cache.get(*key)
+        assert old is not None
+        relabelled = {**old, "metadata": {**old["metadata"], "labels": {"a": "2"}}}
+        sched._map_pod(managers.Change(type="update", kind=kind, obj=relabelled, old=old))
+        assert key in sched.queueing.unschedulable
+        tolerating = {**relabelled, "spec": {**relabelled["spec"], "tolerations": [
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}]}}
+        sched._map_pod(managers.Change(type="update", kind=kind, obj=tolerating, old=relabelled))
+        assert key not in sched.queueing.unschedulable
+    finally:
+        await queue.aclose()
