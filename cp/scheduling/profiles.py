@@ -2,7 +2,15 @@
 
 `default_profile()` is the 1.37 default profile. The plugins (`PLUGINS`, name -> factory taking
 the plugin's args) beyond the fused core filters are listed in upstream's default order with their
-default weights (`DEFAULT_PLUGINS`)."""
+default weights (`DEFAULT_PLUGINS`).
+
+`load_config` / `parse_config` decode, default and validate a configuration (`ConfigError` names
+the field and the reason); each profile's plugins are merged with the defaults as upstream's
+`mergePlugins` (`merge_plugin_set`), expanded from multiPoint to the extension points as the
+framework does (`resolve`, `score_weights`), and built into a `framework.Profile` with the plugins
+made by their factories from `pluginConfig` (`build_profiles`). A profile whose core plugins are
+configured as by default runs them fused (`uses_fused_core`). `event_map` gathers which plugin
+registered which cluster events, for the scheduling queue's hints."""
 
 from __future__ import annotations
 
@@ -157,10 +165,10 @@ def default_plugins() -> dict[str, PluginSet]:
 
 
 def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
-    """`mergePluginSet`: the default plugins in their order, minus the disabled ones (all of them
-    with `*`), a default re-enabled by the user replaced in place by the user's entry; then the
-    user's other enabled plugins, in their order."""
-    disabled = set(custom.disabled)
+    """`mergePluginSet`: the default plugins in their order, minus the disabled ones (the user's
+    and the default set's; all of them with `*`), a default re-enabled by the user replaced in
+    place by the user's entry; then the user's other enabled plugins, in their order."""
+    disabled = {*custom.disabled, *default.disabled}  # the default set may disable some (multiPoint)
     custom_index = {ref.name: (i, ref) for i, ref in enumerate(custom.enabled)}
     replaced: set[int] = set()
     enabled: list[PluginRef] = []
@@ -174,7 +182,7 @@ def merge_plugin_set(default: PluginSet, custom: PluginSet) -> PluginSet:
                 replaced.add(found[0])
             enabled.append(ref)
     enabled.extend(ref for i, ref in enumerate(custom.enabled) if i not in replaced)
-    return PluginSet(enabled=tuple(enabled), disabled=custom.disabled)
+    return PluginSet(enabled=tuple(enabled), disabled=(*custom.disabled, *default.disabled))
 
 
 def merge_plugins(default: Mapping[str, PluginSet], custom: Mapping[str, PluginSet] | None) -> dict[str, PluginSet]:
@@ -379,10 +387,17 @@ def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[P
     specific = prof.plugins.get(point, PluginSet())
     kind = EXTENSION_POINTS[point]
     enabled: dict[str, PluginRef] = {}
-    for ref in specific.enabled:
+    for ref in specific.enabled:  # `updatePluginList`
+        try:
+            points = _points_of(ref.name, prof.plugin_config, path=path)
+        except ConfigError as exc:
+            if str(exc) == f'plugin "{ref.name}" does not exist':
+                raise ConfigError(f'{where}.{point}: {kind}Plugin "{ref.name}" does not exist') from None
+            raise
+        if kind not in points:
+            raise ConfigError(f'{where}.{point}: plugin "{ref.name}" does not extend {kind}Plugin plugin')
         if ref.name in enabled:
-            raise ConfigError(f'{where}.{point}: plugin "{ref.name}" already registered as "{kind}"')
-        _points_of(ref.name, prof.plugin_config, path=path)  # exists
+            raise ConfigError(f'{where}.{point}: plugin "{ref.name}" already registered as "{kind}Plugin"')
         enabled[ref.name] = ref
     disabled = set(specific.disabled)
     if "*" in disabled:
@@ -390,7 +405,11 @@ def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[P
     overrides: dict[str, PluginRef] = {}
     multi: dict[str, PluginRef] = {}
     for ref in prof.plugins.get("multiPoint", PluginSet()).enabled:
-        if kind not in _points_of(ref.name, prof.plugin_config, path=path):
+        try:
+            points = _points_of(ref.name, prof.plugin_config, path=path)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}.multiPoint: {exc}") from None
+        if kind not in points:
             continue
         if ref.name in disabled:
             continue
@@ -398,7 +417,7 @@ def _resolve_point(prof: ProfileConfig, point: str, *, path: str = "") -> list[P
             overrides[ref.name] = enabled[ref.name]
             continue
         if ref.name in multi:
-            raise ConfigError(f'{where}.multiPoint: plugin "{ref.name}" already registered as "{kind}"')
+            raise ConfigError(f'{where}.multiPoint: plugin "{ref.name}" already registered as "{kind}Plugin"')
         multi[ref.name] = ref
     ordered = [enabled[n] for n in enabled if n in overrides]
     ordered.extend(multi.values())

@@ -81,7 +81,7 @@ def test_a_bad_scheduler_config_is_one_clear_line(tmp_path: Path, capsys: pytest
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npodMaxBackoffSeconds: 0\n":
             "podMaxBackoffSeconds: must be greater than or equal to PodInitialBackoffSeconds",
         "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
-        "- plugins: {filter: {enabled: [{name: Nope}]}}\n": 'plugin "Nope" does not exist',
+        "- plugins: {filter: {enabled: [{name: Nope}]}}\n": 'FilterPlugin "Nope" does not exist',
         "profiles: [": "not valid YAML",
     }
     for text, expected in cases.items():
