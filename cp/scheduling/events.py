@@ -24,8 +24,8 @@ from typing import Any
 
 from cp.scheduling import plugins
 
-__all__ = ["CORE_EVENTS", "DRA_EVENTS", "FORCE_ACTIVATE", "UNSCHEDULABLE_TIMEOUT", "EventMap", "matches",
-           "node_update_events", "pod_update_events"]
+__all__ = ["ACTIONS", "CORE_EVENTS", "DRA_EVENTS", "FORCE_ACTIVATE", "RESOURCES", "UNSCHEDULABLE_TIMEOUT", "EventMap",
+           "check", "matches", "node_update_events", "pod_update_events"]
 
 WILDCARD = "*"
 UNSCHEDULABLE_TIMEOUT = "*/UnschedulableTimeout"  # the pool's periodic flush
@@ -51,6 +51,27 @@ DRA_EVENTS: tuple[str, ...] = (
     "DeviceTaintRule/*", "Namespace/Update", "AssignedPod/Delete", "UnscheduledPod/UpdatePodGeneratedResourceClaim",
     "UnscheduledPod/Update",  # before hints, any update of the pod itself moved it; kept
 )
+
+
+RESOURCES = frozenset({
+    WILDCARD, "Pod", "AssignedPod", "UnscheduledPod", "Node", "Namespace", "PersistentVolume",
+    "PersistentVolumeClaim", "StorageClass", "CSINode", "CSIDriver", "CSIStorageCapacity", "VolumeAttachment",
+    "ResourceClaim", "ResourceSlice", "DeviceClass", "DeviceTaintRule", "Workload", "PodGroup",
+})
+ACTIONS = frozenset({
+    WILDCARD, "Add", "Delete", "Update", "UpdateNodeAllocatable", "UpdateNodeLabel", "UpdateNodeTaint",
+    "UpdateNodeCondition", "UpdateNodeAnnotation", "UpdatePodLabel", "UpdatePodScaleDown", "UpdatePodToleration",
+    "UpdatePodSchedulingGatesEliminated", "UpdatePodGeneratedResourceClaim", "UpdatePodOther",
+})
+
+
+def check(event: str) -> None:
+    """Raise ValueError unless `event` is a `Resource/Action` name this module knows (so that a
+    plugin's misspelt registration fails its tests instead of never matching)."""
+    resource, sep, action = event.partition("/")
+    if not sep or resource not in RESOURCES or action not in ACTIONS:
+        raise ValueError(f"unknown cluster event {event!r}: want Resource/Action with Resource in "
+                         f"{sorted(RESOURCES)} and Action in {sorted(ACTIONS)}")
 
 
 def _split(event: str) -> tuple[str, str]:
