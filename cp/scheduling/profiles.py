@@ -296,9 +296,10 @@ def parse_config(doc: Any) -> SchedulerConfig:
         if prof.scheduler_name in seen:
             raise ConfigError(f"profiles[{i}].schedulerName: Duplicate value: {prof.scheduler_name!r}")
         seen[prof.scheduler_name] = i
-    sorts = {tuple(r.name for r in _resolve_point(p, "queueSort")) for p in profiles}
-    if len(sorts) > 1:
-        raise ConfigError("profiles[1].plugins.queueSort: queueSort must be the same for all profiles")
+    first_sort = [r.name for r in _resolve_point(profiles[0], "queueSort")]
+    for i, prof in enumerate(profiles[1:], start=1):
+        if [r.name for r in _resolve_point(prof, "queueSort")] != first_sort:
+            raise ConfigError(f"profiles[{i}].plugins.queueSort: queueSort must be the same for all profiles")
     return SchedulerConfig(profiles=profiles, percentage_of_nodes_to_score=pct,
                            pod_initial_backoff_seconds=initial, pod_max_backoff_seconds=maximum)
 
@@ -335,7 +336,13 @@ def _parse_profile(raw: Any, path: str) -> ProfileConfig:
         args[pname] = plugin_args
     pct = _percentage(obj.get("percentageOfNodesToScore"), f"{path}.percentageOfNodesToScore")
     prof = ProfileConfig(scheduler_name=name, plugins=merged, plugin_config=args, percentage_of_nodes_to_score=pct)
-    resolve(prof, path=path)  # unknown or duplicate plugins are errors now, not at start
+    resolved = resolve(prof, path=path)  # unknown or duplicate plugins are errors now, not at start
+    if not resolved["queueSort"]:
+        raise ConfigError(f"{path}: no queue sort plugin is enabled")
+    if len(resolved["queueSort"]) > 1:
+        raise ConfigError(f"{path}: only one queue sort plugin can be enabled")
+    if not resolved["bind"]:
+        raise ConfigError(f"{path}: at least one bind plugin is needed")
     return prof
 
 

@@ -168,10 +168,6 @@ ERROR_CASES = [
                  'plugins.score: plugin "NodePorts" does not extend ScorePlugin plugin', id="wrong extension point"),
     pytest.param({"profiles": [{"plugins": {"filter": {"enabled": [{"name": "NodePorts"}, {"name": "NodePorts"}]}}}]},
                  'plugin "NodePorts" already registered as "FilterPlugin"', id="duplicate in a point"),
-    pytest.param({"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "NodePorts"}],
-                                                           "disabled": [{"name": "*"}]},
-                                            "filter": {"disabled": []}}},
-                               ]}, None, id="(fine) multiPoint replaced"),
     pytest.param({"profiles": [{"plugins": {"multiPoint": {"enabled": [{"name": "CustomX"}]}}}]},
                  r'profiles\[0\].plugins.multiPoint: plugin "CustomX" does not exist', id="unknown multiPoint plugin"),
     pytest.param({"profiles": [{"plugins": {"score": {"enabled": [{"name": "ImageLocality", "weight": -1}]}}}]},
@@ -180,7 +176,7 @@ ERROR_CASES = [
                                                  {"name": "NodeResourcesFit", "args": {}}]}]},
                  "repeated config for plugin 'NodeResourcesFit'", id="repeated pluginConfig"),
     pytest.param({"profiles": [{}, {"schedulerName": "b", "plugins": {"queueSort": {"disabled": [{"name": "*"}]}}}]},
-                 "queueSort must be the same for all profiles", id="queueSort differs"),
+                 r"profiles\[1\]: no queue sort plugin is enabled", id="no queueSort"),
     pytest.param({"profiles": [{"schedulerName": ""}]}, r"profiles\[0\].schedulerName: Required value",
                  id="empty schedulerName"),
     pytest.param({"profiles": [{"plugins": {"fliter": {}}}]}, r'profiles\[0\].plugins: unknown field "fliter"',
@@ -189,12 +185,24 @@ ERROR_CASES = [
 
 
 @pytest.mark.parametrize(("fields", "message"), ERROR_CASES)
-def test_configuration_errors(fields: dict[str, Any], message: str | None) -> None:
-    if message is None:
-        config(**fields)
-        return
+def test_configuration_errors(fields: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config(**fields)
+
+
+def test_multipoint_replaced_entirely() -> None:
+    """`multiPoint: disabled: [*]` drops every default; only the user's plugins remain (no core
+    filters at all, so nothing runs fused); a queue sort and a bind plugin are still needed."""
+    mine = [{"name": "PrioritySort"}, {"name": "NodePorts"}, {"name": "DefaultBinder"}]
+    cfg = config(profiles=[{"plugins": {"multiPoint": {"enabled": mine, "disabled": [{"name": "*"}]}}}])
+    resolved = profiles.resolve(cfg.profiles[0])
+    assert [r.name for r in resolved["filter"]] == ["NodePorts"]
+    assert resolved["score"] == [] and [r.name for r in resolved["queueSort"]] == ["PrioritySort"]
+    assert not profiles.build_profile(cfg.profiles[0]).fused_core
+    with pytest.raises(ConfigError, match=r"profiles\[0\]: no queue sort plugin is enabled"):
+        config(profiles=[{"plugins": {"multiPoint": {"enabled": mine[1:], "disabled": [{"name": "*"}]}}}])
+    with pytest.raises(ConfigError, match=r"profiles\[0\]: at least one bind plugin is needed"):
+        config(profiles=[{"plugins": {"multiPoint": {"enabled": mine[:2], "disabled": [{"name": "*"}]}}}])
 
 
 def test_load_config_from_yaml_and_its_errors() -> None:
