@@ -47,9 +47,9 @@ that rejected it registered happens (queueing hints, `queue` and `cp.scheduling.
 DynamicResources a ResourceSlice, DeviceClass, DeviceTaintRule or Namespace change, a node added or
 relabelled/retainted/resized, a claim deallocated or one of its own claims changed, an assigned pod
 deleted or finished — subject to the per-pod backoff (1 s doubling to 10 s; ignored when nothing
-else is queued), and at the latest after 5 minutes. Errors (a bad CEL expression, more than 32 devices in a claim, a timed-out search:
-`running "DynamicResources" filter plugin: ...`) set reason `SchedulerError` and are retried after
-the backoff alone.
+else is queued), and at the latest after 5 minutes. Errors (a bad CEL expression, more than 32
+devices in a claim, a timed-out search: `running "DynamicResources" filter plugin: ...`) set reason
+`SchedulerError` and are retried after the backoff alone.
 
 Long searches never block the event loop (which serves the API in `cplane serve`) for more than
 about 50 ms: a node whose allocation takes longer continues in a worker thread, with claim-state
