@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -129,7 +129,7 @@ class SchedulingCycle:
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=exc.status,
                 post_filter="no new claims to deallocate, " + plugins.preemption_message(
-                    pod, len(nodes), {}, exc.status)))
+                    pod, len(nodes), {}, exc.status)), plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
         except SchedError as exc:
             return Error(message=str(exc))
 
@@ -142,12 +142,15 @@ class SchedulingCycle:
         if rejected is not None:
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=rejected,
-                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)))
+                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)),
+                plugins=frozenset({rejected.plugin}) if rejected.plugin else frozenset())
         run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
         n = len(nodes)
-        to_find = plugins.num_feasible_nodes_to_find(n, self.percentage)
+        percentage = self.profile.percentage_of_nodes_to_score
+        to_find = plugins.num_feasible_nodes_to_find(n, self.percentage if percentage is None else percentage)
+        fused = self.profile.fused_core
         start = self.node_cache.next_start % n
         processed = 0
         last_yield = time.perf_counter()
@@ -167,8 +170,8 @@ class SchedulingCycle:
                 processed += 1
                 ni = entry.info
                 usage = entry.usage
-                if simple and ni.plain and usage.pods < ni.alloc.pods:
-                    status = None
+                if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
+                    status = None  # (not fused: the core filters are among the active plugins)
                 else:
                     status = info.filter(ni, usage, ext_mapping)
                 if status is None and active:
@@ -212,7 +215,8 @@ class SchedulingCycle:
             post = f"{dra_msg}, {plugins.preemption_message(pod, n, statuses, None)}"
             message = plugins.fit_error(n, statuses, post_filter=post)
             why = self._why_short(pod, dra, statuses)
-            return Unschedulable(message=f"{message} {why}" if why else message)
+            return Unschedulable(message=f"{message} {why}" if why else message,
+                                 plugins=unschedulable_plugins(statuses.values()))
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
         return self._reserve(pod, pinfo, dra, entry, allocs, node_ext)
@@ -450,6 +454,18 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
+        totals: Sequence[float]
+        if not self.profile.fused_core:  # every score comes from the profile's plugins
+            extra: list[tuple[str, list[int], int]] = []
+            if d.prioritized:
+                weight = self.profile.dra_weight
+                raw = [plugins.prioritized_list_score(d.alloc_claims, allocs) if allocs else 0
+                       for _e, allocs, _x in feasible]
+                framework.default_normalize(raw, reverse=False)
+                if weight:
+                    extra.append((DRA_PLUGIN, raw, weight))
+            weighted, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible], extra)
+            return feasible[self._pick_best(weighted)]
         if d.prioritized or info.preferred or (self.node_cache.soft_tainted and any(
                 e.info.soft_taints for e, _a, _x in feasible)):
             inputs = []
@@ -461,13 +477,15 @@ class SchedulingCycle:
             score = info.resource_score
             totals = [score(entry.info, entry.usage) for entry, _a, _x in feasible]
         if self.profile.scores:
-            extra, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible])
-            totals = [t + x for t, x in zip(totals, extra, strict=True)]
+            more, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible])
+            totals = [t + x for t, x in zip(totals, more, strict=True)]
+        return feasible[self._pick_best(totals)]
+
+    def _pick_best(self, totals: Sequence[float]) -> int:
+        """selectHost: a uniformly random one among the top scores (the scheduler's seedable rng)."""
         best = max(totals)
-        # selectHost: a uniformly random one among the top scores.
         top = [i for i, score in enumerate(totals) if score == best]
-        chosen = top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
-        return feasible[chosen]
+        return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
 
     def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, d: DraCycle, entry: NodeEntry,
                  allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
@@ -512,6 +530,11 @@ class SchedulingCycle:
         except Exception:  # the explanation must never break scheduling
             logger.exception("why_short_failed", pod=meta_of(pod).get("name"))
             return ""
+
+
+def unschedulable_plugins(statuses: Iterable[plugins.Status]) -> frozenset[str]:
+    """`Diagnosis.UnschedulablePlugins`: the plugins whose statuses rejected some node."""
+    return frozenset(st.plugin for st in statuses if st.plugin)
 
 
 class _NamespaceLabels(Mapping[str, Mapping[str, str]]):

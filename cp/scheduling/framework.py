@@ -254,10 +254,16 @@ class Plugin:
     - `score(state, pod, node)`: a raw score;
     - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100;
     - `explain(state, pod, node)`: the detail behind a Filter rejection, for `cplane why`.
+
+    `events` lists the cluster events that may help a pod this plugin rejected: only those move the
+    pod out of the unschedulable pool (queueing hints).
     """
 
     name: ClassVar[str] = ""
     points: ClassVar[frozenset[str]] = frozenset()
+    # `EventsToRegister`: the cluster events that may make a pod this plugin rejected schedulable
+    # (`Resource/Action` names, see `cp.scheduling.events`)
+    events: ClassVar[tuple[str, ...]] = ()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status | None:
         return None
@@ -305,7 +311,7 @@ class Profile:
     def __init__(self, *, scheduler_name: str, filters: Sequence[Plugin], scores: Sequence[tuple[Plugin, int]],
                  pre_filters: Sequence[Plugin] | None = None, pre_scores: Sequence[Plugin] | None = None,
                  fused_core: bool = False, percentage_of_nodes_to_score: int | None = None,
-                 enabled: Iterable[str] = ()) -> None:
+                 enabled: Iterable[str] = (), dra_weight: int = 1) -> None:
         self.scheduler_name = scheduler_name
         self.filters = list(filters)
         self.scores = list(scores)
@@ -317,6 +323,8 @@ class Profile:
         self.fused_core = fused_core
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.enabled = frozenset(enabled)
+        # DynamicResources runs inside the cycle, not as a Plugin here: its Score weight (0: off)
+        self.dra_weight = dra_weight
 
     def plugin(self, name: str) -> Plugin | None:
         for p in self.filters:
