@@ -107,6 +107,7 @@ from controllers.scheduler.plan import (
     is_pending,
     pod_updated,
 )
+from controllers.scheduler.preemption import PDBS, Preemption
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
 from cp import errors
@@ -137,6 +138,7 @@ class Scheduler:
         self.nodes = informer_factory.informer(NODES)
         self.rules = informer_factory.informer(RULES)
         self.namespaces = informer_factory.informer(NAMESPACES)
+        self.pdbs = informer_factory.informer(PDBS)
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
@@ -145,10 +147,14 @@ class Scheduler:
                                   nodes=self.node_cache, features=features)
         # The scheduling queue beyond the work queue: the unschedulable pool and backoff.
         self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue)
+        # DefaultPreemption: PostFilter, the nominated pods, the preparation of victims.
+        self.preemption = Preemption(client=client, pods=self.pods, pdbs=self.pdbs, recorder=recorder, clock=clock,
+                                     rng=self.rng)
         self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
                                      assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
                                      filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
-                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score)
+                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                                     preemption=self.preemption)
         self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
@@ -341,11 +347,13 @@ class Scheduler:
                 self.queueing.requeue(key)  # something changed while we were at it: try again (after backoff)
             elif self.queue is not None:
                 self.queue.add_after(request, UNSCHEDULABLE_MAX)  # the periodic flush
-            await self._report_failure(pod, "Unschedulable", outcome.message)
+            if outcome.preemption is not None:  # victims are prepared while the pod waits in the pool
+                await self.preemption.prepare(preemptor=pod, candidate=outcome.preemption)
+            await self._report_failure(pod, "Unschedulable", outcome.message, nominate=outcome.nominate)
             return None
         if isinstance(outcome, Error):
             self.stats.errors += 1
-            await self._report_failure(pod, "SchedulerError", outcome.message)
+            await self._report_failure(pod, "SchedulerError", outcome.message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
         try:
@@ -359,7 +367,7 @@ class Scheduler:
             self._log.info("binding_failed", namespace=key[0], name=key[1], node=outcome.node, error=message)
             await self.binder.unreserve(pod, outcome)
             if self.pods.cache.get(*key) is not None:
-                await self._report_failure(pod, "SchedulerError", message)
+                await self._report_failure(pod, "SchedulerError", message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         self._forget_pod(key)
         self.stats.scheduled += 1
@@ -368,9 +376,13 @@ class Scheduler:
 
     # ------------------------------------------------------------------ reporting
 
-    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
+    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str, *,
+                              nominate: str | None = None) -> None:
         """`handleSchedulingFailure`: a Warning FailedScheduling event and the PodScheduled=False
-        condition (written only when it changes)."""
+        condition with `status.nominatedNodeName` (`nominate`; "" clears it, None leaves it), written
+        only when they change."""
+        if nominate is not None:
+            self.preemption.nominator.add(pod, nominate)
         ns, name = caches.key_of(pod)
         self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
         now = self.clock.now()
@@ -385,8 +397,10 @@ class Scheduler:
             return
         existing = next((c for c in status_of(current).get("conditions") or []
                          if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), None)
+        nnn = str(status_of(current).get("nominatedNodeName") or "")
+        set_nnn = nominate is not None and nominate != nnn
         if existing is not None and existing.get("status") == "False" and existing.get("reason") == reason \
-                and existing.get("message") == message:
+                and existing.get("message") == message and not set_nnn:
             return
         cond: dict[str, Any] = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                                 "lastTransitionTime": (existing.get("lastTransitionTime")
@@ -397,7 +411,10 @@ class Scheduler:
         if generation:
             cond["observedGeneration"] = generation
         try:
-            await self.client.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=ns,
+            status: dict[str, Any] = {"conditions": [cond]}
+            if set_nnn:
+                status["nominatedNodeName"] = nominate or None
+            await self.client.patch(PODS, name, {"status": status}, namespace=ns,
                                     patch_type="strategic", subresource="status", field_manager=COMPONENT)
         except errors.NotFound:
             pass

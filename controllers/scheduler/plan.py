@@ -35,6 +35,8 @@ class BindingError(Exception):
 
 class Unschedulable(msgspec.Struct, kw_only=True):
     message: str
+    nominate: str | None = None  # status.nominatedNodeName to set ("": clear; None: leave as is)
+    preemption: Any = None  # the preemption candidate (node and victims) to prepare
 
 
 class Error(msgspec.Struct, kw_only=True):
