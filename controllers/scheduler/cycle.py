@@ -557,6 +557,8 @@ class SchedulingCycle:
         if self.preemption is None:
             return preemptions.Result(code=plugins.UNSCHEDULABLE,
                                       message=plugins.preemption_message(pod, len(nodes), statuses, None))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
         absent = plugins.Status(plugins.UNRESOLVABLE, [])
         if d.active and spec_of(pod).get("preemptionPolicy") != preemptions.PREEMPT_NEVER:
             verdicts: dict[str, plugins.Status | None] = {}
@@ -566,12 +568,18 @@ class SchedulingCycle:
         return self.preemption.post_filter(pod=pod, state=state, nodes=nodes, statuses=statuses, absent=absent,
                                            filters=filters)
 
+    def _preemption_enabled(self) -> bool:
+        """DefaultPreemption is in the profile (a profile listing no plugins has the defaults)."""
+        return not self.profile.enabled or preemptions.PLUGIN in self.profile.enabled
+
     def _preempt_rejected(self, pod: Mapping[str, Any], req: plugins.PodRequests, nodes: Sequence[NodeEntry],
                           rejected: plugins.Status) -> preemptions.Result:
         """PostFilter after a PreFilter rejection: every node has the PreFilter's status."""
         if self.preemption is None:
             return preemptions.Result(code=plugins.UNSCHEDULABLE,
                                       message=plugins.preemption_message(pod, len(nodes), {}, rejected))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
         owner = controller_uid_of(pod)
         filters = preemptions.Filters(info=plugins.PodInfo(pod, req, owner), pod=framework.PodInfo(pod, req, owner),
                                       ext_mapping=self.assume.ext_mapping,
@@ -626,7 +634,7 @@ def _post_filter_message(dra_message: str, result: preemptions.Result) -> str:
         return ""
     if result.code == framework.ERROR:
         return result.message
-    return f"{dra_message}, {result.message}"
+    return ", ".join(m for m in (dra_message, result.message) if m)
 
 
 def _has_shares(result: Any) -> bool:

@@ -60,6 +60,7 @@ __all__ = [
     "terminating_by_preemption",
 ]
 
+PLUGIN = "DefaultPreemption"
 MIN_CANDIDATE_NODES_PERCENTAGE = 10  # DefaultPreemptionArgs defaults
 MIN_CANDIDATE_NODES_ABSOLUTE = 100
 PREEMPT_NEVER = "Never"

@@ -83,6 +83,8 @@ async def test_higher_priority_pod_preempts_and_binds(client: clients.Client, cl
     clock.advance(2)  # the kubelet's graceful shutdown, then the victim is gone
     assert await s.wait_bound(client, "preemptor", within=15) == "small-0"
     assert await s.get(client, "pods", "victim") is None
+    # the API server clears the nomination on binding (ClearingNominatedNodeNameAfterBinding)
+    assert "nominatedNodeName" not in await pod_status(client, "preemptor")
 
 
 async def _nominated(client: clients.Client, name: str) -> str:
@@ -171,3 +173,42 @@ async def test_nominated_pod_keeps_its_room_from_lower_priority_pods(
     clock.advance(2)
     assert await s.wait_bound(client, "preemptor", within=15) == "small-0"
     assert await s.wait_bound(client, "late", within=15) == "small-0"
+
+
+async def test_devices_of_victims_claims_are_not_freed_in_1_37(client: clients.Client,
+                                                                start_cluster: StartCluster) -> None:
+    """DynamicResources has no AddPod/RemovePod in 1.37 (KEP-5690 DRA Preemption moved to 1.38):
+    evicting a pod never frees the devices of its claims, and nodes where the devices are missing
+    ("cannot allocate all claims", UnschedulableAndUnresolvable) are not even tried."""
+    cluster = await start_cluster()  # two nodes with 4 GPUs each, one without devices; 8 cpu each
+    await priority_class(client, "low", 100)
+    await priority_class(client, "high", 1000)
+    await s.template(client, "four-gpus", s.claim_spec(s.request(count=4)))
+    await s.template(client, "one-gpu", s.claim_spec(s.request(count=1)))
+    for name in ("holder-a", "holder-h"):
+        body = s.pod(name, template="four-gpus", priorityClassName="low")
+        body["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "7"}
+        await client.create("pods", body)
+        await s.wait_bound(client, name)
+    await client.create("pods", pod("cpu-hog", "low", cpu="7"))
+    assert await s.wait_bound(client, "cpu-hog") == "cpu-0"
+    await cluster.settle()
+
+    # Only devices missing: no node is worth a dry run.
+    await client.create("pods", s.pod("gpus", template="four-gpus", priorityClassName="high"))
+    failed = await s.wait_unschedulable(client, "gpus")
+    assert failed["message"].startswith(
+        "0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+
+    # cpu and one device: evicting the holders would free the cpu, but not their devices.
+    body = s.pod("both", template="one-gpu", priorityClassName="high")
+    body["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "2"}
+    await client.create("pods", body)
+    failed = await s.wait_unschedulable(client, "both")
+    assert failed["message"] == ("0/3 nodes are available: 3 Insufficient cpu. still not schedulable, "
+                                 "preemption: 0/3 nodes are available: 3 cannot allocate all claims.")
+    await cluster.settle()
+    for name in ("holder-a", "holder-h", "cpu-hog"):
+        p = await s.get(client, "pods", name)
+        assert p is not None and not p["metadata"].get("deletionTimestamp"), name
