@@ -40,7 +40,10 @@ after a backoff; a Normal `Scheduled` event reports success.
 **Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
 (`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
 nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
-event. It then waits until something that can help happens — a ResourceSlice, DeviceClass,
+event. When no node fits, DefaultPreemption may choose victims on one node (lower priority, budgets
+respected as far as possible; see `cp.scheduling.preemption`): they get `DisruptionTarget` and are
+deleted gracefully, and the pod gets `status.nominatedNodeName` and is tried there first once they
+are gone (`controllers.scheduler.preemption`). It then waits until something that can help happens — a ResourceSlice, DeviceClass,
 DeviceTaintRule or Namespace change, a node added or relabelled/retainted/resized, a claim
 deallocated or one of its own claims changed, an assigned pod deleted or finished — subject to the
 per-pod backoff (1 s doubling to 10 s; ignored when nothing else is queued), and at the latest
