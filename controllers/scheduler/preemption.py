@@ -120,20 +120,24 @@ class Preemption:
     async def prepare(self, *, preemptor: Mapping[str, Any], candidate: preemptions.Candidate) -> None:
         """`prepareCandidateAsync` (run to completion here): clear the nominations of lower-priority
         pods to the node, then preempt each victim not already being deleted."""
+        victims = []
+        for victim in candidate.victims.pods:
+            current = self.pods.cache.get(victim.namespace, victim.name)
+            pod = current if current is not None and uid_of(current) == victim.uid else victim.pod
+            if not meta_of(pod).get("deletionTimestamp"):  # graceful deletion already started: no call
+                victims.append(pod)
+        if not victims:
+            return
         prio = preemptions.priority_of(preemptor)
         for other in self.nominator.pods_on(candidate.name):
             if other.priority < prio:
                 await self.clear_nomination(other.pod)
-        for victim in candidate.victims.pods:
-            current = self.pods.cache.get(victim.namespace, victim.name)
-            pod = current if current is not None and uid_of(current) == victim.uid else victim.pod
-            if meta_of(pod).get("deletionTimestamp"):
-                continue
+        for pod in victims:
             await self._preempt_pod(preemptor, pod, candidate.name)
 
     async def clear_nomination(self, pod: Mapping[str, Any]) -> None:
+        """`clearNominatedNodeName`: a status patch; the informer's update drops the nomination."""
         ns, name = caches.key_of(pod)
-        self.nominator.delete(uid_of(pod))
         current = self.pods.cache.get(ns, name) or pod
         if not status_of(current).get("nominatedNodeName"):
             return

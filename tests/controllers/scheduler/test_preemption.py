@@ -212,3 +212,33 @@ async def test_devices_of_victims_claims_are_not_freed_in_1_37(client: clients.C
     for name in ("holder-a", "holder-h", "cpu-hog"):
         p = await s.get(client, "pods", name)
         assert p is not None and not p["metadata"].get("deletionTimestamp"), name
+
+
+async def test_a_higher_preemptor_clears_lower_nominations_to_its_node(
+        client: clients.Client, clock: clocks.VirtualClock, start_cluster: StartCluster) -> None:
+    """`prepareCandidate`: the nominations of lower-priority pods to the chosen node are cleared."""
+    cluster = await start_cluster(fleet=fleet(1), claims=False)
+    await priority_class(client, "low", 100)
+    await priority_class(client, "mid", 500)
+    await priority_class(client, "high", 1000)
+    await client.create("pods", pod("low-a", "low", cpu="400m"))
+    await s.wait_bound(client, "low-a")
+    clock.advance(1)
+    await client.create("pods", pod("low-b", "low", cpu="400m"))
+    await s.wait_bound(client, "low-b")
+    await cluster.settle()
+    # mid (500m) needs one of them gone: the less important, later one
+    await client.create("pods", pod("mid", "mid", cpu="500m"))
+    await wait_preempted(client, "low-b")
+    assert await s.eventually(lambda: _nominated(client, "mid"), what="mid nominated") == "small-0"
+    # high (700m) needs both gone; low-a is deleted now, and mid loses its nomination
+    await client.create("pods", pod("high", "high", cpu="700m"))
+    await wait_preempted(client, "low-a")
+
+    async def mid_cleared() -> bool:
+        return await _nominated(client, "mid") == ""
+    await s.eventually(mid_cleared, what="mid's nomination cleared")
+    assert await _nominated(client, "high") == "small-0"
+    clock.advance(2)
+    assert await s.wait_bound(client, "high", within=15) == "small-0"
+    assert await s.bound_node(client, "mid") == ""

@@ -432,3 +432,42 @@ def test_a_fixed_verdict_after_the_filters_rejects_the_dry_run() -> None:
                          filters=filters, pdbs=[], rng=random.Random(0), now=NOW)
     assert result.message == "preemption: 0/1 nodes are available: 1 cannot allocate all claims."
     assert result.nominate == ""
+
+
+# ---------------------------------------------------------------------- nodesWherePreemptionMightHelp
+
+def _st(code: str, reason: str = "") -> plugins.Status:
+    return plugins.Status(code, [reason] if reason else [])
+
+
+UNRES, UNSCH = plugins.UNRESOLVABLE, plugins.UNSCHEDULABLE
+MIGHT_HELP = [
+    ("No node should be attempted",
+     {"node1": _st(UNRES, "node(s) didn't match Pod's node affinity/selector"),
+      "node2": _st(UNRES, "node(s) didn't match the requested node name"),
+      "node3": _st(UNRES, "node(s) had untolerated taint(s)"),
+      "node4": _st(UNRES, "node(s) didn't match pod affinity rules")}, set()),
+    ("ErrReasonAntiAffinityRulesNotMatch should be tried as it indicates that the pod is unschedulable due to "
+     "inter-pod anti-affinity",
+     {"node1": _st(UNSCH, "node(s) didn't match pod anti-affinity rules"),
+      "node2": _st(UNRES, "node(s) didn't match the requested node name"),
+      "node3": _st(UNRES, "node(s) were unschedulable")}, {"node1", "node4"}),
+    ("Mix of failed predicates works fine",
+     {"node1": _st(UNRES, "node(s) had no available disk"), "node2": _st(UNSCH, "Insufficient memory")},
+     {"node2", "node3", "node4"}),
+    ("ErrReasonConstraintsNotMatch should be tried as it indicates that the pod is unschedulable due to topology "
+     "spread constraints",
+     {"node1": _st(UNSCH, "node(s) didn't match pod topology spread constraints"),
+      "node2": _st(UNRES, "node(s) didn't match the requested node name"),
+      "node3": _st(UNSCH, "node(s) didn't match pod topology spread constraints")}, {"node1", "node3", "node4"}),
+    ("UnschedulableAndUnresolvable status should be skipped but Unschedulable should be tried",
+     {"node2": _st(UNRES), "node3": _st(UNSCH), "node4": _st(UNRES)}, {"node1", "node3"}),
+]
+
+
+@pytest.mark.parametrize(("name", "statuses", "expected"), MIGHT_HELP, ids=[c[0] for c in MIGHT_HELP])
+def test_nodes_where_preemption_might_help(name: str, statuses: dict[str, plugins.Status], expected: set[str]) -> None:
+    """Upstream's table, where a node without a status may help (an `Unschedulable` absent status)."""
+    states = [framework.NodeState.of(node(f"node{i}")) for i in range(1, 5)]
+    got = pre.potential_nodes(states, statuses, plugins.Status(plugins.UNSCHEDULABLE, []))
+    assert {n.name for n in got} == expected
