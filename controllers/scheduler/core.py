@@ -384,8 +384,10 @@ class Scheduler:
         """`handleSchedulingFailure`: a Warning FailedScheduling event and the PodScheduled=False
         condition with `status.nominatedNodeName` (`nominate`; "" clears it, None leaves it), written
         only when they change."""
-        if nominate is not None:
-            self.preemption.nominator.add(pod, nominate)
+        if nominate is not None:  # AddNominatedPod: not for a pod deleted or bound meanwhile
+            cached = self.pods.cache.get(*caches.key_of(pod))
+            alive = cached is not None and uid_of(cached) == uid_of(pod) and not spec_of(cached).get("nodeName")
+            self.preemption.nominator.add(pod, nominate if alive else "")
         ns, name = caches.key_of(pod)
         self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
         now = self.clock.now()
