@@ -706,6 +706,7 @@ class Store:
             conds.append({"type": "PodScheduled", "status": "True",
                           "lastTransitionTime": clocks.rfc3339(self.clock.now()), "lastProbeTime": None})
             status["conditions"] = conds
+            status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (beta, on since 1.35)
             return pod
 
         # Spec and condition land in one event: nodeName via an internal spec update with the

@@ -746,6 +746,7 @@ def _scheduler_rules() -> list[dict[str, Any]]:
         rule(["get", "update"], groups=["coordination.k8s.io"], resources=["leases"], names=["kube-scheduler"]),
         rule(READ, groups=[""], resources=["nodes", "namespaces"]),
         rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
+        rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
         rule(["create"], groups=[""], resources=["bindings", "pods/binding"]),
         rule(["patch", "update"], groups=[""], resources=["pods/status"]),
         rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=[r],

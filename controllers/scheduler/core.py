@@ -42,7 +42,10 @@ after a backoff; a Normal `Scheduled` event reports success.
 **Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
 (`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
 nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
-event. It then waits in the unschedulable pool until a cluster event that one of the plugins
+event. When no node fits, DefaultPreemption may choose victims on one node (lower priority, budgets
+respected as far as possible; see `cp.scheduling.preemption`): they get `DisruptionTarget` and are
+deleted gracefully, and the pod gets `status.nominatedNodeName` and is tried there first once they
+are gone (`controllers.scheduler.preemption`). It then waits in the unschedulable pool until a cluster event that one of the plugins
 that rejected it registered happens (queueing hints, `queue` and `cp.scheduling.events`) — for
 DynamicResources a ResourceSlice, DeviceClass, DeviceTaintRule or Namespace change, a node added or
 relabelled/retainted/resized, a claim deallocated or one of its own claims changed, an assigned pod
@@ -117,6 +120,7 @@ from controllers.scheduler.plan import (
     is_pending,
     pod_updated,
 )
+from controllers.scheduler.preemption import PDBS, Preemption
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
 from cp import errors, selectors
@@ -158,6 +162,7 @@ class Scheduler:
         self.owners = {"ReplicationController": informer_factory.informer(REPLICATION_CONTROLLERS),
                        "ReplicaSet": informer_factory.informer(REPLICA_SETS),
                        "StatefulSet": informer_factory.informer(STATEFUL_SETS)}
+        self.pdbs = informer_factory.informer(PDBS)
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
@@ -166,12 +171,15 @@ class Scheduler:
                                   nodes=self.node_cache, features=features)
         # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
         self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
+        # DefaultPreemption: PostFilter, the nominated pods, the preparation of victims.
+        self.preemption = Preemption(client=client, pods=self.pods, pdbs=self.pdbs, recorder=recorder, clock=clock,
+                                     rng=self.rng)
         self.cycles = {
             profile.scheduler_name: SchedulingCycle(
                 client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
                 nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
                 pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                profile=profile)
+                profile=profile, preemption=self.preemption)
             for profile in self.profiles}
         self.cycle = self.cycles[self.profiles[0].scheduler_name]
         self.scheduler_names = frozenset(self.cycles)
@@ -408,11 +416,13 @@ class Scheduler:
                 self.queueing.requeue(key)  # something changed while we were at it: try again (after backoff)
             elif self.queue is not None:
                 self.queue.add_after(request, UNSCHEDULABLE_MAX)  # the periodic flush
-            await self._report_failure(pod, "Unschedulable", outcome.message)
+            if outcome.preemption is not None:  # victims are prepared while the pod waits in the pool
+                await self.preemption.prepare(preemptor=pod, candidate=outcome.preemption)
+            await self._report_failure(pod, "Unschedulable", outcome.message, nominate=outcome.nominate)
             return None
         if isinstance(outcome, Error):
             self.stats.errors += 1
-            await self._report_failure(pod, "SchedulerError", outcome.message)
+            await self._report_failure(pod, "SchedulerError", outcome.message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
         try:
@@ -426,7 +436,7 @@ class Scheduler:
             self._log.info("binding_failed", namespace=key[0], name=key[1], node=outcome.node, error=message)
             await self.binder.unreserve(pod, outcome)
             if self.pods.cache.get(*key) is not None:
-                await self._report_failure(pod, "SchedulerError", message)
+                await self._report_failure(pod, "SchedulerError", message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         self._forget_pod(key)
         self.stats.scheduled += 1
@@ -435,9 +445,15 @@ class Scheduler:
 
     # ------------------------------------------------------------------ reporting
 
-    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
+    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str, *,
+                              nominate: str | None = None) -> None:
         """`handleSchedulingFailure`: a Warning FailedScheduling event and the PodScheduled=False
-        condition (written only when it changes)."""
+        condition with `status.nominatedNodeName` (`nominate`; "" clears it, None leaves it), written
+        only when they change."""
+        if nominate is not None:  # AddNominatedPod: not for a pod deleted or bound meanwhile
+            cached = self.pods.cache.get(*caches.key_of(pod))
+            alive = cached is not None and uid_of(cached) == uid_of(pod) and not spec_of(cached).get("nodeName")
+            self.preemption.nominator.add(pod, nominate if alive else "")
         ns, name = caches.key_of(pod)
         self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
         now = self.clock.now()
@@ -452,8 +468,10 @@ class Scheduler:
             return
         existing = next((c for c in status_of(current).get("conditions") or []
                          if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), None)
+        nnn = str(status_of(current).get("nominatedNodeName") or "")
+        set_nnn = nominate is not None and nominate != nnn
         if existing is not None and existing.get("status") == "False" and existing.get("reason") == reason \
-                and existing.get("message") == message:
+                and existing.get("message") == message and not set_nnn:
             return
         cond: dict[str, Any] = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                                 "lastTransitionTime": (existing.get("lastTransitionTime")
@@ -464,7 +482,10 @@ class Scheduler:
         if generation:
             cond["observedGeneration"] = generation
         try:
-            await self.client.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=ns,
+            status: dict[str, Any] = {"conditions": [cond]}
+            if set_nnn:
+                status["nominatedNodeName"] = nominate or None
+            await self.client.patch(PODS, name, {"status": status}, namespace=ns,
                                     patch_type="strategic", subresource="status", field_manager=COMPONENT)
         except errors.NotFound:
             pass

@@ -48,6 +48,7 @@ from controllers.scheduler.plan import (
     allocation_of,
     reserved_for,
 )
+from controllers.scheduler.preemption import Preemption
 from cp import errors
 from cp.dra import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
@@ -62,6 +63,7 @@ from cp.dra import extended as ext
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
+from cp.scheduling import preemption as preemptions
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -94,8 +96,9 @@ class SchedulingCycle:
     def __init__(self, *, client: clients.Client, claims: informers.Informer, namespaces: informers.Informer,
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
-                 profile: framework.Profile | None = None) -> None:
+                 profile: framework.Profile | None = None, preemption: Preemption | None = None) -> None:
         self.client = client
+        self.preemption = preemption  # DefaultPreemption (None: no PostFilter preemption)
         self.profile = profile if profile is not None else profiles.default_profile()
         self.claims = claims
         self.namespaces = namespaces
@@ -119,17 +122,19 @@ class SchedulingCycle:
             return Gate(reason=str(exc))
         nodes = list(self.node_cache.nodes.values())
         if not nodes:
-            return Unschedulable(message=plugins.NO_NODES_AVAILABLE)
+            return Unschedulable(message=plugins.NO_NODES_AVAILABLE, nominate="")
         req = plugins.pod_requests(pod)
         self.assume.get_allocator()  # (re)builds the class mapping too
         self._cycle_deadline = time.monotonic() + self.pod_filter_timeout
         try:
             dra = self._dra_prefilter(pod, req, user_claims)
         except PreFilterReject as exc:
+            result = self._preempt_rejected(pod, req, nodes, exc.status)
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=exc.status,
-                post_filter="no new claims to deallocate, " + plugins.preemption_message(
-                    pod, len(nodes), {}, exc.status)), plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
+                post_filter=_post_filter_message("no new claims to deallocate", result)),
+                nominate=result.nominate, preemption=result.candidate,
+                plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
         except SchedError as exc:
             return Error(message=str(exc))
 
@@ -140,12 +145,27 @@ class SchedulingCycle:
         snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces))
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
+            result = self._preempt_rejected(pod, req, nodes, rejected)
             return Unschedulable(message=plugins.fit_error(
-                len(nodes), {}, prefilter=rejected,
-                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)),
+                len(nodes), {}, prefilter=rejected, post_filter=result.message if not result.success else ""),
+                nominate=result.nominate, preemption=result.candidate,
                 plugins=frozenset({rejected.plugin}) if rejected.plugin else frozenset())
         run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
+        nominator = self.preemption.nominator if self.preemption is not None else None
+        filters = preemptions.Filters(info=info, pod=pinfo, active=active,
+                                      extensions=self._extensions(active), ext_mapping=self.assume.ext_mapping,
+                                      nominated=nominator.pods_on if nominator is not None else None,
+                                      fused=self.profile.fused_core)
+        nominated = nominator.by_node if nominator is not None else {}
+        nnn = str(status_of(pod).get("nominatedNodeName") or "")
+        if nnn and nnn in self.node_cache.nodes:
+            # evaluateNominatedNode: the node a preemption made room on is tried first, alone.
+            hit = await self._filter_nominated(pod, filters, state, dra, self.node_cache.nodes[nnn])
+            if isinstance(hit, plugins.Status):
+                statuses[nnn] = hit
+            else:
+                return self._reserve(pod, pinfo, dra, self.node_cache.nodes[nnn], *hit)
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
         n = len(nodes)
         percentage = self.profile.percentage_of_nodes_to_score
@@ -170,12 +190,17 @@ class SchedulingCycle:
                 processed += 1
                 ni = entry.info
                 usage = entry.usage
-                if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
-                    status = None  # (not fused: the core filters are among the active plugins)
+                again = False  # addGENominatedPods added some: the filters run again without them
+                if nominated and entry.name in nominated:
+                    state1, entry1, again = filters.with_nominated(state, entry)
+                    status = filters.core(state1, entry1)
                 else:
-                    status = info.filter(ni, usage, ext_mapping)
-                if status is None and active:
-                    status = run_filters(active, state, pinfo, entry)
+                    if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
+                        status = None  # (not fused: the core filters are among the active plugins)
+                    else:
+                        status = info.filter(ni, usage, ext_mapping)
+                    if status is None and active:
+                        status = run_filters(active, state, pinfo, entry)
                 allocs = no_allocs
                 node_ext: ext.ExtendedResourceClaim | None = None
                 if status is None and dra_active:
@@ -193,6 +218,8 @@ class SchedulingCycle:
                     else:
                         status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
                         gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                if again and status is None:
+                    status = filters.core(state, entry)
                 if status is not None:
                     statuses[entry.name] = status
                 else:
@@ -212,10 +239,14 @@ class SchedulingCycle:
 
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
-            post = f"{dra_msg}, {plugins.preemption_message(pod, n, statuses, None)}"
-            message = plugins.fit_error(n, statuses, post_filter=post)
+            try:
+                result = await self._preempt(pod, filters, state, dra, nodes, statuses)
+            except SchedError as exc:
+                result = preemptions.Result(code=framework.ERROR, message=f"preemption: {exc}")
+            message = plugins.fit_error(n, statuses, post_filter=_post_filter_message(dra_msg, result))
             why = self._why_short(pod, dra, statuses)
-            return Unschedulable(message=f"{message} {why}" if why else message,
+            return Unschedulable(message=f"{message} {why}" if why else message, nominate=result.nominate,
+                                 preemption=result.candidate,
                                  plugins=unschedulable_plugins(statuses.values()))
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
@@ -509,7 +540,73 @@ class SchedulingCycle:
             plan.extended_claim = node_ext.claim
             plan.mappings = node_ext.mappings
         self.node_cache.assume_pod(pinfo, entry.name)
+        if self.preemption is not None:
+            self.preemption.nominator.delete(pinfo.uid)  # DeleteNominatedPodIfExists
         return plan
+
+    # ------------------------------------------------------------------ preemption
+
+    def _extensions(self, active: Sequence[framework.Plugin]) -> list[framework.Plugin]:
+        """The PreFilter plugins whose AddPod/RemovePod run (those not skipped this cycle)."""
+        running = {p.name for p in active}
+        skipped = {p.name for p in self.profile.filters} - running
+        return [p for p in self.profile.pre_filters if p.name not in skipped]
+
+    async def _filter_nominated(self, pod: Mapping[str, Any], filters: preemptions.Filters,
+                                state: framework.CycleState, d: DraCycle, entry: NodeEntry
+                                ) -> plugins.Status | tuple[list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
+        """All the filters on one node (the pod's nominated node): the rejection, or what DRA allocated."""
+        state1, entry1, again = filters.with_nominated(state, entry)
+        status = filters.core(state1, entry1)
+        allocs: list[dict[str, Any]] = []
+        node_ext: ext.ExtendedResourceClaim | None = None
+        if status is None and d.active:
+            try:
+                status, allocs, node_ext = await self._dra_filter(pod, d, entry)
+            except SchedError as exc:  # logged; the full search follows, as upstream
+                self._log.info("nominated_node_evaluation_failed", node=entry.name, error=str(exc))
+                return plugins.Status(framework.ERROR, [str(exc)])
+        if status is None and again:
+            status = filters.core(state, entry)
+        return status if status is not None else (allocs, node_ext)
+
+    async def _preempt(self, pod: Mapping[str, Any], filters: preemptions.Filters, state: framework.CycleState,
+                       d: DraCycle, nodes: Sequence[NodeEntry], statuses: Mapping[str, plugins.Status]
+                       ) -> preemptions.Result:
+        """DefaultPreemption's PostFilter after a Filter phase that found no node. DynamicResources
+        has no AddPod/RemovePod in 1.37, so its verdict per node is taken once, before the dry runs."""
+        if self.preemption is None:
+            return preemptions.Result(code=plugins.UNSCHEDULABLE,
+                                      message=plugins.preemption_message(pod, len(nodes), statuses, None))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
+        absent = plugins.Status(plugins.UNRESOLVABLE, [])
+        if d.active and spec_of(pod).get("preemptionPolicy") != preemptions.PREEMPT_NEVER:
+            verdicts: dict[str, plugins.Status | None] = {}
+            for entry in preemptions.potential_nodes(nodes, statuses, absent):
+                verdicts[entry.name] = (await self._dra_filter(pod, d, entry))[0]
+            filters.final = lambda node: verdicts.get(node.name)
+        return self.preemption.post_filter(pod=pod, state=state, nodes=nodes, statuses=statuses, absent=absent,
+                                           filters=filters)
+
+    def _preemption_enabled(self) -> bool:
+        """DefaultPreemption is in the profile (a profile listing no plugins has the defaults)."""
+        return not self.profile.enabled or preemptions.PLUGIN in self.profile.enabled
+
+    def _preempt_rejected(self, pod: Mapping[str, Any], req: plugins.PodRequests, nodes: Sequence[NodeEntry],
+                          rejected: plugins.Status) -> preemptions.Result:
+        """PostFilter after a PreFilter rejection: every node has the PreFilter's status."""
+        if self.preemption is None:
+            return preemptions.Result(code=plugins.UNSCHEDULABLE,
+                                      message=plugins.preemption_message(pod, len(nodes), {}, rejected))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
+        owner = controller_uid_of(pod)
+        filters = preemptions.Filters(info=plugins.PodInfo(pod, req, owner), pod=framework.PodInfo(pod, req, owner),
+                                      ext_mapping=self.assume.ext_mapping,
+                                      nominated=self.preemption.nominator.pods_on)
+        return self.preemption.post_filter(pod=pod, state=framework.CycleState(), nodes=nodes, statuses={},
+                                           absent=rejected, filters=filters)
 
     def _why_short(self, pod: Mapping[str, Any], dra: Any, statuses: Mapping[str, Any]) -> str:
         """Issue #12: after upstream's sentence, say why the DRA filter rejected the nodes (at most
@@ -554,6 +651,16 @@ class _NamespaceLabels(Mapping[str, Mapping[str, str]]):
 
     def __len__(self) -> int:
         return len(self._cache.list())
+
+
+def _post_filter_message(dra_message: str, result: preemptions.Result) -> str:
+    """`RunPostFilterPlugins`' message: none once a plugin succeeds; an error's own message; else the
+    reasons of DynamicResources and DefaultPreemption joined."""
+    if result.success:
+        return ""
+    if result.code == framework.ERROR:
+        return result.message
+    return ", ".join(m for m in (dra_message, result.message) if m)
 
 
 def _has_shares(result: Any) -> bool:
