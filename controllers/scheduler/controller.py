@@ -6,6 +6,7 @@ from __future__ import annotations
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile, workqueue
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     COMPONENT,
     DEFAULT_WORKERS,
     FILTER_TIMEOUT,
@@ -27,6 +28,9 @@ class SchedulerController(managers.Controller):
     def on_start(self) -> None:
         self.scheduler.on_start()
 
+    def on_stop(self) -> None:
+        self.scheduler.on_stop()
+
 
 def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Request]:
     """Unexpected reconcile errors back off per pod like scheduling failures (1 s .. 10 s)."""
@@ -34,13 +38,14 @@ def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Reques
 
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
-        pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None
-        ) -> managers.Controller:
+        pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
+        binding_timeout: float = BINDING_TIMEOUT) -> managers.Controller:
     """The scheduler controller."""
     sched = Scheduler(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
                       pod_filter_timeout=pod_filter_timeout,
-                      percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed)
+                      percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed,
+                      binding_timeout=binding_timeout)
     return SchedulerController(sched, workers=workers)
 
 

@@ -77,6 +77,7 @@ from controllers.runtime.reconcile import Request, Result
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIM_INDEXERS,
     CLAIMS,
     CLASSES,
@@ -120,7 +121,8 @@ class Scheduler:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
-                 seed: int | None = None, features: Features = FEATURES) -> None:
+                 seed: int | None = None, features: Features = FEATURES,
+                 binding_timeout: float = BINDING_TIMEOUT) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -148,8 +150,13 @@ class Scheduler:
         self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
                                      assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
                                      filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
-                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score)
-        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
+                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score, clock=clock,
+                                     binding_timeout=binding_timeout)
+        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache, clock=clock,
+                             recorder=recorder, binding_timeout=binding_timeout)
+        # Binding cycles waiting for binding conditions run beside the workers (upstream runs every
+        # binding cycle in its own goroutine), so that waiting pods never hold a worker.
+        self._bindings: set[asyncio.Task[None]] = set()
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
         self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
@@ -160,6 +167,9 @@ class Scheduler:
         self.claims.add_handler(informers.Handlers(on_add=assume.claim_changed,
                                                    on_update=lambda _o, c: assume.claim_changed(c),
                                                    on_delete=assume.claim_deleted))
+        binder = self.binder
+        self.claims.add_handler(informers.Handlers(on_update=lambda _o, c: binder.claim_changed(c),
+                                                   on_delete=binder.claim_changed))
         dirty = informers.Handlers(on_add=lambda _o: assume.invalidate_allocator(),
                                    on_update=lambda _o, _n: assume.invalidate_allocator(),
                                    on_delete=lambda _o: assume.invalidate_allocator())
@@ -348,6 +358,28 @@ class Scheduler:
             await self._report_failure(pod, "SchedulerError", outcome.message)
             return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
+        if self.binder.may_wait(outcome):
+            task = asyncio.get_running_loop().create_task(self._detached_binding(request, pod, outcome),
+                                                          name=f"scheduler:binding:{key[0]}/{key[1]}")
+            self._bindings.add(task)
+            task.add_done_callback(self._bindings.discard)
+            return None
+        return await self._binding_cycle(pod, outcome)
+
+    async def _detached_binding(self, request: Request, pod: dict[str, Any], plan: Plan) -> None:
+        result = await self._binding_cycle(pod, plan)
+        if result is not None and result.requeue_after is not None and self.queue is not None:
+            self.queue.add_after(request, result.requeue_after)
+
+    def on_stop(self) -> None:
+        """The term ended: binding cycles still waiting for binding conditions are cancelled (their
+        assumptions dropped); the next term tries the pods again."""
+        for task in list(self._bindings):
+            task.cancel()
+
+    async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
+        """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""
+        key = caches.key_of(pod)
         try:
             await self.binder.bind(pod, outcome)
         except asyncio.CancelledError:
