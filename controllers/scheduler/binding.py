@@ -138,11 +138,12 @@ class Binder:
                             raise
                         except errors.StatusError as exc:
                             raise RuntimeError(f"add finalizer to claim {kobj}: {exc.message}") from None
-                    allocation = caches.deep_copy(cplan.allocation)
                     # DRADeviceBindingConditions (beta, on) with DRAResourceClaimDeviceStatus (GA):
-                    # the time the binding timeout is measured from, on the scheduler's clock.
-                    allocation.setdefault("allocationTimestamp", clocks.rfc3339(self.clock.now()))
-                    claim.setdefault("status", {})["allocation"] = allocation
+                    # the time the binding timeout is measured from, on the scheduler's clock. Set
+                    # in the assumed allocation itself, so that the informer's copy of the write
+                    # equals the assumption (no recount of the devices).
+                    cplan.allocation.setdefault("allocationTimestamp", clocks.rfc3339(self.clock.now()))
+                    claim.setdefault("status", {})["allocation"] = cplan.allocation
                 elif allocation_of(claim) is None:
                     raise RuntimeError(f"claim {kobj} got deallocated elsewhere in the meantime")
                 status = claim.setdefault("status", {})
