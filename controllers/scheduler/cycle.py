@@ -481,7 +481,7 @@ class SchedulingCycle:
                 e.info.soft_taints for e, _a, _x in feasible)):
             inputs = []
             for entry, allocs, _node_ext in feasible:
-                dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
+                dra_score = plugins.dynamic_resources_score(d.claims, allocs) if d.prioritized and allocs else 0
                 inputs.append(info.raw_score(entry.info, entry.usage, dra_score))
             totals = plugins.total_scores(inputs)
         else:  # only the resource scores differ between nodes
