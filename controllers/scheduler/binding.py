@@ -36,6 +36,8 @@ from cp.objects import display_key, meta_of, status_of, uid_of
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
+_AFTER = 0.001  # a claim has timed out once its timeout is *past* (isClaimTimeout's Before(now))
+
 
 class Binder:
     def __init__(self, *, client: clients.Client, pods: informers.Informer, assume: AssumeCache,
@@ -182,16 +184,20 @@ class Binder:
         with self._watching([uid for _key, uid in keys], wake):
             while True:
                 wake.clear()
-                if self._ready_for_binding(keys):
+                claim_timeout = self._ready_for_binding(keys)
+                if claim_timeout is None:
                     self._log.info("binding_conditions_met", namespace=ns, name=name, node=plan.node)
                     return
-                remaining = deadline - self.clock.now()
-                if remaining <= 0:
+                now = self.clock.now()
+                if deadline - now <= 0:
                     raise RuntimeError(f"{bindings.BINDING_TIMEOUT}: context deadline exceeded")
-                await _first(wake.wait(), self.clock.sleep(remaining))
+                # Also wake when a claim's own timeout (from its allocationTimestamp) passes.
+                wake_at = min(deadline, claim_timeout + _AFTER)
+                await _first(wake.wait(), self.clock.sleep(max(wake_at - now, 0.0)))
 
-    def _ready_for_binding(self, keys: list[tuple[tuple[str, str], str]]) -> bool:
-        """`isPodReadyForBinding` over the claims as the informer (or our last write) has them."""
+    def _ready_for_binding(self, keys: list[tuple[tuple[str, str], str]]) -> float | None:
+        """`isPodReadyForBinding` over the claims as the informer (or our last write) has them:
+        None when ready, else when the first pending claim times out (inf: never)."""
         now = self.clock.now()
         for (ns, name), uid in keys:
             claim = self.assume.view(ns, name)
@@ -202,10 +208,11 @@ class Binder:
             except bindings.BindingFailed as exc:
                 raise RuntimeError(str(exc)) from None
             if not ready:
-                if bindings.claim_timed_out(claim, now=now, timeout=self.binding_timeout):
+                at = bindings.claim_timeout_at(claim, timeout=self.binding_timeout)
+                if at is not None and at < now:
                     raise RuntimeError(f"{bindings.BINDING_TIMEOUT}: claim={name}")
-                return False
-        return True
+                return at if at is not None else float("inf")
+        return None
 
     @contextlib.contextmanager
     def _watching(self, uids: list[str], wake: asyncio.Event) -> Iterator[None]:

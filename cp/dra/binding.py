@@ -19,7 +19,7 @@ from cp import clock as clocks
 from cp.fieldpath import go_quote
 
 __all__ = ["BINDING_FAILED", "BINDING_TIMEOUT", "BindingFailed", "allocation_has_binding_conditions",
-           "claim_ready_for_binding", "claim_timed_out", "claims_have_binding_conditions"]
+           "claim_ready_for_binding", "claim_timed_out", "claim_timeout_at", "claims_have_binding_conditions"]
 
 BINDING_FAILED = "device binding failed"  # ErrDeviceBindingFailed
 BINDING_TIMEOUT = "device binding timeout"  # ErrDeviceBindingTimeout
@@ -95,16 +95,22 @@ def claim_ready_for_binding(claim: Mapping[str, Any]) -> bool:
     return True
 
 
+def claim_timeout_at(claim: Mapping[str, Any], *, timeout: float) -> float | None:
+    """When the claim's binding times out: `timeout` seconds after its `allocationTimestamp`
+    (None: not allocated, no timestamp, or no device with binding conditions)."""
+    allocation = _status(claim).get("allocation")
+    if not isinstance(allocation, Mapping) or not allocation.get("allocationTimestamp"):
+        return None
+    if not allocation_has_binding_conditions(allocation):
+        return None
+    try:
+        return clocks.parse_time(str(allocation["allocationTimestamp"])) + timeout
+    except ValueError:
+        return None
+
+
 def claim_timed_out(claim: Mapping[str, Any], *, now: float, timeout: float) -> bool:
     """`isClaimTimeout`: the claim has a device with binding conditions and its
     `allocationTimestamp` is more than `timeout` seconds before `now` (no timestamp: never)."""
-    allocation = _status(claim).get("allocation")
-    if not isinstance(allocation, Mapping) or not allocation.get("allocationTimestamp"):
-        return False
-    if not allocation_has_binding_conditions(allocation):
-        return False
-    try:
-        stamp = clocks.parse_time(str(allocation["allocationTimestamp"]))
-    except ValueError:
-        return False
-    return stamp + timeout < now
+    at = claim_timeout_at(claim, timeout=timeout)
+    return at is not None and at < now

@@ -50,8 +50,8 @@ async def _report(client: clients.Client, claim: dict[str, Any], *conditions: tu
     await client.update_status(s.CLAIMS, claim)
 
 
-async def _start(client: clients.Client, start_cluster: StartCluster) -> Cluster:
-    cluster = await start_cluster()
+async def _start(client: clients.Client, start_cluster: StartCluster, **kwargs: Any) -> Cluster:
+    cluster = await start_cluster(**kwargs)
     await _fabric(client)
     await client.create("pods", s.pod("attached", claim="attach"))
     return cluster
@@ -59,7 +59,7 @@ async def _start(client: clients.Client, start_cluster: StartCluster) -> Cluster
 
 async def test_pod_waits_until_the_driver_reports_the_binding_conditions(
         client: clients.Client, clock: clocks.VirtualClock, start_cluster: StartCluster) -> None:
-    cluster = await _start(client, start_cluster)
+    cluster = await _start(client, start_cluster, workers=1)  # the waiting pod must not hold the one worker
     claim = await _allocated(client)
     allocation = claim["status"]["allocation"]
     [result] = allocation["devices"]["results"]
@@ -149,3 +149,30 @@ async def test_custom_binding_timeout(client: clients.Client, clock: clocks.Virt
     clock.advance(30)
     cond = await s.wait_unschedulable(client, "attached", reason="SchedulerError")
     assert cond["message"] == PREBIND + "device binding timeout: context deadline exceeded"
+
+
+async def test_claim_allocated_earlier_times_out_from_its_allocation_timestamp(
+        client: clients.Client, clock: clocks.VirtualClock, start_cluster: StartCluster) -> None:
+    """upstream "prebind-fail-with-binding-timeout": the claim was allocated 590 s ago; the pod
+    reserving it now waits 10 s more, not a fresh bindingTimeout."""
+    cluster = await start_cluster()
+    await _fabric(client)
+    claim = await s.get(client, s.CLAIMS, "attach")
+    assert claim is not None
+    claim["status"] = {"allocation": {
+        "devices": {"results": [{"request": "gpu", "driver": DRIVER, "pool": "fabric", "device": "fabric-0",
+                                 "bindingConditions": ["example.com/attached"],
+                                 "bindingFailureConditions": ["example.com/attach-failed"]}]},
+        "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+            {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]},
+        "allocationTimestamp": clocks.rfc3339(clock.now() - 590)}}
+    await client.update_status(s.CLAIMS, claim)
+    await client.create("pods", s.pod("attached", claim="attach"))
+    await _allocated(client)  # reserved for the pod, which now waits
+    await cluster.settle()
+    clock.advance(9)
+    await cluster.settle()
+    assert cluster.scheduler.stats.binding_failures == 0
+    clock.advance(2)
+    cond = await s.wait_unschedulable(client, "attached", reason="SchedulerError")
+    assert cond["message"] == PREBIND + "device binding timeout: claim=attach"
