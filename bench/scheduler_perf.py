@@ -673,8 +673,10 @@ def main() -> None:
         results[w.name] = r if len(runs) == 1 else {**r, "runs": [x["average"] for x in runs]}
         detail = (f"{r['pods']:.0f} pods in {r['seconds']:.1f} s (overall {r['overall']:.0f}/s); "
                   f"setup {r['setup_s']:.1f} s, pre-allocation {r['prealloc_s']:.1f} s")
-        pods = max(r["pods"], 1)
-        detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / pods:.1f}" for k, v in r["cpu"].items())
+        if r["pods"]:
+            detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / r['pods']:.1f}" for k, v in r["cpu"].items())
+        else:
+            detail += "; CPU s " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu"].items())
         if "init_average" in r:
             detail += f"; init pods {r['init_average']:.0f}/s"
         if len(runs) > 1:
