@@ -367,7 +367,14 @@ class Scheduler:
         return await self._binding_cycle(pod, outcome)
 
     async def _detached_binding(self, request: Request, pod: dict[str, Any], plan: Plan) -> None:
-        result = await self._binding_cycle(pod, plan)
+        """A binding cycle beside the workers; what the worker's reconcile would have returned
+        (a backoff) goes to the queue, an unexpected error is retried after the backoff."""
+        key = caches.key_of(pod)
+        try:
+            result = await self._binding_cycle(pod, plan)
+        except Exception:
+            self._log.exception("binding_cycle_failed", namespace=key[0], name=key[1])
+            result = Result(requeue_after=self.queueing.backoff(key))
         if result is not None and result.requeue_after is not None and self.queue is not None:
             self.queue.add_after(request, result.requeue_after)
 
