@@ -13,6 +13,7 @@ SCHEDULER_NAME = "default-scheduler"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256  # ResourceClaimReservedForMaxSize
 FILTER_TIMEOUT = 10.0  # DynamicResourcesArgs.filterTimeout default (seconds, per node)
+BINDING_TIMEOUT = 600.0  # DynamicResourcesArgs.bindingTimeout default (seconds, binding conditions)
 ON_LOOP_SLICE = 0.05  # longest an allocation runs on the event loop before moving to a thread
 YIELD_EVERY = 0.02  # a scheduling cycle gives the event loop a turn at least this often
 INITIAL_BACKOFF = 1.0  # podInitialBackoffSeconds

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile, workqueue
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     COMPONENT,
     DEFAULT_WORKERS,
     FILTER_TIMEOUT,
@@ -41,10 +42,14 @@ class SchedulerController(managers.Controller):
     def on_start(self) -> None:
         self.scheduler.on_start()
 
+    def on_stop(self) -> None:
+        self.scheduler.on_stop()
+
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
         pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
-        config: scheduling_profiles.SchedulerConfig | None = None) -> managers.Controller:
+        config: scheduling_profiles.SchedulerConfig | None = None,
+        binding_timeout: float = BINDING_TIMEOUT) -> managers.Controller:
     """The scheduler controller; `config` (a parsed KubeSchedulerConfiguration) gives its profiles,
     backoff and `percentageOfNodesToScore`; `seed` makes the choice among equally scored nodes
     reproducible."""
@@ -58,7 +63,7 @@ def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filt
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
                       pod_filter_timeout=pod_filter_timeout,
                       percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed, profiles=profiles,
-                      initial_backoff=initial, max_backoff=maximum)
+                      initial_backoff=initial, max_backoff=maximum, binding_timeout=binding_timeout)
     return SchedulerController(sched, workers=workers)
 
 

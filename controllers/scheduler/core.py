@@ -83,6 +83,7 @@ from controllers.runtime.reconcile import Request, Result
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIM_INDEXERS,
     CLAIMS,
     CLASSES,
@@ -140,7 +141,7 @@ class Scheduler:
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
                  seed: int | None = None, features: Features = FEATURES,
                  profiles: Sequence[framework.Profile] | None = None, initial_backoff: float = INITIAL_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF) -> None:
+                 max_backoff: float = MAX_BACKOFF, binding_timeout: float = BINDING_TIMEOUT) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -179,7 +180,7 @@ class Scheduler:
                 client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
                 nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
                 pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                profile=profile, preemption=self.preemption)
+                profile=profile, preemption=self.preemption, clock=clock, binding_timeout=binding_timeout)
             for profile in self.profiles}
         self.cycle = self.cycles[self.profiles[0].scheduler_name]
         self.scheduler_names = frozenset(self.cycles)
@@ -192,7 +193,11 @@ class Scheduler:
             spread = profile.plugin(podtopologyspread.NAME)
             if isinstance(spread, podtopologyspread.PodTopologySpread):
                 spread.use_default_selector(self._default_selector)
-        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
+        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache, clock=clock,
+                             recorder=recorder, binding_timeout=binding_timeout)
+        # Binding cycles waiting for binding conditions run beside the workers (upstream runs every
+        # binding cycle in its own goroutine), so that waiting pods never hold a worker.
+        self._bindings: set[asyncio.Task[None]] = set()
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
         self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
@@ -203,6 +208,9 @@ class Scheduler:
         self.claims.add_handler(informers.Handlers(on_add=assume.claim_changed,
                                                    on_update=lambda _o, c: assume.claim_changed(c),
                                                    on_delete=assume.claim_deleted))
+        binder = self.binder
+        self.claims.add_handler(informers.Handlers(on_update=lambda _o, c: binder.claim_changed(c),
+                                                   on_delete=binder.claim_changed))
         dirty = informers.Handlers(on_add=lambda _o: assume.invalidate_allocator(),
                                    on_update=lambda _o, _n: assume.invalidate_allocator(),
                                    on_delete=lambda _o: assume.invalidate_allocator())
@@ -425,6 +433,35 @@ class Scheduler:
             await self._report_failure(pod, "SchedulerError", outcome.message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
+        if self.binder.may_wait(outcome):
+            task = asyncio.get_running_loop().create_task(self._detached_binding(request, pod, outcome),
+                                                          name=f"scheduler:binding:{key[0]}/{key[1]}")
+            self._bindings.add(task)
+            task.add_done_callback(self._bindings.discard)
+            return None
+        return await self._binding_cycle(pod, outcome)
+
+    async def _detached_binding(self, request: Request, pod: dict[str, Any], plan: Plan) -> None:
+        """A binding cycle beside the workers; what the worker's reconcile would have returned
+        (a backoff) goes to the queue, an unexpected error is retried after the backoff."""
+        key = caches.key_of(pod)
+        try:
+            result = await self._binding_cycle(pod, plan)
+        except Exception:
+            self._log.exception("binding_cycle_failed", namespace=key[0], name=key[1])
+            result = Result(requeue_after=self.queueing.backoff(key))
+        if result is not None and result.requeue_after is not None and self.queue is not None:
+            self.queue.add_after(request, result.requeue_after)
+
+    def on_stop(self) -> None:
+        """The term ended: binding cycles still waiting for binding conditions are cancelled (their
+        assumptions dropped); the next term tries the pods again."""
+        for task in list(self._bindings):
+            task.cancel()
+
+    async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
+        """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""
+        key = caches.key_of(pod)
         try:
             await self.binder.bind(pod, outcome)
         except asyncio.CancelledError:

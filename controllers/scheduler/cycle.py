@@ -25,6 +25,7 @@ from controllers.runtime import informer as informers
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import delete_claim
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIMS,
     COMPONENT,
     DRA_PLUGIN,
@@ -49,6 +50,7 @@ from controllers.scheduler.plan import (
     reserved_for,
 )
 from controllers.scheduler.preemption import Preemption
+from cp import clock as clocks
 from cp import errors
 from cp.dra import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
@@ -59,6 +61,7 @@ from cp.dra import (
     claim_requests_admin_access,
     namespace_allows_admin_access,
 )
+from cp.dra import binding as bindings
 from cp.dra import extended as ext
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
@@ -75,7 +78,7 @@ Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | No
 class DraCycle:
     """The DynamicResources plugin's cycle state for one pod."""
 
-    __slots__ = ("active", "alloc_claims", "claims", "ext_existing", "ext_template", "has_selectors",
+    __slots__ = ("active", "alloc_claims", "blocked", "claims", "ext_existing", "ext_template", "has_selectors",
                  "prioritized", "selectors", "signature", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
@@ -90,15 +93,21 @@ class DraCycle:
         self.alloc_claims: list[dict[str, Any]] = []  # claims[i] for i in to_allocate
         self.has_selectors = False
         self.prioritized = False  # some claim to allocate has a request with subrequests
+        # Allocated claims whose binding failed or timed out (binding conditions): unavailable on
+        # every node, so that PostFilter deallocates them.
+        self.blocked: list[int] = []
 
 
 class SchedulingCycle:
     def __init__(self, *, client: clients.Client, claims: informers.Informer, namespaces: informers.Informer,
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
-                 profile: framework.Profile | None = None, preemption: Preemption | None = None) -> None:
+                 profile: framework.Profile | None = None, preemption: Preemption | None = None,
+                 clock: clocks.Clock | None = None, binding_timeout: float = BINDING_TIMEOUT) -> None:
         self.client = client
         self.preemption = preemption  # DefaultPreemption (None: no PostFilter preemption)
+        self.clock: clocks.Clock = clock if clock is not None else clocks.RealClock()
+        self.binding_timeout = binding_timeout
         self.profile = profile if profile is not None else profiles.default_profile()
         self.claims = claims
         self.namespaces = namespaces
@@ -179,7 +188,7 @@ class SchedulingCycle:
         # The DynamicResources filter's common case inline: claims to allocate whose answer for
         # this node is cached and still valid (no device of the node's pools changed since).
         dra_active = dra.active
-        fast = dra_active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        fast = dra_active and not dra.ext_template and not dra.has_selectors and not dra.blocked and bool(dra.alloc_claims)
         simple = info.simple
         signature = dra.signature
         gen, shared = self.assume.allocator_gen, self.assume.shared_version
@@ -327,6 +336,8 @@ class SchedulingCycle:
                     except NodeSelectorError as e:
                         raise SchedError(str(e)) from None
                 d.selectors.append(selector)
+                if bindings.allocation_has_binding_conditions(alloc) and self._binding_failed(claim):
+                    d.blocked.append(index)
                 continue
             d.selectors.append(None)
             d.to_allocate.append(index)
@@ -360,6 +371,19 @@ class SchedulingCycle:
             d.signature = _encode([spec_of(c) for c in d.alloc_claims])
         return d
 
+    def _binding_failed(self, claim: Mapping[str, Any]) -> bool:
+        """Filter's binding-conditions check of an allocated claim: a failure condition is True,
+        or the conditions are still not met `bindingTimeout` after the allocation."""
+        try:
+            ready = bindings.claim_ready_for_binding(claim)
+        except bindings.BindingFailed as exc:
+            self._log.debug("claim_binding_failed", claim=display_key(claim), error=str(exc))
+            return True
+        if not ready and bindings.claim_timed_out(claim, now=self.clock.now(), timeout=self.binding_timeout):
+            self._log.debug("claim_binding_timed_out", claim=display_key(claim))
+            return True
+        return False
+
     def _validate_class(self, class_name: str, request_name: str) -> None:
         if not class_name:
             raise SchedError(f"request {request_name}: unsupported request type")
@@ -388,6 +412,9 @@ class SchedulingCycle:
                 if selector is not None and not node_selector_matches(selector, entry.node):
                     d.unavailable.add(index)
                     unavailable = True
+        if d.blocked:
+            d.unavailable.update(d.blocked)
+            unavailable = True
         allocs: list[dict[str, Any]] = []
         if claims:
             result = await self._allocate_cached(entry, claims, signature)
@@ -501,7 +528,7 @@ class SchedulingCycle:
                 e.info.soft_taints for e, _a, _x in feasible)):
             inputs = []
             for entry, allocs, _node_ext in feasible:
-                dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
+                dra_score = plugins.dynamic_resources_score(d.claims, allocs) if d.prioritized and allocs else 0
                 inputs.append(info.raw_score(entry.info, entry.usage, dra_score))
             totals = plugins.total_scores(inputs)
         else:  # only the resource scores differ between nodes

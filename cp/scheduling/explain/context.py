@@ -344,9 +344,15 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
             ) -> tuple[list[float], list[dict[str, Any]]]:
     """The scheduler's scores (`scheduler_plugins.total_scores`) and their raw inputs."""
     inputs = []
+    # As the scheduler: scored when a claim to allocate has subrequests; allocated claims count
+    # with their own allocation (a bound pod's own claims are diagnosed as not allocated yet).
+    prioritized = any(r.get("firstAvailable") for c in ctx.alloc_claims
+                      for r in ((objects.spec_of(c).get("devices") or {}).get("requests") or []))
+    ordered = [c if allocation(c) is None or objects.uid_of(c) not in ctx.own_claims
+               else {k: v for k, v in c.items() if k != "status"} for c in ctx.pod_claims]
     for ni, dra in feasible:
         allocs = (dra or {}).get("rawAllocation") or []
-        dra_score = plugins.prioritized_list_score(ctx.alloc_claims, allocs) if allocs else 0
+        dra_score = plugins.dynamic_resources_score(ordered, allocs) if prioritized and allocs else 0
         inputs.append(ctx.info.raw_score(ni, ctx.usage.get(ni.name), dra_score))
     details = [{"leastAllocated": round(s.least, 3), "balancedAllocation": round(s.balanced, 3),
                 "untoleratedPreferNoScheduleTaints": s.taints, "preferredAffinity": s.affinity,
