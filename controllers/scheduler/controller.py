@@ -15,6 +15,7 @@ from controllers.scheduler.config import (
 )
 from controllers.scheduler.core import Scheduler
 from cp import clock as clocks
+from cp import features as gates
 
 
 class SchedulerController(managers.Controller):
@@ -34,13 +35,14 @@ def _rate_limiter(clock: clocks.Clock) -> workqueue.RateLimiter[reconcile.Reques
 
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
-        pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None
-        ) -> managers.Controller:
-    """The scheduler controller."""
+        pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
+        feature_gates: gates.FeatureGates = gates.DEFAULT) -> managers.Controller:
+    """The scheduler controller (`feature_gates`: kube-scheduler's `--feature-gates`)."""
     sched = Scheduler(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
                       pod_filter_timeout=pod_filter_timeout,
-                      percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed)
+                      percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed,
+                      feature_gates=feature_gates)
     return SchedulerController(sched, workers=workers)
 
 

@@ -74,6 +74,7 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import workqueue
 from controllers.runtime.reconcile import Request, Result
+from controllers.scheduler import gang
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
@@ -110,6 +111,7 @@ from controllers.scheduler.plan import (
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
 from cp import errors
+from cp import features as gates
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
 
@@ -120,7 +122,8 @@ class Scheduler:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
-                 seed: int | None = None, features: Features = FEATURES) -> None:
+                 seed: int | None = None, features: Features = FEATURES,
+                 feature_gates: gates.FeatureGates = gates.DEFAULT) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -153,6 +156,9 @@ class Scheduler:
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
         self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
+        # Gang scheduling (GenericWorkload + GangScheduling; off by default): `controllers.scheduler.gang`.
+        self.gang = (gang.Gang(scheduler=self, informer_factory=informer_factory)
+                     if feature_gates.enabled(gates.GANG_SCHEDULING) else None)
 
         nodes, assume = self.node_cache, self.assume
         self.pods.add_handler(informers.Handlers(on_add=nodes.account_pod, on_update=nodes.pod_updated,
@@ -178,7 +184,8 @@ class Scheduler:
                 managers.Watch(kind=CLASSES, map=self._map_cluster),
                 managers.Watch(kind=RULES, map=self._map_cluster),
                 managers.Watch(kind=NODES, map=self._map_node),
-                managers.Watch(kind=NAMESPACES, map=self._map_namespace)]
+                managers.Watch(kind=NAMESPACES, map=self._map_namespace),
+                *(self.gang.watches() if self.gang is not None else ())]
 
     def on_start(self) -> None:
         """A new term: forget the pool and backoff (every pending pod is enqueued again)."""
@@ -198,6 +205,8 @@ class Scheduler:
         """PreEnqueue: why the pod cannot be attempted yet (scheduling gates, claims not ready)."""
         if spec_of(pod).get("schedulingGates"):
             return "scheduling gates"
+        if self.gang is not None and (reason := self.gang.gate(pod)) is not None:
+            return reason
         try:
             self.cycle.pod_claims(pod)
         except Gated as exc:
@@ -221,6 +230,8 @@ class Scheduler:
             if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
                 self.queueing.move_all("AssignedPodDelete")
             return []
+        if self.gang is not None and (change.type == "add" or old is None):
+            self.gang.pod_added(pod)
         if spec_of(pod).get("nodeName"):
             if old is not None and spec_of(old).get("nodeName") and \
                     status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
@@ -315,6 +326,8 @@ class Scheduler:
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=reason)
             self.queueing.park(key, gated=True)
             return None
+        if self.gang is not None and (group := self.gang.gang_of(pod)) is not None:
+            return await self.gang.schedule(pod, group)  # the pod group scheduling cycle
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
             if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
