@@ -74,7 +74,7 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import workqueue
 from controllers.runtime.reconcile import Request, Result
-from controllers.scheduler import gang
+from controllers.scheduler import gang, podgroupclaims
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
@@ -159,6 +159,8 @@ class Scheduler:
         # Gang scheduling (GenericWorkload + GangScheduling; off by default): `controllers.scheduler.gang`.
         self.gang = (gang.Gang(scheduler=self, informer_factory=informer_factory)
                      if feature_gates.enabled(gates.GANG_SCHEDULING) else None)
+        if feature_gates.enabled(gates.DRA_WORKLOAD_RESOURCE_CLAIMS):  # claims shared by a PodGroup
+            self.cycle.workload_claims = podgroupclaims.WorkloadClaims(informer_factory=informer_factory)
 
         nodes, assume = self.node_cache, self.assume
         self.pods.add_handler(informers.Handlers(on_add=nodes.account_pod, on_update=nodes.pod_updated,
@@ -185,7 +187,9 @@ class Scheduler:
                 managers.Watch(kind=RULES, map=self._map_cluster),
                 managers.Watch(kind=NODES, map=self._map_node),
                 managers.Watch(kind=NAMESPACES, map=self._map_namespace),
-                *(self.gang.watches() if self.gang is not None else ())]
+                *(self.gang.watches() if self.gang is not None else ()),
+                *([managers.Watch(kind=podgroupclaims.PODGROUPS, map=lambda _c: [])]
+                  if self.gang is None and self.cycle.workload_claims is not None else [])]
 
     def on_start(self) -> None:
         """A new term: forget the pool and backoff (every pending pod is enqueued again)."""

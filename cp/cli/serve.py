@@ -172,9 +172,10 @@ async def _serve_async(args: argparse.Namespace) -> int:
             if args.feature_gates is not None:
                 import functools
 
-                from controllers import scheduler
+                from controllers import resourceclaim, scheduler
 
                 overrides[scheduler.NAME] = functools.partial(scheduler.new, feature_gates=args.feature_gates)
+                overrides[resourceclaim.NAME] = functools.partial(resourceclaim.new, feature_gates=args.feature_gates)
             identities = _controller_identities(srv) if srv.auth is not None else None
             ready = asyncio.Event()
             tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),
