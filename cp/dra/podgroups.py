@@ -64,7 +64,17 @@ def group_claim_of(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None,
 
 def consumer_ref(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None,
                  pod_claim: Mapping[str, Any]) -> dict[str, str]:
-    """`BindTo`: the `reservedFor` entry the pod's use of this claim adds."""
+    """`BindTo`: the `reservedFor` entry the pod's use of this claim adds. Raises ValueError for a pod
+    claim without a source, or a PodGroup that is not the pod's."""
+    pod_key = f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}"
+    if not pod_claim.get("resourceClaimName") and not pod_claim.get("resourceClaimTemplateName"):
+        raise ValueError(f"Pod {pod_key} claim {pod_claim.get('name')}: none of the supported fields are set")
+    if pod_group is not None and not belongs_to(pod, pod_group):
+        group_key = f"{_meta(pod_group).get('namespace')}/{_meta(pod_group).get('name')}"
+        if pod_group_name(pod) is None:
+            raise ValueError(f"Pod {pod_key} does not belong to a PodGroup")
+        raise ValueError(f"Pod {pod_key} belongs to PodGroup {_meta(pod).get('namespace')}/{pod_group_name(pod)}, "
+                         f"not PodGroup {group_key}")
     if group_claim_of(pod, pod_group, pod_claim) is not None:
         assert pod_group is not None
         return {"apiGroup": GROUP, "resource": RESOURCE, "name": str(_meta(pod_group).get("name") or ""),
@@ -103,6 +113,8 @@ def is_for_pod_group_by_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) ->
     """The claim is controlled by the pod's PodGroup (kind, name, API group; the version is ignored)."""
     group = pod_group_name(pod)
     ref = _controller(claim)
+    if _meta(claim).get("namespace") != _meta(pod).get("namespace"):
+        return False
     return (group is not None and ref is not None and ref.get("name") == group and ref.get("kind") == "PodGroup"
             and str(ref.get("apiVersion") or "").startswith(GROUP + "/"))
 
