@@ -14,7 +14,7 @@ import aiohttp
 import pytest
 
 from api import server as servers
-from cp import features
+from cp import features, protobuf
 
 PODGROUPS = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/podgroups"
 WORKLOADS = "/apis/scheduling.k8s.io/v1beta1/namespaces/default/workloads"
@@ -85,6 +85,22 @@ async def test_served_with_generic_workload(http: aiohttp.ClientSession) -> None
 
     status, created = await call(http, "POST", PODS, pod())
     assert status == 201 and created["spec"]["schedulingGroup"] == {"podGroupName": "g"}
+
+
+async def test_protobuf_and_openapi(http: aiohttp.ClientSession) -> None:
+    status, _ = await call(http, "POST", PODGROUPS, pod_group())
+    assert status == 201
+    # client-go asks built-in kinds as protobuf first
+    async with http.get(f"{PODGROUPS}/g", headers={"Accept": "application/vnd.kubernetes.protobuf, application/json"}) as r:
+        assert r.status == 200 and r.headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+        decoded = protobuf.decode(await r.read())
+    assert decoded["spec"]["schedulingPolicy"] == {"gang": {"minCount": 2}}
+    status, index = await call(http, "GET", "/openapi/v3")
+    url = index["paths"]["apis/scheduling.k8s.io/v1beta1"]["serverRelativeURL"]
+    status, doc = await call(http, "GET", url)
+    assert status == 200
+    assert "io.k8s.api.scheduling.v1beta1.PodGroup" in doc["components"]["schemas"]
+    assert "/apis/scheduling.k8s.io/v1beta1/namespaces/{namespace}/podgroups/{name}/status" in doc["paths"]
 
 
 async def test_pod_group_claims_need_their_gate(http: aiohttp.ClientSession) -> None:
