@@ -132,3 +132,27 @@ class TestGatesOff:
         assert {await s.wait_bound(client, n) for n in ("t-0", "t-1")} == {"small-0"}
         cond = await s.wait_unschedulable(client, "t-2")
         assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu.")
+
+
+async def test_a_gang_that_does_not_fit_allocates_nothing(client: clients.Client, start_cluster: StartCluster) -> None:
+    # Two GPU nodes with four GPUs each: two of three four-GPU pods fit, so the gang of three gets
+    # nothing — no claim allocated or reserved — until its minCount is lowered to two.
+    cluster = await start_cluster(feature_gates=GATES)
+    await s.template(client, "four-gpus", s.claim_spec(s.request(count=4)))
+    await client.create(PODGROUPS, pod_group("big", 3))
+    names = ["b-0", "b-1", "b-2"]
+    for name in names:
+        await client.create("pods", s.pod(name, template="four-gpus", schedulingGroup={"podGroupName": "big"}))
+    for name in names:
+        await s.wait_unschedulable(client, name)
+    await cluster.settle()
+    assert await bound(client, names) == dict.fromkeys(names, "")
+    for name in names:
+        claim = await s.pod_claim(client, name)
+        assert not claim.get("status", {}).get("allocation") and not claim.get("status", {}).get("reservedFor")
+    await client.patch(PODGROUPS, "big", {"spec": {"schedulingPolicy": {"gang": {"minCount": 2}}}},
+                       namespace="default", patch_type="merge")
+
+    async def two_bound() -> bool:
+        return sorted(v for v in (await bound(client, names)).values() if v) == ["gpu-a-0", "gpu-h-0"]
+    await eventually(two_bound, what="two of the gang bound")
