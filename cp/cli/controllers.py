@@ -25,9 +25,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
                         "controller, as with `cplane serve --fleet`)")
+    p.add_argument("--feature-gates", type=feature_gates, default=None, metavar="A=true,B=false",
+                   help="feature gates of the scheduler and the ResourceClaim controller (as the API server's; "
+                        "cp/features.py)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
+
+
+def feature_gates(text: str) -> Any:
+    """argparse type of `--feature-gates` (`cp.features.parse`)."""
+    from cp import features
+
+    try:
+        return features.parse(text)
+    except features.FeatureGateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def gate_overrides(gates: Any) -> dict[str, Any]:
+    """The controllers that take feature gates, bound to `gates`, as `run_controllers` overrides."""
+    if gates is None:
+        return {}
+    import functools
+
+    from controllers import resourceclaim, scheduler
+
+    return {scheduler.NAME: functools.partial(scheduler.new, feature_gates=gates),
+            resourceclaim.NAME: functools.partial(resourceclaim.new, feature_gates=gates)}
 
 
 def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
@@ -65,7 +90,8 @@ async def _controllers_async(args: argparse.Namespace) -> int:
     tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS), name="controllers:tune-gc")
     try:
         await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
-                                       leader_election=args.leader_elect, overrides=fleet_overrides(args),
+                                       leader_election=args.leader_elect,
+                                       overrides={**fleet_overrides(args), **gate_overrides(args.feature_gates)},
                                        ready=ready)
     finally:
         tuner.cancel()

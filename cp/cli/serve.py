@@ -93,21 +93,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--taint-unhealthy", choices=("NoSchedule", "NoExecute"), default=None,
                    help="remediation: taint devices reported unhealthy (DeviceTaintRule), so their pods "
                         "are evicted (NoExecute) and rescheduled on healthy devices")
-    p.add_argument("--feature-gates", type=_feature_gates, default=None, metavar="A=true,B=false",
+    p.add_argument("--feature-gates", type=controller_commands.feature_gates, default=None, metavar="A=true,B=false",
                    help="feature gates of the API server and the scheduler (cp/features.py; default: 1.37's "
                         "defaults, e.g. GenericWorkload=true,GangScheduling=true for gang scheduling)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
-
-
-def _feature_gates(text: str) -> Any:
-    from cp import features
-
-    try:
-        return features.parse(text)
-    except features.FeatureGateError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _cidr(text: str) -> str:
@@ -169,13 +160,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                 from controllers import health
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
-            if args.feature_gates is not None:
-                import functools
-
-                from controllers import resourceclaim, scheduler
-
-                overrides[scheduler.NAME] = functools.partial(scheduler.new, feature_gates=args.feature_gates)
-                overrides[resourceclaim.NAME] = functools.partial(resourceclaim.new, feature_gates=args.feature_gates)
+            overrides.update(controller_commands.gate_overrides(args.feature_gates))
             identities = _controller_identities(srv) if srv.auth is not None else None
             ready = asyncio.Event()
             tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),

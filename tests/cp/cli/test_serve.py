@@ -71,3 +71,24 @@ def test_service_account_admission_runs_where_its_controller_does() -> None:
     assert not serve._service_accounts(_args("--disable-admission-plugins", "ServiceAccount,Priority"))
     assert _args("--disable-admission-plugins", "Priority,ResourceQuota").disable_admission_plugins == (
         "Priority", "ResourceQuota")
+
+
+async def test_bad_feature_gates_are_usage_errors(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--feature-gates", "GangScheduling=true")
+    assert code == 2 and "argument --feature-gates: feature gate GangScheduling requires GenericWorkload" in err
+    assert "Traceback" not in err
+    code, err = await _serve("--data-dir", str(tmp_path), "--feature-gates", "Bogus=true")
+    assert code == 2 and "unrecognized feature gate: Bogus" in err
+
+
+def test_feature_gates_reach_the_scheduler_and_the_claim_controller() -> None:
+    from controllers import resourceclaim, scheduler
+    from cp import features
+    from cp.cli import controllers
+
+    args = _args("--feature-gates", "GenericWorkload=true,GangScheduling=true")
+    assert args.feature_gates.enabled(features.GANG_SCHEDULING)
+    overrides = controllers.gate_overrides(args.feature_gates)
+    assert set(overrides) == {scheduler.NAME, resourceclaim.NAME}
+    assert overrides[scheduler.NAME].keywords == {"feature_gates": args.feature_gates}
+    assert controllers.gate_overrides(_args().feature_gates) == {}
