@@ -37,7 +37,7 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime.reconcile import Request, Result
 from controllers.scheduler.config import COMPONENT, POD_GROUP_INDEX, TERMINAL, UNSCHEDULABLE_MAX
-from controllers.scheduler.plan import BindingError, Error, Gate, Plan, Unschedulable, is_pending
+from controllers.scheduler.plan import BindingError, Error, Gate, Gated, Plan, Unschedulable, is_pending
 from controllers.scheduler.queue import request_of
 from cp import clock as clocks
 from cp import errors
@@ -80,6 +80,16 @@ class Gang:
 
     def _placed(self, pod: Mapping[str, Any]) -> bool:
         return bool(spec_of(pod).get("nodeName")) or uid_of(pod) in self.sched.node_cache.assumed_pods
+
+    def _ready(self, pod: Mapping[str, Any]) -> bool:
+        """Past the other PreEnqueue checks (scheduling gates, claims); the group's quorum holds."""
+        if spec_of(pod).get("schedulingGates"):
+            return False
+        try:
+            self.sched.cycle.pod_claims(pod)
+        except Gated:
+            return False
+        return True
 
     def gang_of(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
         """The pod's PodGroup if it has a gang policy."""
@@ -139,8 +149,7 @@ class Gang:
                 return None  # tried with its group by another worker meanwhile (upstream pops them together)
             members = self.members(ns, name)
             placed = sum(1 for m in members if self._placed(m))
-            pending = [m for m in members if is_pending(m) and not self._placed(m)
-                       and sched.gate(m) is None]
+            pending = [m for m in members if is_pending(m) and not self._placed(m) and self._ready(m)]
             if not any(uid_of(m) == uid_of(current) for m in pending):
                 pending.append(current)
             queue = gs.group_order(pending)
