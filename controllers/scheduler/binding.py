@@ -101,7 +101,7 @@ class Binder:
                 self.assume.rekey(cplan.key, new_key)
                 cplan.key = new_key
                 self.assume.in_flight[new_key] = (ns, name)
-            cplan.claim = await self._bind_claim(cplan, ref)
+            cplan.claim = await self._bind_claim(cplan, cplan.consumer or ref)
             self.assume.in_flight.pop(cplan.key, None)
         if plan.extended_claim is not None:
             created_claim = next(cplan.claim for cplan in plan.claims if cplan.extended and cplan.claim is not None)

@@ -3,6 +3,9 @@ defaults) and the kinds it watches."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from cp.dra import Features
@@ -38,5 +41,19 @@ SERVICES = clients.resolve("services")
 REPLICATION_CONTROLLERS = clients.resolve("replicationcontrollers")
 REPLICA_SETS = clients.resolve("replicasets.apps")
 STATEFUL_SETS = clients.resolve("statefulsets.apps")
-POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name}
+POD_GROUP_INDEX = "pod-group"
+
+
+def by_pod_group(obj: Mapping[str, Any]) -> list[str]:
+    """Index pods by `namespace/spec.schedulingGroup.podGroupName` (gang scheduling)."""
+    spec = obj.get("spec")
+    group = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    if not name:
+        return []
+    meta = obj.get("metadata")
+    return [f"{meta.get('namespace') if isinstance(meta, Mapping) else ''}/{name}"]
+
+
+POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name, POD_GROUP_INDEX: by_pod_group}
 CLAIM_INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}

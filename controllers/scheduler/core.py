@@ -80,6 +80,7 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import workqueue
 from controllers.runtime.reconcile import Request, Result
+from controllers.scheduler import gang, podgroupclaims
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
@@ -125,6 +126,7 @@ from controllers.scheduler.preemption import PDBS, Preemption
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
 from cp import errors, selectors
+from cp import features as gates
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
 from cp.scheduling import events as cluster_events
@@ -141,7 +143,8 @@ class Scheduler:
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
                  seed: int | None = None, features: Features = FEATURES,
                  profiles: Sequence[framework.Profile] | None = None, initial_backoff: float = INITIAL_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF, binding_timeout: float = BINDING_TIMEOUT) -> None:
+                 max_backoff: float = MAX_BACKOFF, binding_timeout: float = BINDING_TIMEOUT,
+                 feature_gates: gates.FeatureGates = gates.DEFAULT) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -201,6 +204,11 @@ class Scheduler:
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
         self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
+        # Gang scheduling (GenericWorkload + GangScheduling; off by default): `controllers.scheduler.gang`.
+        self.gang = (gang.Gang(scheduler=self, informer_factory=informer_factory)
+                     if feature_gates.enabled(gates.GANG_SCHEDULING) else None)
+        if feature_gates.enabled(gates.DRA_WORKLOAD_RESOURCE_CLAIMS):  # claims shared by a PodGroup
+            self.cycle.workload_claims = podgroupclaims.WorkloadClaims(informer_factory=informer_factory)
 
         nodes, assume = self.node_cache, self.assume
         self.pods.add_handler(informers.Handlers(on_add=nodes.account_pod, on_update=nodes.pod_updated,
@@ -239,7 +247,10 @@ class Scheduler:
                 managers.Watch(kind=CLASSES, map=self._map_cluster),
                 managers.Watch(kind=RULES, map=self._map_cluster),
                 managers.Watch(kind=NODES, map=self._map_node),
-                managers.Watch(kind=NAMESPACES, map=self._map_namespace)]
+                managers.Watch(kind=NAMESPACES, map=self._map_namespace),
+                *(self.gang.watches() if self.gang is not None else ()),
+                *([managers.Watch(kind=podgroupclaims.PODGROUPS, map=lambda _c: [])]
+                  if self.gang is None and self.cycle.workload_claims is not None else [])]
 
     def on_start(self) -> None:
         """A new term: forget the pool and backoff (every pending pod is enqueued again)."""
@@ -267,6 +278,8 @@ class Scheduler:
         """PreEnqueue: why the pod cannot be attempted yet (scheduling gates, claims not ready)."""
         if spec_of(pod).get("schedulingGates"):
             return "scheduling gates"
+        if self.gang is not None and (reason := self.gang.gate(pod)) is not None:
+            return reason
         try:
             self.cycle.pod_claims(pod)
         except Gated as exc:
@@ -290,6 +303,8 @@ class Scheduler:
             if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
                 self.queueing.move_all("AssignedPod/Delete")
             return []
+        if self.gang is not None and (change.type == "add" or old is None):
+            self.gang.pod_added(pod)
         if spec_of(pod).get("nodeName"):
             self._forget_pod(key)
             if self.queueing.idle():
@@ -395,6 +410,8 @@ class Scheduler:
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=reason)
             self.queueing.park(key, gated=True)
             return None
+        if self.gang is not None and (group := self.gang.gang_of(pod)) is not None:
+            return await self.gang.schedule(pod, group)  # the pod group scheduling cycle
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
             if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:

@@ -120,6 +120,14 @@ class SchedulingCycle:
         self.percentage = percentage_of_nodes_to_score
         self._cycle_deadline = 0.0  # time.monotonic() by which the current cycle's searches end
         self._log = logger
+        # Claims shared by a PodGroup (DRAWorkloadResourceClaims): `controllers.scheduler.podgroupclaims`.
+        self.workload_claims: Any = None
+
+    def _reserved(self, claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+        """`IsReservedForPod` (a PodGroup's reservation counts with DRAWorkloadResourceClaims)."""
+        if reserved_for(claim, uid_of(pod)):
+            return True
+        return self.workload_claims is not None and bool(self.workload_claims.reserved(pod, claim))
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
@@ -289,7 +297,8 @@ class SchedulingCycle:
                 raise Gated(f'resourceclaim.resource.k8s.io "{claim_name}" not found')
             if meta_of(claim).get("deletionTimestamp"):
                 raise Gated(f'resourceclaim "{claim_name}" is being deleted')
-            if check_owner and controller_uid_of(claim) != uid:
+            if check_owner and controller_uid_of(claim) != uid and not (
+                    self.workload_claims is not None and self.workload_claims.owned_by_group(pod, claim)):
                 raise Gated(f"ResourceClaim {claim_name} was not created for pod {ns}/{name} (pod is not owner)")
             out.append(claim)
         return out
@@ -320,14 +329,13 @@ class SchedulingCycle:
         d.ext_existing, d.ext_template = ext_existing, ext_template
         if not claims and not ext_template:
             return d
-        pod_uid = uid_of(pod)
         pod_key = caches.key_of(pod)
         namespace = self.namespaces.cache.get("", str(meta_of(pod).get("namespace") or ""))
         for index, claim in enumerate(claims):
             alloc = allocation_of(claim)
             if alloc is not None:
                 reserved = status_of(claim).get("reservedFor") or []
-                if len(reserved) >= RESERVED_FOR_MAX and not reserved_for(claim, pod_uid):
+                if len(reserved) >= RESERVED_FOR_MAX and not self._reserved(claim, pod):
                     raise PreFilterReject(plugins.Status(plugins.UNRESOLVABLE, ["resourceclaim in use"]))
                 selector = alloc.get("nodeSelector")
                 if selector is not None:
@@ -558,7 +566,9 @@ class SchedulingCycle:
                 self.assume.assume(uid, alloc)
                 self.assume.in_flight[uid] = pod_key
             plan.claims.append(ClaimPlan(claim=claim, allocation=alloc, key=uid, extended=claim is d.ext_existing,
-                                          reserve=not reserved_for(claim, pod_uid)))
+                                          reserve=not self._reserved(claim, pod),
+                                          consumer=(self.workload_claims.consumer(pod, claim)
+                                                    if self.workload_claims is not None else None)))
         if node_ext is not None:
             alloc = allocs[len(d.to_allocate)]
             key = f"extended:{pod_uid}"

@@ -58,6 +58,7 @@ class ClaimPlan(msgspec.Struct, kw_only=True):
     key: str  # assumption key: the claim uid, or `extended:<pod uid>` before creation
     extended: bool = False
     reserve: bool = True  # False: already reserved for this pod
+    consumer: dict[str, str] | None = None  # the reservedFor entry to add, if not the pod (its PodGroup)
 
 
 class Plan(msgspec.Struct, kw_only=True):
