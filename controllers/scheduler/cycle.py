@@ -63,6 +63,7 @@ from cp.dra import (
 )
 from cp.dra import binding as bindings
 from cp.dra import extended as ext
+from cp.dra.model import tolerates_taint
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
@@ -337,6 +338,12 @@ class SchedulingCycle:
                 reserved = status_of(claim).get("reservedFor") or []
                 if len(reserved) >= RESERVED_FOR_MAX and not self._reserved(claim, pod):
                     raise PreFilterReject(plugins.Status(plugins.UNRESOLVABLE, ["resourceclaim in use"]))
+                if not self._reserved(claim, pod):
+                    tainted = self._untolerated_no_execute(alloc)
+                    if tainted:
+                        raise PreFilterReject(plugins.Status(plugins.UNRESOLVABLE, [
+                            f"resource claim {display_key(claim)}: device {tainted} has a NoExecute taint "
+                            "that the claim does not tolerate"], DRA_PLUGIN))
                 selector = alloc.get("nodeSelector")
                 if selector is not None:
                     try:
@@ -391,6 +398,20 @@ class SchedulingCycle:
             self._log.debug("claim_binding_timed_out", claim=display_key(claim))
             return True
         return False
+
+    def _untolerated_no_execute(self, alloc: Mapping[str, Any]) -> str:
+        """KEP-5055: an allocated claim whose device has a NoExecute taint that its allocation
+        result does not tolerate is not reserved for new pods (its current pods are evicted by the
+        device taint eviction controller); the first such device as driver/pool/device, or ""."""
+        allocator = self.assume.allocator or self.assume.get_allocator()
+        for result in ((alloc.get("devices") or {}).get("results") or []):
+            driver, pool, device = (str(result.get(k) or "") for k in ("driver", "pool", "device"))
+            tolerations = result.get("tolerations") or []
+            for taint in allocator.device_taints(driver=driver, pool=pool, device=device):
+                if taint.get("effect") == "NoExecute" and not any(
+                        tolerates_taint(t, taint) for t in tolerations):
+                    return f"{driver}/{pool}/{device}"
+        return ""
 
     def _validate_class(self, class_name: str, request_name: str) -> None:
         if not class_name:
