@@ -57,7 +57,7 @@ devices in a claim, a timed-out search: `running "DynamicResources" filter plugi
 Long searches never block the event loop (which serves the API in `cplane serve`) for more than
 about 50 ms: a node whose allocation takes longer continues in a worker thread, with claim-state
 updates held back until it finishes. Deviations from kube-scheduler are listed in
-docs/controllers.md ("Scheduler (DRA allocator)").
+docs/controllers.md ("Scheduler").
 
 This module wires the parts and runs the reconcile (one attempt per pod): `queue` (unschedulable
 pool and backoff), `nodes` (node cache and assumed pods), `assume` (claims in use, the allocator),
