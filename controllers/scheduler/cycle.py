@@ -62,12 +62,14 @@ from cp.dra import extended as ext
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
+from cp.scheduling.plugins import noderesources
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
 _encode = msgspec.json.Encoder().encode
 
 Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]
+_RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 
 
 class DraCycle:
@@ -108,6 +110,14 @@ class SchedulingCycle:
         self.percentage = percentage_of_nodes_to_score
         self._cycle_deadline = 0.0  # time.monotonic() by which the current cycle's searches end
         self._log = logger
+        weights = {p.name: (p, w) for p, w in self.profile.scores}
+        fit, balanced = weights.get("NodeResourcesFit"), weights.get("NodeResourcesBalancedAllocation")
+        self._resource_fast = (
+            fit is not None and isinstance(fit[0], noderesources.Fit) and fit[1] == 1
+            and fit[0].strategy == noderesources.LEAST_ALLOCATED and fit[0].resources == noderesources.DEFAULT_RESOURCES
+            and balanced is not None and isinstance(balanced[0], noderesources.BalancedAllocation)
+            and balanced[1] == 1 and balanced[0].resources == noderesources.DEFAULT_RESOURCES)
+        self._spread_stand_in = "PodTopologySpread" not in weights
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
@@ -137,7 +147,7 @@ class SchedulingCycle:
         info = plugins.PodInfo(pod, req, owner)
         pinfo = framework.PodInfo(pod, req, owner)
         state = framework.CycleState()
-        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces))
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
             return Unschedulable(message=plugins.fit_error(
@@ -157,6 +167,7 @@ class SchedulingCycle:
         # this node is cached and still valid (no device of the node's pools changed since).
         dra_active = dra.active
         fast = dra_active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        fused = self.profile.fused_core
         simple = info.simple
         signature = dra.signature
         gen, shared = self.assume.allocator_gen, self.assume.shared_version
@@ -167,7 +178,7 @@ class SchedulingCycle:
                 processed += 1
                 ni = entry.info
                 usage = entry.usage
-                if simple and ni.plain and usage.pods < ni.alloc.pods:
+                if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
                     status = None
                 else:
                     status = info.filter(ni, usage, ext_mapping)
@@ -450,24 +461,41 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        if d.prioritized or info.preferred or info.owner or (self.node_cache.soft_tainted and any(
-                e.info.soft_taints for e, _a, _x in feasible)):
-            inputs = []
-            for entry, allocs, _node_ext in feasible:
-                dra_score = plugins.prioritized_list_score(d.alloc_claims, allocs) if d.prioritized and allocs else 0
-                inputs.append(info.raw_score(entry.info, entry.usage, dra_score))
-            totals = plugins.total_scores(inputs)
-        else:  # only the resource scores differ between nodes
-            score = info.resource_score
-            totals = [score(entry.info, entry.usage) for entry, _a, _x in feasible]
-        if self.profile.scores:
-            extra, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible])
-            totals = [t + x for t, x in zip(totals, extra, strict=True)]
+        nodes = [e for e, _a, _x in feasible]
+        extra = self._extra_scores(pinfo, d, feasible)
+        totals, _per_plugin = self.profile.run_scores(state, pinfo, nodes, extra, skip=self._fused_scores(extra, pinfo, nodes))
         best = max(totals)
         # selectHost: a uniformly random one among the top scores.
         top = [i for i, score in enumerate(totals) if score == best]
         chosen = top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
         return feasible[chosen]
+
+    def _fused_scores(self, extra: list[tuple[str, list[int], int]], pinfo: framework.PodInfo,
+                      nodes: Sequence[NodeEntry]) -> tuple[str, ...]:
+        """The fast path: NodeResourcesFit and NodeResourcesBalancedAllocation with their default
+        args and weights scored in one call per node (appended to `extra`); the plugins to skip."""
+        if not self._resource_fast:
+            return ()
+        balanced = bool(pinfo.req.requests.cpu or pinfo.req.requests.memory)
+        score = noderesources.default_resource_score
+        extra.append(("NodeResources", [score(pinfo, n, balanced=balanced) for n in nodes], 1))
+        return _RESOURCE_PLUGINS
+
+    def _extra_scores(self, pinfo: framework.PodInfo, d: DraCycle,
+                      feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
+                      ) -> list[tuple[str, list[int], int]]:
+        """Scores from outside the profile's plugins: DynamicResources' prioritized-list score and,
+        while the profile has no PodTopologySpread, the stand-in spreading a controller's pods."""
+        extra: list[tuple[str, list[int], int]] = []
+        if d.prioritized:
+            dra = [plugins.prioritized_list_score(d.alloc_claims, allocs) if allocs else 0 for _e, allocs, _x in feasible]
+            framework.default_normalize(dra, reverse=False)
+            extra.append((DRA_PLUGIN, dra, 1))
+        if pinfo.owner and self._spread_stand_in:
+            siblings = [e.usage.owners.get(pinfo.owner, 0) for e, _a, _x in feasible]
+            framework.default_normalize(siblings, reverse=True)
+            extra.append(("PodTopologySpread", siblings, 2))
+        return extra
 
     def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, d: DraCycle, entry: NodeEntry,
                  allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:

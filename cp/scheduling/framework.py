@@ -127,6 +127,8 @@ class PodInfo:
         ports: list[tuple[str, str, int]] = []
         for group in ("initContainers", "containers"):
             for c in spec.get(group) or ():
+                if group == "initContainers" and c.get("restartPolicy") != "Always":
+                    continue  # only sidecars run for the pod's lifetime
                 for p in c.get("ports") or ():
                     hp = int(p.get("hostPort") or 0)
                     if hp > 0:
@@ -183,14 +185,17 @@ class NodeState:
 
 
 class Snapshot:
-    """The nodes of one cycle, and the namespaces' labels (for affinity namespace selectors)."""
+    """The nodes of one cycle, the namespaces' labels (for affinity namespace selectors) and the
+    extended resources DeviceClasses back (resource -> class, for NodeResourcesFit)."""
 
-    __slots__ = ("_affinity", "_anti_affinity", "by_name", "namespaces", "nodes")
+    __slots__ = ("_affinity", "_anti_affinity", "by_name", "dra_backed", "namespaces", "nodes")
 
-    def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None,
+                 dra_backed: Mapping[str, str] | None = None) -> None:
         self.nodes = nodes
         self.by_name = {n.name: n for n in nodes}
         self.namespaces = namespaces or {}
+        self.dra_backed = dra_backed or {}
         self._affinity: list[NodeState] | None = None
         self._anti_affinity: list[NodeState] | None = None
 
@@ -211,11 +216,15 @@ class Snapshot:
 
 
 class CycleState(dict[str, Any]):
-    """Per-cycle plugin data (keyed by plugin name). `clone()` copies each value that has a
-    `clone()` (preemption's dry runs mutate their copy through AddPod/RemovePod)."""
+    """Per-cycle plugin data (keyed by plugin name), and the cycle's snapshot (set by PreFilter).
+    `clone()` copies each value that has a `clone()` (preemption's dry runs mutate their copy
+    through AddPod/RemovePod)."""
+
+    snapshot: Snapshot | None = None
 
     def clone(self) -> CycleState:
         out = CycleState()
+        out.snapshot = self.snapshot
         for k, v in self.items():
             out[k] = v.clone() if hasattr(v, "clone") else v
         return out
@@ -307,6 +316,7 @@ class Profile:
     def run_pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot
                        ) -> tuple[list[Plugin], Status | None]:
         """The filter plugins to run on each node (PreFilter skips left out), or the rejection."""
+        state.snapshot = snapshot
         skipped: set[str] = set()
         for p in self.pre_filters:
             st = p.pre_filter(state, pod, snapshot)
@@ -331,12 +341,17 @@ class Profile:
         return None
 
     def run_scores(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeState],
-                   extra: Sequence[tuple[str, list[int], int]] = ()) -> tuple[list[int], dict[str, list[int]]]:
+                   extra: Sequence[tuple[str, list[int], int]] = (), skip: Iterable[str] = ()
+                   ) -> tuple[list[int], dict[str, list[int]]]:
         """`RunScorePlugins`: the weighted sum per node, and each plugin's normalized scores.
-        `extra`: scores computed elsewhere (name, normalized scores, weight), e.g. DynamicResources."""
+        `extra`: scores computed elsewhere (name, normalized scores, weight), e.g. DynamicResources;
+        `skip`: plugins whose scores are among them (a fused fast path)."""
         per_plugin: dict[str, list[int]] = {}
         totals = [0] * len(nodes)
+        skipped = frozenset(skip)
         for p, weight in self.scores:
+            if p.name in skipped:
+                continue
             if "PreScore" in p.points:
                 st = p.pre_score(state, pod, nodes)
                 if st is not None and st.code == SKIP:

@@ -37,6 +37,13 @@ def _load() -> None:
     import importlib
 
     modules: tuple[str, ...] = (
+        "nodeunschedulable",
+        "nodename",
+        "tainttoleration",
+        "nodeaffinity",
+        "nodeports",
+        "noderesources",
+        "imagelocality",
     )
     for module in modules:
         importlib.import_module(f"cp.scheduling.plugins.{module}")
