@@ -163,7 +163,7 @@ def test_zero_weight_defaults_to_one_as_v1_config_does() -> None:
 
 
 def test_unknown_strategy_is_rejected() -> None:
-    with pytest.raises(nr.ArgsError, match="scoringStrategy.type"):
+    with pytest.raises(nr.ArgsError, match=r"scoringStrategy\.type"):
         fit("Fancy")
 
 
