@@ -156,9 +156,15 @@ class SchedulingCycle:
         run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
+        all_n = len(nodes)
+        if state.node_names is not None:  # a PreFilterResult: the other nodes are not evaluated
+            absent = plugins.Status(plugins.UNRESOLVABLE, [
+                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(set(state.node_names_plugins)))}]"])
+            statuses = {e.name: absent for e in nodes if e.name not in state.node_names}
+            nodes = [e for e in nodes if e.name in state.node_names]
         n = len(nodes)
         to_find = plugins.num_feasible_nodes_to_find(n, self.percentage)
-        start = self.node_cache.next_start % n
+        start = self.node_cache.next_start % n if n else 0
         processed = 0
         last_yield = time.perf_counter()
         ext_mapping = self.assume.ext_mapping
@@ -214,14 +220,14 @@ class SchedulingCycle:
         except SchedError as exc:
             return Error(message=f'running "{DRA_PLUGIN}" filter plugin: {exc}')
         finally:
-            self.node_cache.next_start = (start + processed) % n
+            self.node_cache.next_start = (start + processed) % n if n else start
             self.stats.nodes_filtered += processed
             self.stats.dra_cache_hits += hits
 
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
-            post = f"{dra_msg}, {plugins.preemption_message(pod, n, statuses, None)}"
-            message = plugins.fit_error(n, statuses, post_filter=post)
+            post = f"{dra_msg}, {plugins.preemption_message(pod, all_n, statuses, None)}"
+            message = plugins.fit_error(all_n, statuses, post_filter=post)
             why = self._why_short(pod, dra, statuses)
             return Unschedulable(message=f"{message} {why}" if why else message)
 

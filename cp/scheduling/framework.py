@@ -221,10 +221,20 @@ class CycleState(dict[str, Any]):
     through AddPod/RemovePod)."""
 
     snapshot: Snapshot | None = None
+    # `PreFilterResult.NodeNames` merged over the PreFilter plugins (None: all nodes), and the
+    # plugins that narrowed it
+    node_names: frozenset[str] | None = None
+    node_names_plugins: tuple[str, ...] = ()
+
+    def restrict(self, names: frozenset[str], plugin: str) -> None:
+        """A PreFilter plugin's `PreFilterResult`: only these nodes can fit."""
+        self.node_names = names if self.node_names is None else self.node_names & names
+        self.node_names_plugins += (plugin,)
 
     def clone(self) -> CycleState:
         out = CycleState()
         out.snapshot = self.snapshot
+        out.node_names, out.node_names_plugins = self.node_names, self.node_names_plugins
         for k, v in self.items():
             out[k] = v.clone() if hasattr(v, "clone") else v
         return out
@@ -328,6 +338,11 @@ class Profile:
             if not st.plugin:
                 st.plugin = p.name
             return [], st
+        if state.node_names is not None and not state.node_names:
+            names = state.node_names_plugins
+            msg = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                   else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+            return [], Status(UNRESOLVABLE, [msg], names[0])
         return [p for p in self.filters if p.name not in skipped], None
 
     @staticmethod

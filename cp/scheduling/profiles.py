@@ -54,6 +54,7 @@ def default_profile(*, scheduler_name: str = SCHEDULER_NAME) -> framework.Profil
     _load()
     filters: list[framework.Plugin] = []
     scores: list[tuple[framework.Plugin, int]] = []
+    pre_filters: list[framework.Plugin] = []  # the fused core filters' PreFilters run too
     for name, weight in DEFAULT_PLUGINS:
         factory = PLUGINS.get(name)
         if factory is None:
@@ -61,7 +62,9 @@ def default_profile(*, scheduler_name: str = SCHEDULER_NAME) -> framework.Profil
         plugin = factory({})
         if "Filter" in plugin.points and name not in CORE_FILTERS:
             filters.append(plugin)
+        if "PreFilter" in plugin.points:
+            pre_filters.append(plugin)
         if "Score" in plugin.points and weight:
             scores.append((plugin, weight))
-    return framework.Profile(scheduler_name=scheduler_name, filters=filters, scores=scores, fused_core=True,
-                             enabled=[n for n, _w in DEFAULT_PLUGINS])
+    return framework.Profile(scheduler_name=scheduler_name, filters=filters, scores=scores, pre_filters=pre_filters,
+                             fused_core=True, enabled=[n for n, _w in DEFAULT_PLUGINS])

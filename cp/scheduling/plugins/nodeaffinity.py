@@ -110,6 +110,8 @@ class NodeAffinity(framework.Plugin):
             names = term_names if names is None else names | term_names
         if names is not None and not names:
             return framework.Status(plugins.UNRESOLVABLE, [ERR_REASON_CONFLICT])
+        if names:
+            state.restrict(frozenset(names), self.name)  # PreFilterResult: only these nodes
         return None
 
     def filter(self, state: framework.CycleState, pod: framework.PodInfo,

@@ -64,11 +64,22 @@ def test_fused_filter_matches_the_plugins(name: str, pod: dict[str, Any], node: 
         assert fused(pod, node, dra_backed) == one_by_one(pod, node, dra_backed)
 
 
-def test_conflicting_node_name_terms_reject_at_pre_filter_where_the_fused_filter_rejects_each_node() -> None:
-    # (the default profile runs NodeAffinity's PreFilter only through the fused filter: same
-    # unresolvable verdict, reported per node instead of once)
-    name, spec, node, labels, _args, want = next(c for c in test_nodeaffinity.FILTER_CASES
-                                                  if c[5] == test_nodeaffinity.CONFLICT)
+def test_the_default_profile_runs_the_core_pre_filters_beside_the_fused_filter() -> None:
+    """Conflicting `metadata.name` terms: NodeAffinity's PreFilter rejects the pod once (the fused
+    filter alone would reject every node as not matching); `metadata.name In` terms narrow the
+    nodes to evaluate (PreFilterResult)."""
+    _name, spec, node, labels, _args, want = next(c for c in test_nodeaffinity.FILTER_CASES
+                                                   if c[5] == test_nodeaffinity.CONFLICT)
     ns = states([make_node(node, labels=labels)])[0]
-    assert one_by_one(make_pod(**spec), ns, {}) == ("prefilter", *want)
+    profile = profiles.default_profile()
+    state = framework.CycleState()
+    _active, rejected = profile.run_pre_filter(state, framework.PodInfo(make_pod(**spec)), framework.Snapshot([ns]))
+    assert rejected is not None and (rejected.code, rejected.reasons) == want
     assert fused(make_pod(**spec), ns, {}) == ("NodeAffinity", plugins.UNRESOLVABLE, [plugins.ERR_REASON_AFFINITY])
+
+    pod = make_pod(affinity=test_nodeaffinity.required(
+        {"matchFields": [test_nodeaffinity.expr("metadata.name", "In", "node1", "node3")]}))
+    state = framework.CycleState()
+    _active, rejected = profile.run_pre_filter(state, framework.PodInfo(pod), framework.Snapshot([ns]))
+    assert rejected is None and state.node_names == {"node1", "node3"}
+    assert state.node_names_plugins == ("NodeAffinity",)

@@ -64,6 +64,6 @@ def test_host_ports_count_sidecars_only_among_init_containers() -> None:
     port = [{"containerPort": 80, "hostPort": 80}]
     pod["spec"]["initContainers"] = [{"name": "init", "ports": port},
                                      {"name": "side", "restartPolicy": "Always", "ports": [{"hostPort": 81}]}]
-    pod["spec"]["containers"] = [{"name": "c", "ports": port + [{"containerPort": 90}]}]
+    pod["spec"]["containers"] = [{"name": "c", "ports": [*port, {"containerPort": 90}]}]
     assert host_ports(pod) == [("0.0.0.0", "TCP", 81), ("0.0.0.0", "TCP", 80)]
     assert sorted(framework.PodInfo(pod).host_ports) == sorted(host_ports(pod))

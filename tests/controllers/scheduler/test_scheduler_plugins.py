@@ -1,0 +1,55 @@
+"""The node-local plugins through the API with the simulated fleet (gpu-a-0, gpu-h-0, cpu-0): the
+NodeAffinity PreFilterResult, NodePorts, NodeResourcesFit's unresolvable rejection, and the
+scores (a pod lands on the least allocated node)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers.runtime import client as clients
+from tests.controllers.scheduler import support as s
+from tests.controllers.scheduler.conftest import StartCluster
+
+POST = "no new claims to deallocate, preemption: 0/3 nodes are available: "
+
+
+def names_affinity(*names: str) -> dict[str, Any]:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchFields": [{"key": "metadata.name", "operator": "In", "values": list(names)}]}]}}}
+
+
+async def test_node_name_affinity_narrows_the_nodes(client: clients.Client, start_cluster: StartCluster) -> None:
+    await start_cluster()
+    await client.create("pods", s.pod("pinned", affinity=names_affinity("cpu-0")))
+    assert await s.wait_bound(client, "pinned") == "cpu-0"
+    await client.create("pods", s.pod("nowhere", affinity=names_affinity("gone-0")))
+    cond = await s.wait_unschedulable(client, "nowhere")
+    assert cond["message"] == ("0/3 nodes are available: 3 node(s) didn't satisfy plugin(s) [NodeAffinity]. "
+                               + POST + "3 Preemption is not helpful for scheduling.")
+
+
+async def test_host_ports_and_oversized_requests(client: clients.Client, start_cluster: StartCluster) -> None:
+    await start_cluster()
+    ports = [{"name": "app", "image": "registry.k8s.io/pause:3.10",
+              "ports": [{"containerPort": 80, "hostPort": 8080}]}]
+    for name in ("web-1", "web-2", "web-3", "web-4"):
+        await client.create("pods", s.pod(name, containers=ports))
+    placed = {await s.wait_bound(client, name) for name in ("web-1", "web-2", "web-3")}
+    assert placed == {"gpu-a-0", "gpu-h-0", "cpu-0"}  # one per node
+    cond = await s.wait_unschedulable(client, "web-4")
+    assert cond["message"] == ("0/3 nodes are available: 3 node(s) didn't have free ports for the requested pod "
+                               "ports. " + POST + "3 No preemption victims found for incoming pod.")
+    # more cpu than any node has: preemption cannot help
+    await client.create("pods", s.pod("huge", requests={"cpu": "9"}))
+    cond = await s.wait_unschedulable(client, "huge")
+    assert cond["message"] == ("0/3 nodes are available: 3 Insufficient cpu. " + POST
+                               + "3 Preemption is not helpful for scheduling.")
+
+
+async def test_pods_spread_by_least_allocated(client: clients.Client, start_cluster: StartCluster) -> None:
+    await start_cluster()
+    # each pod takes half a node's cpu: LeastAllocated sends the second and third elsewhere
+    for i in range(3):
+        await client.create("pods", s.pod(f"half-{i}", requests={"cpu": "4", "memory": "1Gi"}))
+        await s.wait_bound(client, f"half-{i}")
+    assert {await s.bound_node(client, f"half-{i}") for i in range(3)} == {"gpu-a-0", "gpu-h-0", "cpu-0"}
