@@ -483,8 +483,7 @@ class SchedulingCycle:
         if not self._resource_fast:
             return ()
         balanced = bool(pinfo.req.requests.cpu or pinfo.req.requests.memory)
-        score = noderesources.default_resource_score
-        extra.append(("NodeResources", [score(pinfo, n, balanced=balanced) for n in nodes], 1))
+        extra.append(("NodeResources", noderesources.default_resource_scores(pinfo, nodes, balanced=balanced), 1))
         return _RESOURCE_PLUGINS
 
     def _extra_scores(self, pinfo: framework.PodInfo, d: DraCycle,

@@ -55,14 +55,15 @@ class ImageLocality(framework.Plugin):
         containers = [c for group in ("initContainers", "containers") for c in spec.get(group) or ()]
         images = [normalized_image_name(str(c.get("image") or "")) for c in containers]
         wanted = set(images)
-        if not any(wanted.intersection(n.info.images) for n in nodes):
+        if not any(n.info.images and not wanted.isdisjoint(n.info.images) for n in nodes):
             return framework.SKIPPED
         snapshot = state.snapshot
         all_nodes = snapshot.nodes if snapshot is not None else nodes
         spread = dict.fromkeys(wanted, 0)
         for n in all_nodes:
-            for name in wanted.intersection(n.info.images):
-                spread[name] += 1
+            if n.info.images:
+                for name in wanted.intersection(n.info.images):
+                    spread[name] += 1
         state["PreScore" + self.name] = _State(images, len(containers), len(all_nodes), spread)
         return None
 

@@ -349,29 +349,50 @@ class BalancedAllocation(framework.Plugin):
 # ---------------------------------------------------------------------- the fast path
 
 
-def default_resource_score(pod: framework.PodInfo, node: framework.NodeState, *, balanced: bool) -> int:
+def default_resource_scores(pod: framework.PodInfo, nodes: Sequence[framework.NodeState], *, balanced: bool
+                            ) -> list[int]:
     """NodeResourcesFit (LeastAllocated over cpu and memory, weight 1 each) plus, unless the pod is
     best-effort (`balanced` False), NodeResourcesBalancedAllocation (cpu and memory) with their
-    default args: the same integers as the two plugins, in one call per node."""
-    have = node.info.alloc.resources
-    usage = node.usage
-    hc, hm = have.cpu, have.memory
+    default args, on every node: the same integers as the two plugins, in one pass."""
     nz = pod.req.non_zero
-    cpu = usage.non_zero.cpu + nz.cpu
-    mem = usage.non_zero.memory + nz.memory
-    score = weights = 0
-    if hc:
-        score += (hc - cpu) * 100 // hc if cpu <= hc else 0
-        weights += 1
-    if hm:
-        score += (hm - mem) * 100 // hm if mem <= hm else 0
-        weights += 1
-    total = score // weights if weights else 0
-    if balanced:
-        rq = pod.req.requests
-        uc, um = usage.requested.cpu, usage.requested.memory
-        total += balanced_score((uc + rq.cpu, um + rq.memory), (uc, um), (hc, hm))
-    return total
+    pc, pm = nz.cpu, nz.memory
+    rq = pod.req.requests
+    rc, rm = rq.cpu, rq.memory
+    out = []
+    for node in nodes:
+        have = node.info.alloc.resources
+        usage = node.usage
+        hc, hm = have.cpu, have.memory
+        cpu = usage.non_zero.cpu + pc
+        mem = usage.non_zero.memory + pm
+        if hc and hm:
+            total = (((hc - cpu) * 100 // hc if cpu <= hc else 0) + ((hm - mem) * 100 // hm if mem <= hm else 0)) // 2
+        elif hc:
+            total = (hc - cpu) * 100 // hc if cpu <= hc else 0
+        elif hm:
+            total = (hm - mem) * 100 // hm if mem <= hm else 0
+        else:
+            total = 0
+        if balanced:
+            uc, um = usage.requested.cpu, usage.requested.memory
+            if hc and hm:  # two fractions: std = |f1 - f2| / 2
+                with_pod = _two_balance(uc + rc, hc, um + rm, hm)
+                without = _two_balance(uc, hc, um, hm)
+                total += 50 + go_div(50 + with_pod - without, 2)
+            else:
+                total += 75  # at most one resource: std 0 with and without the pod
+        out.append(total)
+    return out
+
+
+def _two_balance(r1: int, c1: int, r2: int, c2: int) -> int:
+    f1 = float(r1) / float(c1)
+    f2 = float(r2) / float(c2)
+    if f1 > 1:
+        f1 = 1.0
+    if f2 > 1:
+        f2 = 1.0
+    return int((1 - abs((f1 - f2) / 2)) * 100.0)
 
 
 # ---------------------------------------------------------------------- Filter (shared with the fused path)

@@ -52,6 +52,12 @@ class TaintToleration(framework.Plugin):
             tols = [t for t in _tolerations(pod) if (t.get("effect") or "") in ("", "PreferNoSchedule")]
         return sum(1 for taint in soft if not any(plugins.tolerates(t, taint) for t in tols))
 
+    def score_nodes(self, state: framework.CycleState, pod: framework.PodInfo,
+                    nodes: Sequence[framework.NodeState]) -> list[int]:
+        if not any(n.info.soft_taints for n in nodes):
+            return [0] * len(nodes)
+        return [self.score(state, pod, n) for n in nodes]
+
     def normalize(self, state: framework.CycleState, pod: framework.PodInfo, scores: list[int]) -> None:
         framework.default_normalize(scores, reverse=True)
 

@@ -411,12 +411,12 @@ def test_ignored_resource_groups_must_not_contain_a_slash() -> None:
 
 
 def test_fast_path_gives_the_plugins_integers() -> None:
-    """`default_resource_score` == LeastAllocated + BalancedAllocation (defaults), on random nodes."""
+    """`default_resource_scores` == LeastAllocated + BalancedAllocation (defaults), on random nodes."""
     rng = random.Random(7)
     fit_plugin, balanced = nr.Fit({}), nr.BalancedAllocation({})
     for _ in range(300):
-        nodes = [make_node(f"n{i}", {"cpu": f"{rng.randint(0, 8000)}m", "memory": str(rng.randint(0, 2 ** 34))})
-                 for i in range(3)]
+        nodes = [make_node(f"n{i}", {"cpu": f"{rng.choice([0, rng.randint(1, 8000)])}m",
+                                     "memory": str(rng.choice([0, rng.randint(1, 2 ** 34)]))}) for i in range(3)]
         olds = []
         for i in range(rng.randint(0, 6)):
             reqs = rng.choice([{}, {"cpu": f"{rng.randint(0, 3000)}m"}, {"memory": str(rng.randint(0, 2 ** 32))},
@@ -428,5 +428,5 @@ def test_fast_path_gives_the_plugins_integers() -> None:
         bal = run_scores(balanced, pod, ns) or [0] * 3
         info = framework.PodInfo(pod)
         scored = bool(info.req.requests.cpu or info.req.requests.memory)
-        fast = [nr.default_resource_score(info, n, balanced=scored) for n in ns]
+        fast = nr.default_resource_scores(info, ns, balanced=scored)
         assert fast == [a + b for a, b in zip(least, bal, strict=True)]
