@@ -88,12 +88,15 @@ from controllers.scheduler.config import (
     NODES,
     POD_INDEXERS,
     PODS,
+    PVCS,
+    PVS,
     RULES,
     SLICES,
+    STORAGE_CLASSES,
     TERMINAL,
     UNSCHEDULABLE_MAX,
 )
-from controllers.scheduler.cycle import SchedulingCycle
+from controllers.scheduler.cycle import InformerVolumes, SchedulingCycle
 from controllers.scheduler.nodes import NodeCache
 from controllers.scheduler.plan import (
     BindingError,
@@ -137,6 +140,9 @@ class Scheduler:
         self.nodes = informer_factory.informer(NODES)
         self.rules = informer_factory.informer(RULES)
         self.namespaces = informer_factory.informer(NAMESPACES)
+        self.pvcs = informer_factory.informer(PVCS)
+        self.pvs = informer_factory.informer(PVS)
+        self.storage_classes = informer_factory.informer(STORAGE_CLASSES)
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
@@ -148,7 +154,8 @@ class Scheduler:
         self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
                                      assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
                                      filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
-                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score)
+                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                                     volumes=InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes))
         self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
@@ -178,6 +185,9 @@ class Scheduler:
                 managers.Watch(kind=CLASSES, map=self._map_cluster),
                 managers.Watch(kind=RULES, map=self._map_cluster),
                 managers.Watch(kind=NODES, map=self._map_node),
+                managers.Watch(kind=PVCS, map=self._map_volumes),
+                managers.Watch(kind=PVS, map=self._map_volumes),
+                managers.Watch(kind=STORAGE_CLASSES, map=self._map_volumes),
                 managers.Watch(kind=NAMESPACES, map=self._map_namespace)]
 
     def on_start(self) -> None:
@@ -281,6 +291,13 @@ class Scheduler:
                     or status_of(old).get("allocatable") != status_of(node).get("allocatable"))
         if relevant:
             self.queueing.move_all("NodeUpdate")
+        return []
+
+    def _map_volumes(self, change: managers.Change) -> list[Request]:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses added or changed (VolumeBinding's
+        and VolumeRestrictions' events)."""
+        if change.type != "delete" and not self.queueing.idle():
+            self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
         return []
 
     def _map_namespace(self, change: managers.Change) -> list[Request]:

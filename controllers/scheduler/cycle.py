@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import random
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -62,7 +62,7 @@ from cp.dra import extended as ext
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
-from cp.scheduling.plugins import noderesources
+from cp.scheduling.plugins import noderesources, volumebinding
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -96,8 +96,9 @@ class SchedulingCycle:
     def __init__(self, *, client: clients.Client, claims: informers.Informer, namespaces: informers.Informer,
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
-                 profile: framework.Profile | None = None) -> None:
+                 profile: framework.Profile | None = None, volumes: volumebinding.VolumeLookup | None = None) -> None:
         self.client = client
+        self.volumes = volumes
         self.profile = profile if profile is not None else profiles.default_profile()
         self.claims = claims
         self.namespaces = namespaces
@@ -147,7 +148,7 @@ class SchedulingCycle:
         info = plugins.PodInfo(pod, req, owner)
         pinfo = framework.PodInfo(pod, req, owner)
         state = framework.CycleState()
-        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping)
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
             return Unschedulable(message=plugins.fit_error(
@@ -564,6 +565,25 @@ class _NamespaceLabels(Mapping[str, Mapping[str, str]]):
 
     def __len__(self) -> int:
         return len(self._cache.list())
+
+
+class InformerVolumes:
+    """`volumebinding.VolumeLookup` over the scheduler's informers."""
+
+    def __init__(self, *, pvcs: informers.Informer, pvs: informers.Informer, classes: informers.Informer) -> None:
+        self._pvcs, self._pvs, self._classes = pvcs.cache, pvs.cache, classes.cache
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._pvcs.get(namespace, name)
+
+    def volume(self, name: str) -> Mapping[str, Any] | None:
+        return self._pvs.get("", name)
+
+    def volumes(self) -> Iterable[Mapping[str, Any]]:
+        return self._pvs.list()
+
+    def storage_class(self, name: str) -> Mapping[str, Any] | None:
+        return self._classes.get("", name)
 
 
 def _has_shares(result: Any) -> bool:

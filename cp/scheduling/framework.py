@@ -185,17 +185,21 @@ class NodeState:
 
 
 class Snapshot:
-    """The nodes of one cycle, the namespaces' labels (for affinity namespace selectors) and the
-    extended resources DeviceClasses back (resource -> class, for NodeResourcesFit)."""
+    """The nodes of one cycle, the namespaces' labels (for affinity namespace selectors), the
+    extended resources DeviceClasses back (resource -> class, for NodeResourcesFit) and the
+    volume objects (for VolumeRestrictions and VolumeBinding)."""
 
-    __slots__ = ("_affinity", "_anti_affinity", "by_name", "dra_backed", "namespaces", "nodes")
+    __slots__ = ("_affinity", "_anti_affinity", "by_name", "dra_backed", "namespaces", "nodes", "volumes")
 
     def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None,
-                 dra_backed: Mapping[str, str] | None = None) -> None:
+                 dra_backed: Mapping[str, str] | None = None, volumes: Any = None) -> None:
         self.nodes = nodes
         self.by_name = {n.name: n for n in nodes}
         self.namespaces = namespaces or {}
         self.dra_backed = dra_backed or {}
+        # PersistentVolumeClaims, PersistentVolumes, StorageClasses (`volumebinding.VolumeLookup`;
+        # None: unknown, the volume plugins skip)
+        self.volumes = volumes
         self._affinity: list[NodeState] | None = None
         self._anti_affinity: list[NodeState] | None = None
 

@@ -44,6 +44,8 @@ def _load() -> None:
         "nodeports",
         "noderesources",
         "imagelocality",
+        "volumerestrictions",
+        "volumebinding",
     )
     for module in modules:
         importlib.import_module(f"cp.scheduling.plugins.{module}")

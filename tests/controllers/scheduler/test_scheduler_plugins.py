@@ -53,3 +53,23 @@ async def test_pods_spread_by_least_allocated(client: clients.Client, start_clus
         await client.create("pods", s.pod(f"half-{i}", requests={"cpu": "4", "memory": "1Gi"}))
         await s.wait_bound(client, f"half-{i}")
     assert {await s.bound_node(client, f"half-{i}") for i in range(3)} == {"gpu-a-0", "gpu-h-0", "cpu-0"}
+
+
+async def test_claims_of_the_pod(client: clients.Client, start_cluster: StartCluster) -> None:
+    await start_cluster()
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "missing"}}]
+    await client.create("pods", s.pod("orphan", volumes=volume))
+    cond = await s.wait_unschedulable(client, "orphan")
+    assert cond["message"] == ('0/3 nodes are available: persistentvolumeclaim "missing" not found. '
+                               "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.")
+    # an Immediate class with no volume and no provisioner: the claim stays unbound
+    await client.create("storageclasses.storage.k8s.io", {
+        "metadata": {"name": "manual"}, "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "Immediate"})
+    await client.create("persistentvolumeclaims", {
+        "metadata": {"name": "manual-claim", "namespace": "default"},
+        "spec": {"storageClassName": "manual", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "manual-claim"}}]
+    await client.create("pods", s.pod("waits", volumes=volume))
+    cond = await s.wait_unschedulable(client, "waits")
+    assert cond["message"].startswith("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. ")
