@@ -204,7 +204,7 @@ class VolumeBinding(framework.Plugin):
     events: ClassVar[tuple[str, ...]] = (
         "PersistentVolumeClaim/Add", "PersistentVolumeClaim/Update", "PersistentVolume/Add",
         "PersistentVolume/Update", "StorageClass/Add", "StorageClass/Update", "Node/Add", "Node/UpdateNodeLabel",
-        "Node/UpdateNodeTaint", "CSINode/Add", "CSINode/Update", "CSIDriver/Update", "CSIStorageCapacity/Add",
+        "CSINode/Add", "CSINode/Update", "CSIDriver/Update", "CSIStorageCapacity/Add",
         "CSIStorageCapacity/Update")
 
     def pre_filter(self, state: framework.CycleState, pod: framework.PodInfo,
