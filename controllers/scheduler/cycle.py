@@ -233,7 +233,7 @@ class SchedulingCycle:
             return Unschedulable(message=f"{message} {why}" if why else message)
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
-        return self._reserve(pod, pinfo, dra, entry, allocs, node_ext)
+        return self._reserve(pod, pinfo, state, dra, entry, allocs, node_ext)
 
     def pod_claims(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """`foreachPodResourceClaim`: the pod's claims, or Gated with upstream's reason."""
@@ -503,8 +503,8 @@ class SchedulingCycle:
             extra.append(("PodTopologySpread", siblings, 2))
         return extra
 
-    def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, d: DraCycle, entry: NodeEntry,
-                 allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
+    def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, state: framework.CycleState, d: DraCycle,
+                 entry: NodeEntry, allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
         pod_uid = uid_of(pod)
         pod_key = caches.key_of(pod)
         plan = Plan(node=entry.name, claims=[])
@@ -524,6 +524,12 @@ class SchedulingCycle:
             plan.claims.append(ClaimPlan(claim=None, allocation=alloc, key=key, extended=True))
             plan.extended_claim = node_ext.claim
             plan.mappings = node_ext.mappings
+        binding = self.profile.plugin("VolumeBinding")
+        if isinstance(binding, volumebinding.VolumeBinding):
+            volumes = binding.bindings(state, entry)
+            if volumes:
+                plan.volume_bindings = [(dict(pv), dict(claim)) for claim, pv in volumes.static]
+                plan.provision_claims = [dict(claim) for claim in volumes.provision]
         self.node_cache.assume_pod(pinfo, entry.name)
         return plan
 

@@ -19,9 +19,11 @@ Filter, per node (`FindPodVolumes`), unresolvable with one reason per failed che
   than `kubernetes.io/no-provisioner`, its `allowedTopologies` matching the node) — else "node(s)
   didn't find available persistent volumes to bind".
 
-Not modelled: CSIStorageCapacity ("not enough free storage"), the StorageCapacityScoring score,
-and PreBind (the PV controller, `controllers/volumes.py`, picks the consumer's node as the selected
-node itself once the pod is bound; upstream the scheduler writes the annotation and waits).
+Reserve/PreBind (`bindings`): on the chosen node, each delayed claim's matching volume gets the claim
+as its `claimRef` (the PV controller then binds the pre-bound pair) and each claim to provision gets
+the `volume.kubernetes.io/selected-node` annotation. Not modelled: CSIStorageCapacity ("not enough
+free storage"), the StorageCapacityScoring score, and PreBind waiting for the claims to be bound
+before the pod is (the PV controller binds them right after).
 """
 
 from __future__ import annotations
@@ -35,7 +37,8 @@ from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.scheduling import framework, plugins, profiles
 
 __all__ = ["ERR_REASON_BIND_CONFLICT", "ERR_REASON_NODE_CONFLICT", "ERR_REASON_PV_NOT_EXIST",
-           "ERR_REASON_UNBOUND_IMMEDIATE", "StaticVolumes", "VolumeBinding", "VolumeLookup", "pod_claims"]
+           "ERR_REASON_UNBOUND_IMMEDIATE", "StaticVolumes", "VolumeBinding", "VolumeBindings", "VolumeLookup",
+           "pod_claims"]
 
 ERR_REASON_UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
 ERR_REASON_BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -185,6 +188,21 @@ def _volume_matches(volume: Mapping[str, Any], claim: Mapping[str, Any], node: M
     return _node_affinity_matches(volume, node)
 
 
+class VolumeBindings:
+    """What PreBind writes for the chosen node: each static volume's `claimRef` to its claim, and
+    the `volume.kubernetes.io/selected-node` annotation on each claim to provision."""
+
+    __slots__ = ("provision", "static")
+
+    def __init__(self, *, static: list[tuple[Mapping[str, Any], Mapping[str, Any]]],
+                 provision: list[Mapping[str, Any]]) -> None:
+        self.static = static
+        self.provision = provision
+
+    def __bool__(self) -> bool:
+        return bool(self.static or self.provision)
+
+
 class _State:
     __slots__ = ("bound", "delayed", "lookup")
 
@@ -280,7 +298,7 @@ class VolumeBinding(framework.Plugin):
                 bound_ok = False
                 break
         if s.delayed:
-            unbound_ok = VolumeBinding._delayed_ok(s, node)
+            unbound_ok = VolumeBinding.delayed_bindings(s, node) is not None
         reasons = []
         if not bound_ok:
             reasons.append(ERR_REASON_NODE_CONFLICT)
@@ -290,19 +308,30 @@ class VolumeBinding(framework.Plugin):
             reasons.append(ERR_REASON_PV_NOT_EXIST)
         return reasons
 
+    def bindings(self, state: framework.CycleState, node: framework.NodeState) -> VolumeBindings | None:
+        """Reserve (`AssumePodVolumes`) on the chosen node: the available volume each delayed claim
+        binds to, and the claims to provision there (None: nothing to do)."""
+        s: _State | None = state.get(self.name)
+        if s is None or not s.delayed:
+            return None
+        return self.delayed_bindings(s, node)
+
     @staticmethod
-    def _delayed_ok(s: _State, node: framework.NodeState) -> bool:
+    def delayed_bindings(s: _State, node: framework.NodeState) -> VolumeBindings | None:
+        """The WaitForFirstConsumer claims on this node: (claim, volume) pairs and the claims to
+        provision, or None when some claim can have neither."""
         to_match: list[Mapping[str, Any]] = []
         to_provision: list[Mapping[str, Any]] = []
         for claim in s.delayed:
             selected = (_meta(claim).get("annotations") or {}).get(ANN_SELECTED_NODE)
             if selected is not None:
                 if selected != node.name:
-                    return False
+                    return None
                 to_provision.append(claim)
             else:
                 to_match.append(claim)
         chosen: set[str] = set()
+        static: list[tuple[Mapping[str, Any], Mapping[str, Any]]] = []
         for claim in to_match:
             best: Mapping[str, Any] | None = None
             for volume in s.lookup.volumes():
@@ -320,16 +349,17 @@ class VolumeBinding(framework.Plugin):
                 to_provision.append(claim)
             else:
                 chosen.add(str(_meta(best).get("name") or ""))
+                static.append((claim, best))
         for claim in to_provision:
             klass = s.lookup.storage_class(claim_class(claim))
             if klass is None:
-                return False
+                return None
             provisioner = str(klass.get("provisioner") or "")
             if not provisioner or provisioner == NO_PROVISIONER:
-                return False
+                return None
             if not _topology_matches(klass.get("allowedTopologies"), node.labels):
-                return False
-        return True
+                return None
+        return VolumeBindings(static=static, provision=to_provision)
 
 
 def _topology_matches(terms: Sequence[Mapping[str, Any]] | None, labels: Mapping[str, str]) -> bool:

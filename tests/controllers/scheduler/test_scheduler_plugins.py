@@ -73,3 +73,56 @@ async def test_claims_of_the_pod(client: clients.Client, start_cluster: StartClu
     await client.create("pods", s.pod("waits", volumes=volume))
     cond = await s.wait_unschedulable(client, "waits")
     assert cond["message"].startswith("0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims. ")
+
+
+async def test_wait_for_first_consumer_volumes(client: clients.Client, start_cluster: StartCluster) -> None:
+    """A local volume on cpu-0 only: the pod goes there and the scheduler pre-binds the volume to
+    the claim (PreBind), which the PV controller would then bind; a provisioning class gets the node
+    as the claim's selected node."""
+    await start_cluster()
+    await client.create("storageclasses.storage.k8s.io", {
+        "metadata": {"name": "local"}, "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "WaitForFirstConsumer"})
+    pv = await client.create("persistentvolumes", {
+        "metadata": {"name": "local-cpu"},
+        "spec": {"storageClassName": "local", "capacity": {"storage": "10Gi"}, "accessModes": ["ReadWriteOnce"],
+                 "hostPath": {"path": "/mnt/disk"}, "nodeAffinity": {"required": {"nodeSelectorTerms": [
+                     {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                                            "values": ["cpu-0"]}]}]}}}})
+    # (no PV controller here: the volume is made Available by hand, as it would)
+    await client.update_status("persistentvolumes", {**pv, "status": {"phase": "Available"}})
+    await client.create("persistentvolumeclaims", {
+        "metadata": {"name": "local-claim", "namespace": "default"},
+        "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "local-claim"}}]
+    await client.create("pods", s.pod("local-user", volumes=volume))
+    assert await s.wait_bound(client, "local-user") == "cpu-0"
+    pv = await s.get(client, "persistentvolumes", "local-cpu", ns="")
+    assert pv is not None
+    ref = pv["spec"]["claimRef"]
+    assert (ref["namespace"], ref["name"]) == ("default", "local-claim")
+    assert pv["metadata"]["annotations"]["pv.kubernetes.io/bound-by-controller"] == "yes"
+    # a second claim of the class has no volume left: no node fits
+    await client.create("persistentvolumeclaims", {
+        "metadata": {"name": "local-claim-2", "namespace": "default"},
+        "spec": {"storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "local-claim-2"}}]
+    await client.create("pods", s.pod("local-user-2", volumes=volume))
+    cond = await s.wait_unschedulable(client, "local-user-2")
+    assert cond["message"].startswith(
+        "0/3 nodes are available: 3 node(s) didn't find available persistent volumes to bind. ")
+    # a provisioning class: the claim gets the chosen node as its selected node
+    await client.create("storageclasses.storage.k8s.io", {
+        "metadata": {"name": "dynamic"}, "provisioner": "example.com/csi", "volumeBindingMode": "WaitForFirstConsumer"})
+    await client.create("persistentvolumeclaims", {
+        "metadata": {"name": "dyn", "namespace": "default"},
+        "spec": {"storageClassName": "dynamic", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    volume = [{"name": "data", "persistentVolumeClaim": {"claimName": "dyn"}}]
+    await client.create("pods", s.pod("dyn-user", volumes=volume))
+    node = await s.wait_bound(client, "dyn-user")
+    claim = await s.get(client, "persistentvolumeclaims", "dyn")
+    assert claim is not None
+    assert claim["metadata"]["annotations"]["volume.kubernetes.io/selected-node"] == node

@@ -151,3 +151,26 @@ def test_without_volume_data_the_plugin_skips() -> None:
     st = vb.VolumeBinding().pre_filter(framework.CycleState(), framework.PodInfo(claim_pod("pvc-a")),
                                        framework.Snapshot([]))
     assert st is framework.SKIPPED
+
+
+def test_reserve_chooses_the_smallest_matching_volume_or_provisions() -> None:
+    """`AssumePodVolumes` on the chosen node: static volumes for the claims that match one (the
+    smallest), provisioning for the others; claims each get their own volume."""
+    claims = [pvc("pvc-a", "wait-provision-sc", size="1Gi"), pvc("pvc-b", "wait-provision-sc", size="1Gi"),
+              pvc("pvc-c", "wait-provision-sc", size="5Gi")]
+    volumes = [pv("pv-big", "wait-provision-sc", size="10Gi", hostname="node-a"),
+               pv("pv-1g", "wait-provision-sc", size="1Gi", hostname="node-a"),
+               pv("pv-elsewhere", "wait-provision-sc", size="1Gi", hostname="node-b")]
+    lookup = vb.StaticVolumes(claims=claims, volumes=volumes, classes=CLASSES)
+    nodes = states([NODE_A, NODE_B])
+    plugin = vb.VolumeBinding()
+    state = framework.CycleState()
+    info = framework.PodInfo(claim_pod("pvc-a", "pvc-b", "pvc-c"))
+    assert plugin.pre_filter(state, info, framework.Snapshot(nodes, volumes=lookup)) is None
+    chosen = plugin.bindings(state, nodes[0])
+    assert chosen is not None
+    assert [(c["metadata"]["name"], v["metadata"]["name"]) for c, v in chosen.static] == [
+        ("pvc-a", "pv-1g"), ("pvc-b", "pv-big")]
+    assert [c["metadata"]["name"] for c in chosen.provision] == ["pvc-c"]
+    on_b = plugin.bindings(state, nodes[1])
+    assert on_b is not None and [v["metadata"]["name"] for _c, v in on_b.static] == ["pv-elsewhere"]
