@@ -264,7 +264,7 @@ class Plugin:
     name: ClassVar[str] = ""
     points: ClassVar[frozenset[str]] = frozenset()
     # The cluster events that may make a pod this plugin rejected schedulable (`EventsToRegister`),
-    # as "Kind/ActionType": "Node/Add", "Node/UpdateNodeLabel", "Pod/Delete", ...
+    # as "Resource/Action": "Node/Add", "Node/UpdateNodeLabel", "AssignedPod/Delete", ...
     events: ClassVar[tuple[str, ...]] = ()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status | None:

@@ -49,7 +49,7 @@ def ports_conflict(want: Iterable[Port], used: Mapping[Port, int]) -> bool:
 class NodePorts(framework.Plugin):
     name: ClassVar[str] = "NodePorts"
     points: ClassVar[frozenset[str]] = frozenset({"PreFilter", "Filter"})
-    events: ClassVar[tuple[str, ...]] = ("Pod/Delete", "Node/Add")
+    events: ClassVar[tuple[str, ...]] = ("AssignedPod/Delete", "Node/Add")
 
     def pre_filter(self, state: framework.CycleState, pod: framework.PodInfo,
                    snapshot: framework.Snapshot) -> framework.Status | None:

@@ -261,7 +261,8 @@ def _shape(raw: Any) -> tuple[tuple[int, int], ...]:
 class Fit(framework.Plugin):
     name: ClassVar[str] = "NodeResourcesFit"
     points: ClassVar[frozenset[str]] = frozenset({"PreFilter", "Filter", "PreScore", "Score"})
-    events: ClassVar[tuple[str, ...]] = ("Pod/Delete", "Pod/UpdatePodScaleDown", "Node/Add",
+    events: ClassVar[tuple[str, ...]] = ("AssignedPod/Delete", "AssignedPod/UpdatePodScaleDown",
+                                         "UnscheduledPod/UpdatePodScaleDown", "Node/Add",
                                          "Node/UpdateNodeAllocatable", "DeviceClass/Add", "DeviceClass/Update")
 
     def __init__(self, args: Mapping[str, Any] | None = None) -> None:

@@ -16,7 +16,7 @@ _TAINT = {"key": plugins.UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}
 class NodeUnschedulable(framework.Plugin):
     name: ClassVar[str] = "NodeUnschedulable"
     points: ClassVar[frozenset[str]] = frozenset({"Filter"})
-    events: ClassVar[tuple[str, ...]] = ("Node/Add", "Node/UpdateNodeTaint", "Pod/UpdatePodToleration")
+    events: ClassVar[tuple[str, ...]] = ("Node/Add", "Node/UpdateNodeTaint", "UnscheduledPod/UpdatePodToleration")
 
     def filter(self, state: framework.CycleState, pod: framework.PodInfo,
                node: framework.NodeState) -> framework.Status | None:

@@ -24,7 +24,7 @@ def _tolerations(pod: framework.PodInfo) -> list[Mapping[str, Any]]:
 class TaintToleration(framework.Plugin):
     name: ClassVar[str] = "TaintToleration"
     points: ClassVar[frozenset[str]] = frozenset({"Filter", "PreScore", "Score", "NormalizeScore"})
-    events: ClassVar[tuple[str, ...]] = ("Node/Add", "Node/UpdateNodeTaint", "Pod/UpdatePodToleration")
+    events: ClassVar[tuple[str, ...]] = ("Node/Add", "Node/UpdateNodeTaint", "UnscheduledPod/UpdatePodToleration")
 
     def filter(self, state: framework.CycleState, pod: framework.PodInfo,
                node: framework.NodeState) -> framework.Status | None:

@@ -61,7 +61,7 @@ class _State:
 class VolumeRestrictions(framework.Plugin):
     name: ClassVar[str] = "VolumeRestrictions"
     points: ClassVar[frozenset[str]] = frozenset({"PreFilter", "Filter"})
-    events: ClassVar[tuple[str, ...]] = ("Pod/Delete", "Node/Add", "PersistentVolumeClaim/Add")
+    events: ClassVar[tuple[str, ...]] = ("AssignedPod/Delete", "Node/Add", "PersistentVolumeClaim/Add")
 
     def pre_filter(self, state: framework.CycleState, pod: framework.PodInfo,
                    snapshot: framework.Snapshot) -> framework.Status | None:
