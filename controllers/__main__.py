@@ -7,9 +7,11 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
-from controllers import registry
+from controllers import registry, scheduler
 from cp import collector, logs
+from cp.scheduling import profiles
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,6 +24,10 @@ def main(argv: list[str] | None = None) -> int:
                         f"(known: {', '.join(registry.CONTROLLERS)})")
     p.add_argument("--leader-elect", action="store_true",
                    help="run only while holding the Lease kube-system/cplane-controller-manager")
+    p.add_argument("--scheduler-config", type=Path, default=None, metavar="FILE",
+                   help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for the scheduler")
+    p.add_argument("--scheduler-seed", type=int, default=None, metavar="N",
+                   help="seed the scheduler's choice among equally scored nodes")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     args = p.parse_args(argv)
@@ -29,6 +35,18 @@ def main(argv: list[str] | None = None) -> int:
         names = registry.resolve_names(args.only.split(","))
     except ValueError as exc:
         p.error(str(exc))
+    overrides: dict[str, registry.ControllerFactory] = {}
+    config = None
+    if args.scheduler_config is not None:
+        try:
+            config = profiles.load_config(args.scheduler_config.read_text(), source=str(args.scheduler_config))
+            profiles.build_profiles(config)
+        except OSError as exc:
+            p.error(f"--scheduler-config {args.scheduler_config}: cannot read: {exc.strerror or exc}")
+        except profiles.ConfigError as exc:
+            p.error(f"--scheduler-config: {' '.join(str(exc).split())}")
+    if config is not None or args.scheduler_seed is not None:
+        overrides[scheduler.NAME] = scheduler.factory(config=config, seed=args.scheduler_seed)
     logs.configure(fmt=args.log_format, level=args.log_level)
 
     async def run() -> None:
@@ -41,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
                                  name="controllers:tune-gc")
         try:
             await registry.run_controllers(server_url=args.server, kubeconfig=args.kubeconfig, names=names,
-                                           stop_event=stop, leader_election=args.leader_elect, ready=ready)
+                                           stop_event=stop, leader_election=args.leader_elect, ready=ready,
+                                           overrides=overrides)
         finally:
             tuner.cancel()
             await asyncio.gather(tuner, return_exceptions=True)

@@ -97,6 +97,12 @@ class Controller:
         if self._manager is not None:
             await self._manager.detach(self, kind)
 
+    def new_queue(self, *, clock: clocks.Clock, retry_clock: clocks.Clock) -> workqueue.WorkQueue[reconcile.Request]:
+        """The work queue of one term. A controller that needs another order than FIFO (the
+        scheduler's active queue) returns its own `WorkQueue` subclass here."""
+        limiter = self.rate_limiter(retry_clock) if self.rate_limiter else None
+        return workqueue.WorkQueue(clock=clock, rate_limiter=limiter, name=self.name, retry_clock=retry_clock)
+
     def on_start(self) -> None:
         """Called at the start of each term, once `queue` is set and before any handler enqueues
         (the objects already cached are replayed as adds right after)."""
@@ -296,9 +302,7 @@ class Manager:
         self.terms += 1
         loop = asyncio.get_running_loop()
         for controller in self.controllers:
-            limiter = controller.rate_limiter(self.retry_clock) if controller.rate_limiter else None
-            controller.queue = workqueue.WorkQueue(clock=self.clock, rate_limiter=limiter, name=controller.name,
-                                                   retry_clock=self.retry_clock)
+            controller.queue = controller.new_queue(clock=self.clock, retry_clock=self.retry_clock)
             controller.on_start()
             for watch in controller.watches:
                 inf = self.informers.informer(watch.kind)

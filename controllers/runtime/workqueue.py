@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import heapq
 import itertools
 import math
-from collections.abc import Hashable
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, Protocol, TypeVar
 
 from cp import clock as clocks
 
@@ -138,7 +139,7 @@ class WorkQueue(Generic[T]):
         self._dirty.add(item)
         if item in self._processing:
             return  # queued again by done()
-        self._queue.append(item)
+        self._push(item)
         self._wake_one()
 
     def add_after(self, item: T, delay: float, *, clock: clocks.Clock | None = None) -> None:
@@ -180,7 +181,7 @@ class WorkQueue(Generic[T]):
 
     async def get(self) -> T:
         """The next key (marked processing until `done`). Raises ShutDownError once shut down."""
-        while not self._queue:
+        while not self._has_queued():
             if self._shutting_down:
                 raise ShutDownError(self.name)
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -194,7 +195,7 @@ class WorkQueue(Generic[T]):
                     self._getters.remove(fut)
         if self._shutting_down:
             raise ShutDownError(self.name)
-        item = self._queue.popleft()
+        item = self._pop()
         self._processing.add(item)
         self._dirty.discard(item)
         return item
@@ -202,8 +203,23 @@ class WorkQueue(Generic[T]):
     def done(self, item: T) -> None:
         self._processing.discard(item)
         if item in self._dirty and not self._shutting_down:
-            self._queue.append(item)
+            self._push(item)
             self._wake_one()
+
+    # The order keys are handed out in: FIFO here; a subclass (the scheduler's active queue) may
+    # keep another order by overriding these three and `__len__`.
+
+    def _push(self, item: T) -> None:
+        self._queue.append(item)
+
+    def _pop(self) -> T:
+        return self._queue.popleft()
+
+    def _has_queued(self) -> bool:
+        return bool(self._queue)
+
+    def _clear_queued(self) -> None:
+        self._queue.clear()
 
     def _wake_one(self) -> None:
         while self._getters:
@@ -220,7 +236,7 @@ class WorkQueue(Generic[T]):
         for _, task, _clock in self._waiting.values():
             task.cancel()
         self._waiting.clear()
-        self._queue.clear()
+        self._clear_queued()
         self._dirty.clear()
         while self._getters:
             fut = self._getters.popleft()
@@ -249,3 +265,36 @@ class WorkQueue(Generic[T]):
         timers = list(self._timers)
         if timers:
             await asyncio.gather(*timers, return_exceptions=True)
+
+
+class PriorityWorkQueue(WorkQueue[T]):
+    """A work queue that hands out the queued key with the smallest `order(key)` first (ties: the
+    one queued first), with every other guarantee of `WorkQueue`. `order` is read when a key is
+    queued, so a key's place is fixed until it is handed out."""
+
+    def __init__(self, *, clock: clocks.Clock, order: Callable[[T], Any],
+                 rate_limiter: RateLimiter[T] | None = None, name: str = "",
+                 retry_clock: clocks.Clock | None = None) -> None:
+        super().__init__(clock=clock, rate_limiter=rate_limiter, name=name, retry_clock=retry_clock)
+        self._order = order
+        self._heap: list[tuple[Any, int, T]] = []
+        self._heap_seq = itertools.count()
+
+    def _push(self, item: T) -> None:
+        heapq.heappush(self._heap, (self._order(item), next(self._heap_seq), item))
+
+    def _pop(self) -> T:
+        return heapq.heappop(self._heap)[2]
+
+    def _has_queued(self) -> bool:
+        return bool(self._heap)
+
+    def _clear_queued(self) -> None:
+        self._heap.clear()
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def queued(self) -> list[T]:
+        """The queued keys in the order they will be handed out."""
+        return [entry[2] for entry in sorted(self._heap)]

@@ -23,10 +23,25 @@ from controllers.scheduler.config import (
     RESERVED_FOR_MAX,
     SCHEDULER_NAME,
 )
-from controllers.scheduler.controller import SchedulerController, new, scheduler_of
+from controllers.scheduler.controller import SchedulerController, factory, new, scheduler_of
 from controllers.scheduler.core import Scheduler
 from controllers.scheduler.plan import is_pending, is_responsible
 
-__all__ = ["COMPONENT", "DRA_PLUGIN", "FEATURES", "FILTER_TIMEOUT", "FINALIZER", "INITIAL_BACKOFF", "NAME",
-           "RESERVED_FOR_MAX", "SCHEDULER_NAME", "Scheduler", "SchedulerController", "is_pending",
-           "is_responsible", "new", "scheduler_of"]
+__all__ = [
+    "COMPONENT",
+    "DRA_PLUGIN",
+    "FEATURES",
+    "FILTER_TIMEOUT",
+    "FINALIZER",
+    "INITIAL_BACKOFF",
+    "NAME",
+    "RESERVED_FOR_MAX",
+    "SCHEDULER_NAME",
+    "Scheduler",
+    "SchedulerController",
+    "factory",
+    "is_pending",
+    "is_responsible",
+    "new",
+    "scheduler_of",
+]

@@ -1,7 +1,8 @@
 """The scheduler (kube-scheduler's `default-scheduler` profile, with the DynamicResources plugin):
 puts pending pods on nodes and allocates their ResourceClaims with the DRA allocation library.
 
-**Which pods.** Pods without `spec.nodeName`, with `spec.schedulerName: default-scheduler`, not
+**Which pods.** Pods without `spec.nodeName`, whose `spec.schedulerName` names one of the profiles
+(`default-scheduler` unless a KubeSchedulerConfiguration says otherwise), not
 being deleted, not terminal and without `spec.schedulingGates`. A pod whose claims are not ready
 to be looked at (a template claim not created yet, a claim missing, being deleted or not owned by
 the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
@@ -23,7 +24,8 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    plus in-flight assumptions, with a time limit per node (`filter_timeout`, 10 s) and for all
    the nodes of one cycle together (`pod_filter_timeout`, also 10 s).
 3. Score the feasible nodes (least allocated, balanced, spreading a controller's pods, taints,
-   preferred affinity, prioritized-list choice) and pick the best; ties are broken at random.
+   preferred affinity, prioritized-list choice) and pick the best; ties are broken at random
+   (seedable).
 4. Reserve: the allocation results are assumed at once (so the next cycle never hands out the same
    devices), as is the pod on its node.
 
@@ -40,13 +42,14 @@ after a backoff; a Normal `Scheduled` event reports success.
 **Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
 (`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
 nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
-event. It then waits until something that can help happens — a ResourceSlice, DeviceClass,
-DeviceTaintRule or Namespace change, a node added or relabelled/retainted/resized, a claim
-deallocated or one of its own claims changed, an assigned pod deleted or finished — subject to the
-per-pod backoff (1 s doubling to 10 s; ignored when nothing else is queued), and at the latest
-after 5 minutes. Errors (a bad CEL expression, more than 32 devices in a claim, a timed-out search:
-`running "DynamicResources" filter plugin: ...`) set reason `SchedulerError` and are retried after
-the backoff alone.
+event. It then waits in the unschedulable pool until a cluster event that one of the plugins
+that rejected it registered happens (queueing hints, `queue` and `cp.scheduling.events`) — for
+DynamicResources a ResourceSlice, DeviceClass, DeviceTaintRule or Namespace change, a node added or
+relabelled/retainted/resized, a claim deallocated or one of its own claims changed, an assigned pod
+deleted or finished — subject to the per-pod backoff (1 s doubling to 10 s; ignored when nothing
+else is queued), and at the latest after 5 minutes. Errors (a bad CEL expression, more than 32
+devices in a claim, a timed-out search: `running "DynamicResources" filter plugin: ...`) set reason
+`SchedulerError` and are retried after the backoff alone.
 
 Long searches never block the event loop (which serves the API in `cplane serve`) for more than
 about 50 ms: a node whose allocation takes longer continues in a worker thread, with claim-state
@@ -63,7 +66,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -84,14 +87,21 @@ from controllers.scheduler.config import (
     EVENT_REPEAT_INTERVAL,
     FEATURES,
     FILTER_TIMEOUT,
+    INITIAL_BACKOFF,
+    MAX_BACKOFF,
     NAMESPACES,
     NODES,
     POD_INDEXERS,
     PODS,
     PVCS,
     PVS,
+    REPLICA_SETS,
+    REPLICATION_CONTROLLERS,
     RULES,
+    SCHEDULER_NAME,
+    SERVICES,
     SLICES,
+    STATEFUL_SETS,
     STORAGE_CLASSES,
     TERMINAL,
     UNSCHEDULABLE_MAX,
@@ -112,9 +122,13 @@ from controllers.scheduler.plan import (
 )
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
-from cp import errors
+from cp import errors, selectors
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
+from cp.scheduling import events as cluster_events
+from cp.scheduling import framework
+from cp.scheduling import profiles as scheduling_profiles
+from cp.scheduling.plugins import podtopologyspread
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
@@ -123,7 +137,9 @@ class Scheduler:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, recorder: managers.EventRecorder, filter_timeout: float = FILTER_TIMEOUT,
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
-                 seed: int | None = None, features: Features = FEATURES) -> None:
+                 seed: int | None = None, features: Features = FEATURES,
+                 profiles: Sequence[framework.Profile] | None = None, initial_backoff: float = INITIAL_BACKOFF,
+                 max_backoff: float = MAX_BACKOFF) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -143,19 +159,38 @@ class Scheduler:
         self.pvcs = informer_factory.informer(PVCS)
         self.pvs = informer_factory.informer(PVS)
         self.storage_classes = informer_factory.informer(STORAGE_CLASSES)
+        # PodTopologySpread's default constraints need who selects a pod (no queueing events).
+        self.services = informer_factory.informer(SERVICES)
+        self.owners = {"ReplicationController": informer_factory.informer(REPLICATION_CONTROLLERS),
+                       "ReplicaSet": informer_factory.informer(REPLICA_SETS),
+                       "StatefulSet": informer_factory.informer(STATEFUL_SETS)}
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
         # DRA: what is in use (informer + assumptions), and the allocator over slices/classes/rules.
         self.assume = AssumeCache(claims=self.claims, slices=self.slices, classes=self.classes, rules=self.rules,
                                   nodes=self.node_cache, features=features)
-        # The scheduling queue beyond the work queue: the unschedulable pool and backoff.
-        self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue)
-        self.cycle = SchedulingCycle(client=client, claims=self.claims, namespaces=self.namespaces,
-                                     assume=self.assume, nodes=self.node_cache, stats=self.stats, rng=self.rng,
-                                     filter_timeout=filter_timeout, pod_filter_timeout=pod_filter_timeout,
-                                     percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                                     volumes=InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes))
+        # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
+        self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
+        volumes = InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes)
+        self.cycles = {
+            profile.scheduler_name: SchedulingCycle(
+                client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
+                nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
+                pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
+                profile=profile, volumes=volumes)
+            for profile in self.profiles}
+        self.cycle = self.cycles[self.profiles[0].scheduler_name]
+        self.scheduler_names = frozenset(self.cycles)
+        # The scheduling queue: activeQ (the work queue), backoff and the unschedulable pool.
+        self.queueing = SchedulingQueue(clock=clock, still_gated=self._still_gated, active=lambda: self.queue,
+                                        priority=self._priority,
+                                        event_map=scheduling_profiles.event_map(self.profiles),
+                                        initial_backoff=initial_backoff, max_backoff=max_backoff)
+        for profile in self.profiles:
+            spread = profile.plugin(podtopologyspread.NAME)
+            if isinstance(spread, podtopologyspread.PodTopologySpread):
+                spread.use_default_selector(self._default_selector)
         self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
@@ -178,6 +213,16 @@ class Scheduler:
 
     # ------------------------------------------------------------------ wiring
 
+    def _default_selector(self, pod: framework.PodInfo) -> selectors.LabelSelector:
+        """`helper.DefaultSelector` from the informers' Services, ReplicationControllers,
+        ReplicaSets and StatefulSets."""
+        def lookup(kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
+            informer = self.owners.get(kind)
+            return informer.cache.get(namespace, name) if informer is not None else None
+
+        return podtopologyspread.default_selector(pod.pod, services=self.services.cache.list(pod.namespace),
+                                                  lookup=lookup)
+
     def watches(self) -> list[managers.Watch]:
         return [managers.Watch(kind=PODS, map=self._map_pod, indexers=POD_INDEXERS),
                 managers.Watch(kind=CLAIMS, map=self._map_claim, indexers=CLAIM_INDEXERS),
@@ -195,8 +240,16 @@ class Scheduler:
         self.queueing.reset()
 
     def move_all(self, event: str) -> None:
-        """Every pod of the unschedulable pool back to the queue (after its backoff)."""
+        """The pods of the unschedulable pool that `event` may help back to the queue (after their
+        backoff)."""
         self.queueing.move_all(event)
+
+    def _pending(self, pod: Mapping[str, Any]) -> bool:
+        return is_pending(pod, self.scheduler_names)
+
+    def _priority(self, key: tuple[str, str]) -> int:
+        pod = self.pods.cache.get(*key)
+        return int(spec_of(pod).get("priority") or 0) if pod is not None else 0
 
     @property
     def queue(self) -> workqueue.WorkQueue[Request] | None:
@@ -216,7 +269,7 @@ class Scheduler:
 
     def _still_gated(self, key: tuple[str, str]) -> bool:
         pod = self.pods.cache.get(*key)
-        return pod is not None and is_pending(pod) and self.gate(pod) is not None
+        return pod is not None and self._pending(pod) and self.gate(pod) is not None
 
     def _forget_pod(self, key: tuple[str, str]) -> None:
         self.queueing.forget(key)
@@ -229,21 +282,33 @@ class Scheduler:
         if change.type == "delete":
             self._forget_pod(key)
             if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
-                self.queueing.move_all("AssignedPodDelete")
+                self.queueing.move_all("AssignedPod/Delete")
             return []
         if spec_of(pod).get("nodeName"):
-            if old is not None and spec_of(old).get("nodeName") and \
-                    status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
-                self.queueing.move_all("AssignedPodTerminated")
             self._forget_pod(key)
+            if self.queueing.idle():
+                return []
+            if old is None or not spec_of(old).get("nodeName"):
+                self._move_if_interested("AssignedPod/Add")
+            elif status_of(pod).get("phase") in TERMINAL and status_of(old).get("phase") not in TERMINAL:
+                self.queueing.move_all("AssignedPod/Delete")  # a finished pod frees what it held
+            elif pod_updated(old, pod):
+                for event in cluster_events.pod_update_events(old, pod, assigned=True):
+                    self._move_if_interested(event)
             return []
-        if not is_pending(pod):
+        if not self._pending(pod):
             return []
         if change.type == "add" or old is None:
             return [request_of(key)]
         if self.queueing.waiting(key) and pod_updated(old, pod):
-            self.queueing.nudge(key)
+            for event in cluster_events.pod_update_events(old, pod, assigned=False):
+                self.queueing.nudge(key, event)
         return []
+
+    def _move_if_interested(self, event: str) -> None:
+        """Events no plugin registered are not even looked at (assigned pods change often)."""
+        if self.queueing.event_map.interested(event):
+            self.queueing.move_all(event)
 
     def _pods_using_claim(self, claim: Mapping[str, Any]) -> set[tuple[str, str]]:
         ns, name = caches.key_of(claim)
@@ -259,23 +324,24 @@ class Scheduler:
         claim, old = change.obj, change.old
         if change.type == "delete":
             if allocation_of(claim) is not None:
-                self.queueing.move_all("AllocatedClaimDelete")
+                self.queueing.move_all("ResourceClaim/Delete")
             return []
         if old is not None and allocation_of(old) is not None and allocation_of(claim) is None:
-            self.queueing.move_all("ClaimDeallocated")
+            self.queueing.move_all("ResourceClaim/Update")  # deallocated: may help anybody
             return []
         if self.queueing.idle():
             return []
         if change.type == "add" or old is None or status_of(old) != status_of(claim):
+            event = "ResourceClaim/Add" if change.type == "add" or old is None else "ResourceClaim/Update"
             for key in self._pods_using_claim(claim):
-                self.queueing.nudge(key)
+                self.queueing.nudge(key, event)
         return []
 
     def _map_cluster(self, change: managers.Change) -> list[Request]:
         """ResourceSlices, DeviceClasses (add/update) and DeviceTaintRules (any change)."""
         if change.type == "delete" and change.kind is not RULES:
             return []
-        self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
+        self.queueing.move_all(f"{change.kind.kind}/{change.type.capitalize()}")
         return []
 
     def _map_node(self, change: managers.Change) -> list[Request]:
@@ -283,27 +349,25 @@ class Scheduler:
         if change.type == "delete":
             return []
         if change.type == "add" or old is None:
-            self.queueing.move_all("NodeAdd")
+            self.queueing.move_all("Node/Add")
             return []
-        relevant = (meta_of(old).get("labels") != meta_of(node).get("labels")
-                    or spec_of(old).get("taints") != spec_of(node).get("taints")
-                    or bool(spec_of(old).get("unschedulable")) != bool(spec_of(node).get("unschedulable"))
-                    or status_of(old).get("allocatable") != status_of(node).get("allocatable"))
-        if relevant:
-            self.queueing.move_all("NodeUpdate")
+        if self.queueing.idle():
+            return []
+        for event in cluster_events.node_update_events(old, node):
+            self.queueing.move_all(event)
         return []
 
     def _map_volumes(self, change: managers.Change) -> list[Request]:
         """PersistentVolumeClaims, PersistentVolumes, StorageClasses added or changed (VolumeBinding's
         and VolumeRestrictions' events)."""
         if change.type != "delete" and not self.queueing.idle():
-            self.queueing.move_all(f"{change.kind.kind}{change.type.capitalize()}")
+            self.queueing.move_all(f"{change.kind.kind}/{change.type.capitalize()}")
         return []
 
     def _map_namespace(self, change: managers.Change) -> list[Request]:
         if change.type == "update" and change.old is not None and \
                 meta_of(change.old).get("labels") != meta_of(change.obj).get("labels"):
-            self.queueing.move_all("NamespaceUpdate")
+            self.queueing.move_all("Namespace/Update")
         return []
 
     # ------------------------------------------------------------------ reconcile
@@ -323,7 +387,7 @@ class Scheduler:
             return None
         self.queueing.popped(key)
         pod = self.pods.cache.get(*key)
-        if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+        if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
             if pod is None or spec_of(pod).get("nodeName"):
                 self._forget_pod(key)
             return None
@@ -334,23 +398,26 @@ class Scheduler:
             return None
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
-            if pod is None or not is_pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
+            if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
                 return None
+            cycle = self.cycles[spec_of(pod).get("schedulerName") or SCHEDULER_NAME]
             self.queueing.begin_cycle(key)
             started = time.perf_counter()
             try:
-                outcome = await self.cycle.run(pod)
+                outcome = await cycle.run(pod)
             finally:
                 self.stats.cycle_seconds += time.perf_counter() - started
-                moved = self.queueing.end_cycle(key)
+                in_flight = self.queueing.end_cycle(key)
         if isinstance(outcome, Gate):
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=outcome.reason)
             self.queueing.park(key, gated=True)
-            if moved:
+            if in_flight:
                 self.queueing.requeue(key)
             return None
         self.stats.attempts += 1
-        self.queueing.record_attempt(key)
+        self.queueing.record_attempt(key, outcome.plugins if isinstance(outcome, Unschedulable) else frozenset())
+        # an event during the cycle that may help: try again (after backoff) instead of waiting
+        moved = self.queueing.worth_requeuing(key, in_flight)
         if isinstance(outcome, Unschedulable):
             self.stats.unschedulable += 1
             self.queueing.park(key, gated=False)

@@ -118,7 +118,6 @@ class SchedulingCycle:
             and fit[0].strategy == noderesources.LEAST_ALLOCATED and fit[0].resources == noderesources.DEFAULT_RESOURCES
             and balanced is not None and isinstance(balanced[0], noderesources.BalancedAllocation)
             and balanced[1] == 1 and balanced[0].resources == noderesources.DEFAULT_RESOURCES)
-        self._spread_stand_in = "PodTopologySpread" not in weights
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
@@ -140,7 +139,7 @@ class SchedulingCycle:
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=exc.status,
                 post_filter="no new claims to deallocate, " + plugins.preemption_message(
-                    pod, len(nodes), {}, exc.status)))
+                    pod, len(nodes), {}, exc.status)), plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
         except SchedError as exc:
             return Error(message=str(exc))
 
@@ -153,7 +152,8 @@ class SchedulingCycle:
         if rejected is not None:
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=rejected,
-                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)))
+                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)),
+                plugins=frozenset({rejected.plugin}) if rejected.plugin else frozenset())
         run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
@@ -164,7 +164,8 @@ class SchedulingCycle:
             statuses = {e.name: absent for e in nodes if e.name not in state.node_names}
             nodes = [e for e in nodes if e.name in state.node_names]
         n = len(nodes)
-        to_find = plugins.num_feasible_nodes_to_find(n, self.percentage)
+        percentage = self.profile.percentage_of_nodes_to_score
+        to_find = plugins.num_feasible_nodes_to_find(n, self.percentage if percentage is None else percentage)
         start = self.node_cache.next_start % n if n else 0
         processed = 0
         last_yield = time.perf_counter()
@@ -186,7 +187,7 @@ class SchedulingCycle:
                 ni = entry.info
                 usage = entry.usage
                 if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
-                    status = None
+                    status = None  # (not fused: the core filters are among the active plugins)
                 else:
                     status = info.filter(ni, usage, ext_mapping)
                 if status is None and active:
@@ -230,7 +231,8 @@ class SchedulingCycle:
             post = f"{dra_msg}, {plugins.preemption_message(pod, all_n, statuses, None)}"
             message = plugins.fit_error(all_n, statuses, post_filter=post)
             why = self._why_short(pod, dra, statuses)
-            return Unschedulable(message=f"{message} {why}" if why else message)
+            return Unschedulable(message=f"{message} {why}" if why else message,
+                                 plugins=unschedulable_plugins(statuses.values()))
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
         return self._reserve(pod, pinfo, state, dra, entry, allocs, node_ext)
@@ -471,11 +473,13 @@ class SchedulingCycle:
         nodes = [e for e, _a, _x in feasible]
         extra = self._extra_scores(pinfo, d, feasible)
         totals, _per_plugin = self.profile.run_scores(state, pinfo, nodes, extra, skip=self._fused_scores(extra, pinfo, nodes))
+        return feasible[self._pick_best(totals)]
+
+    def _pick_best(self, totals: Sequence[float]) -> int:
+        """selectHost: a uniformly random one among the top scores (the scheduler's seedable rng)."""
         best = max(totals)
-        # selectHost: a uniformly random one among the top scores.
         top = [i for i, score in enumerate(totals) if score == best]
-        chosen = top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
-        return feasible[chosen]
+        return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
 
     def _fused_scores(self, extra: list[tuple[str, list[int], int]], pinfo: framework.PodInfo,
                       nodes: Sequence[NodeEntry]) -> tuple[str, ...]:
@@ -490,17 +494,14 @@ class SchedulingCycle:
     def _extra_scores(self, pinfo: framework.PodInfo, d: DraCycle,
                       feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
                       ) -> list[tuple[str, list[int], int]]:
-        """Scores from outside the profile's plugins: DynamicResources' prioritized-list score and,
-        while the profile has no PodTopologySpread, the stand-in spreading a controller's pods."""
+        """Scores from outside the profile's plugins: DynamicResources' prioritized-list score
+        (normalized, with the profile's weight for it)."""
         extra: list[tuple[str, list[int], int]] = []
-        if d.prioritized:
+        weight = self.profile.dra_weight
+        if d.prioritized and weight:
             dra = [plugins.prioritized_list_score(d.alloc_claims, allocs) if allocs else 0 for _e, allocs, _x in feasible]
             framework.default_normalize(dra, reverse=False)
-            extra.append((DRA_PLUGIN, dra, 1))
-        if pinfo.owner and self._spread_stand_in:
-            siblings = [e.usage.owners.get(pinfo.owner, 0) for e, _a, _x in feasible]
-            framework.default_normalize(siblings, reverse=True)
-            extra.append(("PodTopologySpread", siblings, 2))
+            extra.append((DRA_PLUGIN, dra, weight))
         return extra
 
     def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, state: framework.CycleState, d: DraCycle,
@@ -552,6 +553,11 @@ class SchedulingCycle:
         except Exception:  # the explanation must never break scheduling
             logger.exception("why_short_failed", pod=meta_of(pod).get("name"))
             return ""
+
+
+def unschedulable_plugins(statuses: Iterable[plugins.Status]) -> frozenset[str]:
+    """`Diagnosis.UnschedulablePlugins`: the plugins whose statuses rejected some node."""
+    return frozenset(st.plugin for st in statuses if st.plugin)
 
 
 class _NamespaceLabels(Mapping[str, Mapping[str, str]]):

@@ -80,7 +80,8 @@ class NodeCache:
             self.assumed_pods.pop(uid, None)
             current = self.pod_usage.get(uid)
             if current is None or current[0] != node or (current[1].pod is not pod and (
-                    meta_of(current[1].pod).get("labels") != meta_of(pod).get("labels"))):
+                    meta_of(current[1].pod).get("labels") != meta_of(pod).get("labels")
+                    or meta_of(current[1].pod).get("deletionTimestamp") != meta_of(pod).get("deletionTimestamp"))):
                 self.set_usage(uid, (node, framework.PodInfo(pod, owner=controller_uid_of(pod))))
         elif uid not in self.assumed_pods:
             self.set_usage(uid, None)

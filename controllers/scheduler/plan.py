@@ -3,7 +3,7 @@ for the binding cycle) — and the exceptions that end a cycle early, plus the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import msgspec
@@ -35,6 +35,9 @@ class BindingError(Exception):
 
 class Unschedulable(msgspec.Struct, kw_only=True):
     message: str
+    # the plugins that rejected the pod (`Diagnosis.UnschedulablePlugins`): only events one of
+    # them registered move it out of the unschedulable pool; empty: any event does
+    plugins: frozenset[str] = frozenset()
 
 
 class Error(msgspec.Struct, kw_only=True):
@@ -88,14 +91,18 @@ class Stats:
 # ---------------------------------------------------------------------- pods and claims
 
 
-def is_responsible(pod: Mapping[str, Any]) -> bool:
-    return (spec_of(pod).get("schedulerName") or SCHEDULER_NAME) == SCHEDULER_NAME
+DEFAULT_NAMES: frozenset[str] = frozenset({SCHEDULER_NAME})
 
 
-def is_pending(pod: Mapping[str, Any]) -> bool:
+def is_responsible(pod: Mapping[str, Any], names: Collection[str] = DEFAULT_NAMES) -> bool:
+    """The pod names one of our profiles (`spec.schedulerName`, default `default-scheduler`)."""
+    return (spec_of(pod).get("schedulerName") or SCHEDULER_NAME) in names
+
+
+def is_pending(pod: Mapping[str, Any], names: Collection[str] = DEFAULT_NAMES) -> bool:
     """Unassigned, ours, not deleting and not terminal."""
-    return (not spec_of(pod).get("nodeName") and is_responsible(pod) and not meta_of(pod).get("deletionTimestamp")
-            and status_of(pod).get("phase") not in TERMINAL)
+    return (not spec_of(pod).get("nodeName") and is_responsible(pod, names)
+            and not meta_of(pod).get("deletionTimestamp") and status_of(pod).get("phase") not in TERMINAL)
 
 
 def pod_updated(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -25,6 +25,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
                         "controller, as with `cplane serve --fleet`)")
+    add_scheduler_args(p)
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -43,12 +44,56 @@ def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
 
 
 def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The fleet controller bound to the loaded `--fleet`, as a `run_controllers` override."""
-    if getattr(args, "fleet", None) is None:
-        return {}
-    from controllers import fleet
+    """The fleet controller bound to the loaded `--fleet`, and the scheduler bound to
+    `--scheduler-config` / `--scheduler-seed`, as `run_controllers` overrides."""
+    out: dict[str, Any] = {}
+    if getattr(args, "fleet", None) is not None:
+        from controllers import fleet
 
-    return {fleet.NAME: fleet.factory(args.loaded_fleet)}
+        out[fleet.NAME] = fleet.factory(args.loaded_fleet)
+    config = getattr(args, "loaded_scheduler_config", None)
+    seed = getattr(args, "scheduler_seed", None)
+    if config is not None or seed is not None:
+        from controllers import scheduler
+
+        out[scheduler.NAME] = scheduler.factory(config=config, seed=seed)
+    return out
+
+
+def add_scheduler_args(p: argparse.ArgumentParser) -> None:
+    """`--scheduler-config FILE` and `--scheduler-seed N` (cplane serve, cplane controllers and
+    python -m controllers)."""
+    p.add_argument("--scheduler-config", type=Path, default=None, metavar="FILE",
+                   help="KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) for the scheduler: profiles "
+                        "by schedulerName, plugins enabled/disabled per extension point and multiPoint, weights, "
+                        "pluginConfig args, percentageOfNodesToScore, podInitialBackoffSeconds, "
+                        "podMaxBackoffSeconds")
+    p.add_argument("--scheduler-seed", type=int, default=None, metavar="N",
+                   help="seed the scheduler's choice among equally scored nodes (reproducible placements)")
+
+
+def load_scheduler_config(args: argparse.Namespace, *, command: str) -> bool:
+    """Load and check `--scheduler-config` into `args.loaded_scheduler_config`; on a bad file print
+    one error line and return False."""
+    args.loaded_scheduler_config = None
+    if getattr(args, "scheduler_config", None) is None:
+        return True
+    from cp.scheduling import profiles
+
+    path = Path(args.scheduler_config)
+    try:
+        config = profiles.load_config(path.read_text(), source=str(path))
+        profiles.build_profiles(config)  # plugin args are checked by the factories now, not at start
+    except OSError as exc:
+        print(f"cplane {command}: scheduler config {path}: cannot read: {exc.strerror or exc}", file=sys.stderr)
+        return False
+    except profiles.ConfigError as exc:
+        message = " ".join(str(exc).split())
+        prefix = "" if message.startswith(str(path)) else f"{path}: "
+        print(f"cplane {command}: scheduler config {prefix}{message}", file=sys.stderr)
+        return False
+    args.loaded_scheduler_config = config
+    return True
 
 
 async def _controllers_async(args: argparse.Namespace) -> int:
@@ -89,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if not load_fleet(args, command="controllers"):
             return 2
+    if not load_scheduler_config(args, command="controllers"):
+        return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     if not args.server and not args.kubeconfig:
         import os

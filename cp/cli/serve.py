@@ -93,6 +93,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--taint-unhealthy", choices=("NoSchedule", "NoExecute"), default=None,
                    help="remediation: taint devices reported unhealthy (DeviceTaintRule), so their pods "
                         "are evicted (NoExecute) and rescheduled on healthy devices")
+    controller_commands.add_scheduler_args(p)
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -212,6 +213,12 @@ def run(args: argparse.Namespace) -> int:
             return 2
         if not controller_commands.load_fleet(args, command="serve"):
             return 2
+    if (args.scheduler_config is not None or args.scheduler_seed is not None) and args.no_controllers:
+        print("cplane serve: --scheduler-config and --scheduler-seed need the controllers (drop --no-controllers)",
+              file=sys.stderr)
+        return 2
+    if not controller_commands.load_scheduler_config(args, command="serve"):
+        return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     from api import connections
     from storage import log as event_logs

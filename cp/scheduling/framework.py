@@ -27,8 +27,23 @@ from typing import Any, ClassVar
 from cp import selectors
 from cp.scheduling import plugins
 
-__all__ = ["ERROR", "MAX_NODE_SCORE", "SKIP", "SUCCESS", "UNRESOLVABLE", "UNSCHEDULABLE", "AffinityTerm",
-           "CycleState", "NodeState", "Plugin", "PodInfo", "Profile", "Snapshot", "Status"]
+__all__ = [
+    "ERROR",
+    "MAX_NODE_SCORE",
+    "SKIP",
+    "SNAPSHOT_KEY",
+    "SUCCESS",
+    "UNRESOLVABLE",
+    "UNSCHEDULABLE",
+    "AffinityTerm",
+    "CycleState",
+    "NodeState",
+    "Plugin",
+    "PodInfo",
+    "Profile",
+    "Snapshot",
+    "Status",
+]
 
 Status = plugins.Status
 SUCCESS = "Success"
@@ -39,6 +54,8 @@ SKIP = "Skip"
 MAX_NODE_SCORE = plugins.MAX_NODE_SCORE
 
 SKIPPED = Status(SKIP, [])
+# CycleState key of the cycle's Snapshot (written before PreFilter; PreScore reads all nodes from it).
+SNAPSHOT_KEY = "Snapshot"
 
 
 # ---------------------------------------------------------------------- pods
@@ -220,11 +237,10 @@ class Snapshot:
 
 
 class CycleState(dict[str, Any]):
-    """Per-cycle plugin data (keyed by plugin name), and the cycle's snapshot (set by PreFilter).
+    """Per-cycle plugin data (keyed by plugin name; the cycle's snapshot under `SNAPSHOT_KEY`).
     `clone()` copies each value that has a `clone()` (preemption's dry runs mutate their copy
     through AddPod/RemovePod)."""
 
-    snapshot: Snapshot | None = None
     # `PreFilterResult.NodeNames` merged over the PreFilter plugins (None: all nodes), and the
     # plugins that narrowed it
     node_names: frozenset[str] | None = None
@@ -237,7 +253,6 @@ class CycleState(dict[str, Any]):
 
     def clone(self) -> CycleState:
         out = CycleState()
-        out.snapshot = self.snapshot
         out.node_names, out.node_names_plugins = self.node_names, self.node_names_plugins
         for k, v in self.items():
             out[k] = v.clone() if hasattr(v, "clone") else v
@@ -258,13 +273,17 @@ class Plugin:
       were added to / removed from `node` (preemption);
     - `pre_score(state, pod, nodes)`: None, or `SKIPPED` to skip Score for the cycle;
     - `score(state, pod, node)`: a raw score (`score_nodes`: on every feasible node at once);
-    - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100.
+    - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100;
+    - `explain(state, pod, node)`: the detail behind a Filter rejection, for `cplane why`.
+
+    `events` lists the cluster events that may help a pod this plugin rejected: only those move the
+    pod out of the unschedulable pool (queueing hints).
     """
 
     name: ClassVar[str] = ""
     points: ClassVar[frozenset[str]] = frozenset()
-    # The cluster events that may make a pod this plugin rejected schedulable (`EventsToRegister`),
-    # as "Resource/Action": "Node/Add", "Node/UpdateNodeLabel", "AssignedPod/Delete", ...
+    # `EventsToRegister`: the cluster events that may make a pod this plugin rejected schedulable
+    # (`Resource/Action` names, see `cp.scheduling.events`)
     events: ClassVar[tuple[str, ...]] = ()
 
     def pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot) -> Status | None:
@@ -293,6 +312,11 @@ class Plugin:
     def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         return None
 
+    def explain(self, state: CycleState, pod: PodInfo, node: NodeState) -> str:
+        """For `cplane why`: what, in detail, made Filter reject the node (which term, which
+        constraint and skew); "" when the status's reasons say it all."""
+        return ""
+
 
 def default_normalize(scores: list[int], *, reverse: bool) -> None:
     """`helper.DefaultNormalizeScore`: scale to 0..100 by the highest score (reversed: 100 - that)."""
@@ -313,7 +337,7 @@ class Profile:
     def __init__(self, *, scheduler_name: str, filters: Sequence[Plugin], scores: Sequence[tuple[Plugin, int]],
                  pre_filters: Sequence[Plugin] | None = None, pre_scores: Sequence[Plugin] | None = None,
                  fused_core: bool = False, percentage_of_nodes_to_score: int | None = None,
-                 enabled: Iterable[str] = ()) -> None:
+                 enabled: Iterable[str] = (), dra_weight: int = 1) -> None:
         self.scheduler_name = scheduler_name
         self.filters = list(filters)
         self.scores = list(scores)
@@ -325,6 +349,8 @@ class Profile:
         self.fused_core = fused_core
         self.percentage_of_nodes_to_score = percentage_of_nodes_to_score
         self.enabled = frozenset(enabled)
+        # DynamicResources runs inside the cycle, not as a Plugin here: its Score weight (0: off)
+        self.dra_weight = dra_weight
 
     def plugin(self, name: str) -> Plugin | None:
         for p in self.filters:
@@ -338,8 +364,8 @@ class Profile:
     def run_pre_filter(self, state: CycleState, pod: PodInfo, snapshot: Snapshot
                        ) -> tuple[list[Plugin], Status | None]:
         """The filter plugins to run on each node (PreFilter skips left out), or the rejection."""
-        state.snapshot = snapshot
         skipped: set[str] = set()
+        state[SNAPSHOT_KEY] = snapshot
         for p in self.pre_filters:
             st = p.pre_filter(state, pod, snapshot)
             if st is None:

@@ -104,12 +104,49 @@ def _resize_write(new: Obj, stored: Obj) -> Obj:
     return stored
 
 
+def _apply_label_keys(selector: Any, keys: Any, operator: str, labels: dict[str, Any]) -> None:
+    """`applyLabelKeysToLabelSelector`: `key <operator> (the pod's value)` for each key the pod has."""
+    for key in keys or ():
+        if isinstance(key, str) and key in labels:
+            exprs = selector.get("matchExpressions")
+            if not isinstance(exprs, list):
+                exprs = selector["matchExpressions"] = []
+            exprs.append({"key": key, "operator": operator, "values": [labels[key]]})
+
+
+def _pod_create(obj: Obj, _now: float) -> None:
+    """PrepareForCreate's selector merges: pod (anti-)affinity terms' `matchLabelKeys` (In) and
+    `mismatchLabelKeys` (NotIn), and topology spread constraints' `matchLabelKeys` (In,
+    MatchLabelKeysInPodTopologySpreadSelectorMerge), into their `labelSelector`; a term without a
+    labelSelector selects nothing and is left alone."""
+    labels = (obj.get("metadata") or {}).get("labels")
+    labels = labels if isinstance(labels, dict) else {}
+    spec = _spec(obj)
+    affinity = spec.get("affinity")
+    if isinstance(affinity, dict):
+        for kind in ("podAffinity", "podAntiAffinity"):
+            rules = affinity.get(kind)
+            if not isinstance(rules, dict):
+                continue
+            terms = list(rules.get("requiredDuringSchedulingIgnoredDuringExecution") or [])
+            terms += [w.get("podAffinityTerm") for w in rules.get("preferredDuringSchedulingIgnoredDuringExecution") or []
+                      if isinstance(w, dict)]
+            for term in terms:
+                if not isinstance(term, dict) or not isinstance(term.get("labelSelector"), dict):
+                    continue
+                _apply_label_keys(term["labelSelector"], term.get("matchLabelKeys"), "In", labels)
+                _apply_label_keys(term["labelSelector"], term.get("mismatchLabelKeys"), "NotIn", labels)
+    for constraint in spec.get("topologySpreadConstraints") or ():
+        if isinstance(constraint, dict) and isinstance(constraint.get("labelSelector"), dict):
+            _apply_label_keys(constraint["labelSelector"], constraint.get("matchLabelKeys"), "In", labels)
+
+
 STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("", "PersistentVolume"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
                                        prepare_for_create=_volume_create, prepare_for_update=_volume_update),
     ("", "PersistentVolumeClaim"): Strategy(initial_status=lambda _obj: {"phase": "Pending"},
                                             prepare_for_create=_claim_create),
-    ("", "Pod"): Strategy(initial_status=_pod_status, partial_writes=(
+    ("", "Pod"): Strategy(initial_status=_pod_status, prepare_for_create=_pod_create, partial_writes=(
         ("ephemeralcontainers", _ephemeral_containers_write), ("resize", _resize_write))),
     ("", "Namespace"): Strategy(initial_status=lambda _obj: {"phase": "Active"}),
     ("", "Node"): Strategy(status_on_create=True),  # the kubelet registers a node with its status

@@ -96,7 +96,8 @@ class Context:
             node = str(objects.spec_of(p).get("nodeName") or "")
             if not node or objects.status_of(p).get("phase") in ("Succeeded", "Failed"):
                 continue
-            self.usage.setdefault(node, plugins.NodeUsage()).add(plugins.pod_requests(p), objects.controller_uid_of(p))
+            pi = framework.PodInfo(p, owner=objects.controller_uid_of(p))
+            self.usage.setdefault(node, plugins.NodeUsage()).add(pi.req, pi.owner, pi)
 
     def new_allocator(self, *, state: AllocatedState | None = None, classes: Mapping[str, Any] | None = None,
                       features: Features | None = None) -> Allocator:
@@ -343,15 +344,14 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
            ) -> tuple[list[int], list[dict[str, Any]]]:
     """The scheduler's scores: the default profile's score plugins (each normalized to 0..100,
     times its weight, summed: exact integers, as the scheduler's cycle), plus DynamicResources'
-    prioritized-list score and the controller-spreading stand-in while the profile has no
-    PodTopologySpread. Each node's detail: every plugin's normalized score before its weight."""
+    prioritized-list score. Each node's detail: every plugin's normalized score before its weight."""
     profile = profiles.default_profile()
     pinfo = framework.PodInfo(ctx.info.pod, ctx.req, ctx.info.owner)
     states = {n.name: framework.NodeState(n.node, ctx.usage.get(n.name) or plugins.NodeUsage())
               for n in (plugins.NodeInfo(node) for node in ctx.snap.nodes)}
     nodes = [states.get(ni.name) or framework.NodeState(ni.node, ctx.usage.get(ni.name)) for ni, _dra in feasible]
     state = framework.CycleState()
-    state.snapshot = framework.Snapshot(list(states.values()), dra_backed=ctx.ext_mapping)
+    state[framework.SNAPSHOT_KEY] = framework.Snapshot(list(states.values()), dra_backed=ctx.ext_mapping)
     extra: list[tuple[str, list[int], int]] = []
     if any(r.get("firstAvailable") for c in ctx.alloc_claims
            for r in ((objects.spec_of(c).get("devices") or {}).get("requests") or [])):
@@ -361,10 +361,6 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
             dra.append(plugins.prioritized_list_score(ctx.alloc_claims, allocs) if allocs else 0)
         framework.default_normalize(dra, reverse=False)
         extra.append(("DynamicResources", dra, 1))
-    if pinfo.owner and profile.plugin("PodTopologySpread") is None:
-        siblings = [n.usage.owners.get(pinfo.owner, 0) for n in nodes]
-        framework.default_normalize(siblings, reverse=True)
-        extra.append(("PodTopologySpread", siblings, 2))
     totals, per_plugin = profile.run_scores(state, pinfo, nodes, extra)
     details = [{name: values[i] for name, values in per_plugin.items()} for i in range(len(nodes))]
     return totals, details

@@ -10,7 +10,7 @@ from cp.dra.allocator import (
     Features,
 )
 from cp.dra.celenv import CelCache
-from cp.scheduling import plugins
+from cp.scheduling import framework, plugins, profiles
 from cp.scheduling.explain.common import (
     API_VERSION,
     CANNOT_ALLOCATE,
@@ -92,6 +92,19 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
     ctx.build_state()
 
     node_objs = {str(objects.meta_of(n).get("name") or ""): n for n in snap.nodes}
+    # The profile's plugins beyond the core filters (inter-pod affinity, topology spread, ports,
+    # volumes): PreFilter over all nodes, then Filter per node after the core filters.
+    profile = profiles.default_profile()
+    fw_state = framework.CycleState()
+    fw_pod = framework.PodInfo(ctx.info.pod, ctx.req, objects.controller_uid_of(pod))
+    fw_nodes = {n: framework.NodeState(obj, ctx.usage.get(n)) for n, obj in node_objs.items()}
+    fw_snapshot = framework.Snapshot(list(fw_nodes.values()), {
+        k: objects.meta_of(v).get("labels") or {} for k, v in ctx.namespaces.items()})
+    fw_active, fw_rejected = profile.run_pre_filter(fw_state, fw_pod, fw_snapshot)
+    if fw_rejected is not None:
+        out["upstreamMessage"] = plugins.fit_error(len(snap.nodes), {}, prefilter=fw_rejected)
+        return finish("Unschedulable", f"rejected before looking at nodes by {fw_rejected.plugin}: "
+                                       f"{fw_rejected.message()}")
     names = sorted(node_objs)
     if node is not None:
         if node not in node_objs:
@@ -107,6 +120,13 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
         ni = infos[n]
         v: dict[str, Any] = {"node": n, "fits": False}
         fv = filter_view(ctx, ni)
+        if fv is None and fw_active:
+            st = framework.Profile.run_filters(fw_active, fw_state, fw_pod, fw_nodes[n])
+            if st is not None:
+                plugin = profile.plugin(st.plugin)
+                why = plugin.explain(fw_state, fw_pod, fw_nodes[n]) if plugin is not None else ""
+                fv = {"plugin": st.plugin, "code": st.code, "reasons": list(st.reasons),
+                      "checks": [{"plugin": st.plugin, "message": why or st.message()}]}
         if fv is not None:
             v["filter"] = fv
             statuses[n] = plugins.Status(fv["code"], fv["reasons"], fv["plugin"])

@@ -22,9 +22,8 @@ uses the non-zero requests (100m cpu / 200Mi memory for a container that request
 
 Scores (0..100 each, weighted as in the default profile): NodeResourcesFit LeastAllocated (1),
 NodeResourcesBalancedAllocation (1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred
-terms (2), spreading the pods of one controller across nodes (2, the system default of
-PodTopologySpread on `kubernetes.io/hostname`, simplified to a count of siblings) and the
-DynamicResources prioritized-list score (1).
+terms (2) and the DynamicResources prioritized-list score (1); spreading (PodTopologySpread) and
+InterPodAffinity are framework plugins (`cp.scheduling.plugins.podtopologyspread`, `.interpodaffinity`).
 
 `fit_error` builds the `0/N nodes are available: ...` text (`FitError.Error()`), including the
 PostFilter part the DynamicResources plugin and DefaultPreemption add.
@@ -456,8 +455,7 @@ class PodInfo:
 
     def resource_score(self, ni: NodeInfo, usage: NodeUsage | None) -> float:
         """LeastAllocated + BalancedAllocation (the only scores that differ between nodes for a
-        pod without tolerations of PreferNoSchedule taints, preferred affinity, siblings or
-        subrequests): the fast path of `raw_score` + `total_scores`."""
+        pod without tolerations of PreferNoSchedule taints, preferred affinity or subrequests): the fast path of `raw_score` + `total_scores`."""
         have = ni.alloc.resources
         nz = self.req.non_zero
         cpu, mem = nz.cpu, nz.memory
@@ -489,8 +487,6 @@ class PodInfo:
             s.taints = sum(1 for t in ni.soft_taints if not any(tolerates(tol, t) for tol in tols))
         if self.preferred:
             s.affinity = _preferred_affinity_score(self.preferred, ni.node)
-        if self.owner and usage is not None:
-            s.siblings = usage.owners.get(self.owner, 0)
         s.dra = dra_score
         return s
 
@@ -588,14 +584,13 @@ def _preferred_affinity_score(terms: Sequence[Mapping[str, Any]], node: Mapping[
 class ScoreInput:
     """Per-node raw scores of one cycle (normalized together in `total_scores`)."""
 
-    __slots__ = ("affinity", "balanced", "dra", "least", "siblings", "taints")
+    __slots__ = ("affinity", "balanced", "dra", "least", "taints")
 
     def __init__(self) -> None:
         self.least = 0.0
         self.balanced = 0.0
         self.taints = 0
         self.affinity = 0
-        self.siblings = 0
         self.dra = 0
 
 
@@ -609,19 +604,17 @@ def raw_scores(pod: Mapping[str, Any], req: PodRequests, node: Mapping[str, Any]
 def total_scores(inputs: Sequence[ScoreInput]) -> list[float]:
     """Normalize each plugin's raw scores over the feasible nodes and sum them with the default
     weights (LeastAllocated 1, BalancedAllocation 1, TaintToleration 3, NodeAffinity 2,
-    spread 2, DynamicResources 1)."""
+    DynamicResources 1)."""
     if not inputs:
         return []
     max_taints = max(s.taints for s in inputs)
     max_aff = max(s.affinity for s in inputs)
-    max_sib = max(s.siblings for s in inputs)
     max_dra = max(s.dra for s in inputs)
     out = []
     for s in inputs:
         total = s.least + s.balanced
         total += 3 * (MAX_NODE_SCORE * (max_taints - s.taints) / max_taints if max_taints else MAX_NODE_SCORE)
         total += 2 * (MAX_NODE_SCORE * s.affinity / max_aff if max_aff else 0)
-        total += 2 * (MAX_NODE_SCORE * (max_sib - s.siblings) / max_sib if max_sib else MAX_NODE_SCORE)
         total += MAX_NODE_SCORE * s.dra / max_dra if max_dra else 0
         out.append(total)
     return out

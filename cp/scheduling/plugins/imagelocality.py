@@ -57,7 +57,7 @@ class ImageLocality(framework.Plugin):
         wanted = set(images)
         if not any(n.info.images and not wanted.isdisjoint(n.info.images) for n in nodes):
             return framework.SKIPPED
-        snapshot = state.snapshot
+        snapshot: framework.Snapshot | None = state.get(framework.SNAPSHOT_KEY)
         all_nodes = snapshot.nodes if snapshot is not None else nodes
         spread = dict.fromkeys(wanted, 0)
         for n in all_nodes:

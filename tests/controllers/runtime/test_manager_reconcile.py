@@ -15,9 +15,9 @@ import structlog
 
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
-from controllers.runtime import reconcile
+from controllers.runtime import reconcile, workqueue
 from cp import clock as clocks
-from tests.controllers.support import FakeClient, cm, settle
+from tests.controllers.support import START, FakeClient, cm, settle
 from tests.waiting import eventually
 
 
@@ -210,3 +210,39 @@ async def test_run_returns_when_stopped_before_sync() -> None:
     stop.set()
     await asyncio.wait_for(task, 5)
     assert mgr.terms == 0 and script.calls == []
+
+
+async def test_a_controller_may_supply_its_own_queue() -> None:
+    """`Controller.new_queue`: the manager runs the workers on the queue the controller makes (the
+    scheduler's priority-ordered active queue) instead of a FIFO work queue."""
+    clock = clocks.VirtualClock(start=START)
+    script = Script()
+    made: list[workqueue.WorkQueue[reconcile.Request]] = []
+
+    class Ordered(managers.Controller):
+        def new_queue(self, *, clock: clocks.Clock, retry_clock: clocks.Clock
+                      ) -> workqueue.WorkQueue[reconcile.Request]:
+            q: workqueue.PriorityWorkQueue[reconcile.Request] = workqueue.PriorityWorkQueue(
+                clock=clock, order=lambda r: r.name, name=self.name, retry_clock=retry_clock)
+            made.append(q)
+            return q
+
+    fake = FakeClient(clock=clock)
+    mgr = managers.Manager(client=fake, clock=clock, retry_clock=clock)  # type: ignore[arg-type]
+    ctl = Ordered(name="ordered", reconciler=script, watches=[], workers=1)
+    mgr.add(ctl)
+    stop, task = await _running(mgr)
+    try:
+        assert made and ctl.queue is made[0]
+        blocker = asyncio.Event()
+        script.block["a"] = blocker
+        ctl.enqueue(_req("a"))
+        await eventually(lambda: script.calls == ["a"], what="a running")
+        for name in ("d", "b", "c"):
+            ctl.enqueue(_req(name))
+        blocker.set()
+        await eventually(lambda: len(script.calls) == 4, what="all reconciled")
+        assert script.calls == ["a", "b", "c", "d"]
+    finally:
+        stop.set()
+        await task

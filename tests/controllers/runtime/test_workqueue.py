@@ -188,3 +188,31 @@ async def test_shutdown_wakes_getters_and_drops_timers() -> None:
     assert len(q) == 0 and q.waiting == 0
     with pytest.raises(workqueue.ShutDownError):
         await q.get()
+
+
+async def test_priority_work_queue_hands_out_the_smallest_order_first() -> None:
+    """Same guarantees as the FIFO queue (de-duplication, dirty keys requeued on done), another
+    order: the smallest `order(key)`, ties by insertion."""
+    clock = clocks.VirtualClock(start=1000.0)
+    rank = {"low": 3, "high": 1, "mid": 2, "mid2": 2}
+    q: workqueue.PriorityWorkQueue[str] = workqueue.PriorityWorkQueue(clock=clock, order=rank.__getitem__,
+                                                                      name="prio", retry_clock=clock)
+    for key in ("low", "mid", "high", "mid2", "low"):
+        q.add(key)
+    assert len(q) == 4 and q.queued() == ["high", "mid", "mid2", "low"]
+    first = await q.get()
+    assert first == "high"
+    q.add("high")  # while processing: dirty, queued again by done
+    assert len(q) == 3
+    q.done("high")
+    got = [await q.get() for _ in range(4)]
+    assert got == ["high", "mid", "mid2", "low"]
+    for key in got:
+        q.done(key)
+    q.add_after("mid", 1.0)
+    clock.advance(1.0)
+    await settle()
+    assert q.queued() == ["mid"]
+    await q.aclose()
+    with pytest.raises(workqueue.ShutDownError):
+        await q.get()

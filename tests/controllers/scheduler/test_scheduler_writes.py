@@ -168,7 +168,7 @@ async def test_unschedulable_pool_backoff_and_stale_timers() -> None:
         assert queue.waiting == 1  # the 5-minute flush
         await sched.reconcile(REQUEST)  # a stale timer: no attempt
         assert sched.stats.attempts == 1
-        sched.move_all("ResourceSliceUpdate")  # nothing else queued: straight back
+        sched.move_all("ResourceSlice/Update")  # nothing else queued: straight back
         assert len(queue) == 1 and ("default", "p1") not in sched.queueing.unschedulable
         assert await queue.get() == REQUEST
         await sched.reconcile(REQUEST)
@@ -176,7 +176,7 @@ async def test_unschedulable_pool_backoff_and_stale_timers() -> None:
         assert sched.stats.attempts == 2
         other = reconcile.Request(namespace="default", name="other")
         queue.add(other)  # something else queued: the pod waits for its backoff (2 s after 2 attempts)
-        sched.move_all("ResourceSliceUpdate")
+        sched.move_all("ResourceSlice/Update")
         assert list(sched.queueing.backing_off) == [("default", "p1")] and len(queue) == 1
         assert await queue.get() == other
         queue.done(other)

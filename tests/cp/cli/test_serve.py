@@ -9,6 +9,8 @@ import resource
 import sys
 from pathlib import Path
 
+import pytest
+
 from api import app
 from cp.cli import serve
 
@@ -71,3 +73,37 @@ def test_service_account_admission_runs_where_its_controller_does() -> None:
     assert not serve._service_accounts(_args("--disable-admission-plugins", "ServiceAccount,Priority"))
     assert _args("--disable-admission-plugins", "Priority,ResourceQuota").disable_admission_plugins == (
         "Priority", "ResourceQuota")
+
+
+def test_a_bad_scheduler_config_is_one_clear_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "sched.yaml"
+    cases = {
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\npodMaxBackoffSeconds: 0\n":
+            "podMaxBackoffSeconds: must be greater than or equal to PodInitialBackoffSeconds",
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n"
+        "- plugins: {filter: {enabled: [{name: Nope}]}}\n": 'FilterPlugin "Nope" does not exist',
+        "profiles: [": "not valid YAML",
+    }
+    for text, expected in cases.items():
+        bad.write_text(text)
+        assert serve.run(_args("--scheduler-config", str(bad))) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith(f"cplane serve: scheduler config {bad}: ") and expected in err
+    assert serve.run(_args("--scheduler-config", str(tmp_path / "missing.yaml"))) == 2
+    assert "cannot read" in capsys.readouterr().err
+    assert serve.run(_args("--scheduler-seed", "3", "--no-controllers")) == 2
+    assert "need the controllers" in capsys.readouterr().err
+
+
+def test_scheduler_flags_reach_the_scheduler_factory(tmp_path: Path) -> None:
+    from controllers import scheduler
+    from cp.cli import controllers as controller_commands
+
+    good = tmp_path / "sched.yaml"
+    good.write_text("apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\n"
+                    "profiles: [{schedulerName: default-scheduler}, {schedulerName: packer}]\n")
+    args = _args("--scheduler-config", str(good), "--scheduler-seed", "5")
+    assert controller_commands.load_scheduler_config(args, command="serve")
+    assert args.loaded_scheduler_config.scheduler_names == ("default-scheduler", "packer")
+    assert scheduler.NAME in controller_commands.fleet_overrides(args)
+    assert scheduler.NAME not in controller_commands.fleet_overrides(_args())

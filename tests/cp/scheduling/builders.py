@@ -52,7 +52,7 @@ def run_scores(plugin: framework.Plugin, pod: Mapping[str, Any], nodes: Sequence
     """PreScore, Score on every node and NormalizeScore, as the framework runs one plugin;
     None when PreScore skips it."""
     state = framework.CycleState()
-    state.snapshot = framework.Snapshot(nodes)
+    state[framework.SNAPSHOT_KEY] = framework.Snapshot(nodes)
     info = framework.PodInfo(pod)
     if "PreScore" in plugin.points:
         st = plugin.pre_score(state, info, nodes)

@@ -131,18 +131,15 @@ def test_least_allocated_prefers_the_emptier_node() -> None:
     assert totals[0] - totals[1] == pytest.approx(empty_score - busy_score)
 
 
-def test_spread_taints_and_preferred_affinity_scores() -> None:
+def test_taints_and_preferred_affinity_scores() -> None:
     affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 10, "preference": {"matchExpressions": [{"key": "fast", "operator": "Exists"}]}}]}}
     info = p.PodInfo(pod(affinity=affinity), owner="rs-uid")
-    siblings = p.NodeUsage()
-    siblings.add(p.pod_requests(pod()), "rs-uid")
     plain = info.raw_score(p.NodeInfo(node()), None, 0)
     preferred = info.raw_score(p.NodeInfo(node(labels={"fast": ""})), None, 0)
-    crowded = info.raw_score(p.NodeInfo(node()), siblings, 0)
     soft = info.raw_score(p.NodeInfo(node(taints=[{"key": "k", "effect": "PreferNoSchedule"}])), None, 0)
-    totals = p.total_scores([plain, preferred, crowded, soft])
-    assert totals[1] > totals[0] > totals[2] and totals[0] > totals[3]
+    totals = p.total_scores([plain, preferred, soft])
+    assert totals[1] > totals[0] > totals[2]
 
 
 def test_prioritized_list_score_favours_earlier_subrequests() -> None:
