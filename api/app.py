@@ -34,7 +34,7 @@ from api import state as st
 from api import store as stores
 from api.admission import certificates, limitranger, policies, priority, resourcequota, storageclass, webhooks
 from api.webhooks import client as webhook_clients
-from cp import allocation, errors, objects, sim, tables
+from cp import allocation, errors, features, objects, sim, tables
 from cp import clock as clocks
 from cp import resources as res
 from storage import log
@@ -255,7 +255,8 @@ async def _shutdown_watches(app: web.Application) -> None:
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
              auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
-             service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset()) -> web.Application:
+             service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset(),
+             feature_gates: features.FeatureGates | None = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -269,6 +270,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     - `service_accounts`: the ServiceAccount admission plugin (pods run as an existing account, with
       its token volume), as kube-apiserver enables it by default (`cplane serve`).
     - `disabled_admission`: built-in admission plugins left out (`--disable-admission-plugins`).
+    - `feature_gates`: the gates the server runs with (`--feature-gates`; None: 1.37's defaults): which
+      gated API versions are served and which gated fields are kept (`cp.features`).
     """
     from api import auth as auths
 
@@ -282,7 +285,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
                           handler_args={"auto_decompress": False})
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
-    app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock)
+    app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock,
+                                            registry=res.Registry(features=feature_gates))
     ranges = service_ranges or allocation.ServiceRanges()
     app[st.SERVICE_RANGES] = ranges
     app[st.BOOTSTRAP] = bootstrap_objects

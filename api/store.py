@@ -31,6 +31,7 @@ from cp import (
 from cp import clock as clocks
 from cp import resources as res
 from cp.crd import custom as crds
+from cp.strategies import disabled
 from storage import log
 
 _decode = msgspec.json.Decoder().decode
@@ -182,6 +183,8 @@ class Store:
             if kind.custom is not None:
                 _check_custom_create(kind, obj, ctx)
             else:
+                disabled.drop_disabled_fields(obj, None, group=kind.group, kind=kind.kind,
+                                              features=self.registry.features)
                 strategies.prepare_for_create(kind, obj, now=now,
                                               user=ctx.user_info or rbac.UserInfo(name=ctx.user))
                 validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
@@ -538,6 +541,8 @@ class Store:
         meta["resourceVersion"] = old_meta.get("resourceVersion", "")
         _apply_defaults(kind, new)
         if kind.custom is None:
+            disabled.drop_disabled_fields(new, old, group=kind.group, kind=kind.kind,
+                                          features=self.registry.features)
             strategies.prepare_for_update(kind, new, old, now=now, subresource=subresource)
         if kind.has_spec:
             generation = int(old_meta.get("generation") or 1)
@@ -706,6 +711,7 @@ class Store:
             conds.append({"type": "PodScheduled", "status": "True",
                           "lastTransitionTime": clocks.rfc3339(self.clock.now()), "lastProbeTime": None})
             status["conditions"] = conds
+            status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (beta, on since 1.35)
             return pod
 
         # Spec and condition land in one event: nodeName via an internal spec update with the

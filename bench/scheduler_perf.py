@@ -27,9 +27,34 @@ Workloads (upstream `dra/performance-config.yaml`):
   pods each (`test-claim-<i/5>`); 2,500 init pods with 500 claims are scheduled (not measured),
   then 2,500 measured pods with 500 new claims.
 
+Beside them, upstream's non-DRA workloads that exercise InterPodAffinity, PodTopologySpread,
+DefaultPreemption and NodeAffinity, at 500 nodes with upstream's templates (`templates/node-default.yaml`
+nodes of 4 cpu / 32Gi / 110 pods, zone labels from `labelNodePrepareStrategy` given round robin; pods of
+100m / 500Mi with containerPort 80; namespaces as upstream names them):
+
+- `SchedulingPodAffinity/500Nodes` (affinity/performance-config.yaml): nodes in `zone1`; 500 init pods
+  in `sched-0`, 1,000 measured in `sched-1`, all `pod-with-pod-affinity` (color=blue, required pod
+  affinity to color=blue in sched-0/sched-1 by zone).
+- `SchedulingPodAntiAffinity/500Nodes`: 100 init pods, 400 measured, `pod-with-pod-anti-affinity`
+  (color=green, required anti-affinity by `kubernetes.io/hostname`, a label the node template lacks).
+- `TopologySpreading/500Nodes` (topology_spreading/): zones moon-1..3; 1,000 `pod-default` init pods
+  (namespace-1), 1,000 measured `pod-with-topology-spreading` (maxSkew 5 by zone, DoNotSchedule).
+- `PreemptionBasic/500Nodes` (misc/; upstream's smallest performance variant is 1000Nodes with
+  4,000 init / 1,000 measured pods and no threshold, halved here): 2,000 `pod-low-priority` pods
+  (900m, grace 0) fill the nodes, then 500 `pod-high-priority` pods (3000m, priority 10: a
+  PriorityClass `scheduler-perf-high` of value 10, because the Priority admission plugin refuses a
+  bare `priority`, which upstream's test apiserver does not run) each preempt three of them.
+- `SchedulingNodeAffinity/500Nodes`: nodes in `zone1`; 500 init + 1,000 measured
+  `pod-with-node-affinity` (zone In [zone1, zone2]).
+
+Upstream publishes thresholds only for its 5,000-node variants; they are shown beside ours as the
+reference (`5000Nodes_…: N`). A workload whose pods are not all bound within its time limit (the
+plugin it needs is missing) reports what was bound and says so.
+
 The figure is upstream's: the average of `SchedulingThroughput`, pods bound per 1-second sample
 from the first bind of the measured pods to the last (steady state: over the run's duration).
-`--quick` runs 100-node variants and 5 s steady states. `--profile DIR` runs the controllers under
+`--quick` runs 100-node variants and 5 s steady states; `--only TEXT`
+runs the workloads whose name contains TEXT. `--profile DIR` runs the controllers under
 pyinstrument (or cProfile) and writes one report per workload.
 """
 
@@ -74,9 +99,14 @@ CONCURRENCY = 32
 SAMPLE = 1.0  # throughputSampleInterval
 
 
+ZONE = "topology.kubernetes.io/zone"
+PERF_NODE_PREFIX = "scheduler-perf-"
+HIGH_PRIORITY_CLASS = "scheduler-perf-high"
+
+
 class Workload(msgspec.Struct, kw_only=True):
     name: str
-    kind: str  # "template" | "steady" | "shared"
+    kind: str  # "template" | "steady" | "shared" | "plain" (no DRA: upstream's plugin workloads)
     nodes: int
     devices: int
     init_claims: int = 0  # allocated up front with the library
@@ -86,9 +116,44 @@ class Workload(msgspec.Struct, kw_only=True):
     threshold: float | None = None  # upstream pods/s (dra threshold), None: none published
     upstream: str = ""  # upstream typical / note
     target: float | None = None  # ours on this machine
+    # "plain" workloads: node zones, and (template, namespace) of the init and measured pods
+    zones: tuple[str, ...] = ()
+    init_pod: tuple[str, str] = ("", "")
+    measure_pod: tuple[str, str] = ("", "")
+    timeout: float = 600.0  # for the measured pods to be bound
+
+
+def plugin_workloads(quick: bool) -> list[Workload]:
+    """Upstream's non-DRA workloads for InterPodAffinity, PodTopologySpread, DefaultPreemption and
+    NodeAffinity: 500 nodes (quick: 100 nodes, the same pods; preemption's scale with the nodes)."""
+    n, k = (100, 1) if quick else (500, 1)
+    tag = " (quick)" if quick else ""
+    return [
+        Workload(name=f"SchedulingPodAffinity/{n}Nodes{tag}", kind="plain", nodes=n, devices=0, zones=("zone1",),
+                 init_pods=500 // k, measure_pods=1000 // k, init_pod=("pod-affinity", "sched-0"),
+                 measure_pod=("pod-affinity", "sched-1"), upstream="5000Nodes_5000Pods: 35", timeout=300),
+        Workload(name=f"SchedulingPodAntiAffinity/{n}Nodes{tag}", kind="plain", nodes=n, devices=0,
+                 init_pods=100 // k, measure_pods=400 // k, init_pod=("pod-anti-affinity", "sched-0"),
+                 measure_pod=("pod-anti-affinity", "sched-1"), upstream="5000Nodes_2000Pods: 60", timeout=300),
+        Workload(name=f"TopologySpreading/{n}Nodes{tag}", kind="plain", nodes=n, devices=0,
+                 zones=("moon-1", "moon-2", "moon-3"), init_pods=1000 // k, measure_pods=1000 // k,
+                 init_pod=("default", "namespace-1"), measure_pod=("topology-spreading", "namespace-2"),
+                 upstream="5000Nodes_5000Pods: 460", timeout=300),
+        Workload(name=f"PreemptionBasic/{n}Nodes{tag}", kind="plain", nodes=n, devices=0,
+                 init_pods=4 * n, measure_pods=n, init_pod=("low-priority", "namespace-1"),
+                 measure_pod=("high-priority", "namespace-2"), upstream="no threshold (1000Nodes: none)",
+                 timeout=30 if quick else 120),
+        Workload(name=f"SchedulingNodeAffinity/{n}Nodes{tag}", kind="plain", nodes=n, devices=0, zones=("zone1",),
+                 init_pods=500 // k, measure_pods=1000 // k, init_pod=("node-affinity", "namespace-1"),
+                 measure_pod=("node-affinity", "namespace-2"), upstream="5000Nodes_10000Pods: 220", timeout=300),
+    ]
 
 
 def workloads(quick: bool) -> list[Workload]:
+    return dra_workloads(quick) + plugin_workloads(quick)
+
+
+def dra_workloads(quick: bool) -> list[Workload]:
     if quick:
         return [
             Workload(name="SchedulingWithResourceClaimTemplate/2000pods_100nodes (quick)", kind="template",
@@ -169,6 +234,58 @@ def pod_with_claim(ns: str, index: int) -> dict[str, Any]:
                      "resourceClaims": [{"name": "resource", "resourceClaimName": f"test-claim-{index // 5}"}]}}
 
 
+def perf_node(i: int, zones: tuple[str, ...]) -> dict[str, Any]:
+    """templates/node-default.yaml, with the zone label of `labelNodePrepareStrategy`."""
+    meta: dict[str, Any] = {"name": f"{PERF_NODE_PREFIX}{i}"}
+    if zones:
+        meta["labels"] = {ZONE: zones[i % len(zones)]}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": meta, "spec": {},
+            "status": {"capacity": {"pods": "110", "cpu": "4", "memory": "32Gi"},
+                       "conditions": [{"type": "Ready", "status": "True"}], "phase": "Running"}}
+
+
+def _term(color: str, topology_key: str) -> dict[str, Any]:
+    return {"labelSelector": {"matchLabels": {"color": color}}, "topologyKey": topology_key,
+            "namespaces": ["sched-1", "sched-0"]}
+
+
+def perf_pod(template: str, ns: str) -> dict[str, Any]:
+    """upstream's scheduler_perf pod templates (templates/pod-*.yaml)."""
+    cpu, prefix = "100m", "pod-"
+    labels: dict[str, str] = {}
+    spec: dict[str, Any] = {}
+    if template == "pod-affinity":
+        prefix, labels = "affinity-pod-", {"color": "blue"}
+        spec["affinity"] = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [_term("blue", ZONE)]}}
+    elif template == "pod-anti-affinity":
+        prefix, labels = "anti-affinity-pod-", {"color": "green"}
+        spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            _term("green", "kubernetes.io/hostname")]}}
+    elif template == "node-affinity":
+        prefix = "node-affinity-"
+        spec["affinity"] = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["zone1", "zone2"]}]}]}}}
+    elif template == "topology-spreading":
+        prefix, labels = "spreading-pod-", {"color": "blue"}
+        spec["topologySpreadConstraints"] = [{"maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+                                              "labelSelector": {"matchLabels": {"color": "blue"}}}]
+    elif template == "low-priority":
+        cpu = "900m"
+        spec["terminationGracePeriodSeconds"] = 0
+    elif template == "high-priority":
+        cpu = "3000m"
+        spec["priorityClassName"] = HIGH_PRIORITY_CLASS
+    elif template != "default":
+        raise ValueError(f"unknown pod template {template!r}")
+    resources = {"cpu": cpu, "memory": "500Mi"}
+    spec["containers"] = [{"image": "registry.k8s.io/pause:3.10.1", "name": "pause", "ports": [{"containerPort": 80}],
+                           "resources": {"limits": dict(resources), "requests": dict(resources)}}]
+    meta: dict[str, Any] = {"generateName": prefix, "namespace": ns}
+    if labels:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
+
+
 # ---------------------------------------------------------------------- processes
 
 
@@ -225,6 +342,17 @@ async def setup_cluster(c: clients.Client, w: Workload) -> list[dict[str, Any]]:
     for ns in ("init", "test"):
         await c.create(TEMPLATES, claim_template(ns))
     return slices
+
+
+async def setup_plain_cluster(c: clients.Client, w: Workload) -> None:
+    namespaces = {"warmup", w.init_pod[1], w.measure_pod[1]}
+    for ns in sorted(namespaces):
+        await c.create("namespaces", {"metadata": {"name": ns}})
+    await _bounded(range(w.nodes), lambda i: c.create("nodes", perf_node(i, w.zones)))
+    if "high-priority" in (w.init_pod[0], w.measure_pod[0]):
+        await c.create("priorityclasses.scheduling.k8s.io", {"apiVersion": "scheduling.k8s.io/v1",
+                                                             "kind": "PriorityClass",
+                                                             "metadata": {"name": HIGH_PRIORITY_CLASS}, "value": 10})
 
 
 async def allocate_init_claims(c: clients.Client, w: Workload, slices: list[dict[str, Any]], seed: int) -> float:
@@ -360,7 +488,7 @@ async def create_pod(c: clients.Client, pod: dict[str, Any]) -> dict[str, Any]:
 
 
 async def measure_pods(c: clients.Client, ns: str, count: int, make: Callable[[int], dict[str, Any]],
-                       timeout: float, meter: CpuMeter | None = None) -> dict[str, float]:  # noqa: ASYNC109 (a benchmark budget)
+                       timeout: float, meter: CpuMeter | None = None) -> dict[str, Any]:  # noqa: ASYNC109 (a benchmark budget)
     watcher = Watcher(c, ns)
     await watcher.start()
     if meter is not None:
@@ -368,13 +496,19 @@ async def measure_pods(c: clients.Client, ns: str, count: int, make: Callable[[i
     t0 = time.perf_counter()
     await _bounded(range(count), lambda i: create_pod(c, make(i)))
     created = time.perf_counter() - t0
-    await watcher.wait_for(count, timeout)
+    incomplete = ""
+    try:
+        await watcher.wait_for(count, timeout)
+    except TimeoutError:
+        incomplete = f"only {len(watcher.bound)} of {count} pods bound within {timeout:.0f} s"
     if meter is not None:
         meter.stop()
     await watcher.stop()
-    out = throughput(list(watcher.bound.values()))
+    out: dict[str, Any] = throughput(list(watcher.bound.values()))
     out["create_seconds"] = created
-    out["total_seconds"] = max(watcher.bound.values()) - t0
+    out["total_seconds"] = (max(watcher.bound.values()) - t0) if watcher.bound else 0.0
+    if incomplete:
+        out["incomplete"] = incomplete
     return out
 
 
@@ -422,7 +556,11 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
             url = await _wait_ready(data, server)
             async with clients.Client(url) as c:
                 t = time.perf_counter()
-                slices = await setup_cluster(c, w)
+                if w.kind == "plain":
+                    await setup_plain_cluster(c, w)
+                    slices: list[dict[str, Any]] = []
+                else:
+                    slices = await setup_cluster(c, w)
                 setup = time.perf_counter() - t
                 prealloc = await allocate_init_claims(c, w, slices, args.seed)
                 profile = None
@@ -439,6 +577,15 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
                                                  timeout=600, meter=meter)
                 elif w.kind == "steady":
                     result |= await steady_state(c, w, meter)
+                elif w.kind == "plain":
+                    (init_tpl, init_ns), (tpl, ns) = w.init_pod, w.measure_pod
+                    init = await measure_pods(c, init_ns, w.init_pods, lambda _i: perf_pod(init_tpl, init_ns),
+                                              timeout=600)
+                    if "incomplete" in init:
+                        raise RuntimeError(f"init pods: {init['incomplete']}")
+                    result["init_average"] = init["average"]
+                    result |= await measure_pods(c, ns, w.measure_pods, lambda _i: perf_pod(tpl, ns),
+                                                 timeout=w.timeout, meter=meter)
                 else:
                     claims = w.init_pods // 5
                     await _bounded(range(claims), lambda i: c.create(CLAIMS, claim_object("init", f"test-claim-{i}")))
@@ -516,7 +663,7 @@ def main() -> None:
     logs.configure(fmt="console", level="warning")
     selected = [w for w in workloads(args.quick) if args.only in w.name]
     load = os.getloadavg()[0]
-    print(f"scheduler_perf DRA workloads, end to end through the API ({os.cpu_count()} cores, load average "
+    print(f"scheduler_perf DRA and plugin workloads, end to end through the API ({os.cpu_count()} cores, load average "
           f"{load:.1f} at start; event log {args.db or 'SQLite'}); claims from templates by the resourceclaim controller")
     print(f"{'workload':<66} {'pods/s':>7} {'target':>6} | {'upstream threshold':<42} detail")
     results = {}
@@ -526,12 +673,16 @@ def main() -> None:
         results[w.name] = r if len(runs) == 1 else {**r, "runs": [x["average"] for x in runs]}
         detail = (f"{r['pods']:.0f} pods in {r['seconds']:.1f} s (overall {r['overall']:.0f}/s); "
                   f"setup {r['setup_s']:.1f} s, pre-allocation {r['prealloc_s']:.1f} s")
-        pods = max(r["pods"], 1)
-        detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / pods:.1f}" for k, v in r["cpu"].items())
+        if r["pods"]:
+            detail += "; CPU ms/pod " + ", ".join(f"{k} {v * 1000 / r['pods']:.1f}" for k, v in r["cpu"].items())
+        else:
+            detail += "; CPU s " + ", ".join(f"{k} {v:.1f}" for k, v in r["cpu"].items())
         if "init_average" in r:
             detail += f"; init pods {r['init_average']:.0f}/s"
         if len(runs) > 1:
             detail += "; runs " + " ".join(f"{x['average']:.0f}" for x in runs) + " (median shown)"
+        if r.get("incomplete"):
+            detail += f"; NOT MEANINGFUL: {r['incomplete']}"
         if r.get("controller_errors"):
             detail += f"; {r['controller_errors']} controller error lines"
         print(f"{w.name:<66} {r['average']:>7.1f} {_fmt(w.target):>6} | {w.upstream:<42} {detail}", flush=True)

@@ -35,6 +35,17 @@ Keys are `Request(resource="pods", ...)` and `Request(resource="resourceclaims.r
 - an unreserved claim generated for a pod that is done, or replaced by a pod with another uid,
   is deleted; if the pod is simply not in the informer the garbage collector handles it.
 
+**Claims shared by a PodGroup** (DRAWorkloadResourceClaims with GenericWorkload; off by default, as
+in 1.37; KEP-5729 and k8s.io/dynamic-resource-allocation `resourceclaim`, `cp.dra.podgroups`): a pod
+claim equal to one of its PodGroup's `spec.resourceClaims` uses the PodGroup's claim. For a template,
+ONE claim is generated for the group when its first such pod is seen — `generateName:
+<podgroup>-<claim>-`, controlled by the PodGroup (`scheduling.k8s.io/v1beta1`, blockOwnerDeletion), the
+`pod-claim-name` annotation — recorded in the PodGroup's `status.resourceClaimStatuses` and in each pod's
+`status.resourceClaimStatuses`. The scheduler reserves it for the PodGroup; a PodGroup entry in
+`reservedFor` is kept while the PodGroup (same uid) exists and a pod of the group using the claim may
+still run, so the claim is deallocated once the last such pod is gone; the garbage collector deletes it
+with its PodGroup.
+
 Pod events enqueue the pod when it needs work, and its claims when it is deleted, done, or
 deleted before scheduling (so reservations are released). Claim events enqueue the claim and
 the pods using it. Template events enqueue the pods that refer to the template and still miss
@@ -43,6 +54,7 @@ their claim (upstream only retries with backoff).
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import copy
@@ -59,6 +71,9 @@ from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
+from cp import features as gates
+from cp import resources as res
+from cp.dra import podgroups
 
 NAME = "resourceclaim"
 COMPONENT = "resource_claim"  # upstream's event source component
@@ -73,6 +88,7 @@ MUTATION_TTL = 3600.0  # our own creates, until the informer has them
 PODS = rsc.PODS
 CLAIMS = clients.resolve("resourceclaims.resource.k8s.io")
 TEMPLATES = clients.resolve("resourceclaimtemplates.resource.k8s.io")
+PODGROUPS = res.gated_kind("scheduling.k8s.io", "podgroups")
 
 POD_TEMPLATE_INDEX = "claim-template"
 
@@ -195,7 +211,8 @@ class _UidCache:
 
 class ResourceClaimController:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 recorder: managers.EventRecorder, clock: clocks.Clock) -> None:
+                 recorder: managers.EventRecorder, clock: clocks.Clock,
+                 feature_gates: gates.FeatureGates = gates.DEFAULT) -> None:
         self.client = client
         self.informers = informer_factory
         self.recorder = recorder
@@ -207,11 +224,43 @@ class ResourceClaimController:
         # Claims we created, by (namespace, name), with the time they were made: a mutation cache
         # over the informer so a retry before the informer catches up adopts instead of re-creating.
         self._created: dict[tuple[str, str], tuple[float, dict[str, Any]]] = {}
+        # Claims shared by a PodGroup (DRAWorkloadResourceClaims): the PodGroups, and the claims we
+        # generated per (namespace, podgroup uid, claim name) until the PodGroup's status shows them.
+        self.pod_group_cache = (informer_factory.informer(PODGROUPS).cache
+                                if feature_gates.enabled(gates.DRA_WORKLOAD_RESOURCE_CLAIMS) else None)
+        self._group_created: dict[tuple[str, str, str], str] = {}
+        self._group_locks: dict[tuple[str, str, str], asyncio.Lock] = {}  # one generation per group claim
 
     def watches(self) -> list[managers.Watch]:
         return [managers.Watch(kind=PODS, map=self.map_pod, indexers=POD_INDEXERS),
                 managers.Watch(kind=CLAIMS, map=self.map_claim, indexers=CLAIM_INDEXERS),
-                managers.Watch(kind=TEMPLATES, map=self.map_template)]
+                managers.Watch(kind=TEMPLATES, map=self.map_template),
+                *([managers.Watch(kind=PODGROUPS, map=self.map_pod_group)] if self.pod_group_cache is not None else [])]
+
+    # ------------------------------------------------------------------ PodGroups (DRAWorkloadResourceClaims)
+
+    def pod_group_of(self, pod: Mapping[str, Any]) -> dict[str, Any] | None:
+        name = podgroups.pod_group_name(pod)
+        if self.pod_group_cache is None or name is None:
+            return None
+        return self.pod_group_cache.get(rsc.namespace_of(pod), name)
+
+    def for_pod(self, pod: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+        """`IsForPod`, PodGroup owners accepted while the gate is on."""
+        return is_for_pod(pod, claim) or (self.pod_group_cache is not None
+                                          and podgroups.is_for_pod_group_by_pod(pod, claim))
+
+    def reserved(self, pod: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
+        return podgroups.is_reserved_for_pod(pod, claim, accept_pod_group=self.pod_group_cache is not None)
+
+    def map_pod_group(self, change: managers.Change) -> list[reconcile.Request]:
+        """A PodGroup appearing (or its claim statuses changing) may let its pods get their claims."""
+        group = change.obj
+        ns, name = rsc.namespace_of(group), rsc.name_of(group)
+        if change.type == "delete":
+            return []
+        return [self.pod_request(pod) for pod in self.pod_cache.list()
+                if rsc.namespace_of(pod) == ns and podgroups.pod_group_name(pod) == name and self.pod_needs_work(pod)]
 
     # ------------------------------------------------------------------ claim lookups
 
@@ -284,11 +333,11 @@ class ResourceClaimController:
                 if pod_claim.get("resourceClaimTemplateName"):
                     return True  # must be (re)created from the template
                 continue  # the user must create it
-            if check_owner and not is_for_pod(pod, claim):
+            if check_owner and not self.for_pod(pod, claim):
                 continue  # a conflicting claim the user must remove
             if not rsc.spec_of(pod).get("nodeName"):
                 continue
-            if is_allocated(claim) and not is_reserved_for(pod, claim) and can_be_reserved(claim):
+            if is_allocated(claim) and not self.reserved(pod, claim) and can_be_reserved(claim):
                 return True
         return False
 
@@ -348,10 +397,10 @@ class ResourceClaimController:
             claim = self.get_claim(namespace, claim_name_)
             if claim is None:
                 return
-            if check_owner and not is_for_pod(pod, claim):
+            if check_owner and not self.for_pod(pod, claim):
                 raise errors.Conflict(f'ResourceClaim {namespace}/{claim_name_} was not created for pod '
                                       f'{namespace}/{name} (pod is not owner)')
-            if is_allocated(claim) and not is_reserved_for(pod, claim) and can_be_reserved(claim):
+            if is_allocated(claim) and not self.reserved(pod, claim) and can_be_reserved(claim):
                 await self.reserve_for_pod(pod, claim)
 
     async def handle_claim(self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any],
@@ -368,12 +417,16 @@ class ResourceClaimController:
             if name is None:
                 return  # no claim needed
             claim = self.get_claim(ns, name)
-            if claim is not None and (not must_check_owner or is_for_pod(pod, claim)):
+            if claim is not None and (not must_check_owner or self.for_pod(pod, claim)):
                 return  # already there
             if claim is not None:
                 logger.warning("claim_not_owned_recreating", pod=rsc.key_of(pod), claim=name)
         template_name = pod_claim.get("resourceClaimTemplateName")
         if not template_name:
+            return
+        group = self.pod_group_of(pod)
+        if group is not None and podgroups.group_claim_of(pod, group, pod_claim) is not None:
+            new_claims[str(pod_claim.get("name"))] = await self.group_claim(group, pod_claim, str(template_name))
             return
         claim = self.find_pod_claim(pod, pod_claim)
         if claim is None:
@@ -383,6 +436,38 @@ class ResourceClaimController:
                                       f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found')
             claim = await self.create_claim(pod, pod_claim, template)
         new_claims[str(pod_claim.get("name"))] = rsc.name_of(claim)
+
+    async def group_claim(self, group: Mapping[str, Any], pod_claim: Mapping[str, Any], template_name: str) -> str:
+        """The name of the claim generated for the PodGroup's `pod_claim`, generating it first if needed."""
+        ns, group_uid, claim_key = rsc.namespace_of(group), rsc.uid_of(group), str(pod_claim.get("name"))
+        lock = self._group_locks.setdefault((ns, group_uid, claim_key), asyncio.Lock())
+        async with lock:  # pods of one group are synced concurrently: generate the claim once
+            return await self._group_claim(group, pod_claim, template_name)
+
+    async def _group_claim(self, group: Mapping[str, Any], pod_claim: Mapping[str, Any], template_name: str) -> str:
+        ns, group_uid, claim_key = rsc.namespace_of(group), rsc.uid_of(group), str(pod_claim.get("name"))
+        for name in (podgroups.name_from_pod_group(group, pod_claim), self._group_created.get((ns, group_uid, claim_key))):
+            if name:
+                claim = self.get_claim(ns, name)
+                if claim is not None and podgroups.is_for_pod_group(group, claim):
+                    return name
+        template = self.template_cache.get(ns, template_name)
+        if template is None:
+            raise errors.NotFound(f'resource claim template "{template_name}": '
+                                  f'resourceclaimtemplate.resource.k8s.io "{template_name}" not found')
+        owner = {"apiVersion": PODGROUPS.api_version, "kind": "PodGroup", "name": rsc.name_of(group),
+                 "uid": group_uid, "controller": True, "blockOwnerDeletion": True}
+        created = await self._create_from_template(ns, generate_name(rsc.name_of(group), claim_key), owner,
+                                                   claim_key, template)
+        name = rsc.name_of(created)
+        self._group_created[(ns, group_uid, claim_key)] = name
+        statuses = [dict(s) for s in rsc.status_of(group).get("resourceClaimStatuses") or []
+                    if isinstance(s, Mapping) and s.get("name") != claim_key]
+        statuses.append({"name": claim_key, "resourceClaimName": name})
+        await self.client.patch(PODGROUPS, rsc.name_of(group), {"status": {"resourceClaimStatuses": statuses}},
+                                namespace=ns, patch_type="merge", subresource="status", field_manager=FIELD_MANAGER)
+        logger.info("pod_group_claim_created", pod_group=rsc.key_of(group), pod_claim=claim_key, claim=name)
+        return name
 
     def find_pod_claim(self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any]) -> dict[str, Any] | None:
         """An orphaned claim generated for this pod claim (the status patch failed after create)."""
@@ -398,15 +483,25 @@ class ResourceClaimController:
 
     async def create_claim(self, pod: Mapping[str, Any], pod_claim: Mapping[str, Any],
                            template: Mapping[str, Any]) -> dict[str, Any]:
+        owner = {"apiVersion": "v1", "kind": "Pod", "name": rsc.name_of(pod), "uid": rsc.uid_of(pod),
+                 "controller": True, "blockOwnerDeletion": True}
+        created = await self._create_from_template(rsc.namespace_of(pod),
+                                                   generate_name(rsc.name_of(pod), str(pod_claim.get("name"))),
+                                                   owner, str(pod_claim.get("name")), template)
+        logger.info("claim_created", pod=rsc.key_of(pod), pod_claim=pod_claim.get("name"),
+                    claim=rsc.name_of(created))
+        return created
+
+    async def _create_from_template(self, namespace: str, generate: str, owner: dict[str, Any], pod_claim_name: str,
+                                    template: Mapping[str, Any]) -> dict[str, Any]:
         tspec = rsc.spec_of(template)
         tmeta = tspec.get("metadata") or {}
         annotations = dict(tmeta.get("annotations") or {})
-        annotations[POD_CLAIM_ANNOTATION] = str(pod_claim.get("name"))
+        annotations[POD_CLAIM_ANNOTATION] = pod_claim_name
         meta: dict[str, Any] = {
-            "generateName": generate_name(rsc.name_of(pod), str(pod_claim.get("name"))),
-            "namespace": rsc.namespace_of(pod),
-            "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": rsc.name_of(pod),
-                                 "uid": rsc.uid_of(pod), "controller": True, "blockOwnerDeletion": True}],
+            "generateName": generate,
+            "namespace": namespace,
+            "ownerReferences": [owner],
             "annotations": annotations,
         }
         if tmeta.get("labels"):
@@ -414,12 +509,10 @@ class ResourceClaimController:
         body = {"apiVersion": CLAIMS.api_version, "kind": CLAIMS.kind, "metadata": meta,
                 "spec": copy.deepcopy(tspec.get("spec") or {})}
         try:
-            created = await self.client.create(CLAIMS, body, namespace=rsc.namespace_of(pod))
+            created = await self.client.create(CLAIMS, body, namespace=namespace)
         except errors.StatusError as exc:
             raise ClaimCreationFailed(f"create ResourceClaim {meta['generateName']}: {exc.message}") from exc
         self._created[caches.key_of(created)] = (self.clock.now(), created)
-        logger.info("claim_created", pod=rsc.key_of(pod), pod_claim=pod_claim.get("name"),
-                    claim=rsc.name_of(created))
         return created
 
     async def reserve_for_pod(self, pod: Mapping[str, Any], claim: Mapping[str, Any]) -> None:
@@ -441,6 +534,10 @@ class ResourceClaimController:
         entries = reserved_for(claim)
         valid: list[dict[str, Any]] = []
         for entry in entries:
+            if self.pod_group_cache is not None and podgroups.is_pod_group_entry(entry):
+                if self.keep_group_reservation(namespace, entry, name):
+                    valid.append(entry)
+                continue
             if entry.get("apiGroup") or entry.get("resource") != "pods":
                 raise reconcile.TerminalError(f"unsupported ReservedFor entry: {entry}")
             if await self.keep_reservation(namespace, entry):
@@ -496,6 +593,19 @@ class ResourceClaimController:
             return False
         return not is_pod_done(pod)
 
+    def keep_group_reservation(self, namespace: str, entry: Mapping[str, Any], claim_name_: str) -> bool:
+        """A PodGroup's reservation stays while the PodGroup (same uid) exists and one of its pods
+        using the claim may still run."""
+        assert self.pod_group_cache is not None
+        group = self.pod_group_cache.get(namespace, str(entry.get("name") or ""))
+        if group is None or rsc.uid_of(group) != entry.get("uid"):
+            return False
+        for pod in self.pod_cache.by_index(caches.CLAIM_NAME, claim_name_):
+            if rsc.namespace_of(pod) == namespace and podgroups.pod_group_name(pod) == rsc.name_of(group) \
+                    and rsc.uid_of(pod) not in self.deleted and pod_needs_claims(pod, False):
+                return True
+        return False
+
     async def remove_finalizer(self, claim: dict[str, Any]) -> dict[str, Any] | None:
         body = caches.deep_copy(claim)
         body["metadata"]["finalizers"] = [f for f in rsc.meta(claim).get("finalizers") or []
@@ -506,9 +616,11 @@ class ResourceClaimController:
             return None
 
 
-def new(ctx: managers.ControllerContext, *, workers: int = 10) -> managers.Controller:
+def new(ctx: managers.ControllerContext, *, workers: int = 10,
+        feature_gates: gates.FeatureGates = gates.DEFAULT) -> managers.Controller:
     controller = ResourceClaimController(client=ctx.client, informer_factory=ctx.informers,
-                                         recorder=ctx.recorder(COMPONENT), clock=ctx.clock)
+                                         recorder=ctx.recorder(COMPONENT), clock=ctx.clock,
+                                         feature_gates=feature_gates)
     return managers.Controller(name=NAME, reconciler=controller, watches=controller.watches(), workers=workers)
 
 

@@ -291,10 +291,11 @@ def build_spec(group: str, version: str, kinds: list[res.ResourceKind]) -> dict[
 
 
 def _custom_gvs(registry: res.Registry) -> dict[str, tuple[str, str]]:
-    """The group/versions (document paths) that serve custom resources, per registry revision."""
+    """The group/versions (document paths) that serve custom resources or built-in kinds served because
+    a feature gate is on (`Registry.gated_kinds`), per registry revision."""
     found: dict[str, tuple[str, str]] = registry.cached(
         "openapi.custom_gvs", lambda: {gv_path(k.group, k.version): (k.group, k.version)
-                                       for k in registry.custom_kinds()})
+                                       for k in (*registry.gated_kinds(), *registry.custom_kinds())})
     return found
 
 

@@ -750,6 +750,7 @@ def _scheduler_rules() -> list[dict[str, Any]]:
         rule([*READ, "patch", "update"], groups=[""], resources=["persistentvolumeclaims", "persistentvolumes"]),
         rule(READ, groups=["storage.k8s.io"], resources=["storageclasses"]),
         rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
+        rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
         rule(["create"], groups=[""], resources=["bindings", "pods/binding"]),
         rule(["patch", "update"], groups=[""], resources=["pods/status"]),
         rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=[r],
@@ -757,6 +758,10 @@ def _scheduler_rules() -> list[dict[str, Any]]:
         rule(["get", "patch", "update"], groups=[r], resources=["resourceclaims/status"]),
         rule(["patch", "update"], groups=[r], resources=["resourceclaims/binding"]),
         rule(READ, groups=[r], resources=["deviceclasses", "resourceslices", "devicetaintrules"]),
+        # Workload-aware scheduling (upstream adds these with GenericWorkload; granting them while the
+        # API is not served changes nothing).
+        rule(READ, groups=["scheduling.k8s.io"], resources=["podgroups", "workloads"]),
+        rule(["patch", "update"], groups=["scheduling.k8s.io"], resources=["podgroups/status"]),
         rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
         rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"]),
     ]

@@ -219,9 +219,29 @@ SERVED: tuple[ResourceKind, ...] = (
 # storage are only in `SERVED` (routing and discovery: `lookup`, `group_versions`, `kinds_in`).
 KINDS: tuple[ResourceKind, ...] = tuple(k for k in SERVED if not k.storage_of)
 
+# Built-in kinds served only while a feature gate is on (`cp.features`), as kube-apiserver serves a
+# beta or alpha API version only when enabled: (gate, kind). A `Registry(features=...)` serves them
+# beside `SERVED`; the module-level lookups never do.
+GATED: tuple[tuple[str, ResourceKind], ...] = (
+    # scheduling.k8s.io/v1beta1 (new in 1.37; GenericWorkload)
+    ("GenericWorkload", ResourceKind(group="scheduling.k8s.io", version="v1beta1", kind="PodGroup",
+                                     plural="podgroups", singular="podgroup", namespaced=True,
+                                     subresources=(_status("PodGroup"),))),
+    ("GenericWorkload", ResourceKind(group="scheduling.k8s.io", version="v1beta1", kind="Workload",
+                                     plural="workloads", singular="workload", namespaced=True)),
+)
+
 _BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in SERVED}
 _BY_GR: dict[tuple[str, str], ResourceKind] = {(k.group, k.plural): k for k in KINDS}
 _BY_KIND: dict[tuple[str, str], ResourceKind] = {(k.group, k.kind): k for k in KINDS}
+
+
+def gated_kind(group: str, plural: str) -> ResourceKind:
+    """The `GATED` kind of `group`/`plural` (for clients of a server that serves it). Raises KeyError."""
+    for _gate, kind in GATED:
+        if kind.group == group and kind.plural == plural:
+            return kind
+    raise KeyError(f"{plural}.{group}")
 
 
 def lookup(group: str, version: str, plural: str) -> ResourceKind | None:
@@ -268,13 +288,26 @@ class Registry:
     the custom resources, so documents built from the registry (discovery, OpenAPI) can be cached per
     revision (`cached`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, features: Any = None) -> None:
+        from cp import features as gates
+
+        # The feature gates the server runs with (`cp.features.FeatureGates`; None: the defaults).
+        self.features: gates.FeatureGates = features if features is not None else gates.DEFAULT
+        # The gated built-in kinds (`GATED`) whose gate is on.
+        self._gated: tuple[ResourceKind, ...] = tuple(k for gate, k in GATED if self.features.enabled(gate))
         self._custom: dict[str, tuple[ResourceKind, ...]] = {}  # CRD name -> its served versions
         self._path: dict[tuple[str, str, str], ResourceKind] = {}
         self._gr: dict[tuple[str, str], ResourceKind] = {}
         self._kind: dict[tuple[str, str], ResourceKind] = {}
         self.revision = 0
         self._cache: dict[Any, Any] = {}
+        self._index()
+
+    def _index(self) -> None:
+        extra = [*self._gated, *(k for ks in self._custom.values() for k in ks)]
+        self._path = {(k.group, k.version, k.plural): k for k in extra}
+        self._gr = {(k.group, k.plural): k for k in extra if not k.storage_of}
+        self._kind = {(k.group, k.kind): k for k in self._gr.values()}
 
     # -------------------------------------------------------------- custom resources
 
@@ -287,9 +320,7 @@ class Registry:
             self._custom[name] = kinds
         else:
             self._custom.pop(name, None)
-        self._path = {(k.group, k.version, k.plural): k for ks in self._custom.values() for k in ks}
-        self._gr = {(k.group, k.plural): k for ks in self._custom.values() for k in ks if not k.storage_of}
-        self._kind = {(k.group, k.kind): k for k in self._gr.values()}
+        self._index()
         self.revision += 1
         self._cache.clear()
 
@@ -340,23 +371,32 @@ class Registry:
         found: tuple[ResourceKind, ...] = self.cached(("equivalents", kind.group, kind.version, kind.plural), build)
         return found
 
+    def gated_kinds(self) -> tuple[ResourceKind, ...]:
+        """The built-in kinds served because their feature gate is on (`GATED`)."""
+        return self._gated
+
     def served(self) -> list[ResourceKind]:
-        return [*SERVED, *self.custom_kinds()] if self._custom else list(SERVED)
+        return [*SERVED, *self._gated, *self.custom_kinds()] if self._path else list(SERVED)
 
     def kinds(self) -> list[ResourceKind]:
         """The kinds whose objects the event log holds, one per resource."""
-        return [*KINDS, *self._gr.values()] if self._custom else list(KINDS)
+        return [*KINDS, *self._gr.values()] if self._path else list(KINDS)
 
     def group_versions(self) -> list[tuple[str, str]]:
         """As `group_versions()`, custom groups after the built-in ones with each CRD's versions in
         kube's version priority (a GA version before a beta before an alpha, higher numbers first)."""
-        if not self._custom:
+        if not self._path:
             return group_versions()
         found: list[tuple[str, str]] = self.cached("group_versions", self._group_versions)
         return found
 
     def _group_versions(self) -> list[tuple[str, str]]:
         seen = group_versions()
+        for k in self._gated:  # a built-in group's other versions after its preferred one
+            gv = (k.group, k.version)
+            if gv not in seen:
+                last = max((i for i, (g, _v) in enumerate(seen) if g == k.group), default=len(seen) - 1)
+                seen.insert(last + 1, gv)
         extra: dict[str, set[str]] = {}
         for k in self.custom_kinds():
             if (k.group, k.version) not in seen:
@@ -367,8 +407,10 @@ class Registry:
 
     def kinds_in(self, group: str, version: str) -> list[ResourceKind]:
         builtin = kinds_in(group, version)
-        if not self._custom:
+        if not self._path:
             return builtin
+        builtin += sorted((k for k in self._gated if k.group == group and k.version == version),
+                          key=lambda k: k.plural)
         return builtin + sorted((k for k in self.custom_kinds() if k.group == group and k.version == version),
                                 key=lambda k: k.plural)
 

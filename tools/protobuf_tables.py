@@ -510,7 +510,8 @@ def served_kinds() -> dict[tuple[str, str], list[str]]:
         if kind not in kinds:
             kinds.append(kind)
 
-    for k in resources.KINDS:
+    # Built-in kinds a feature gate serves (cp.resources.GATED) are served as protobuf too.
+    for k in (*resources.KINDS, *(kind for _gate, kind in resources.GATED)):
         if not k.protobuf:
             continue
         add(k.group, k.version, k.kind)

@@ -107,6 +107,10 @@ class Controller:
         """Called at the start of each term, once `queue` is set and before any handler enqueues
         (the objects already cached are replayed as adds right after)."""
 
+    def on_stop(self) -> None:
+        """Called at the end of each term, before the workers are stopped: cancel work the controller
+        runs beside its workers."""
+
     def enqueue(self, request: reconcile.Request) -> None:
         if self.queue is not None:
             self.queue.add(request)
@@ -324,6 +328,7 @@ class Manager:
         tasks: list[asyncio.Task[None]] = []
         queues: list[workqueue.WorkQueue[reconcile.Request]] = []
         for controller in self.controllers:
+            controller.on_stop()
             if controller.queue is not None:
                 controller.queue.shutdown()
                 queues.append(controller.queue)

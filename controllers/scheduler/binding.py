@@ -1,11 +1,13 @@
 """The binding cycle (upstream's PreBind of the DynamicResources plugin, then the DefaultBinder):
-write each claim's finalizer, allocation and reservation, create the extended-resource claim, bind
+write each claim's finalizer, allocation (with its `allocationTimestamp`) and reservation, create the
+extended-resource claim, wait for the binding conditions of the allocated devices (KEP-5007), bind
 the pod; and Unreserve when any of it fails."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -13,8 +15,10 @@ import structlog
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
+from controllers.runtime import manager as managers
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIMS,
     COMPONENT,
     CONFLICT_RETRIES,
@@ -26,21 +30,41 @@ from controllers.scheduler.config import (
 )
 from controllers.scheduler.nodes import NodeCache
 from controllers.scheduler.plan import BindingError, ClaimPlan, Plan, allocation_of, reserved_for
+from cp import clock as clocks
 from cp import errors
+from cp.dra import binding as bindings
 from cp.dra import extended as ext
 from cp.objects import display_key, meta_of, status_of, uid_of
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
+_AFTER = 0.001  # a claim has timed out once its timeout is *past* (isClaimTimeout's Before(now))
+
 
 class Binder:
     def __init__(self, *, client: clients.Client, pods: informers.Informer, assume: AssumeCache,
-                 nodes: NodeCache) -> None:
+                 nodes: NodeCache, clock: clocks.Clock, recorder: managers.EventRecorder | None = None,
+                 binding_timeout: float = BINDING_TIMEOUT) -> None:
         self.client = client
         self.pods = pods
         self.assume = assume
         self.node_cache = nodes
+        self.clock = clock
+        self.recorder = recorder
+        self.binding_timeout = binding_timeout
+        # Claims whose binding conditions a binding cycle waits for: claim uid -> wake-up events.
+        self._waiting: dict[str, list[asyncio.Event]] = {}
         self._log = logger
+
+    def may_wait(self, plan: Plan) -> bool:
+        """Whether PreBind may wait for binding conditions (a device of the plan has some)."""
+        return any(bindings.allocation_has_binding_conditions(
+            cplan.allocation if cplan.allocation is not None else allocation_of(cplan.claim)) for cplan in plan.claims)
+
+    def claim_changed(self, claim: Mapping[str, Any]) -> None:
+        """Informer handler: wake the binding cycles waiting for this claim's conditions."""
+        for event in self._waiting.get(uid_of(claim), ()):
+            event.set()
 
     async def bind(self, pod: dict[str, Any], plan: Plan) -> None:
         """PreBind (the claims) and Bind; failures raise BindingError with upstream's wording."""
@@ -54,6 +78,7 @@ class Binder:
                 raise BindingError(f'running PreBind plugin "VolumeBinding": {exc.message}') from None
             try:
                 await self._pre_bind(plan, ns, name, ref)
+                await self._wait_for_binding_conditions(pod, plan)
             except (errors.StatusError, RuntimeError) as exc:
                 message = exc.message if isinstance(exc, errors.StatusError) else str(exc)
                 raise BindingError(f'running PreBind plugin "{DRA_PLUGIN}": {message}') from None
@@ -100,7 +125,7 @@ class Binder:
                 self.assume.rekey(cplan.key, new_key)
                 cplan.key = new_key
                 self.assume.in_flight[new_key] = (ns, name)
-            cplan.claim = await self._bind_claim(cplan, ref)
+            cplan.claim = await self._bind_claim(cplan, cplan.consumer or ref)
             self.assume.in_flight.pop(cplan.key, None)
         if plan.extended_claim is not None:
             created_claim = next(cplan.claim for cplan in plan.claims if cplan.extended and cplan.claim is not None)
@@ -139,7 +164,14 @@ class Binder:
                             raise
                         except errors.StatusError as exc:
                             raise RuntimeError(f"add finalizer to claim {kobj}: {exc.message}") from None
+                    # DRADeviceBindingConditions (beta, on) with DRAResourceClaimDeviceStatus (GA):
+                    # the time the binding timeout is measured from, on the scheduler's clock. Set
+                    # in the assumed allocation itself, so that the informer's copy of the write
+                    # equals the assumption (no recount of the devices).
+                    cplan.allocation.setdefault("allocationTimestamp", clocks.rfc3339(self.clock.now()))
                     claim.setdefault("status", {})["allocation"] = cplan.allocation
+                elif allocation_of(claim) is None:
+                    raise RuntimeError(f"claim {kobj} got deallocated elsewhere in the meantime")
                 status = claim.setdefault("status", {})
                 status["reservedFor"] = [*(status.get("reservedFor") or []), dict(ref)]
                 try:
@@ -156,6 +188,69 @@ class Binder:
             return updated
         assert last is not None
         raise RuntimeError(f"add reservation to claim {kobj}: {last}")
+
+    async def _wait_for_binding_conditions(self, pod: Mapping[str, Any], plan: Plan) -> None:
+        """The end of PreBind: when an allocated device of the pod's claims has binding conditions,
+        say so (a Normal `BindingConditionsPending` Event) and wait until all of them are True, a
+        binding failure condition is True, or `bindingTimeout` passes on the scheduler's clock.
+        Upstream polls every 5 s; this re-checks on each change of the claims and at the deadline."""
+        claims = [cplan.claim for cplan in plan.claims if cplan.claim is not None]
+        if not bindings.claims_have_binding_conditions(claims):
+            return
+        keys = [(caches.key_of(claim), uid_of(claim)) for claim in claims]
+        if self.recorder is not None:
+            await self.recorder.normal(pod, "BindingConditionsPending",
+                                       f"waiting for binding conditions for device on node {plan.node}")
+        ns, name = caches.key_of(pod)
+        self._log.info("binding_conditions_pending", namespace=ns, name=name, node=plan.node)
+        deadline = self.clock.now() + self.binding_timeout
+        wake = asyncio.Event()
+        with self._watching([uid for _key, uid in keys], wake):
+            while True:
+                wake.clear()
+                claim_timeout = self._ready_for_binding(keys)
+                if claim_timeout is None:
+                    self._log.info("binding_conditions_met", namespace=ns, name=name, node=plan.node)
+                    return
+                now = self.clock.now()
+                if deadline - now <= 0:
+                    raise RuntimeError(f"{bindings.BINDING_TIMEOUT}: context deadline exceeded")
+                # Also wake when a claim's own timeout (from its allocationTimestamp) passes.
+                wake_at = min(deadline, claim_timeout + _AFTER)
+                await _first(wake.wait(), self.clock.sleep(max(wake_at - now, 0.0)))
+
+    def _ready_for_binding(self, keys: list[tuple[tuple[str, str], str]]) -> float | None:
+        """`isPodReadyForBinding` over the claims as the informer (or our last write) has them:
+        None when ready, else when the first pending claim times out (inf: never)."""
+        now = self.clock.now()
+        for (ns, name), uid in keys:
+            claim = self.assume.view(ns, name)
+            if claim is None or uid_of(claim) != uid:
+                raise RuntimeError(f'resourceclaim.resource.k8s.io "{name}" not found')
+            try:
+                ready = bindings.claim_ready_for_binding(claim)
+            except bindings.BindingFailed as exc:
+                raise RuntimeError(str(exc)) from None
+            if not ready:
+                at = bindings.claim_timeout_at(claim, timeout=self.binding_timeout)
+                if at is not None and at < now:
+                    raise RuntimeError(f"{bindings.BINDING_TIMEOUT}: claim={name}")
+                return at if at is not None else float("inf")
+        return None
+
+    @contextlib.contextmanager
+    def _watching(self, uids: list[str], wake: asyncio.Event) -> Iterator[None]:
+        for uid in uids:
+            self._waiting.setdefault(uid, []).append(wake)
+        try:
+            yield
+        finally:
+            for uid in uids:
+                events = self._waiting.get(uid, [])
+                if wake in events:
+                    events.remove(wake)
+                if not events:
+                    self._waiting.pop(uid, None)
 
     def unreserve_local(self, pod: Mapping[str, Any], plan: Plan) -> None:
         """Drop the assumptions of the plan (no writes: the cycle was cancelled)."""
@@ -219,3 +314,15 @@ async def delete_claim(client: clients.Client, claim: Mapping[str, Any]) -> None
             return
         except errors.Conflict:
             continue
+
+
+async def _first(*aws: Any) -> None:
+    """Wait until the first of the awaitables finishes; cancel the others."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

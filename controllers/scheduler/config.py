@@ -3,6 +3,9 @@ defaults) and the kinds it watches."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
 from cp.dra import Features
@@ -13,6 +16,7 @@ SCHEDULER_NAME = "default-scheduler"
 FINALIZER = "resource.kubernetes.io/delete-protection"
 RESERVED_FOR_MAX = 256  # ResourceClaimReservedForMaxSize
 FILTER_TIMEOUT = 10.0  # DynamicResourcesArgs.filterTimeout default (seconds, per node)
+BINDING_TIMEOUT = 600.0  # DynamicResourcesArgs.bindingTimeout default (seconds, binding conditions)
 ON_LOOP_SLICE = 0.05  # longest an allocation runs on the event loop before moving to a thread
 YIELD_EVERY = 0.02  # a scheduling cycle gives the event loop a turn at least this often
 INITIAL_BACKOFF = 1.0  # podInitialBackoffSeconds
@@ -40,5 +44,19 @@ STATEFUL_SETS = clients.resolve("statefulsets.apps")
 PVCS = clients.resolve("persistentvolumeclaims")
 PVS = clients.resolve("persistentvolumes")
 STORAGE_CLASSES = clients.resolve("storageclasses.storage.k8s.io")
-POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name}
+POD_GROUP_INDEX = "pod-group"
+
+
+def by_pod_group(obj: Mapping[str, Any]) -> list[str]:
+    """Index pods by `namespace/spec.schedulingGroup.podGroupName` (gang scheduling)."""
+    spec = obj.get("spec")
+    group = spec.get("schedulingGroup") if isinstance(spec, Mapping) else None
+    name = group.get("podGroupName") if isinstance(group, Mapping) else None
+    if not name:
+        return []
+    meta = obj.get("metadata")
+    return [f"{meta.get('namespace') if isinstance(meta, Mapping) else ''}/{name}"]
+
+
+POD_INDEXERS = {caches.CLAIM_NAME: caches.by_claim_name, POD_GROUP_INDEX: by_pod_group}
 CLAIM_INDEXERS = {caches.OWNER_UID: caches.by_owner_uid}

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile, workqueue
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     COMPONENT,
     DEFAULT_WORKERS,
     FILTER_TIMEOUT,
@@ -18,6 +19,7 @@ from controllers.scheduler.config import (
 )
 from controllers.scheduler.core import Scheduler
 from cp import clock as clocks
+from cp import features as gates
 from cp.scheduling import profiles as scheduling_profiles
 
 
@@ -41,13 +43,18 @@ class SchedulerController(managers.Controller):
     def on_start(self) -> None:
         self.scheduler.on_start()
 
+    def on_stop(self) -> None:
+        self.scheduler.on_stop()
+
 
 def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filter_timeout: float = FILTER_TIMEOUT,
         pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0, seed: int | None = None,
-        config: scheduling_profiles.SchedulerConfig | None = None) -> managers.Controller:
+        config: scheduling_profiles.SchedulerConfig | None = None,
+        binding_timeout: float = BINDING_TIMEOUT, feature_gates: gates.FeatureGates = gates.DEFAULT
+        ) -> managers.Controller:
     """The scheduler controller; `config` (a parsed KubeSchedulerConfiguration) gives its profiles,
     backoff and `percentageOfNodesToScore`; `seed` makes the choice among equally scored nodes
-    reproducible."""
+    reproducible; `feature_gates`: kube-scheduler's `--feature-gates`."""
     profiles = scheduling_profiles.build_profiles(config) if config is not None else None
     if config is not None and config.percentage_of_nodes_to_score is not None:
         percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
@@ -58,16 +65,19 @@ def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filt
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
                       pod_filter_timeout=pod_filter_timeout,
                       percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed, profiles=profiles,
-                      initial_backoff=initial, max_backoff=maximum)
+                      initial_backoff=initial, max_backoff=maximum, binding_timeout=binding_timeout,
+                      feature_gates=feature_gates)
     return SchedulerController(sched, workers=workers)
 
 
-def factory(*, config: scheduling_profiles.SchedulerConfig | None = None, seed: int | None = None
+def factory(*, config: scheduling_profiles.SchedulerConfig | None = None, seed: int | None = None,
+            feature_gates: gates.FeatureGates | None = None
             ) -> Callable[[managers.ControllerContext], managers.Controller]:
-    """The scheduler's factory for `run_controllers(overrides=...)` with `--scheduler-config` and
-    `--scheduler-seed`."""
+    """The scheduler's factory for `run_controllers(overrides=...)` with `--scheduler-config`,
+    `--scheduler-seed` and `--feature-gates`."""
     def make(ctx: managers.ControllerContext) -> managers.Controller:
-        return new(ctx, config=config, seed=seed)
+        return new(ctx, config=config, seed=seed,
+                   feature_gates=feature_gates if feature_gates is not None else gates.DEFAULT)
     return make
 
 

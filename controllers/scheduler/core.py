@@ -42,7 +42,10 @@ after a backoff; a Normal `Scheduled` event reports success.
 **Failure.** The pod gets `PodScheduled=False`, reason `Unschedulable`, with upstream's message
 (`0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, preemption: 0/3
 nodes are available: 3 Preemption is not helpful for scheduling.`) and a Warning `FailedScheduling`
-event. It then waits in the unschedulable pool until a cluster event that one of the plugins
+event. When no node fits, DefaultPreemption may choose victims on one node (lower priority, budgets
+respected as far as possible; see `cp.scheduling.preemption`): they get `DisruptionTarget` and are
+deleted gracefully, and the pod gets `status.nominatedNodeName` and is tried there first once they
+are gone (`controllers.scheduler.preemption`). It then waits in the unschedulable pool until a cluster event that one of the plugins
 that rejected it registered happens (queueing hints, `queue` and `cp.scheduling.events`) — for
 DynamicResources a ResourceSlice, DeviceClass, DeviceTaintRule or Namespace change, a node added or
 relabelled/retainted/resized, a claim deallocated or one of its own claims changed, an assigned pod
@@ -77,9 +80,11 @@ from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import workqueue
 from controllers.runtime.reconcile import Request, Result
+from controllers.scheduler import gang, podgroupclaims
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import Binder
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIM_INDEXERS,
     CLAIMS,
     CLASSES,
@@ -120,9 +125,11 @@ from controllers.scheduler.plan import (
     is_pending,
     pod_updated,
 )
+from controllers.scheduler.preemption import PDBS, Preemption
 from controllers.scheduler.queue import SchedulingQueue, request_of
 from cp import clock as clocks
 from cp import errors, selectors
+from cp import features as gates
 from cp.dra import Features
 from cp.objects import meta_of, spec_of, status_of, uid_of
 from cp.scheduling import events as cluster_events
@@ -139,7 +146,8 @@ class Scheduler:
                  pod_filter_timeout: float = FILTER_TIMEOUT, percentage_of_nodes_to_score: int = 0,
                  seed: int | None = None, features: Features = FEATURES,
                  profiles: Sequence[framework.Profile] | None = None, initial_backoff: float = INITIAL_BACKOFF,
-                 max_backoff: float = MAX_BACKOFF) -> None:
+                 max_backoff: float = MAX_BACKOFF, binding_timeout: float = BINDING_TIMEOUT,
+                 feature_gates: gates.FeatureGates = gates.DEFAULT) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
@@ -164,6 +172,7 @@ class Scheduler:
         self.owners = {"ReplicationController": informer_factory.informer(REPLICATION_CONTROLLERS),
                        "ReplicaSet": informer_factory.informer(REPLICA_SETS),
                        "StatefulSet": informer_factory.informer(STATEFUL_SETS)}
+        self.pdbs = informer_factory.informer(PDBS)
 
         # Nodes and what the pods on them request (informer + assumed pods).
         self.node_cache = NodeCache()
@@ -173,12 +182,16 @@ class Scheduler:
         # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
         self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
         volumes = InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes)
+        # DefaultPreemption: PostFilter, the nominated pods, the preparation of victims.
+        self.preemption = Preemption(client=client, pods=self.pods, pdbs=self.pdbs, recorder=recorder, clock=clock,
+                                     rng=self.rng)
         self.cycles = {
             profile.scheduler_name: SchedulingCycle(
                 client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
                 nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
                 pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                profile=profile, volumes=volumes)
+                profile=profile, preemption=self.preemption, clock=clock, binding_timeout=binding_timeout,
+                volumes=volumes)
             for profile in self.profiles}
         self.cycle = self.cycles[self.profiles[0].scheduler_name]
         self.scheduler_names = frozenset(self.cycles)
@@ -191,10 +204,19 @@ class Scheduler:
             spread = profile.plugin(podtopologyspread.NAME)
             if isinstance(spread, podtopologyspread.PodTopologySpread):
                 spread.use_default_selector(self._default_selector)
-        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache)
+        self.binder = Binder(client=client, pods=self.pods, assume=self.assume, nodes=self.node_cache, clock=clock,
+                             recorder=recorder, binding_timeout=binding_timeout)
+        # Binding cycles waiting for binding conditions run beside the workers (upstream runs every
+        # binding cycle in its own goroutine), so that waiting pods never hold a worker.
+        self._bindings: set[asyncio.Task[None]] = set()
         self._cycle_lock = asyncio.Lock()
         # The last FailedScheduling Event per pod: (uid, message, time), to fold repeats.
         self._last_event: dict[tuple[str, str], tuple[str, str, float]] = {}
+        # Gang scheduling (GenericWorkload + GangScheduling; off by default): `controllers.scheduler.gang`.
+        self.gang = (gang.Gang(scheduler=self, informer_factory=informer_factory)
+                     if feature_gates.enabled(gates.GANG_SCHEDULING) else None)
+        if feature_gates.enabled(gates.DRA_WORKLOAD_RESOURCE_CLAIMS):  # claims shared by a PodGroup
+            self.cycle.workload_claims = podgroupclaims.WorkloadClaims(informer_factory=informer_factory)
 
         nodes, assume = self.node_cache, self.assume
         self.pods.add_handler(informers.Handlers(on_add=nodes.account_pod, on_update=nodes.pod_updated,
@@ -202,6 +224,9 @@ class Scheduler:
         self.claims.add_handler(informers.Handlers(on_add=assume.claim_changed,
                                                    on_update=lambda _o, c: assume.claim_changed(c),
                                                    on_delete=assume.claim_deleted))
+        binder = self.binder
+        self.claims.add_handler(informers.Handlers(on_update=lambda _o, c: binder.claim_changed(c),
+                                                   on_delete=binder.claim_changed))
         dirty = informers.Handlers(on_add=lambda _o: assume.invalidate_allocator(),
                                    on_update=lambda _o, _n: assume.invalidate_allocator(),
                                    on_delete=lambda _o: assume.invalidate_allocator())
@@ -233,7 +258,10 @@ class Scheduler:
                 managers.Watch(kind=PVCS, map=self._map_volumes),
                 managers.Watch(kind=PVS, map=self._map_volumes),
                 managers.Watch(kind=STORAGE_CLASSES, map=self._map_volumes),
-                managers.Watch(kind=NAMESPACES, map=self._map_namespace)]
+                managers.Watch(kind=NAMESPACES, map=self._map_namespace),
+                *(self.gang.watches() if self.gang is not None else ()),
+                *([managers.Watch(kind=podgroupclaims.PODGROUPS, map=lambda _c: [])]
+                  if self.gang is None and self.cycle.workload_claims is not None else [])]
 
     def on_start(self) -> None:
         """A new term: forget the pool and backoff (every pending pod is enqueued again)."""
@@ -261,6 +289,8 @@ class Scheduler:
         """PreEnqueue: why the pod cannot be attempted yet (scheduling gates, claims not ready)."""
         if spec_of(pod).get("schedulingGates"):
             return "scheduling gates"
+        if self.gang is not None and (reason := self.gang.gate(pod)) is not None:
+            return reason
         try:
             self.cycle.pod_claims(pod)
         except Gated as exc:
@@ -284,6 +314,8 @@ class Scheduler:
             if spec_of(pod).get("nodeName") and status_of(pod).get("phase") not in TERMINAL:
                 self.queueing.move_all("AssignedPod/Delete")
             return []
+        if self.gang is not None and (change.type == "add" or old is None):
+            self.gang.pod_added(pod)
         if spec_of(pod).get("nodeName"):
             self._forget_pod(key)
             if self.queueing.idle():
@@ -396,6 +428,8 @@ class Scheduler:
             self._log.debug("pod_gated", namespace=key[0], name=key[1], reason=reason)
             self.queueing.park(key, gated=True)
             return None
+        if self.gang is not None and (group := self.gang.gang_of(pod)) is not None:
+            return await self.gang.schedule(pod, group)  # the pod group scheduling cycle
         async with self._cycle_lock:
             pod = self.pods.cache.get(*key)
             if pod is None or not self._pending(pod) or uid_of(pod) in self.node_cache.assumed_pods:
@@ -425,13 +459,44 @@ class Scheduler:
                 self.queueing.requeue(key)  # something changed while we were at it: try again (after backoff)
             elif self.queue is not None:
                 self.queue.add_after(request, UNSCHEDULABLE_MAX)  # the periodic flush
-            await self._report_failure(pod, "Unschedulable", outcome.message)
+            if outcome.preemption is not None:  # victims are prepared while the pod waits in the pool
+                await self.preemption.prepare(preemptor=pod, candidate=outcome.preemption)
+            await self._report_failure(pod, "Unschedulable", outcome.message, nominate=outcome.nominate)
             return None
         if isinstance(outcome, Error):
             self.stats.errors += 1
-            await self._report_failure(pod, "SchedulerError", outcome.message)
+            await self._report_failure(pod, "SchedulerError", outcome.message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         assert isinstance(outcome, Plan)
+        if self.binder.may_wait(outcome):
+            task = asyncio.get_running_loop().create_task(self._detached_binding(request, pod, outcome),
+                                                          name=f"scheduler:binding:{key[0]}/{key[1]}")
+            self._bindings.add(task)
+            task.add_done_callback(self._bindings.discard)
+            return None
+        return await self._binding_cycle(pod, outcome)
+
+    async def _detached_binding(self, request: Request, pod: dict[str, Any], plan: Plan) -> None:
+        """A binding cycle beside the workers; what the worker's reconcile would have returned
+        (a backoff) goes to the queue, an unexpected error is retried after the backoff."""
+        key = caches.key_of(pod)
+        try:
+            result = await self._binding_cycle(pod, plan)
+        except Exception:
+            self._log.exception("binding_cycle_failed", namespace=key[0], name=key[1])
+            result = Result(requeue_after=self.queueing.backoff(key))
+        if result is not None and result.requeue_after is not None and self.queue is not None:
+            self.queue.add_after(request, result.requeue_after)
+
+    def on_stop(self) -> None:
+        """The term ended: binding cycles still waiting for binding conditions are cancelled (their
+        assumptions dropped); the next term tries the pods again."""
+        for task in list(self._bindings):
+            task.cancel()
+
+    async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
+        """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""
+        key = caches.key_of(pod)
         try:
             await self.binder.bind(pod, outcome)
         except asyncio.CancelledError:
@@ -443,7 +508,7 @@ class Scheduler:
             self._log.info("binding_failed", namespace=key[0], name=key[1], node=outcome.node, error=message)
             await self.binder.unreserve(pod, outcome)
             if self.pods.cache.get(*key) is not None:
-                await self._report_failure(pod, "SchedulerError", message)
+                await self._report_failure(pod, "SchedulerError", message, nominate="")
             return Result(requeue_after=self.queueing.backoff(key))
         self._forget_pod(key)
         self.stats.scheduled += 1
@@ -452,9 +517,15 @@ class Scheduler:
 
     # ------------------------------------------------------------------ reporting
 
-    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str) -> None:
+    async def _report_failure(self, pod: Mapping[str, Any], reason: str, message: str, *,
+                              nominate: str | None = None) -> None:
         """`handleSchedulingFailure`: a Warning FailedScheduling event and the PodScheduled=False
-        condition (written only when it changes)."""
+        condition with `status.nominatedNodeName` (`nominate`; "" clears it, None leaves it), written
+        only when they change."""
+        if nominate is not None:  # AddNominatedPod: not for a pod deleted or bound meanwhile
+            cached = self.pods.cache.get(*caches.key_of(pod))
+            alive = cached is not None and uid_of(cached) == uid_of(pod) and not spec_of(cached).get("nodeName")
+            self.preemption.nominator.add(pod, nominate if alive else "")
         ns, name = caches.key_of(pod)
         self._log.debug("pod_not_scheduled", namespace=ns, name=name, reason=reason, message=message)
         now = self.clock.now()
@@ -469,8 +540,10 @@ class Scheduler:
             return
         existing = next((c for c in status_of(current).get("conditions") or []
                          if isinstance(c, Mapping) and c.get("type") == "PodScheduled"), None)
+        nnn = str(status_of(current).get("nominatedNodeName") or "")
+        set_nnn = nominate is not None and nominate != nnn
         if existing is not None and existing.get("status") == "False" and existing.get("reason") == reason \
-                and existing.get("message") == message:
+                and existing.get("message") == message and not set_nnn:
             return
         cond: dict[str, Any] = {"type": "PodScheduled", "status": "False", "lastProbeTime": None,
                                 "lastTransitionTime": (existing.get("lastTransitionTime")
@@ -481,7 +554,10 @@ class Scheduler:
         if generation:
             cond["observedGeneration"] = generation
         try:
-            await self.client.patch(PODS, name, {"status": {"conditions": [cond]}}, namespace=ns,
+            status: dict[str, Any] = {"conditions": [cond]}
+            if set_nnn:
+                status["nominatedNodeName"] = nominate or None
+            await self.client.patch(PODS, name, {"status": status}, namespace=ns,
                                     patch_type="strategic", subresource="status", field_manager=COMPONENT)
         except errors.NotFound:
             pass

@@ -25,6 +25,7 @@ from controllers.runtime import informer as informers
 from controllers.scheduler.assume import AssumeCache
 from controllers.scheduler.binding import delete_claim
 from controllers.scheduler.config import (
+    BINDING_TIMEOUT,
     CLAIMS,
     COMPONENT,
     DRA_PLUGIN,
@@ -48,6 +49,8 @@ from controllers.scheduler.plan import (
     allocation_of,
     reserved_for,
 )
+from controllers.scheduler.preemption import Preemption
+from cp import clock as clocks
 from cp import errors
 from cp.dra import (
     ADMIN_ACCESS_NAMESPACE_LABEL,
@@ -58,10 +61,13 @@ from cp.dra import (
     claim_requests_admin_access,
     namespace_allows_admin_access,
 )
+from cp.dra import binding as bindings
 from cp.dra import extended as ext
+from cp.dra.model import tolerates_taint
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
+from cp.scheduling import preemption as preemptions
 from cp.scheduling.plugins import noderesources, volumebinding
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
@@ -75,7 +81,7 @@ _RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 class DraCycle:
     """The DynamicResources plugin's cycle state for one pod."""
 
-    __slots__ = ("active", "alloc_claims", "claims", "ext_existing", "ext_template", "has_selectors",
+    __slots__ = ("active", "alloc_claims", "blocked", "claims", "ext_existing", "ext_template", "has_selectors",
                  "prioritized", "selectors", "signature", "to_allocate", "unavailable")
 
     def __init__(self) -> None:
@@ -90,15 +96,23 @@ class DraCycle:
         self.alloc_claims: list[dict[str, Any]] = []  # claims[i] for i in to_allocate
         self.has_selectors = False
         self.prioritized = False  # some claim to allocate has a request with subrequests
+        # Allocated claims whose binding failed or timed out (binding conditions): unavailable on
+        # every node, so that PostFilter deallocates them.
+        self.blocked: list[int] = []
 
 
 class SchedulingCycle:
     def __init__(self, *, client: clients.Client, claims: informers.Informer, namespaces: informers.Informer,
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
-                 profile: framework.Profile | None = None, volumes: volumebinding.VolumeLookup | None = None) -> None:
+                 profile: framework.Profile | None = None, preemption: Preemption | None = None,
+                 clock: clocks.Clock | None = None, binding_timeout: float = BINDING_TIMEOUT,
+                 volumes: volumebinding.VolumeLookup | None = None) -> None:
         self.client = client
         self.volumes = volumes
+        self.preemption = preemption  # DefaultPreemption (None: no PostFilter preemption)
+        self.clock: clocks.Clock = clock if clock is not None else clocks.RealClock()
+        self.binding_timeout = binding_timeout
         self.profile = profile if profile is not None else profiles.default_profile()
         self.claims = claims
         self.namespaces = namespaces
@@ -118,6 +132,14 @@ class SchedulingCycle:
             and fit[0].strategy == noderesources.LEAST_ALLOCATED and fit[0].resources == noderesources.DEFAULT_RESOURCES
             and balanced is not None and isinstance(balanced[0], noderesources.BalancedAllocation)
             and balanced[1] == 1 and balanced[0].resources == noderesources.DEFAULT_RESOURCES)
+        # Claims shared by a PodGroup (DRAWorkloadResourceClaims): `controllers.scheduler.podgroupclaims`.
+        self.workload_claims: Any = None
+
+    def _reserved(self, claim: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+        """`IsReservedForPod` (a PodGroup's reservation counts with DRAWorkloadResourceClaims)."""
+        if reserved_for(claim, uid_of(pod)):
+            return True
+        return self.workload_claims is not None and bool(self.workload_claims.reserved(pod, claim))
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
@@ -129,17 +151,19 @@ class SchedulingCycle:
             return Gate(reason=str(exc))
         nodes = list(self.node_cache.nodes.values())
         if not nodes:
-            return Unschedulable(message=plugins.NO_NODES_AVAILABLE)
+            return Unschedulable(message=plugins.NO_NODES_AVAILABLE, nominate="")
         req = plugins.pod_requests(pod)
         self.assume.get_allocator()  # (re)builds the class mapping too
         self._cycle_deadline = time.monotonic() + self.pod_filter_timeout
         try:
             dra = self._dra_prefilter(pod, req, user_claims)
         except PreFilterReject as exc:
+            result = self._preempt_rejected(pod, req, nodes, exc.status)
             return Unschedulable(message=plugins.fit_error(
                 len(nodes), {}, prefilter=exc.status,
-                post_filter="no new claims to deallocate, " + plugins.preemption_message(
-                    pod, len(nodes), {}, exc.status)), plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
+                post_filter=_post_filter_message("no new claims to deallocate", result)),
+                nominate=result.nominate, preemption=result.candidate,
+                plugins=frozenset({exc.status.plugin or DRA_PLUGIN}))
         except SchedError as exc:
             return Error(message=str(exc))
 
@@ -150,18 +174,34 @@ class SchedulingCycle:
         snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
+            result = self._preempt_rejected(pod, req, nodes, rejected)
             return Unschedulable(message=plugins.fit_error(
-                len(nodes), {}, prefilter=rejected,
-                post_filter=plugins.preemption_message(pod, len(nodes), {}, rejected)),
+                len(nodes), {}, prefilter=rejected, post_filter=result.message if not result.success else ""),
+                nominate=result.nominate, preemption=result.candidate,
                 plugins=frozenset({rejected.plugin}) if rejected.plugin else frozenset())
         run_filters = framework.Profile.run_filters
         statuses: dict[str, plugins.Status] = {}
+        nominator = self.preemption.nominator if self.preemption is not None else None
+        filters = preemptions.Filters(info=info, pod=pinfo, active=active,
+                                      extensions=self._extensions(active), ext_mapping=self.assume.ext_mapping,
+                                      nominated=nominator.pods_on if nominator is not None else None,
+                                      fused=self.profile.fused_core)
+        nominated = nominator.by_node if nominator is not None else {}
+        nnn = str(status_of(pod).get("nominatedNodeName") or "")
+        if nnn and nnn in self.node_cache.nodes:
+            # evaluateNominatedNode: the node a preemption made room on is tried first, alone.
+            hit = await self._filter_nominated(pod, filters, state, dra, self.node_cache.nodes[nnn])
+            if isinstance(hit, plugins.Status):
+                statuses[nnn] = hit
+            else:
+                return self._reserve(pod, pinfo, state, dra, self.node_cache.nodes[nnn], *hit)
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
-        all_n = len(nodes)
+        all_nodes, all_n = nodes, len(nodes)
         if state.node_names is not None:  # a PreFilterResult: the other nodes are not evaluated
-            absent = plugins.Status(plugins.UNRESOLVABLE, [
-                f"node(s) didn't satisfy plugin(s) [{' '.join(sorted(set(state.node_names_plugins)))}]"])
-            statuses = {e.name: absent for e in nodes if e.name not in state.node_names}
+            names = sorted(set(state.node_names_plugins))
+            absent = plugins.Status(plugins.UNRESOLVABLE, [f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]"],
+                                    names[0])
+            statuses.update((e.name, absent) for e in nodes if e.name not in state.node_names and e.name not in statuses)
             nodes = [e for e in nodes if e.name in state.node_names]
         n = len(nodes)
         percentage = self.profile.percentage_of_nodes_to_score
@@ -174,7 +214,7 @@ class SchedulingCycle:
         # The DynamicResources filter's common case inline: claims to allocate whose answer for
         # this node is cached and still valid (no device of the node's pools changed since).
         dra_active = dra.active
-        fast = dra_active and not dra.ext_template and not dra.has_selectors and bool(dra.alloc_claims)
+        fast = dra_active and not dra.ext_template and not dra.has_selectors and not dra.blocked and bool(dra.alloc_claims)
         fused = self.profile.fused_core
         simple = info.simple
         signature = dra.signature
@@ -186,12 +226,17 @@ class SchedulingCycle:
                 processed += 1
                 ni = entry.info
                 usage = entry.usage
-                if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
-                    status = None  # (not fused: the core filters are among the active plugins)
+                again = False  # addGENominatedPods added some: the filters run again without them
+                if nominated and entry.name in nominated:
+                    state1, entry1, again = filters.with_nominated(state, entry)
+                    status = filters.core(state1, entry1)
                 else:
-                    status = info.filter(ni, usage, ext_mapping)
-                if status is None and active:
-                    status = run_filters(active, state, pinfo, entry)
+                    if not fused or (simple and ni.plain and usage.pods < ni.alloc.pods):
+                        status = None  # (not fused: the core filters are among the active plugins)
+                    else:
+                        status = info.filter(ni, usage, ext_mapping)
+                    if status is None and active:
+                        status = run_filters(active, state, pinfo, entry)
                 allocs = no_allocs
                 node_ext: ext.ExtendedResourceClaim | None = None
                 if status is None and dra_active:
@@ -209,6 +254,8 @@ class SchedulingCycle:
                     else:
                         status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
                         gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                if again and status is None:
+                    status = filters.core(state, entry)
                 if status is not None:
                     statuses[entry.name] = status
                 else:
@@ -228,10 +275,14 @@ class SchedulingCycle:
 
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
-            post = f"{dra_msg}, {plugins.preemption_message(pod, all_n, statuses, None)}"
-            message = plugins.fit_error(all_n, statuses, post_filter=post)
+            try:
+                result = await self._preempt(pod, filters, state, dra, all_nodes, statuses)
+            except SchedError as exc:
+                result = preemptions.Result(code=framework.ERROR, message=f"preemption: {exc}")
+            message = plugins.fit_error(all_n, statuses, post_filter=_post_filter_message(dra_msg, result))
             why = self._why_short(pod, dra, statuses)
-            return Unschedulable(message=f"{message} {why}" if why else message,
+            return Unschedulable(message=f"{message} {why}" if why else message, nominate=result.nominate,
+                                 preemption=result.candidate,
                                  plugins=unschedulable_plugins(statuses.values()))
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
@@ -265,7 +316,8 @@ class SchedulingCycle:
                 raise Gated(f'resourceclaim.resource.k8s.io "{claim_name}" not found')
             if meta_of(claim).get("deletionTimestamp"):
                 raise Gated(f'resourceclaim "{claim_name}" is being deleted')
-            if check_owner and controller_uid_of(claim) != uid:
+            if check_owner and controller_uid_of(claim) != uid and not (
+                    self.workload_claims is not None and self.workload_claims.owned_by_group(pod, claim)):
                 raise Gated(f"ResourceClaim {claim_name} was not created for pod {ns}/{name} (pod is not owner)")
             out.append(claim)
         return out
@@ -296,15 +348,20 @@ class SchedulingCycle:
         d.ext_existing, d.ext_template = ext_existing, ext_template
         if not claims and not ext_template:
             return d
-        pod_uid = uid_of(pod)
         pod_key = caches.key_of(pod)
         namespace = self.namespaces.cache.get("", str(meta_of(pod).get("namespace") or ""))
         for index, claim in enumerate(claims):
             alloc = allocation_of(claim)
             if alloc is not None:
                 reserved = status_of(claim).get("reservedFor") or []
-                if len(reserved) >= RESERVED_FOR_MAX and not reserved_for(claim, pod_uid):
+                if len(reserved) >= RESERVED_FOR_MAX and not self._reserved(claim, pod):
                     raise PreFilterReject(plugins.Status(plugins.UNRESOLVABLE, ["resourceclaim in use"]))
+                if not self._reserved(claim, pod):
+                    tainted = self._untolerated_no_execute(alloc)
+                    if tainted:
+                        raise PreFilterReject(plugins.Status(plugins.UNRESOLVABLE, [
+                            f"resource claim {display_key(claim)}: device {tainted} has a NoExecute taint "
+                            "that the claim does not tolerate"], DRA_PLUGIN))
                 selector = alloc.get("nodeSelector")
                 if selector is not None:
                     try:
@@ -312,6 +369,8 @@ class SchedulingCycle:
                     except NodeSelectorError as e:
                         raise SchedError(str(e)) from None
                 d.selectors.append(selector)
+                if bindings.allocation_has_binding_conditions(alloc) and self._binding_failed(claim):
+                    d.blocked.append(index)
                 continue
             d.selectors.append(None)
             d.to_allocate.append(index)
@@ -345,6 +404,33 @@ class SchedulingCycle:
             d.signature = _encode([spec_of(c) for c in d.alloc_claims])
         return d
 
+    def _binding_failed(self, claim: Mapping[str, Any]) -> bool:
+        """Filter's binding-conditions check of an allocated claim: a failure condition is True,
+        or the conditions are still not met `bindingTimeout` after the allocation."""
+        try:
+            ready = bindings.claim_ready_for_binding(claim)
+        except bindings.BindingFailed as exc:
+            self._log.debug("claim_binding_failed", claim=display_key(claim), error=str(exc))
+            return True
+        if not ready and bindings.claim_timed_out(claim, now=self.clock.now(), timeout=self.binding_timeout):
+            self._log.debug("claim_binding_timed_out", claim=display_key(claim))
+            return True
+        return False
+
+    def _untolerated_no_execute(self, alloc: Mapping[str, Any]) -> str:
+        """KEP-5055: an allocated claim whose device has a NoExecute taint that its allocation
+        result does not tolerate is not reserved for new pods (its current pods are evicted by the
+        device taint eviction controller); the first such device as driver/pool/device, or ""."""
+        allocator = self.assume.allocator or self.assume.get_allocator()
+        for result in ((alloc.get("devices") or {}).get("results") or []):
+            driver, pool, device = (str(result.get(k) or "") for k in ("driver", "pool", "device"))
+            tolerations = result.get("tolerations") or []
+            for taint in allocator.device_taints(driver=driver, pool=pool, device=device):
+                if taint.get("effect") == "NoExecute" and not any(
+                        tolerates_taint(t, taint) for t in tolerations):
+                    return f"{driver}/{pool}/{device}"
+        return ""
+
     def _validate_class(self, class_name: str, request_name: str) -> None:
         if not class_name:
             raise SchedError(f"request {request_name}: unsupported request type")
@@ -373,6 +459,9 @@ class SchedulingCycle:
                 if selector is not None and not node_selector_matches(selector, entry.node):
                     d.unavailable.add(index)
                     unavailable = True
+        if d.blocked:
+            d.unavailable.update(d.blocked)
+            unavailable = True
         allocs: list[dict[str, Any]] = []
         if claims:
             result = await self._allocate_cached(entry, claims, signature)
@@ -494,12 +583,12 @@ class SchedulingCycle:
     def _extra_scores(self, pinfo: framework.PodInfo, d: DraCycle,
                       feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
                       ) -> list[tuple[str, list[int], int]]:
-        """Scores from outside the profile's plugins: DynamicResources' prioritized-list score
-        (normalized, with the profile's weight for it)."""
+        """Scores from outside the profile's plugins: DynamicResources' score (1.37: the
+        prioritized-list subrequests chosen; normalized, with the profile's weight for it)."""
         extra: list[tuple[str, list[int], int]] = []
         weight = self.profile.dra_weight
         if d.prioritized and weight:
-            dra = [plugins.prioritized_list_score(d.alloc_claims, allocs) if allocs else 0 for _e, allocs, _x in feasible]
+            dra = [plugins.dynamic_resources_score(d.claims, allocs) if allocs else 0 for _e, allocs, _x in feasible]
             framework.default_normalize(dra, reverse=False)
             extra.append((DRA_PLUGIN, dra, weight))
         return extra
@@ -517,7 +606,9 @@ class SchedulingCycle:
                 self.assume.assume(uid, alloc)
                 self.assume.in_flight[uid] = pod_key
             plan.claims.append(ClaimPlan(claim=claim, allocation=alloc, key=uid, extended=claim is d.ext_existing,
-                                          reserve=not reserved_for(claim, pod_uid)))
+                                          reserve=not self._reserved(claim, pod),
+                                          consumer=(self.workload_claims.consumer(pod, claim)
+                                                    if self.workload_claims is not None else None)))
         if node_ext is not None:
             alloc = allocs[len(d.to_allocate)]
             key = f"extended:{pod_uid}"
@@ -532,7 +623,73 @@ class SchedulingCycle:
                 plan.volume_bindings = [(dict(pv), dict(claim)) for claim, pv in volumes.static]
                 plan.provision_claims = [dict(claim) for claim in volumes.provision]
         self.node_cache.assume_pod(pinfo, entry.name)
+        if self.preemption is not None:
+            self.preemption.nominator.delete(pinfo.uid)  # DeleteNominatedPodIfExists
         return plan
+
+    # ------------------------------------------------------------------ preemption
+
+    def _extensions(self, active: Sequence[framework.Plugin]) -> list[framework.Plugin]:
+        """The PreFilter plugins whose AddPod/RemovePod run (those not skipped this cycle)."""
+        running = {p.name for p in active}
+        skipped = {p.name for p in self.profile.filters} - running
+        return [p for p in self.profile.pre_filters if p.name not in skipped]
+
+    async def _filter_nominated(self, pod: Mapping[str, Any], filters: preemptions.Filters,
+                                state: framework.CycleState, d: DraCycle, entry: NodeEntry
+                                ) -> plugins.Status | tuple[list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
+        """All the filters on one node (the pod's nominated node): the rejection, or what DRA allocated."""
+        state1, entry1, again = filters.with_nominated(state, entry)
+        status = filters.core(state1, entry1)
+        allocs: list[dict[str, Any]] = []
+        node_ext: ext.ExtendedResourceClaim | None = None
+        if status is None and d.active:
+            try:
+                status, allocs, node_ext = await self._dra_filter(pod, d, entry)
+            except SchedError as exc:  # logged; the full search follows, as upstream
+                self._log.info("nominated_node_evaluation_failed", node=entry.name, error=str(exc))
+                return plugins.Status(framework.ERROR, [str(exc)])
+        if status is None and again:
+            status = filters.core(state, entry)
+        return status if status is not None else (allocs, node_ext)
+
+    async def _preempt(self, pod: Mapping[str, Any], filters: preemptions.Filters, state: framework.CycleState,
+                       d: DraCycle, nodes: Sequence[NodeEntry], statuses: Mapping[str, plugins.Status]
+                       ) -> preemptions.Result:
+        """DefaultPreemption's PostFilter after a Filter phase that found no node. DynamicResources
+        has no AddPod/RemovePod in 1.37, so its verdict per node is taken once, before the dry runs."""
+        if self.preemption is None:
+            return preemptions.Result(code=plugins.UNSCHEDULABLE,
+                                      message=plugins.preemption_message(pod, len(nodes), statuses, None))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
+        absent = plugins.Status(plugins.UNRESOLVABLE, [])
+        if d.active and spec_of(pod).get("preemptionPolicy") != preemptions.PREEMPT_NEVER:
+            verdicts: dict[str, plugins.Status | None] = {}
+            for entry in preemptions.potential_nodes(nodes, statuses, absent):
+                verdicts[entry.name] = (await self._dra_filter(pod, d, entry))[0]
+            filters.final = lambda node: verdicts.get(node.name)
+        return self.preemption.post_filter(pod=pod, state=state, nodes=nodes, statuses=statuses, absent=absent,
+                                           filters=filters)
+
+    def _preemption_enabled(self) -> bool:
+        """DefaultPreemption is in the profile (a profile listing no plugins has the defaults)."""
+        return not self.profile.enabled or preemptions.PLUGIN in self.profile.enabled
+
+    def _preempt_rejected(self, pod: Mapping[str, Any], req: plugins.PodRequests, nodes: Sequence[NodeEntry],
+                          rejected: plugins.Status) -> preemptions.Result:
+        """PostFilter after a PreFilter rejection: every node has the PreFilter's status."""
+        if self.preemption is None:
+            return preemptions.Result(code=plugins.UNSCHEDULABLE,
+                                      message=plugins.preemption_message(pod, len(nodes), {}, rejected))
+        if not self._preemption_enabled():
+            return preemptions.Result(code=plugins.UNSCHEDULABLE)
+        owner = controller_uid_of(pod)
+        filters = preemptions.Filters(info=plugins.PodInfo(pod, req, owner), pod=framework.PodInfo(pod, req, owner),
+                                      ext_mapping=self.assume.ext_mapping,
+                                      nominated=self.preemption.nominator.pods_on)
+        return self.preemption.post_filter(pod=pod, state=framework.CycleState(), nodes=nodes, statuses={},
+                                           absent=rejected, filters=filters)
 
     def _why_short(self, pod: Mapping[str, Any], dra: Any, statuses: Mapping[str, Any]) -> str:
         """Issue #12: after upstream's sentence, say why the DRA filter rejected the nodes (at most
@@ -596,6 +753,14 @@ class InformerVolumes:
 
     def storage_class(self, name: str) -> Mapping[str, Any] | None:
         return self._classes.get("", name)
+def _post_filter_message(dra_message: str, result: preemptions.Result) -> str:
+    """`RunPostFilterPlugins`' message: none once a plugin succeeds; an error's own message; else the
+    reasons of DynamicResources and DefaultPreemption joined."""
+    if result.success:
+        return ""
+    if result.code == framework.ERROR:
+        return result.message
+    return ", ".join(m for m in (dra_message, result.message) if m)
 
 
 def _has_shares(result: Any) -> bool:

@@ -38,6 +38,8 @@ class Unschedulable(msgspec.Struct, kw_only=True):
     # the plugins that rejected the pod (`Diagnosis.UnschedulablePlugins`): only events one of
     # them registered move it out of the unschedulable pool; empty: any event does
     plugins: frozenset[str] = frozenset()
+    nominate: str | None = None  # status.nominatedNodeName to set ("": clear; None: leave as is)
+    preemption: Any = None  # the preemption candidate (node and victims) to prepare
 
 
 class Error(msgspec.Struct, kw_only=True):
@@ -56,6 +58,7 @@ class ClaimPlan(msgspec.Struct, kw_only=True):
     key: str  # assumption key: the claim uid, or `extended:<pod uid>` before creation
     extended: bool = False
     reserve: bool = True  # False: already reserved for this pod
+    consumer: dict[str, str] | None = None  # the reservedFor entry to add, if not the pod (its PodGroup)
 
 
 class Plan(msgspec.Struct, kw_only=True):

@@ -26,9 +26,34 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
                         "controller, as with `cplane serve --fleet`)")
     add_scheduler_args(p)
+    p.add_argument("--feature-gates", type=feature_gates, default=None, metavar="A=true,B=false",
+                   help="feature gates of the scheduler and the ResourceClaim controller (as the API server's; "
+                        "cp/features.py)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
+
+
+def feature_gates(text: str) -> Any:
+    """argparse type of `--feature-gates` (`cp.features.parse`)."""
+    from cp import features
+
+    try:
+        return features.parse(text)
+    except features.FeatureGateError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def gate_overrides(gates: Any) -> dict[str, Any]:
+    """The ResourceClaim controller bound to `gates`, as a `run_controllers` override (the
+    scheduler gets them through `fleet_overrides`, with its other flags)."""
+    if gates is None:
+        return {}
+    import functools
+
+    from controllers import resourceclaim
+
+    return {resourceclaim.NAME: functools.partial(resourceclaim.new, feature_gates=gates)}
 
 
 def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
@@ -45,7 +70,7 @@ def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
 
 def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The fleet controller bound to the loaded `--fleet`, and the scheduler bound to
-    `--scheduler-config` / `--scheduler-seed`, as `run_controllers` overrides."""
+    `--scheduler-config` / `--scheduler-seed` / `--feature-gates`, as `run_controllers` overrides."""
     out: dict[str, Any] = {}
     if getattr(args, "fleet", None) is not None:
         from controllers import fleet
@@ -53,10 +78,11 @@ def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
         out[fleet.NAME] = fleet.factory(args.loaded_fleet)
     config = getattr(args, "loaded_scheduler_config", None)
     seed = getattr(args, "scheduler_seed", None)
-    if config is not None or seed is not None:
+    gates = getattr(args, "feature_gates", None)
+    if config is not None or seed is not None or gates is not None:
         from controllers import scheduler
 
-        out[scheduler.NAME] = scheduler.factory(config=config, seed=seed)
+        out[scheduler.NAME] = scheduler.factory(config=config, seed=seed, feature_gates=gates)
     return out
 
 
@@ -110,7 +136,8 @@ async def _controllers_async(args: argparse.Namespace) -> int:
     tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS), name="controllers:tune-gc")
     try:
         await registry.run_controllers(**kwargs, names=names, stop_event=stop,  # type: ignore[arg-type]
-                                       leader_election=args.leader_elect, overrides=fleet_overrides(args),
+                                       leader_election=args.leader_elect,
+                                       overrides={**fleet_overrides(args), **gate_overrides(args.feature_gates)},
                                        ready=ready)
     finally:
         tuner.cancel()

@@ -94,6 +94,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="remediation: taint devices reported unhealthy (DeviceTaintRule), so their pods "
                         "are evicted (NoExecute) and rescheduled on healthy devices")
     controller_commands.add_scheduler_args(p)
+    p.add_argument("--feature-gates", type=controller_commands.feature_gates, default=None, metavar="A=true,B=false",
+                   help="feature gates of the API server and the scheduler (cp/features.py; default: 1.37's "
+                        "defaults, e.g. GenericWorkload=true,GangScheduling=true for gang scheduling)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -141,6 +144,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                               api_audiences=tuple(a for a in (args.api_audiences or "").split(",") if a),
                               app_options={"service_accounts": _service_accounts(args),
                                            "disabled_admission": frozenset(args.disable_admission_plugins),
+                                           "feature_gates": args.feature_gates,
                                            "service_ranges": allocation.ServiceRanges(
                                                cluster_ip_range=args.service_cluster_ip_range,
                                                node_port_range=args.service_node_port_range)}) as srv:
@@ -157,6 +161,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                 from controllers import health
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
+            overrides.update(controller_commands.gate_overrides(args.feature_gates))
             identities = _controller_identities(srv) if srv.auth is not None else None
             ready = asyncio.Event()
             tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),

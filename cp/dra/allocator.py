@@ -382,6 +382,15 @@ class Allocator:
             self._infos[id(raw)] = info
         return info
 
+    def device_taints(self, *, driver: str, pool: str, device: str) -> list[Mapping[str, Any]]:
+        """The taints of one device: its own in the pool's slices plus those of the matching
+        DeviceTaintRules ([] for a device no slice lists)."""
+        for info in self._pool_slices((driver, pool)):
+            for dev in info.devices:
+                if dev.name == device:
+                    return self._taints(dev)
+        return []
+
     def _pool_slices(self, pid: tuple[str, str]) -> list[SliceInfo]:
         return [self._info(s) for s in self._slices_by_pool.get(pid, ())]
 

@@ -15,7 +15,7 @@ Follows `GatherPools` of the structured allocator:
 4. complete pools are validated (duplicate device names, duplicate counter sets, consumption
    of unknown counter sets / counters) and marked invalid with a reason;
 5. pools are ordered by driver then pool name, pools with binding conditions last; slices by
-   name; devices in slice order.
+   name, those with binding conditions last; devices in slice order.
 Pure; no I/O.
 """
 
@@ -175,8 +175,12 @@ def _build_pool(pid: tuple[str, str], pool_slices: list[SliceInfo], partitionabl
                 if d.name in seen:
                     return _invalid(pool, f"duplicate device name {d.name}")
                 seen.add(d.name)
-    pool.slices = device_slices
     pool.has_binding_conditions = any(s.has_binding_conditions for s in device_slices)
+    if pool.has_binding_conditions and len(device_slices) > 1:
+        # Within the pool too, slices with a device that has binding conditions come last.
+        device_slices = ([s for s in device_slices if not s.has_binding_conditions]
+                         + [s for s in device_slices if s.has_binding_conditions])
+    pool.slices = device_slices
     if not partitionable:
         return pool
 

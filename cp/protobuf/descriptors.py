@@ -50,6 +50,7 @@ ALIASES: dict[str, str] = {  # alias -> package
     'resource.v1': 'io.k8s.api.resource.v1',
     'flowcontrol.v1': 'io.k8s.api.flowcontrol.v1',
     'storagemigration.v1': 'io.k8s.api.storagemigration.v1',
+    'scheduling.v1beta1': 'io.k8s.api.scheduling.v1beta1',
     'events.v1': 'io.k8s.api.events.v1',
     'scheduling.v1alpha3': 'io.k8s.api.scheduling.v1alpha3',
 }
@@ -1133,6 +1134,53 @@ PACKAGES: dict[str, dict[str, str]] = {
         'StorageVersionMigrationSpec': '1 resource:meta.v1.GroupResource!',
         'StorageVersionMigrationStatus': '1 conditions:[meta.v1.Condition], 2 resourceVersion',
     },
+    'io.k8s.api.scheduling.v1beta1': {
+        'PodGroup': '1 metadata:meta.v1.ObjectMeta, 2 spec:PodGroupSpec!, 3 status:PodGroupStatus',
+        'PodGroupList': '1 metadata:meta.v1.ListMeta, 2 items:[PodGroup]!',
+        'Workload': '1 metadata:meta.v1.ObjectMeta, 2 spec:WorkloadSpec!',
+        'WorkloadList': '1 metadata:meta.v1.ListMeta, 2 items:[Workload]!',
+        'PodGroupSpec': ('1 parentCompositePodGroupName:s*, 2 workloadRef:WorkloadReference*, '
+                         '3 schedulingPolicy:PodGroupSchedulingPolicy!, '
+                         '4 schedulingConstraints:PodGroupSchedulingConstraints*, '
+                         '5 resourceClaims:[PodGroupResourceClaim], 6 disruptionMode:DisruptionMode*, '
+                         '7 priorityClassName, 8 priority:i32*, 9 preemptionPolicy:s*'),
+        'PodGroupStatus': ('1 conditions:[meta.v1.Condition], '
+                           '2 resourceClaimStatuses:[PodGroupResourceClaimStatus]'),
+        'WorkloadSpec': ('1 controllerRef:TypedLocalObjectReference*, '
+                         '2 podGroupTemplates:[PodGroupTemplate]!, '
+                         '3 compositePodGroupTemplates:[CompositePodGroupTemplate]'),
+        'WorkloadReference': '1 workloadName:s!, 2 templateName:s!',
+        'PodGroupSchedulingPolicy': '1 basic:BasicSchedulingPolicy*, 2 gang:GangSchedulingPolicy*',
+        'PodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
+        'PodGroupResourceClaim': '1 name:s!, 2 resourceClaimName:s*, 3 resourceClaimTemplateName:s*',
+        'DisruptionMode': '1 single:SingleDisruptionMode*, 2 all:AllDisruptionMode*',
+        'PodGroupResourceClaimStatus': '1 name:s!, 2 resourceClaimName:s*',
+        'TypedLocalObjectReference': '1 apiGroup, 2 kind:s!, 3 name:s!',
+        'PodGroupTemplate': ('1 name:s!, 2 schedulingPolicy:PodGroupSchedulingPolicy!, '
+                             '3 schedulingConstraints:PodGroupSchedulingConstraints*!, '
+                             '4 resourceClaims:[PodGroupResourceClaim], 5 disruptionMode:DisruptionMode*, '
+                             '6 priorityClassName, 7 priority:i32*, 8 preemptionPolicy:s*'),
+        'CompositePodGroupTemplate': ('1 name:s!, 2 schedulingPolicy:CompositePodGroupSchedulingPolicy!, '
+                                      '3 schedulingConstraints:CompositePodGroupSchedulingConstraints*, '
+                                      '4 disruptionMode:CompositeDisruptionMode*, 5 priorityClassName, '
+                                      '6 priority:i32*, 7 preemptionPolicy:s*, '
+                                      '8 podGroupTemplates:[PodGroupTemplate], '
+                                      '9 compositePodGroupTemplates:[CompositePodGroupTemplate]'),
+        'BasicSchedulingPolicy': '',
+        'GangSchedulingPolicy': '1 minCount:i32!',
+        'TopologyConstraint': '1 key:s!',
+        'SingleDisruptionMode': '',
+        'AllDisruptionMode': '',
+        'CompositePodGroupSchedulingPolicy': ('1 basic:CompositeBasicSchedulingPolicy*, '
+                                              '2 gang:CompositeGangSchedulingPolicy*'),
+        'CompositePodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
+        'CompositeDisruptionMode': ('1 single:SingleCompositeDisruptionMode*, '
+                                    '2 all:AllCompositeDisruptionMode*'),
+        'CompositeBasicSchedulingPolicy': '',
+        'CompositeGangSchedulingPolicy': '1 minGroupCount:i32!',
+        'SingleCompositeDisruptionMode': '',
+        'AllCompositeDisruptionMode': '',
+    },
     'io.k8s.api.events.v1': {
         'Event': ('1 metadata:meta.v1.ObjectMeta!, 2 eventTime:MicroTime!, 3 series:EventSeries*, '
                   '4 reportingController, 5 reportingInstance, 6 action, 7 reason, '
@@ -1348,6 +1396,12 @@ KINDS: dict[str, dict[str, str]] = {
     'storagemigration.k8s.io/v1': {
         'StorageVersionMigration': 'io.k8s.api.storagemigration.v1.StorageVersionMigration',
         'StorageVersionMigrationList': 'io.k8s.api.storagemigration.v1.StorageVersionMigrationList',
+    },
+    'scheduling.k8s.io/v1beta1': {
+        'PodGroup': 'io.k8s.api.scheduling.v1beta1.PodGroup',
+        'PodGroupList': 'io.k8s.api.scheduling.v1beta1.PodGroupList',
+        'Workload': 'io.k8s.api.scheduling.v1beta1.Workload',
+        'WorkloadList': 'io.k8s.api.scheduling.v1beta1.WorkloadList',
     },
     'events.k8s.io/v1': {
         'Event': 'io.k8s.api.events.v1.Event',

@@ -24,13 +24,15 @@ from typing import Any
 
 from cp.scheduling import plugins
 
-__all__ = ["ACTIONS", "CORE_EVENTS", "DRA_EVENTS", "FORCE_ACTIVATE", "RESOURCES", "UNSCHEDULABLE_TIMEOUT", "EventMap",
+__all__ = ["ACTIONS", "CORE_EVENTS", "DRA_EVENTS", "FORCE_ACTIVATE", "HINTED", "RESOURCES", "UNSCHEDULABLE_TIMEOUT", "EventMap",
            "check", "matches", "node_update_events", "pod_update_events"]
 
 WILDCARD = "*"
 UNSCHEDULABLE_TIMEOUT = "*/UnschedulableTimeout"  # the pool's periodic flush
 FORCE_ACTIVATE = "*/ForceActivate"
-_WILDCARD_EVENTS = frozenset({UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE})
+# an event a plugin's own queueing hint function judged helpful for the pod (GangScheduling's)
+HINTED = "*/QueueHinted"
+_WILDCARD_EVENTS = frozenset({UNSCHEDULABLE_TIMEOUT, FORCE_ACTIVATE, HINTED})
 
 # upstream's EventsToRegister (queueing hints on, 1.37 defaults) of the fused core filters
 CORE_EVENTS: Mapping[str, tuple[str, ...]] = {

@@ -96,6 +96,12 @@ def render(doc: Mapping[str, Any], *, verbose: bool = False) -> str:
         lines.append(f"  scheduler said: {pod['schedulerMessage']}")
     for err in doc.get("errors") or []:
         lines.append(f"  error (the scheduler reports SchedulerError and retries): {err}")
+    pre = doc.get("preemption")
+    if pre and pre.get("node"):
+        lines.append(f"  preemption: would evict {', '.join(pre['victims'])} on {pre['node']} "
+                     f"({pre['pdbViolations']} PodDisruptionBudget violation(s)); the pod is then nominated there")
+    elif pre and pre.get("message"):
+        lines.append(f"  {pre['message']}")
     claims = doc.get("claims") or []
     if claims:
         lines.append("")

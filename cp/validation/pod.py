@@ -13,6 +13,7 @@ from typing import Any
 
 from cp.defaulting import VOLUME_SOURCES
 from cp.errors import Cause
+from cp.validation import podgroups
 from cp.validation.common import (
     GoValue,
     as_dict,
@@ -434,6 +435,7 @@ def validate_pod_spec(spec: Any, path: str, errs: list[Cause], *, pod_name: str 
         if gname in gates:
             errs.append(Cause("Duplicate", f"{path}.schedulingGates[{i}]", "", gname))
         gates.add(gname)
+    podgroups.validate_scheduling_group(spec, path, errs)  # kept only with GenericWorkload
     for key in ("serviceAccountName", "nodeName", "priorityClassName"):
         value = as_str(spec.get(key))
         if value:

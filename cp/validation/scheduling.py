@@ -13,6 +13,7 @@ from typing import Any
 
 from cp import priority
 from cp.errors import Cause
+from cp.validation import podgroups
 from cp.validation.common import (
     GoValue,
     as_str,
@@ -102,4 +103,5 @@ def _runtime_class_update(new: dict[str, Any], old: dict[str, Any], errs: list[C
 RULES = {
     ("scheduling.k8s.io", "PriorityClass"): Rules(_priority_class_create, _priority_class_update),
     ("node.k8s.io", "RuntimeClass"): Rules(_runtime_class_create, _runtime_class_update),
+    **podgroups.RULES,  # v1beta1 Workload and PodGroup (GenericWorkload)
 }

@@ -556,7 +556,7 @@ EXTENSIONS = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1"
 class Sample:
     """A JSON object with every field set to a non-zero value of its schema's type: strings named after
     their field, negative and 64-bit integers, maps with unsorted keys, both forms of int-or-string and of
-    apiextensions' unions. Recursive schemas (JSONSchemaProps) stop at a depth."""
+    apiextensions' unions. Recursive schemas (JSONSchemaProps, CompositePodGroupTemplate) stop at a depth."""
 
     def __init__(self) -> None:
         self.defs = schemas.definitions()
@@ -588,6 +588,10 @@ class Sample:
             return schema if self._flip() else [schema]
         if name == f"{EXTENSIONS}.JSONSchemaProps" and depth > 3:
             return _SKIP
+        if name.endswith(".CompositePodGroupTemplate"):  # scheduling v1beta1's is recursive too
+            if depth > 3:
+                return _SKIP
+            depth += 1
         definition = self.defs[name]
         is_kind = "x-kubernetes-group-version-kind" in definition
         gaps = KNOWN_GAPS.get(name, set())

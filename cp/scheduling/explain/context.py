@@ -344,7 +344,7 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
            ) -> tuple[list[int], list[dict[str, Any]]]:
     """The scheduler's scores: the default profile's score plugins (each normalized to 0..100,
     times its weight, summed: exact integers, as the scheduler's cycle), plus DynamicResources'
-    prioritized-list score. Each node's detail: every plugin's normalized score before its weight."""
+    score. Each node's detail: every plugin's normalized score before its weight."""
     profile = profiles.default_profile()
     pinfo = framework.PodInfo(ctx.info.pod, ctx.req, ctx.info.owner)
     states = {n.name: framework.NodeState(n.node, ctx.usage.get(n.name) or plugins.NodeUsage())
@@ -353,14 +353,19 @@ def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
     state = framework.CycleState()
     state[framework.SNAPSHOT_KEY] = framework.Snapshot(list(states.values()), dra_backed=ctx.ext_mapping)
     extra: list[tuple[str, list[int], int]] = []
-    if any(r.get("firstAvailable") for c in ctx.alloc_claims
-           for r in ((objects.spec_of(c).get("devices") or {}).get("requests") or [])):
+    # As the scheduler: scored when a claim to allocate has subrequests; allocated claims count
+    # with their own allocation (a bound pod's own claims are diagnosed as not allocated yet).
+    prioritized = any(r.get("firstAvailable") for c in ctx.alloc_claims
+                      for r in ((objects.spec_of(c).get("devices") or {}).get("requests") or []))
+    if prioritized and profile.dra_weight:
+        ordered = [c if allocation(c) is None or objects.uid_of(c) not in ctx.own_claims
+                   else {k: v for k, v in c.items() if k != "status"} for c in ctx.pod_claims]
         dra = []
         for _ni, view in feasible:
             allocs = (view or {}).get("rawAllocation") or []
-            dra.append(plugins.prioritized_list_score(ctx.alloc_claims, allocs) if allocs else 0)
+            dra.append(plugins.dynamic_resources_score(ordered, allocs) if allocs else 0)
         framework.default_normalize(dra, reverse=False)
-        extra.append(("DynamicResources", dra, 1))
+        extra.append(("DynamicResources", dra, profile.dra_weight))
     totals, per_plugin = profile.run_scores(state, pinfo, nodes, extra)
     details = [{name: values[i] for name, values in per_plugin.items()} for i in range(len(nodes))]
     return totals, details

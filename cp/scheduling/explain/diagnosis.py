@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping
 from typing import Any
 
@@ -11,6 +12,7 @@ from cp.dra.allocator import (
 )
 from cp.dra.celenv import CelCache
 from cp.scheduling import framework, plugins, profiles
+from cp.scheduling import preemption as preemptions
 from cp.scheduling.explain.common import (
     API_VERSION,
     CANNOT_ALLOCATE,
@@ -182,7 +184,16 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
 
     n_all = len(names)
     dra_msg = "still not schedulable" if dra_active else "no new claims to deallocate"
-    post = f"{dra_msg}, {plugins.preemption_message(pod, n_all, statuses, None)}"
+    result = _preemption(ctx, pod, fw_state, fw_pod, fw_active, fw_nodes, names, statuses, profile, dra_active)
+    if result.success and result.candidate is not None:
+        victims = result.candidate.victims
+        out["preemption"] = {"node": result.candidate.name,
+                             "victims": [f"{v.namespace}/{v.name}" for v in victims.pods],
+                             "pdbViolations": victims.num_pdb_violations}
+        post = dra_msg
+    else:
+        out["preemption"] = {"message": result.message}
+        post = f"{dra_msg}, {result.message}" if result.message else dra_msg
     out["upstreamMessage"] = plugins.fit_error(n_all, statuses, post_filter=post)
     if errors:
         out["errors"] = errors
@@ -195,6 +206,29 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
         summary = f"0/{n_all} nodes fit: {filtered} filtered before DRA, {n_all - filtered} cannot allocate the claims"
         if out.get("suggestions"):
             summary += f"; smallest change: {out['suggestions'][0]['message']}"
+    if result.success and result.candidate is not None:
+        summary += (f"; preemption would evict {listing(out['preemption']['victims'], 4)} on "
+                    f"{result.candidate.name}")
     if ctx.bound_node:
         return finish("Bound", f"bound to {ctx.bound_node}; scheduled again now it would not fit ({summary})")
     return finish("Error" if errors else "Unschedulable", summary)
+
+
+def _preemption(ctx: Context, pod: Mapping[str, Any], state: framework.CycleState, fw_pod: framework.PodInfo,
+                active: list[framework.Plugin], nodes: Mapping[str, framework.NodeState], names: list[str],
+                statuses: Mapping[str, plugins.Status], profile: framework.Profile,
+                dra_active: bool) -> preemptions.Result:
+    """DefaultPreemption's dry runs, as the scheduler would run them now (PodDisruptionBudgets are
+    not in the snapshot: none counts as violated; nominated pods are not counted)."""
+    if profile.enabled and preemptions.PLUGIN not in profile.enabled:
+        return preemptions.Result(code=plugins.UNSCHEDULABLE)
+    filters = preemptions.Filters(info=ctx.info, pod=fw_pod, active=active,
+                                  extensions=[p for p in profile.pre_filters
+                                              if p in active or p not in profile.filters],
+                                  ext_mapping=ctx.ext_mapping, fused=profile.fused_core)
+    if dra_active:  # DynamicResources has no AddPod/RemovePod in 1.37: its verdict per node stands
+        filters.final = lambda node: (None if dra_node(ctx, node.node)["outcome"] == "fits"
+                                      else plugins.Status(plugins.UNRESOLVABLE, [CANNOT_ALLOCATE], DRA_PLUGIN))
+    return preemptions.preempt(pod=ctx.info.pod, state=state, nodes=[nodes[n] for n in names], statuses=statuses,
+                               absent=plugins.Status(plugins.UNRESOLVABLE, []), filters=filters, pdbs=[],
+                               rng=random.Random(0), now=0.0)

@@ -615,7 +615,7 @@ def total_scores(inputs: Sequence[ScoreInput]) -> list[float]:
         total = s.least + s.balanced
         total += 3 * (MAX_NODE_SCORE * (max_taints - s.taints) / max_taints if max_taints else MAX_NODE_SCORE)
         total += 2 * (MAX_NODE_SCORE * s.affinity / max_aff if max_aff else 0)
-        total += MAX_NODE_SCORE * s.dra / max_dra if max_dra else 0
+        total += MAX_NODE_SCORE * s.dra // max_dra if max_dra else 0  # DefaultNormalizeScore: int64 arithmetic
         out.append(total)
     return out
 
@@ -634,6 +634,24 @@ def prioritized_list_score(claims: Sequence[Mapping[str, Any]], allocations: Seq
                 if f"{req.get('name')}/{sub.get('name')}" in chosen:
                     score += FIRST_AVAILABLE_MAX - i
     return score
+
+
+def dynamic_resources_score(claims: Sequence[Mapping[str, Any]], allocations: Sequence[Mapping[str, Any]]) -> int:
+    """DynamicResources `Score` (1.37, kubernetes#139017): `computeScore` over all of the pod's
+    claims in order, an allocated claim with its own allocation, the others with the node's
+    allocation results (`allocations`, in the order of the claims to allocate)."""
+    paired_claims: list[Mapping[str, Any]] = []
+    paired: list[Mapping[str, Any]] = []
+    pending = iter(allocations)
+    for claim in claims:
+        alloc = (claim.get("status") or {}).get("allocation")
+        if not isinstance(alloc, Mapping):
+            alloc = next(pending, None)
+            if alloc is None:
+                break
+        paired_claims.append(claim)
+        paired.append(alloc)
+    return prioritized_list_score(paired_claims, paired)
 
 
 # ---------------------------------------------------------------------- reporting

@@ -231,6 +231,43 @@ class InterPodAffinity(framework.Plugin):
             return framework.Status(framework.UNSCHEDULABLE, [ERR_REASON_EXISTING_ANTI_AFFINITY])
         return None
 
+    def explain(self, state: framework.CycleState, pod: framework.PodInfo, node: framework.NodeState) -> str:
+        """Which term rejected the node: the pod's own (anti-)affinity term, or an existing pod's
+        anti-affinity term that matches this pod."""
+        s = state.get(_PRE_FILTER_KEY)
+        snapshot = state.get(framework.SNAPSHOT_KEY)
+        if not isinstance(s, _FilterState) or not isinstance(snapshot, framework.Snapshot):
+            return ""
+        labels = node.labels
+
+        def domain_pods(key: str) -> list[framework.PodInfo]:
+            value = labels.get(key)
+            if value is None:
+                return []
+            return [p for n in snapshot.nodes if n.labels.get(key) == value for p in n.pods]
+
+        for i, t in enumerate(s.required_affinity):
+            if t.topology_key not in labels:
+                return f"required affinity term {i + 1}: the node has no {t.topology_key} label"
+            if not any(t.matches(p, None) for p in domain_pods(t.topology_key)) and not _self_affinity(s, labels):
+                return (f"required affinity term {i + 1} (topologyKey {t.topology_key}, selector {t.selector}): "
+                        f"no matching pod in {t.topology_key}={labels[t.topology_key]}")
+        for i, t in enumerate(pod.required_anti_affinity):
+            for p in domain_pods(t.topology_key):
+                if t.matches(p, None):
+                    return (f"required anti-affinity term {i + 1} (topologyKey {t.topology_key}, selector "
+                            f"{t.selector}): pod {p.namespace}/{p.name} runs in "
+                            f"{t.topology_key}={labels[t.topology_key]}")
+        for n in snapshot.have_pods_with_required_anti_affinity():
+            for p in n.pods:
+                for t in p.required_anti_affinity:
+                    value = n.labels.get(t.topology_key)
+                    if value is not None and labels.get(t.topology_key) == value and \
+                            t.matches(pod, s.namespace_labels):
+                        return (f"pod {p.namespace}/{p.name} in {t.topology_key}={value} has a required "
+                                f"anti-affinity term (selector {t.selector}) that matches this pod")
+        return ""
+
     # -- PreScore / Score ------------------------------------------------------------------------
 
     def pre_score(self, state: framework.CycleState, pod: framework.PodInfo, nodes: Sequence[framework.NodeState]

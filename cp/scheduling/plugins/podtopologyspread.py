@@ -329,6 +329,29 @@ class PodTopologySpread(framework.Plugin):
                 return framework.Status(framework.UNSCHEDULABLE, [ERR_REASON_CONSTRAINTS_NOT_MATCH])
         return None
 
+    def explain(self, state: framework.CycleState, pod: framework.PodInfo, node: framework.NodeState) -> str:
+        """Which constraint rejected the node, with the skew Filter computed."""
+        s = state.get(_PRE_FILTER_KEY)
+        if not isinstance(s, _FilterState):
+            return ""
+        labels = node.labels
+        for i, c in enumerate(s.constraints):
+            value = labels.get(c.topology_key)
+            if value is None:
+                return f"constraint {i + 1} (topologyKey {c.topology_key}): the node has no {c.topology_key} label"
+            counts = s.counts[i]
+            min_match = 0 if len(counts) < c.min_domains else s.min_match[i]
+            self_match = 1 if c.selector.matches(pod.labels) else 0
+            skew = counts.get(value, 0) + self_match - min_match
+            if skew > c.max_skew:
+                domains = ", ".join(f"{k}={n}" for k, n in sorted(counts.items()))
+                return (f"constraint {i + 1} (topologyKey {c.topology_key}, maxSkew {c.max_skew}, selector "
+                        f"{c.selector or '<everything>'}): placing the pod in {c.topology_key}={value} makes the "
+                        f"skew {skew} (matching pods per domain: {domains or 'none'}; global minimum {min_match}"
+                        + (f", fewer domains than minDomains {c.min_domains}" if len(counts) < c.min_domains
+                           else "") + ")")
+        return ""
+
     # -- PreScore / Score ------------------------------------------------------------------------
 
     def pre_score(self, state: framework.CycleState, pod: framework.PodInfo, nodes: Sequence[framework.NodeState]

@@ -398,3 +398,30 @@ async def test_new_devices_bring_a_waiting_pod_in(client: clients.Client, start_
         "pool": {"name": "cpu-0", "generation": 1, "resourceSliceCount": 1},
         "devices": [{"name": "gpu-0", "attributes": {"model": {"string": "H200"}}}]}})
     assert await s.wait_bound(client, "needs-h200") == "cpu-0"
+
+
+async def test_a_claim_with_an_untolerated_no_execute_taint_takes_no_new_pods(
+        client: clients.Client, start_cluster: StartCluster) -> None:
+    """KEP-5055: once a device of an allocated claim has a NoExecute taint the allocation does not
+    tolerate, the claim is not reserved for new pods (those already using it are the eviction
+    controller's business, not run here); a tolerated taint changes nothing."""
+    await start_cluster()
+    await s.claim(client, "shared", s.claim_spec(s.request(tolerations=[
+        {"key": "example.com/known", "operator": "Exists", "effect": "NoExecute"}])))
+    await client.create("pods", s.pod("first", claim="shared"))
+    node = await s.wait_bound(client, "first")
+    device = s.devices(await s.get(client, s.CLAIMS, "shared") or {})[0]
+    await client.create(s.RULES, {"metadata": {"name": "known"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com", "pool": device[0], "device": device[1]},
+        "taint": {"key": "example.com/known", "effect": "NoExecute"}}})
+    await client.create("pods", s.pod("tolerated", claim="shared"))
+    assert await s.wait_bound(client, "tolerated") == node
+    await client.create(s.RULES, {"metadata": {"name": "broken"}, "spec": {
+        "deviceSelector": {"driver": "gpu.example.com", "pool": device[0], "device": device[1]},
+        "taint": {"key": "example.com/broken", "effect": "NoExecute"}}})
+    await client.create("pods", s.pod("late", claim="shared"))
+    message = str((await s.wait_unschedulable(client, "late"))["message"])
+    assert (f"resource claim default/shared: device gpu.example.com/{device[0]}/{device[1]} has a NoExecute "
+            "taint that the claim does not tolerate") in message
+    await client.delete(s.RULES, "broken")
+    assert await s.wait_bound(client, "late") == node

@@ -107,3 +107,27 @@ def test_scheduler_flags_reach_the_scheduler_factory(tmp_path: Path) -> None:
     assert args.loaded_scheduler_config.scheduler_names == ("default-scheduler", "packer")
     assert scheduler.NAME in controller_commands.fleet_overrides(args)
     assert scheduler.NAME not in controller_commands.fleet_overrides(_args())
+
+
+async def test_bad_feature_gates_are_usage_errors(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--feature-gates", "GangScheduling=true")
+    assert code == 2 and "argument --feature-gates: feature gate GangScheduling requires GenericWorkload" in err
+    assert "Traceback" not in err
+    code, err = await _serve("--data-dir", str(tmp_path), "--feature-gates", "Bogus=true")
+    assert code == 2 and "unrecognized feature gate: Bogus" in err
+
+
+def test_feature_gates_reach_the_scheduler_and_the_claim_controller() -> None:
+    from controllers import resourceclaim, scheduler
+    from cp import features
+    from cp.cli import controllers
+
+    args = _args("--feature-gates", "GenericWorkload=true,GangScheduling=true")
+    assert args.feature_gates.enabled(features.GANG_SCHEDULING)
+    overrides = controllers.gate_overrides(args.feature_gates)
+    assert set(overrides) == {resourceclaim.NAME}
+    assert overrides[resourceclaim.NAME].keywords == {"feature_gates": args.feature_gates}
+    assert controllers.gate_overrides(_args().feature_gates) == {}
+    # the scheduler takes them with --scheduler-config / --scheduler-seed, in one override
+    assert scheduler.NAME in controllers.fleet_overrides(args)
+    assert scheduler.NAME not in controllers.fleet_overrides(_args())

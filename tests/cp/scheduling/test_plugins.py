@@ -151,6 +151,56 @@ def test_prioritized_list_score_favours_earlier_subrequests() -> None:
     assert p.prioritized_list_score([claim], [second]) == 7
 
 
+def _first_available(name: str, *subs: str) -> dict[str, Any]:
+    return {"name": name, "firstAvailable": [{"name": sub, "deviceClassName": "x"} for sub in subs]}
+
+
+def _claim(*requests: dict[str, Any], allocated: list[str] | None = None) -> dict[str, Any]:
+    c: dict[str, Any] = {"spec": {"devices": {"requests": list(requests)}}}
+    if allocated is not None:
+        c["status"] = {"allocation": {"devices": {"results": [{"request": r} for r in allocated]}}}
+    return c
+
+
+def _alloc(*refs: str) -> dict[str, Any]:
+    return {"devices": {"results": [{"request": r} for r in refs]}}
+
+
+DRA_SCORE_CASES = [
+    # (name, claims in pod order, the node's results for the unallocated ones, score)
+    ("one-claim-first-subrequest", [_claim(_first_available("gpu", "big", "small"))], [_alloc("gpu/big")], 8),
+    ("one-claim-second-subrequest", [_claim(_first_available("gpu", "big", "small"))], [_alloc("gpu/small")], 7),
+    ("exactly-requests-score-nothing", [_claim({"name": "gpu", "exactly": {"deviceClassName": "x"}})],
+     [_alloc("gpu")], 0),
+    ("two-requests-add-up", [_claim(_first_available("a", "x", "y"), _first_available("b", "x", "y", "z"))],
+     [_alloc("a/y", "b/z")], 7 + 6),
+    # kubernetes#139017: an allocated claim (shared, say) counts with its own allocation and does
+    # not take the node's results of the claims after it.
+    ("allocated-claim-first", [_claim(_first_available("gpu", "big", "small"), allocated=["gpu/small"]),
+                               _claim(_first_available("nic", "fast", "slow"))], [_alloc("nic/fast")], 7 + 8),
+    ("allocated-claim-between", [_claim(_first_available("a", "x", "y")),
+                                 _claim({"name": "s", "exactly": {"deviceClassName": "x"}}, allocated=["s"]),
+                                 _claim(_first_available("b", "x", "y"))], [_alloc("a/x"), _alloc("b/y")], 8 + 7),
+    ("only-allocated-claims", [_claim(_first_available("gpu", "big", "small"), allocated=["gpu/big"])], [], 8),
+]
+
+
+@pytest.mark.parametrize(("name", "claims", "allocs", "want"), DRA_SCORE_CASES, ids=[c[0] for c in DRA_SCORE_CASES])
+def test_dynamic_resources_score(name: str, claims: list[dict[str, Any]], allocs: list[dict[str, Any]],
+                                 want: int) -> None:
+    assert p.dynamic_resources_score(claims, allocs) == want
+
+
+def test_dynamic_resources_normalization_truncates_as_upstream() -> None:
+    """DefaultNormalizeScore works in int64: 26 of 36 becomes 72 (not 72.2)."""
+    info = p.PodInfo(pod())
+    low, high = (info.raw_score(p.NodeInfo(node()), None, dra) for dra in (26, 36))
+    base = info.raw_score(p.NodeInfo(node()), None, 0)
+    totals = p.total_scores([low, high, base])
+    others = totals[2]  # the same node without a DRA score: only the other plugins
+    assert totals[0] - others == 72 and totals[1] - others == 100
+
+
 # ---------------------------------------------------------------------- texts
 
 
