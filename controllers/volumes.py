@@ -15,9 +15,9 @@ external-provisioner does on a real cluster).
    before the claim has the `volume.kubernetes.io/selected-node` annotation.
 3. No volume, but the class has a provisioner: with `WaitForFirstConsumer` and no selected node,
    the claim waits (Event `WaitForFirstConsumer` "waiting for first consumer to be created before
-   binding") until a pod using it is bound to a node; that node becomes the selected node (a
-   departure: upstream's scheduler sets it in its VolumeBinding plugin, and binds the pod only
-   once the claim is bound; here the scheduler ignores claims). Then the claim gets the
+   binding") until a pod using it is bound to a node; that node becomes the selected node (the
+   scheduler's VolumeBinding PreBind normally sets it first, as upstream; upstream also binds the
+   pod only once the claim is bound, this scheduler does not wait). Then the claim gets the
    `volume.kubernetes.io/storage-provisioner` (and beta) annotation, and Event
    `ExternalProvisioning` names the provisioner. For `sim.cplane.dev/hostpath` the simulated
    provisioner creates the volume `pvc-<claim uid>`: capacity = the request, the claim's access

@@ -745,6 +745,10 @@ def _scheduler_rules() -> list[dict[str, Any]]:
         rule(["create"], groups=["coordination.k8s.io"], resources=["leases"]),
         rule(["get", "update"], groups=["coordination.k8s.io"], resources=["leases"], names=["kube-scheduler"]),
         rule(READ, groups=[""], resources=["nodes", "namespaces"]),
+        # system:volume-scheduler: VolumeBinding reads claims, volumes and classes, pre-binds volumes
+        # and annotates claims with the selected node
+        rule([*READ, "patch", "update"], groups=[""], resources=["persistentvolumeclaims", "persistentvolumes"]),
+        rule(READ, groups=["storage.k8s.io"], resources=["storageclasses"]),
         rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
         rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
         rule(["create"], groups=[""], resources=["bindings", "pods/binding"]),

@@ -25,6 +25,8 @@ from controllers.scheduler.config import (
     DRA_PLUGIN,
     FINALIZER,
     PODS,
+    PVCS,
+    PVS,
 )
 from controllers.scheduler.nodes import NodeCache
 from controllers.scheduler.plan import BindingError, ClaimPlan, Plan, allocation_of, reserved_for
@@ -71,6 +73,10 @@ class Binder:
         ref = {"resource": "pods", "name": name, "uid": pod_uid}
         try:
             try:
+                await self._pre_bind_volumes(plan)
+            except errors.StatusError as exc:
+                raise BindingError(f'running PreBind plugin "VolumeBinding": {exc.message}') from None
+            try:
                 await self._pre_bind(plan, ns, name, ref)
                 await self._wait_for_binding_conditions(pod, plan)
             except (errors.StatusError, RuntimeError) as exc:
@@ -84,6 +90,24 @@ class Binder:
             for cplan in plan.claims:
                 if self.assume.in_flight.get(cplan.key) == (ns, name):
                     del self.assume.in_flight[cplan.key]
+
+    async def _pre_bind_volumes(self, plan: Plan) -> None:
+        """VolumeBinding's PreBind (`BindPodVolumes`): pre-bind each chosen volume to its claim
+        (`claimRef`, `pv.kubernetes.io/bound-by-controller`), and annotate each claim to provision
+        with the node; the PV controller binds and provisions them."""
+        for pv, claim in plan.volume_bindings:
+            body = caches.deep_copy(pv)
+            cmeta = meta_of(claim)
+            body.setdefault("spec", {})["claimRef"] = {
+                "kind": "PersistentVolumeClaim", "apiVersion": "v1", "namespace": cmeta.get("namespace"),
+                "name": cmeta.get("name"), "uid": cmeta.get("uid"), "resourceVersion": cmeta.get("resourceVersion")}
+            body.setdefault("metadata", {}).setdefault("annotations", {})["pv.kubernetes.io/bound-by-controller"] = "yes"
+            await self.client.update(PVS, body, field_manager=COMPONENT)
+        for claim in plan.provision_claims:
+            body = caches.deep_copy(claim)
+            body.setdefault("metadata", {}).setdefault("annotations", {})[
+                "volume.kubernetes.io/selected-node"] = plan.node
+            await self.client.update(PVCS, body, field_manager=COMPONENT)
 
     async def _pre_bind(self, plan: Plan, ns: str, name: str, ref: dict[str, str]) -> None:
         for cplan in plan.claims:

@@ -41,6 +41,9 @@ SERVICES = clients.resolve("services")
 REPLICATION_CONTROLLERS = clients.resolve("replicationcontrollers")
 REPLICA_SETS = clients.resolve("replicasets.apps")
 STATEFUL_SETS = clients.resolve("statefulsets.apps")
+PVCS = clients.resolve("persistentvolumeclaims")
+PVS = clients.resolve("persistentvolumes")
+STORAGE_CLASSES = clients.resolve("storageclasses.storage.k8s.io")
 POD_GROUP_INDEX = "pod-group"
 
 

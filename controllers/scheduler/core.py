@@ -98,6 +98,8 @@ from controllers.scheduler.config import (
     NODES,
     POD_INDEXERS,
     PODS,
+    PVCS,
+    PVS,
     REPLICA_SETS,
     REPLICATION_CONTROLLERS,
     RULES,
@@ -105,10 +107,11 @@ from controllers.scheduler.config import (
     SERVICES,
     SLICES,
     STATEFUL_SETS,
+    STORAGE_CLASSES,
     TERMINAL,
     UNSCHEDULABLE_MAX,
 )
-from controllers.scheduler.cycle import SchedulingCycle
+from controllers.scheduler.cycle import InformerVolumes, SchedulingCycle
 from controllers.scheduler.nodes import NodeCache
 from controllers.scheduler.plan import (
     BindingError,
@@ -161,6 +164,9 @@ class Scheduler:
         self.nodes = informer_factory.informer(NODES)
         self.rules = informer_factory.informer(RULES)
         self.namespaces = informer_factory.informer(NAMESPACES)
+        self.pvcs = informer_factory.informer(PVCS)
+        self.pvs = informer_factory.informer(PVS)
+        self.storage_classes = informer_factory.informer(STORAGE_CLASSES)
         # PodTopologySpread's default constraints need who selects a pod (no queueing events).
         self.services = informer_factory.informer(SERVICES)
         self.owners = {"ReplicationController": informer_factory.informer(REPLICATION_CONTROLLERS),
@@ -175,6 +181,7 @@ class Scheduler:
                                   nodes=self.node_cache, features=features)
         # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
         self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
+        volumes = InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes)
         # DefaultPreemption: PostFilter, the nominated pods, the preparation of victims.
         self.preemption = Preemption(client=client, pods=self.pods, pdbs=self.pdbs, recorder=recorder, clock=clock,
                                      rng=self.rng)
@@ -183,7 +190,8 @@ class Scheduler:
                 client=client, claims=self.claims, namespaces=self.namespaces, assume=self.assume,
                 nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
                 pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
-                profile=profile, preemption=self.preemption, clock=clock, binding_timeout=binding_timeout)
+                profile=profile, preemption=self.preemption, clock=clock, binding_timeout=binding_timeout,
+                volumes=volumes)
             for profile in self.profiles}
         self.cycle = self.cycles[self.profiles[0].scheduler_name]
         self.scheduler_names = frozenset(self.cycles)
@@ -247,6 +255,9 @@ class Scheduler:
                 managers.Watch(kind=CLASSES, map=self._map_cluster),
                 managers.Watch(kind=RULES, map=self._map_cluster),
                 managers.Watch(kind=NODES, map=self._map_node),
+                managers.Watch(kind=PVCS, map=self._map_volumes),
+                managers.Watch(kind=PVS, map=self._map_volumes),
+                managers.Watch(kind=STORAGE_CLASSES, map=self._map_volumes),
                 managers.Watch(kind=NAMESPACES, map=self._map_namespace),
                 *(self.gang.watches() if self.gang is not None else ()),
                 *([managers.Watch(kind=podgroupclaims.PODGROUPS, map=lambda _c: [])]
@@ -376,6 +387,13 @@ class Scheduler:
             return []
         for event in cluster_events.node_update_events(old, node):
             self.queueing.move_all(event)
+        return []
+
+    def _map_volumes(self, change: managers.Change) -> list[Request]:
+        """PersistentVolumeClaims, PersistentVolumes, StorageClasses added or changed (VolumeBinding's
+        and VolumeRestrictions' events)."""
+        if change.type != "delete" and not self.queueing.idle():
+            self.queueing.move_all(f"{change.kind.kind}/{change.type.capitalize()}")
         return []
 
     def _map_namespace(self, change: managers.Change) -> list[Request]:

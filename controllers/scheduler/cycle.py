@@ -68,12 +68,14 @@ from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.objects import controller_uid_of, display_key, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins, profiles
 from cp.scheduling import preemption as preemptions
+from cp.scheduling.plugins import noderesources, volumebinding
 
 logger = structlog.get_logger("cplane.controllers.scheduler")
 
 _encode = msgspec.json.Encoder().encode
 
 Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]
+_RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 
 
 class DraCycle:
@@ -104,8 +106,10 @@ class SchedulingCycle:
                  assume: AssumeCache, nodes: NodeCache, stats: Stats, rng: random.Random,
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
                  profile: framework.Profile | None = None, preemption: Preemption | None = None,
-                 clock: clocks.Clock | None = None, binding_timeout: float = BINDING_TIMEOUT) -> None:
+                 clock: clocks.Clock | None = None, binding_timeout: float = BINDING_TIMEOUT,
+                 volumes: volumebinding.VolumeLookup | None = None) -> None:
         self.client = client
+        self.volumes = volumes
         self.preemption = preemption  # DefaultPreemption (None: no PostFilter preemption)
         self.clock: clocks.Clock = clock if clock is not None else clocks.RealClock()
         self.binding_timeout = binding_timeout
@@ -121,6 +125,13 @@ class SchedulingCycle:
         self.percentage = percentage_of_nodes_to_score
         self._cycle_deadline = 0.0  # time.monotonic() by which the current cycle's searches end
         self._log = logger
+        weights = {p.name: (p, w) for p, w in self.profile.scores}
+        fit, balanced = weights.get("NodeResourcesFit"), weights.get("NodeResourcesBalancedAllocation")
+        self._resource_fast = (
+            fit is not None and isinstance(fit[0], noderesources.Fit) and fit[1] == 1
+            and fit[0].strategy == noderesources.LEAST_ALLOCATED and fit[0].resources == noderesources.DEFAULT_RESOURCES
+            and balanced is not None and isinstance(balanced[0], noderesources.BalancedAllocation)
+            and balanced[1] == 1 and balanced[0].resources == noderesources.DEFAULT_RESOURCES)
         # Claims shared by a PodGroup (DRAWorkloadResourceClaims): `controllers.scheduler.podgroupclaims`.
         self.workload_claims: Any = None
 
@@ -160,7 +171,7 @@ class SchedulingCycle:
         info = plugins.PodInfo(pod, req, owner)
         pinfo = framework.PodInfo(pod, req, owner)
         state = framework.CycleState()
-        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces))
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
             result = self._preempt_rejected(pod, req, nodes, rejected)
@@ -183,13 +194,19 @@ class SchedulingCycle:
             if isinstance(hit, plugins.Status):
                 statuses[nnn] = hit
             else:
-                return self._reserve(pod, pinfo, dra, self.node_cache.nodes[nnn], *hit)
+                return self._reserve(pod, pinfo, state, dra, self.node_cache.nodes[nnn], *hit)
         feasible: list[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]] = []
+        all_nodes, all_n = nodes, len(nodes)
+        if state.node_names is not None:  # a PreFilterResult: the other nodes are not evaluated
+            names = sorted(set(state.node_names_plugins))
+            absent = plugins.Status(plugins.UNRESOLVABLE, [f"node(s) didn't satisfy plugin(s) [{' '.join(names)}]"],
+                                    names[0])
+            statuses.update((e.name, absent) for e in nodes if e.name not in state.node_names and e.name not in statuses)
+            nodes = [e for e in nodes if e.name in state.node_names]
         n = len(nodes)
         percentage = self.profile.percentage_of_nodes_to_score
         to_find = plugins.num_feasible_nodes_to_find(n, self.percentage if percentage is None else percentage)
-        fused = self.profile.fused_core
-        start = self.node_cache.next_start % n
+        start = self.node_cache.next_start % n if n else 0
         processed = 0
         last_yield = time.perf_counter()
         ext_mapping = self.assume.ext_mapping
@@ -198,6 +215,7 @@ class SchedulingCycle:
         # this node is cached and still valid (no device of the node's pools changed since).
         dra_active = dra.active
         fast = dra_active and not dra.ext_template and not dra.has_selectors and not dra.blocked and bool(dra.alloc_claims)
+        fused = self.profile.fused_core
         simple = info.simple
         signature = dra.signature
         gen, shared = self.assume.allocator_gen, self.assume.shared_version
@@ -251,24 +269,24 @@ class SchedulingCycle:
         except SchedError as exc:
             return Error(message=f'running "{DRA_PLUGIN}" filter plugin: {exc}')
         finally:
-            self.node_cache.next_start = (start + processed) % n
+            self.node_cache.next_start = (start + processed) % n if n else start
             self.stats.nodes_filtered += processed
             self.stats.dra_cache_hits += hits
 
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
             try:
-                result = await self._preempt(pod, filters, state, dra, nodes, statuses)
+                result = await self._preempt(pod, filters, state, dra, all_nodes, statuses)
             except SchedError as exc:
                 result = preemptions.Result(code=framework.ERROR, message=f"preemption: {exc}")
-            message = plugins.fit_error(n, statuses, post_filter=_post_filter_message(dra_msg, result))
+            message = plugins.fit_error(all_n, statuses, post_filter=_post_filter_message(dra_msg, result))
             why = self._why_short(pod, dra, statuses)
             return Unschedulable(message=f"{message} {why}" if why else message, nominate=result.nominate,
                                  preemption=result.candidate,
                                  plugins=unschedulable_plugins(statuses.values()))
 
         entry, allocs, node_ext = self._select_host(info, pinfo, state, dra, feasible)
-        return self._reserve(pod, pinfo, dra, entry, allocs, node_ext)
+        return self._reserve(pod, pinfo, state, dra, entry, allocs, node_ext)
 
     def pod_claims(self, pod: Mapping[str, Any]) -> list[dict[str, Any]]:
         """`foreachPodResourceClaim`: the pod's claims, or Gated with upstream's reason."""
@@ -541,31 +559,9 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        totals: Sequence[float]
-        if not self.profile.fused_core:  # every score comes from the profile's plugins
-            extra: list[tuple[str, list[int], int]] = []
-            if d.prioritized:
-                weight = self.profile.dra_weight
-                raw = [plugins.prioritized_list_score(d.alloc_claims, allocs) if allocs else 0
-                       for _e, allocs, _x in feasible]
-                framework.default_normalize(raw, reverse=False)
-                if weight:
-                    extra.append((DRA_PLUGIN, raw, weight))
-            weighted, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible], extra)
-            return feasible[self._pick_best(weighted)]
-        if d.prioritized or info.preferred or (self.node_cache.soft_tainted and any(
-                e.info.soft_taints for e, _a, _x in feasible)):
-            inputs = []
-            for entry, allocs, _node_ext in feasible:
-                dra_score = plugins.dynamic_resources_score(d.claims, allocs) if d.prioritized and allocs else 0
-                inputs.append(info.raw_score(entry.info, entry.usage, dra_score))
-            totals = plugins.total_scores(inputs)
-        else:  # only the resource scores differ between nodes
-            score = info.resource_score
-            totals = [score(entry.info, entry.usage) for entry, _a, _x in feasible]
-        if self.profile.scores:
-            more, _per_plugin = self.profile.run_scores(state, pinfo, [e for e, _a, _x in feasible])
-            totals = [t + x for t, x in zip(totals, more, strict=True)]
+        nodes = [e for e, _a, _x in feasible]
+        extra = self._extra_scores(pinfo, d, feasible)
+        totals, _per_plugin = self.profile.run_scores(state, pinfo, nodes, extra, skip=self._fused_scores(extra, pinfo, nodes))
         return feasible[self._pick_best(totals)]
 
     def _pick_best(self, totals: Sequence[float]) -> int:
@@ -574,8 +570,31 @@ class SchedulingCycle:
         top = [i for i, score in enumerate(totals) if score == best]
         return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
 
-    def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, d: DraCycle, entry: NodeEntry,
-                 allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
+    def _fused_scores(self, extra: list[tuple[str, list[int], int]], pinfo: framework.PodInfo,
+                      nodes: Sequence[NodeEntry]) -> tuple[str, ...]:
+        """The fast path: NodeResourcesFit and NodeResourcesBalancedAllocation with their default
+        args and weights scored in one call per node (appended to `extra`); the plugins to skip."""
+        if not self._resource_fast:
+            return ()
+        balanced = bool(pinfo.req.requests.cpu or pinfo.req.requests.memory)
+        extra.append(("NodeResources", noderesources.default_resource_scores(pinfo, nodes, balanced=balanced), 1))
+        return _RESOURCE_PLUGINS
+
+    def _extra_scores(self, pinfo: framework.PodInfo, d: DraCycle,
+                      feasible: Sequence[tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]]
+                      ) -> list[tuple[str, list[int], int]]:
+        """Scores from outside the profile's plugins: DynamicResources' score (1.37: the
+        prioritized-list subrequests chosen; normalized, with the profile's weight for it)."""
+        extra: list[tuple[str, list[int], int]] = []
+        weight = self.profile.dra_weight
+        if d.prioritized and weight:
+            dra = [plugins.dynamic_resources_score(d.claims, allocs) if allocs else 0 for _e, allocs, _x in feasible]
+            framework.default_normalize(dra, reverse=False)
+            extra.append((DRA_PLUGIN, dra, weight))
+        return extra
+
+    def _reserve(self, pod: dict[str, Any], pinfo: framework.PodInfo, state: framework.CycleState, d: DraCycle,
+                 entry: NodeEntry, allocs: list[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None) -> Plan:
         pod_uid = uid_of(pod)
         pod_key = caches.key_of(pod)
         plan = Plan(node=entry.name, claims=[])
@@ -597,6 +616,12 @@ class SchedulingCycle:
             plan.claims.append(ClaimPlan(claim=None, allocation=alloc, key=key, extended=True))
             plan.extended_claim = node_ext.claim
             plan.mappings = node_ext.mappings
+        binding = self.profile.plugin("VolumeBinding")
+        if isinstance(binding, volumebinding.VolumeBinding):
+            volumes = binding.bindings(state, entry)
+            if volumes:
+                plan.volume_bindings = [(dict(pv), dict(claim)) for claim, pv in volumes.static]
+                plan.provision_claims = [dict(claim) for claim in volumes.provision]
         self.node_cache.assume_pod(pinfo, entry.name)
         if self.preemption is not None:
             self.preemption.nominator.delete(pinfo.uid)  # DeleteNominatedPodIfExists
@@ -711,6 +736,23 @@ class _NamespaceLabels(Mapping[str, Mapping[str, str]]):
         return len(self._cache.list())
 
 
+class InformerVolumes:
+    """`volumebinding.VolumeLookup` over the scheduler's informers."""
+
+    def __init__(self, *, pvcs: informers.Informer, pvs: informers.Informer, classes: informers.Informer) -> None:
+        self._pvcs, self._pvs, self._classes = pvcs.cache, pvs.cache, classes.cache
+
+    def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self._pvcs.get(namespace, name)
+
+    def volume(self, name: str) -> Mapping[str, Any] | None:
+        return self._pvs.get("", name)
+
+    def volumes(self) -> Iterable[Mapping[str, Any]]:
+        return self._pvs.list()
+
+    def storage_class(self, name: str) -> Mapping[str, Any] | None:
+        return self._classes.get("", name)
 def _post_filter_message(dra_message: str, result: preemptions.Result) -> str:
     """`RunPostFilterPlugins`' message: none once a plugin succeeds; an error's own message; else the
     reasons of DynamicResources and DefaultPreemption joined."""

@@ -40,7 +40,8 @@ class NodeCache:
         if meta_of(old).get("labels") != meta_of(node).get("labels"):
             entry.dra_cache.clear()
         if meta_of(old).get("labels") != meta_of(node).get("labels") or spec_of(old) != spec_of(node) or \
-                status_of(old).get("allocatable") != status_of(node).get("allocatable"):
+                status_of(old).get("allocatable") != status_of(node).get("allocatable") or \
+                status_of(old).get("images") != status_of(node).get("images"):
             self.soft_tainted -= bool(entry.info.soft_taints)
             entry.info.update(node)
             self.soft_tainted += bool(entry.info.soft_taints)

@@ -66,6 +66,10 @@ class Plan(msgspec.Struct, kw_only=True):
     claims: list[ClaimPlan]
     extended_claim: dict[str, Any] | None = None  # to create
     mappings: list[dict[str, str]] = msgspec.field(default_factory=list)
+    # VolumeBinding's PreBind: (PersistentVolume, PersistentVolumeClaim) to pre-bind, and claims to
+    # provision on the node
+    volume_bindings: list[tuple[dict[str, Any], dict[str, Any]]] = msgspec.field(default_factory=list)
+    provision_claims: list[dict[str, Any]] = msgspec.field(default_factory=list)
 
 
 Outcome = Unschedulable | Error | Gate | Plan

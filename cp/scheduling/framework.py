@@ -144,6 +144,8 @@ class PodInfo:
         ports: list[tuple[str, str, int]] = []
         for group in ("initContainers", "containers"):
             for c in spec.get(group) or ():
+                if group == "initContainers" and c.get("restartPolicy") != "Always":
+                    continue  # only sidecars run for the pod's lifetime
                 for p in c.get("ports") or ():
                     hp = int(p.get("hostPort") or 0)
                     if hp > 0:
@@ -200,14 +202,21 @@ class NodeState:
 
 
 class Snapshot:
-    """The nodes of one cycle, and the namespaces' labels (for affinity namespace selectors)."""
+    """The nodes of one cycle, the namespaces' labels (for affinity namespace selectors), the
+    extended resources DeviceClasses back (resource -> class, for NodeResourcesFit) and the
+    volume objects (for VolumeRestrictions and VolumeBinding)."""
 
-    __slots__ = ("_affinity", "_anti_affinity", "by_name", "namespaces", "nodes")
+    __slots__ = ("_affinity", "_anti_affinity", "by_name", "dra_backed", "namespaces", "nodes", "volumes")
 
-    def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None) -> None:
+    def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None,
+                 dra_backed: Mapping[str, str] | None = None, volumes: Any = None) -> None:
         self.nodes = nodes
         self.by_name = {n.name: n for n in nodes}
         self.namespaces = namespaces or {}
+        self.dra_backed = dra_backed or {}
+        # PersistentVolumeClaims, PersistentVolumes, StorageClasses (`volumebinding.VolumeLookup`;
+        # None: unknown, the volume plugins skip)
+        self.volumes = volumes
         self._affinity: list[NodeState] | None = None
         self._anti_affinity: list[NodeState] | None = None
 
@@ -228,11 +237,23 @@ class Snapshot:
 
 
 class CycleState(dict[str, Any]):
-    """Per-cycle plugin data (keyed by plugin name). `clone()` copies each value that has a
-    `clone()` (preemption's dry runs mutate their copy through AddPod/RemovePod)."""
+    """Per-cycle plugin data (keyed by plugin name; the cycle's snapshot under `SNAPSHOT_KEY`).
+    `clone()` copies each value that has a `clone()` (preemption's dry runs mutate their copy
+    through AddPod/RemovePod)."""
+
+    # `PreFilterResult.NodeNames` merged over the PreFilter plugins (None: all nodes), and the
+    # plugins that narrowed it
+    node_names: frozenset[str] | None = None
+    node_names_plugins: tuple[str, ...] = ()
+
+    def restrict(self, names: frozenset[str], plugin: str) -> None:
+        """A PreFilter plugin's `PreFilterResult`: only these nodes can fit."""
+        self.node_names = names if self.node_names is None else self.node_names & names
+        self.node_names_plugins += (plugin,)
 
     def clone(self) -> CycleState:
         out = CycleState()
+        out.node_names, out.node_names_plugins = self.node_names, self.node_names_plugins
         for k, v in self.items():
             out[k] = v.clone() if hasattr(v, "clone") else v
         return out
@@ -251,7 +272,7 @@ class Plugin:
     - `add_pod` / `remove_pod(state, pod, other, node)`: update the PreFilter state as if `other`
       were added to / removed from `node` (preemption);
     - `pre_score(state, pod, nodes)`: None, or `SKIPPED` to skip Score for the cycle;
-    - `score(state, pod, node)`: a raw score;
+    - `score(state, pod, node)`: a raw score (`score_nodes`: on every feasible node at once);
     - `normalize(state, pod, scores)`: rewrite the raw scores (one per feasible node) to 0..100;
     - `explain(state, pod, node)`: the detail behind a Filter rejection, for `cplane why`.
 
@@ -282,6 +303,11 @@ class Plugin:
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeState) -> int:
         return 0
+
+    def score_nodes(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeState]) -> list[int]:
+        """Score on every node (a plugin may override it to score them all at once, faster)."""
+        score = self.score
+        return [score(state, pod, n) for n in nodes]
 
     def normalize(self, state: CycleState, pod: PodInfo, scores: list[int]) -> None:
         return None
@@ -350,6 +376,11 @@ class Profile:
             if not st.plugin:
                 st.plugin = p.name
             return [], st
+        if state.node_names is not None and not state.node_names:
+            names = state.node_names_plugins
+            msg = (f"node(s) didn't satisfy plugin {names[0]}" if len(names) == 1
+                   else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously")
+            return [], Status(UNRESOLVABLE, [msg], names[0])
         return [p for p in self.filters if p.name not in skipped], None
 
     @staticmethod
@@ -363,24 +394,27 @@ class Profile:
         return None
 
     def run_scores(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeState],
-                   extra: Sequence[tuple[str, list[int], int]] = ()) -> tuple[list[int], dict[str, list[int]]]:
+                   extra: Sequence[tuple[str, list[int], int]] = (), skip: Iterable[str] = ()
+                   ) -> tuple[list[int], dict[str, list[int]]]:
         """`RunScorePlugins`: the weighted sum per node, and each plugin's normalized scores.
-        `extra`: scores computed elsewhere (name, normalized scores, weight), e.g. DynamicResources."""
+        `extra`: scores computed elsewhere (name, normalized scores, weight), e.g. DynamicResources;
+        `skip`: plugins whose scores are among them (a fused fast path)."""
         per_plugin: dict[str, list[int]] = {}
         totals = [0] * len(nodes)
+        skipped = frozenset(skip)
         for p, weight in self.scores:
+            if p.name in skipped:
+                continue
             if "PreScore" in p.points:
                 st = p.pre_score(state, pod, nodes)
                 if st is not None and st.code == SKIP:
                     continue
-            scores = [p.score(state, pod, n) for n in nodes]
+            scores = p.score_nodes(state, pod, nodes)
             if "NormalizeScore" in p.points:
                 p.normalize(state, pod, scores)
             per_plugin[p.name] = scores
-            for i, s in enumerate(scores):
-                totals[i] += s * weight
+            totals = [t + s * weight for t, s in zip(totals, scores, strict=True)]
         for name, scores, weight in extra:
             per_plugin[name] = scores
-            for i, s in enumerate(scores):
-                totals[i] += s * weight
+            totals = [t + s * weight for t, s in zip(totals, scores, strict=True)]
         return totals, per_plugin

@@ -48,6 +48,15 @@ def _load() -> None:
     modules: tuple[str, ...] = (
         "interpodaffinity",
         "podtopologyspread",
+        "nodeunschedulable",
+        "nodename",
+        "tainttoleration",
+        "nodeaffinity",
+        "nodeports",
+        "noderesources",
+        "imagelocality",
+        "volumerestrictions",
+        "volumebinding",
     )
     for module in modules:
         importlib.import_module(f"cp.scheduling.plugins.{module}")
@@ -58,6 +67,7 @@ def default_profile(*, scheduler_name: str = SCHEDULER_NAME) -> framework.Profil
     _load()
     filters: list[framework.Plugin] = []
     scores: list[tuple[framework.Plugin, int]] = []
+    pre_filters: list[framework.Plugin] = []  # the fused core filters' PreFilters run too
     for name, weight in DEFAULT_PLUGINS:
         factory = PLUGINS.get(name)
         if factory is None:
@@ -65,10 +75,12 @@ def default_profile(*, scheduler_name: str = SCHEDULER_NAME) -> framework.Profil
         plugin = factory({})
         if "Filter" in plugin.points and name not in CORE_FILTERS:
             filters.append(plugin)
+        if "PreFilter" in plugin.points:
+            pre_filters.append(plugin)
         if "Score" in plugin.points and weight:
             scores.append((plugin, weight))
-    return framework.Profile(scheduler_name=scheduler_name, filters=filters, scores=scores, fused_core=True,
-                             enabled=[n for n, _w in DEFAULT_PLUGINS])
+    return framework.Profile(scheduler_name=scheduler_name, filters=filters, scores=scores, pre_filters=pre_filters,
+                             fused_core=True, enabled=[n for n, _w in DEFAULT_PLUGINS])
 
 
 # ---------------------------------------------------------------------- KubeSchedulerConfiguration
@@ -486,7 +498,7 @@ def uses_fused_core(prof: ProfileConfig) -> bool:
 def build_profile(prof: ProfileConfig, *, path: str = "") -> framework.Profile:
     """A framework.Profile from one profile configuration; the plugins are made by their
     factories from `pluginConfig`'s args. Plugins known by name but not implemented as a Plugin
-    here (volume plugins, ImageLocality, ...) are left out, as by default."""
+    here (NodeVolumeLimits, VolumeZone, ...) are left out, as by default."""
     _load()
     resolved = resolve(prof, path=path)
     fused = uses_fused_core(prof)
@@ -523,8 +535,8 @@ def build_profile(prof: ProfileConfig, *, path: str = "") -> framework.Profile:
         if plugin is not None and "Filter" in plugin.points:
             filters.append(plugin)
     pre_filters: list[framework.Plugin] = []
-    for ref in resolved["preFilter"]:
-        if ref.name == DYNAMIC_RESOURCES or (fused and ref.name in CORE_FILTERS):
+    for ref in resolved["preFilter"]:  # the fused core filters' PreFilters run too
+        if ref.name == DYNAMIC_RESOURCES:
             continue
         plugin = instance(ref.name)
         if plugin is not None and "PreFilter" in plugin.points:

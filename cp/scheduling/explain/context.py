@@ -23,7 +23,7 @@ from cp.dra.celenv import CelCache
 from cp.dra.model import DeviceID
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 from cp.dra.state import AllocatedState
-from cp.scheduling import framework, plugins
+from cp.scheduling import framework, plugins, profiles
 from cp.scheduling.explain.common import (
     RESERVED_FOR_MAX,
     Snapshot,
@@ -341,20 +341,31 @@ def dra_node(ctx: Context, node: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def scores(ctx: Context, feasible: list[tuple[plugins.NodeInfo, dict[str, Any]]]
-            ) -> tuple[list[float], list[dict[str, Any]]]:
-    """The scheduler's scores (`scheduler_plugins.total_scores`) and their raw inputs."""
-    inputs = []
+           ) -> tuple[list[int], list[dict[str, Any]]]:
+    """The scheduler's scores: the default profile's score plugins (each normalized to 0..100,
+    times its weight, summed: exact integers, as the scheduler's cycle), plus DynamicResources'
+    score. Each node's detail: every plugin's normalized score before its weight."""
+    profile = profiles.default_profile()
+    pinfo = framework.PodInfo(ctx.info.pod, ctx.req, ctx.info.owner)
+    states = {n.name: framework.NodeState(n.node, ctx.usage.get(n.name) or plugins.NodeUsage())
+              for n in (plugins.NodeInfo(node) for node in ctx.snap.nodes)}
+    nodes = [states.get(ni.name) or framework.NodeState(ni.node, ctx.usage.get(ni.name)) for ni, _dra in feasible]
+    state = framework.CycleState()
+    state[framework.SNAPSHOT_KEY] = framework.Snapshot(list(states.values()), dra_backed=ctx.ext_mapping)
+    extra: list[tuple[str, list[int], int]] = []
     # As the scheduler: scored when a claim to allocate has subrequests; allocated claims count
     # with their own allocation (a bound pod's own claims are diagnosed as not allocated yet).
     prioritized = any(r.get("firstAvailable") for c in ctx.alloc_claims
                       for r in ((objects.spec_of(c).get("devices") or {}).get("requests") or []))
-    ordered = [c if allocation(c) is None or objects.uid_of(c) not in ctx.own_claims
-               else {k: v for k, v in c.items() if k != "status"} for c in ctx.pod_claims]
-    for ni, dra in feasible:
-        allocs = (dra or {}).get("rawAllocation") or []
-        dra_score = plugins.dynamic_resources_score(ordered, allocs) if prioritized and allocs else 0
-        inputs.append(ctx.info.raw_score(ni, ctx.usage.get(ni.name), dra_score))
-    details = [{"leastAllocated": round(s.least, 3), "balancedAllocation": round(s.balanced, 3),
-                "untoleratedPreferNoScheduleTaints": s.taints, "preferredAffinity": s.affinity,
-                "prioritizedList": s.dra} for s in inputs]
-    return plugins.total_scores(inputs), details
+    if prioritized and profile.dra_weight:
+        ordered = [c if allocation(c) is None or objects.uid_of(c) not in ctx.own_claims
+                   else {k: v for k, v in c.items() if k != "status"} for c in ctx.pod_claims]
+        dra = []
+        for _ni, view in feasible:
+            allocs = (view or {}).get("rawAllocation") or []
+            dra.append(plugins.dynamic_resources_score(ordered, allocs) if allocs else 0)
+        framework.default_normalize(dra, reverse=False)
+        extra.append(("DynamicResources", dra, profile.dra_weight))
+    totals, per_plugin = profile.run_scores(state, pinfo, nodes, extra)
+    details = [{name: values[i] for name, values in per_plugin.items()} for i in range(len(nodes))]
+    return totals, details

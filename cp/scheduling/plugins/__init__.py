@@ -364,7 +364,8 @@ def untolerated_taint(taints: Iterable[Mapping[str, Any]], tolerations: Sequence
 class NodeInfo:
     """What the filters and scores need from a Node, parsed once per node version."""
 
-    __slots__ = ("alloc", "hard_taints", "labels", "name", "node", "plain", "soft_taints", "unschedulable")
+    __slots__ = ("alloc", "hard_taints", "images", "labels", "name", "node", "plain", "soft_taints",
+                 "unschedulable")
 
     def __init__(self, node: Mapping[str, Any]) -> None:
         self.update(node)
@@ -381,6 +382,12 @@ class NodeInfo:
         self.soft_taints = [t for t in taints if t.get("effect") == "PreferNoSchedule"]
         self.alloc = Allocatable(node)
         self.plain = not self.unschedulable and not self.hard_taints  # nothing for a pod to tolerate
+        # image name -> size (`status.images`, for ImageLocality)
+        self.images: dict[str, int] = {}
+        for image in ((node.get("status") or {}).get("images") or ()):
+            if isinstance(image, Mapping):
+                for image_name in image.get("names") or ():
+                    self.images[str(image_name)] = int(image.get("sizeBytes") or 0)
 
 
 class PodInfo:
@@ -427,9 +434,9 @@ class PodInfo:
         alloc = ni.alloc
         if self.req_zero and (usage.pods if usage is not None else 0) < alloc.pods:
             return None
-        reasons = fit_reasons(self.req.requests, alloc, usage, dra_backed)
+        reasons, unresolvable = fit_check(self.req.requests, alloc, usage, dra_backed)
         if reasons:
-            return Status(UNSCHEDULABLE, reasons, "NodeResourcesFit")
+            return Status(UNRESOLVABLE if unresolvable else UNSCHEDULABLE, reasons, "NodeResourcesFit")
         return None
 
     def affinity_matches(self, ni: NodeInfo) -> bool:
@@ -500,28 +507,50 @@ def node_affinity_matches(pod: Mapping[str, Any], node: Mapping[str, Any]) -> bo
 def fit_reasons(r: Resources, alloc: Allocatable, usage: NodeUsage | None,
                 dra_backed: Mapping[str, str]) -> list[str]:
     """`fitsRequest`: every insufficient resource, "Too many pods" first."""
+    return fit_check(r, alloc, usage, dra_backed)[0]
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """`v1helper.IsExtendedResourceName`: a prefixed name outside `kubernetes.io/`, not a quota name."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
+
+
+def fit_check(r: Resources, alloc: Allocatable, usage: NodeUsage | None, dra_backed: Mapping[str, str], *,
+              ignored: frozenset[str] = frozenset(), ignored_groups: frozenset[str] = frozenset()
+              ) -> tuple[list[str], bool]:
+    """`fitsRequest` with NodeResourcesFit's `ignoredResources` / `ignoredResourceGroups`: the
+    reasons, and whether some request exceeds the node's whole allocatable (unresolvable)."""
     reasons: list[str] = []
     pods = usage.pods if usage is not None else 0
     if pods + 1 > alloc.pods:
         reasons.append(ERR_REASON_TOO_MANY_PODS)
     if r.is_zero():
-        return reasons
+        return reasons, False
     have = alloc.resources
     used = usage.requested if usage is not None else _ZERO
+    unresolvable = False
     if r.cpu > 0 and r.cpu > have.cpu - used.cpu:
         reasons.append("Insufficient cpu")
+        unresolvable |= r.cpu > have.cpu
     if r.memory > 0 and r.memory > have.memory - used.memory:
         reasons.append("Insufficient memory")
+        unresolvable |= r.memory > have.memory
     if r.ephemeral > 0 and r.ephemeral > have.ephemeral - used.ephemeral:
         reasons.append("Insufficient ephemeral-storage")
+        unresolvable |= r.ephemeral > have.ephemeral
     for name, q in r.scalar.items():
         if q == 0:
             continue
+        if (ignored or ignored_groups) and is_extended_resource_name(name) and (
+                name in ignored or name.split("/", 1)[0] in ignored_groups):
+            continue
         if name in dra_backed and (name not in have.scalar or name in alloc.zero_scalar):
             continue  # left to the DynamicResources plugin (extended resource backed by DRA)
-        if q > have.scalar.get(name, 0) - used.scalar.get(name, 0):
+        cap = have.scalar.get(name, 0)
+        if q > cap - used.scalar.get(name, 0):
             reasons.append(f"Insufficient {name}")
-    return reasons
+            unresolvable |= q > cap
+    return reasons, unresolvable
 
 
 _ZERO = Resources()

@@ -224,7 +224,8 @@ def test_dry_run_reports_why_nodes_are_not_candidates() -> None:
     assert found == []
     assert {k: (v.code, v.reasons) for k, v in statuses.items()} == {
         "node1": (plugins.UNRESOLVABLE, ["No preemption victims found for incoming pod"]),
-        "node2": (plugins.UNSCHEDULABLE, ["Insufficient cpu"])}
+        # 300m requested on a 200m node: unresolvable (NodeResourcesFit, request above allocatable)
+        "node2": (plugins.UNRESOLVABLE, ["Insufficient cpu"])}
 
 
 # ---------------------------------------------------------------------- TestSelectBestCandidate

@@ -297,9 +297,10 @@ def test_individual_core_classes_replace_the_fused_filters(monkeypatch: pytest.M
     cfg = config(profiles=[{"plugins": {"filter": {"disabled": [{"name": "NodeName"}]}}}])
     built = profiles.build_profile(cfg.profiles[0])
     assert not built.fused_core
-    assert [p.name for p in built.filters] == ["NodeUnschedulable", "TaintToleration", "NodeAffinity",
-                                              "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+    assert [p.name for p in built.filters] == ["NodeUnschedulable", "TaintToleration", "NodeAffinity", "NodePorts",
+                                              "NodeResourcesFit", "VolumeRestrictions", "VolumeBinding",
+                                              "PodTopologySpread", "InterPodAffinity"]
     assert {p.name: w for p, w in built.scores} == {"TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
                                                     "PodTopologySpread": 2, "InterPodAffinity": 2,
-                                                    "NodeResourcesBalancedAllocation": 1}
+                                                    "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert built.dra_weight == 1

@@ -38,7 +38,7 @@ def test_fitting_pod_explains_node_devices_and_losers() -> None:
     # node-4 fits too, but loses on score (it is busier).
     n3, n4 = node_view(doc, "node-3"), node_view(doc, "node-4")
     assert n4["fits"] and n4["score"] < n3["score"] == chosen["score"]
-    assert n4["scoreDetail"]["leastAllocated"] < n3["scoreDetail"]["leastAllocated"]
+    assert n4["scoreDetail"]["NodeResourcesFit"] < n3["scoreDetail"]["NodeResourcesFit"]
     # node-1 is filtered before DRA, node-2 has too few free devices.
     assert node_view(doc, "node-1")["filter"]["plugin"] == "TaintToleration"
     assert node_view(doc, "node-2")["dra"]["blocker"].startswith(
