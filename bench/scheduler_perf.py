@@ -125,7 +125,8 @@ class Workload(msgspec.Struct, kw_only=True):
 
 def plugin_workloads(quick: bool) -> list[Workload]:
     """Upstream's non-DRA workloads for InterPodAffinity, PodTopologySpread, DefaultPreemption and
-    NodeAffinity: 500 nodes (quick: 100 nodes, the same pods; preemption's scale with the nodes)."""
+    NodeAffinity: 500 nodes (quick: 100 nodes, the same pods — anti-affinity's a fifth, one per node —;
+    preemption's scale with the nodes)."""
     n, k = (100, 1) if quick else (500, 1)
     tag = " (quick)" if quick else ""
     return [
@@ -133,7 +134,8 @@ def plugin_workloads(quick: bool) -> list[Workload]:
                  init_pods=500 // k, measure_pods=1000 // k, init_pod=("pod-affinity", "sched-0"),
                  measure_pod=("pod-affinity", "sched-1"), upstream="5000Nodes_5000Pods: 35", timeout=300),
         Workload(name=f"SchedulingPodAntiAffinity/{n}Nodes{tag}", kind="plain", nodes=n, devices=0,
-                 init_pods=100 // k, measure_pods=400 // k, init_pod=("pod-anti-affinity", "sched-0"),
+                 # one pod per node at most, across both namespaces: at 100 nodes, a fifth of the pods
+                 init_pods=100 * n // 500, measure_pods=400 * n // 500, init_pod=("pod-anti-affinity", "sched-0"),
                  measure_pod=("pod-anti-affinity", "sched-1"), upstream="5000Nodes_2000Pods: 60", timeout=300),
         Workload(name=f"TopologySpreading/{n}Nodes{tag}", kind="plain", nodes=n, devices=0,
                  zones=("moon-1", "moon-2", "moon-3"), init_pods=1000 // k, measure_pods=1000 // k,

@@ -20,10 +20,8 @@ containers (sidecars) added, plain init containers as a maximum on top of the si
 before them, plus overhead; pod-level `spec.resources.requests` win for cpu and memory. Scoring
 uses the non-zero requests (100m cpu / 200Mi memory for a container that requests nothing).
 
-Scores (0..100 each, weighted as in the default profile): NodeResourcesFit LeastAllocated (1),
-NodeResourcesBalancedAllocation (1), TaintToleration PreferNoSchedule (3), NodeAffinity preferred
-terms (2) and the DynamicResources prioritized-list score (1); spreading (PodTopologySpread) and
-InterPodAffinity are framework plugins (`cp.scheduling.plugins.podtopologyspread`, `.interpodaffinity`).
+The scores are the framework plugins' (one module each in this package, exact integers as upstream);
+`dynamic_resources_score` is the DynamicResources plugin's raw score.
 
 `fit_error` builds the `0/N nodes are available: ...` text (`FitError.Error()`), including the
 PostFilter part the DynamicResources plugin and DefaultPreemption add.
@@ -391,10 +389,10 @@ class NodeInfo:
 
 
 class PodInfo:
-    """What the filters and scores need from the pod being scheduled, computed once per cycle."""
+    """What the fused core filters need from the pod being scheduled, computed once per cycle."""
 
-    __slots__ = ("affinity", "node_name", "node_selector", "owner", "pod", "preferred", "req", "req_zero",
-                 "simple", "soft_tolerations", "tolerates_unschedulable", "tolerations")
+    __slots__ = ("affinity", "node_name", "node_selector", "owner", "pod", "req", "req_zero",
+                 "simple", "tolerates_unschedulable", "tolerations")
 
     def __init__(self, pod: Mapping[str, Any], req: PodRequests | None = None, owner: str = "") -> None:
         self.pod = pod
@@ -405,14 +403,10 @@ class PodInfo:
         self.tolerations = list(spec.get("tolerations") or [])
         self.tolerates_unschedulable = any(
             tolerates(t, {"key": UNSCHEDULABLE_TAINT, "effect": "NoSchedule"}) for t in self.tolerations)
-        self.soft_tolerations = [t for t in self.tolerations if (t.get("effect") or "") in ("", "PreferNoSchedule")]
         self.node_name = spec.get("nodeName") or ""
         self.node_selector = list((spec.get("nodeSelector") or {}).items())
         node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}
         self.affinity = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        self.preferred = [t for t in node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
-                          if int(t.get("weight") or 0) and ((t.get("preference") or {}).get("matchExpressions")
-                                                            or (t.get("preference") or {}).get("matchFields"))]
         # On a node without taints only the pod count can reject such a pod.
         self.simple = self.req_zero and not self.node_name and not self.node_selector and self.affinity is None
 
@@ -453,42 +447,6 @@ class PodInfo:
 
     # -- scores ----------------------------------------------------------------------------
 
-    def resource_score(self, ni: NodeInfo, usage: NodeUsage | None) -> float:
-        """LeastAllocated + BalancedAllocation (the only scores that differ between nodes for a
-        pod without tolerations of PreferNoSchedule taints, preferred affinity or subrequests): the fast path of `raw_score` + `total_scores`."""
-        have = ni.alloc.resources
-        nz = self.req.non_zero
-        cpu, mem = nz.cpu, nz.memory
-        if usage is not None:
-            cpu += usage.non_zero.cpu
-            mem += usage.non_zero.memory
-        hc, hm = have.cpu, have.memory
-        least = ((hc - cpu) * MAX_NODE_SCORE / hc if hc > 0 and cpu <= hc else 0.0) + \
-            ((hm - mem) * MAX_NODE_SCORE / hm if hm > 0 and mem <= hm else 0.0)
-        fc = min(cpu / hc, 1.0) if hc > 0 else 1.0
-        fm = min(mem / hm, 1.0) if hm > 0 else 1.0
-        return least / 2 + (1 - abs(fc - fm) / 2) * MAX_NODE_SCORE
-
-    def raw_score(self, ni: NodeInfo, usage: NodeUsage | None, dra_score: int) -> ScoreInput:
-        s = ScoreInput()
-        have = ni.alloc.resources
-        nz = self.req.non_zero
-        cpu, mem = nz.cpu, nz.memory
-        if usage is not None:
-            cpu += usage.non_zero.cpu
-            mem += usage.non_zero.memory
-        hc, hm = have.cpu, have.memory
-        s.least = (_least_allocated(cpu, hc) + _least_allocated(mem, hm)) / 2
-        fc = min(cpu / hc, 1.0) if hc > 0 else 1.0
-        fm = min(mem / hm, 1.0) if hm > 0 else 1.0
-        s.balanced = (1 - abs(fc - fm) / 2) * MAX_NODE_SCORE  # std. deviation of two fractions
-        if ni.soft_taints:
-            tols = self.soft_tolerations
-            s.taints = sum(1 for t in ni.soft_taints if not any(tolerates(tol, t) for tol in tols))
-        if self.preferred:
-            s.affinity = _preferred_affinity_score(self.preferred, ni.node)
-        s.dra = dra_score
-        return s
 
 
 def filter_node(pod: Mapping[str, Any], req: PodRequests, node: Mapping[str, Any], alloc: Allocatable,
@@ -562,62 +520,6 @@ def requested_dra_extended(req: PodRequests, dra_backed: Mapping[str, str]) -> b
 
 
 # ---------------------------------------------------------------------- scores
-
-
-def _least_allocated(requested: int, capacity: int) -> float:
-    if capacity <= 0 or requested > capacity:
-        return 0.0
-    return (capacity - requested) * MAX_NODE_SCORE / capacity
-
-
-def _preferred_affinity_score(terms: Sequence[Mapping[str, Any]], node: Mapping[str, Any]) -> int:
-    score = 0
-    for term in terms:
-        try:
-            if node_selector_matches({"nodeSelectorTerms": [term.get("preference") or {}]}, node):
-                score += int(term.get("weight") or 0)
-        except NodeSelectorError:
-            continue
-    return score
-
-
-class ScoreInput:
-    """Per-node raw scores of one cycle (normalized together in `total_scores`)."""
-
-    __slots__ = ("affinity", "balanced", "dra", "least", "taints")
-
-    def __init__(self) -> None:
-        self.least = 0.0
-        self.balanced = 0.0
-        self.taints = 0
-        self.affinity = 0
-        self.dra = 0
-
-
-def raw_scores(pod: Mapping[str, Any], req: PodRequests, node: Mapping[str, Any], alloc: Allocatable,
-               usage: NodeUsage | None, owner: str, dra_score: int) -> ScoreInput:
-    ni = NodeInfo(node)
-    ni.alloc = alloc
-    return PodInfo(pod, req, owner).raw_score(ni, usage, dra_score)
-
-
-def total_scores(inputs: Sequence[ScoreInput]) -> list[float]:
-    """Normalize each plugin's raw scores over the feasible nodes and sum them with the default
-    weights (LeastAllocated 1, BalancedAllocation 1, TaintToleration 3, NodeAffinity 2,
-    DynamicResources 1)."""
-    if not inputs:
-        return []
-    max_taints = max(s.taints for s in inputs)
-    max_aff = max(s.affinity for s in inputs)
-    max_dra = max(s.dra for s in inputs)
-    out = []
-    for s in inputs:
-        total = s.least + s.balanced
-        total += 3 * (MAX_NODE_SCORE * (max_taints - s.taints) / max_taints if max_taints else MAX_NODE_SCORE)
-        total += 2 * (MAX_NODE_SCORE * s.affinity / max_aff if max_aff else 0)
-        total += MAX_NODE_SCORE * s.dra // max_dra if max_dra else 0  # DefaultNormalizeScore: int64 arithmetic
-        out.append(total)
-    return out
 
 
 def prioritized_list_score(claims: Sequence[Mapping[str, Any]], allocations: Sequence[Mapping[str, Any]]) -> int:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from cp.scheduling import framework
 from cp.scheduling import plugins as p
 
 
@@ -118,30 +119,6 @@ def test_extended_resources_fit_or_go_to_dra() -> None:
 # ---------------------------------------------------------------------- scores
 
 
-def test_least_allocated_prefers_the_emptier_node() -> None:
-    info = p.PodInfo(pod(containers=[c(cpu="1", memory="1Gi")]))
-    busy = p.NodeUsage()
-    busy.add(p.pod_requests(pod(containers=[c(cpu="2", memory="4Gi")])), "")
-    empty_score = info.resource_score(p.NodeInfo(node()), None)
-    busy_score = info.resource_score(p.NodeInfo(node()), busy)
-    assert empty_score > busy_score
-    raw = [info.raw_score(p.NodeInfo(node()), None, 0), info.raw_score(p.NodeInfo(node()), busy, 0)]
-    totals = p.total_scores(raw)
-    assert totals[0] > totals[1]
-    assert totals[0] - totals[1] == pytest.approx(empty_score - busy_score)
-
-
-def test_taints_and_preferred_affinity_scores() -> None:
-    affinity = {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 10, "preference": {"matchExpressions": [{"key": "fast", "operator": "Exists"}]}}]}}
-    info = p.PodInfo(pod(affinity=affinity), owner="rs-uid")
-    plain = info.raw_score(p.NodeInfo(node()), None, 0)
-    preferred = info.raw_score(p.NodeInfo(node(labels={"fast": ""})), None, 0)
-    soft = info.raw_score(p.NodeInfo(node(taints=[{"key": "k", "effect": "PreferNoSchedule"}])), None, 0)
-    totals = p.total_scores([plain, preferred, soft])
-    assert totals[1] > totals[0] > totals[2]
-
-
 def test_prioritized_list_score_favours_earlier_subrequests() -> None:
     claim = {"spec": {"devices": {"requests": [{"name": "gpu", "firstAvailable": [
         {"name": "big", "deviceClassName": "x"}, {"name": "small", "deviceClassName": "x"}]}]}}}
@@ -193,12 +170,9 @@ def test_dynamic_resources_score(name: str, claims: list[dict[str, Any]], allocs
 
 def test_dynamic_resources_normalization_truncates_as_upstream() -> None:
     """DefaultNormalizeScore works in int64: 26 of 36 becomes 72 (not 72.2)."""
-    info = p.PodInfo(pod())
-    low, high = (info.raw_score(p.NodeInfo(node()), None, dra) for dra in (26, 36))
-    base = info.raw_score(p.NodeInfo(node()), None, 0)
-    totals = p.total_scores([low, high, base])
-    others = totals[2]  # the same node without a DRA score: only the other plugins
-    assert totals[0] - others == 72 and totals[1] - others == 100
+    scores = [26, 36, 0]
+    framework.default_normalize(scores, reverse=False)
+    assert scores == [72, 100, 0]
 
 
 # ---------------------------------------------------------------------- texts
