@@ -751,6 +751,9 @@ def _scheduler_rules() -> list[dict[str, Any]]:
         rule(READ, groups=["storage.k8s.io"], resources=["storageclasses"]),
         rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
         rule(READ, groups=["policy"], resources=["poddisruptionbudgets"]),
+        # PodTopologySpread's system default constraints: who selects a pod (helper.DefaultSelector)
+        rule(READ, groups=[""], resources=["services", "replicationcontrollers"]),
+        rule(READ, groups=["apps"], resources=["replicasets", "statefulsets"]),
         rule(["create"], groups=[""], resources=["bindings", "pods/binding"]),
         rule(["patch", "update"], groups=[""], resources=["pods/status"]),
         rule(["create", "delete", "get", "list", "patch", "update", "watch"], groups=[r],

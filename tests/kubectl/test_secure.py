@@ -281,3 +281,77 @@ async def test_crds_policies_and_batch_over_tls_with_rbac(tmp_path: Path) -> Non
     finally:
         server.terminate()
         await asyncio.wait_for(server.wait(), 20)
+
+
+SERVICE = """
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec:
+  selector: {app: web}
+  ports: [{port: 80}]
+"""
+
+
+async def test_scheduler_plugins_and_preemption_over_tls_with_rbac(tmp_path: Path) -> None:
+    """Issue #21 with TLS, authentication and RBAC on, the scheduler as `system:kube-scheduler`: the
+    informers its plugins need (Services, ReplicaSets, StatefulSets, ReplicationControllers for
+    PodTopologySpread's defaults, PodDisruptionBudgets for preemption, volumes for VolumeBinding) are
+    readable, required anti-affinity places one web pod per node and refuses a third with upstream's
+    message, and a high-priority pod preempts a web pod (DisruptionTarget, nominatedNodeName)."""
+    data = tmp_path / "data"
+    with (tmp_path / "server.log").open("wb") as log_file:
+        server = await asyncio.create_subprocess_exec(
+            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
+            str(ROOT / "examples/fleets/demo.yaml"), stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
+    kubectl = str(KUBECTL)
+    try:
+        admin = data / "kubeconfig"
+        await eventually(lambda: _ready(admin), within=30, interval=0.3, what="the kubeconfig")
+        home = tmp_path / "home"
+        home.mkdir()
+
+        async def k(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+            return await run(kubectl, *args, kubeconfig=admin, home=home, stdin=stdin)
+
+        await eventually(lambda: _ok(k("get", "--raw", "/readyz")), within=30, interval=0.3, what="readyz")
+        assert (await k("apply", "-f", "-", stdin=SERVICE))[0] == 0
+        code, _, err = await k("apply", "-f", str(ROOT / "examples/scheduling/web.yaml"))
+        assert code == 0, err
+
+        async def web_nodes() -> list[str] | None:
+            code, out, _ = await k("get", "pods", "-l", "app=web", "-o", "json")
+            pods = json.loads(out)["items"] if code == 0 else []
+            nodes = sorted(p["spec"].get("nodeName") or "" for p in pods)
+            return nodes if len(pods) == 2 and all(nodes) else None
+        assert await eventually(web_nodes, within=30, interval=0.3, what="two web pods bound") == [
+            "gpu-node-0", "gpu-node-1"]
+        assert (await k("scale", "deploy", "web", "--replicas=3"))[0] == 0
+
+        async def pending_message() -> str | None:
+            _, out, _ = await k("get", "pods", "-l", "app=web", "-o", "json")
+            for p in json.loads(out)["items"]:
+                for c in p.get("status", {}).get("conditions") or []:
+                    if c["type"] == "PodScheduled" and c["status"] == "False":
+                        return str(c["message"])
+            return None
+        message = await eventually(pending_message, within=30, interval=0.3, what="the third pod's message")
+        assert message.startswith("0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules.")
+
+        code, _, err = await k("apply", "-f", str(ROOT / "examples/scheduling/urgent.yaml"))
+        assert code == 0, err
+
+        async def nominated() -> str | None:
+            _, out, _ = await k("get", "pod", "urgent", "-o", "jsonpath={.status.nominatedNodeName}")
+            return out.strip() or None
+        node = await eventually(nominated, within=30, interval=0.3, what="urgent nominated")
+        _, out, _ = await k("get", "pods", "-l", "app=web", "-o", "json")
+        victims = [p for p in json.loads(out)["items"] if p["spec"].get("nodeName") == node
+                   and any(c["type"] == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+                           for c in p["status"].get("conditions") or [])]
+        assert len(victims) == 1
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), 20)
+    log = (tmp_path / "server.log").read_text()
+    assert "forbidden" not in log.lower(), [line for line in log.splitlines() if "forbidden" in line.lower()][:5]
