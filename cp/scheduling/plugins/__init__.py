@@ -255,7 +255,7 @@ class NodeUsage:
     controller run there, and (when given) the pods themselves as `framework.PodInfo`s
     (`members`, by uid) with counts of those having pod (anti-)affinity and their host ports."""
 
-    __slots__ = ("members", "non_zero", "owners", "pods", "ports", "requested", "with_affinity",
+    __slots__ = ("members", "memo", "non_zero", "owners", "pods", "ports", "requested", "version", "with_affinity",
                  "with_required_anti_affinity")
 
     def __init__(self) -> None:
@@ -267,8 +267,13 @@ class NodeUsage:
         self.with_affinity = 0
         self.with_required_anti_affinity = 0
         self.ports: dict[tuple[str, str, int], int] = {}
+        # bumped by every add/remove; `memo` holds what plugins derived from the pods at a version
+        # (e.g. PodTopologySpread's count of pods matching a selector)
+        self.version = 0
+        self.memo: dict[Any, tuple[int, Any]] = {}
 
     def add(self, req: PodRequests, owner: str, info: Any = None) -> None:
+        self.version += 1
         self.requested.add(req.requests)
         self.non_zero.add(req.non_zero)
         self.pods += 1
@@ -284,6 +289,7 @@ class NodeUsage:
                 self.ports[port] = self.ports.get(port, 0) + 1
 
     def remove(self, req: PodRequests, owner: str, info: Any = None) -> None:
+        self.version += 1
         self.requested.sub(req.requests)
         self.non_zero.sub(req.non_zero)
         self.pods -= 1

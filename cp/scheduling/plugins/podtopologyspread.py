@@ -288,15 +288,24 @@ class PodTopologySpread(framework.Plugin):
         affinity = plugins.PodInfo(pod.pod)
         counts: list[dict[str, int]] = [{} for _ in constraints]
         ns = pod.namespace
+        keys = [(NAME, str(c.selector), c.selector.empty, ns) for c in constraints]
         for node in snapshot.nodes:
             labels = node.labels
             if not _has_keys(labels, constraints):
                 continue
+            usage = node.usage
             for i, c in enumerate(constraints):
                 if not c.includes(node, affinity):
                     continue
                 value = labels[c.topology_key]
-                counts[i][value] = counts[i].get(value, 0) + _count_matching(node.pods, c.selector, ns)
+                # the count per node is kept with the node's pods until they change
+                hit = usage.memo.get(keys[i])
+                if hit is not None and hit[0] == usage.version:
+                    n = hit[1]
+                else:
+                    n = _count_matching(node.pods, c.selector, ns)
+                    usage.memo[keys[i]] = (usage.version, n)
+                counts[i][value] = counts[i].get(value, 0) + n
         state[_PRE_FILTER_KEY] = _FilterState(constraints, counts, affinity)
         return None
 
