@@ -63,6 +63,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import json
 import os
 import random
@@ -662,6 +663,9 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="also print the results as JSON")
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args()
+    if args.profile and args.profile_format != "cprofile" and importlib.util.find_spec("pyinstrument") is None:
+        parser.error("pyinstrument is not installed (it is not among the project's dependencies): "
+                     "use --profile-format cprofile, or install pyinstrument into .venv")
     logs.configure(fmt="console", level="warning")
     selected = [w for w in workloads(args.quick) if args.only in w.name]
     load = os.getloadavg()[0]
