@@ -84,6 +84,10 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
         return finish("Gated", f"scheduling gates {gates} hold the pod back")
     try:
         resolve_claims(ctx)
+        waiting = _waiting_for_binding_conditions(ctx)
+        if waiting and not ctx.bound_node:
+            return finish("Binding", "allocated and reserved; the scheduler waits in PreBind for binding conditions: "
+                          + "; ".join(waiting))
         prefilter(ctx)
     except Waiting as exc:
         return finish("Waiting", f"the scheduler waits before trying this pod: {exc}")
@@ -212,6 +216,34 @@ def explain_pod(snap: Snapshot, *, namespace: str, name: str, node: str | None =
     if ctx.bound_node:
         return finish("Bound", f"bound to {ctx.bound_node}; scheduled again now it would not fit ({summary})")
     return finish("Error" if errors else "Unschedulable", summary)
+
+
+def _waiting_for_binding_conditions(ctx: Context) -> list[str]:
+    """KEP-5007: the pod's claims reserved for it whose devices still miss a binding condition
+    (`device d/p/x: condition C not True`), or have a failure condition True."""
+    out: list[str] = []
+    for claim in ctx.pod_claims:
+        if not any(r.get("uid") == ctx.pod_uid for r in objects.status_of(claim).get("reservedFor") or []):
+            continue
+        alloc = objects.status_of(claim).get("allocation") or {}
+        entries = objects.status_of(claim).get("devices") or []
+        for result in ((alloc.get("devices") or {}).get("results") or []):
+            wanted = result.get("bindingConditions") or []
+            if not wanted:
+                continue
+            key = (result.get("driver"), result.get("pool"), result.get("device"))
+            entry = next((e for e in entries if (e.get("driver"), e.get("pool"), e.get("device")) == key), {})
+            conditions = {c.get("type"): c for c in entry.get("conditions") or [] if isinstance(c, Mapping)}
+            device = "/".join(str(k) for k in key)
+            for failure in result.get("bindingFailureConditions") or []:
+                if (conditions.get(failure) or {}).get("status") == "True":
+                    out.append(f"claim {objects.display_key(claim)} device {device}: failure condition {failure} "
+                               "is True (the binding fails; the claim is deallocated on the next attempt)")
+            missing = [str(c) for c in wanted if (conditions.get(c) or {}).get("status") != "True"]
+            if missing:
+                out.append(f"claim {objects.display_key(claim)} device {device}: "
+                           f"{', '.join(missing)} not True yet")
+    return out
 
 
 def _preemption(ctx: Context, pod: Mapping[str, Any], state: framework.CycleState, fw_pod: framework.PodInfo,

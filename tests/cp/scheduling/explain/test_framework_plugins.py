@@ -94,3 +94,24 @@ def test_text_form_shows_the_preemption() -> None:
     text = explain_text.render(why(snap))
     assert "  preemption: would evict default/batch on node-1 (0 PodDisruptionBudget violation(s)); " \
            "the pod is then nominated there" in text.splitlines()
+
+
+def test_a_pod_waiting_for_binding_conditions_is_said_to_wait() -> None:
+    from .support import claim, gpus, rslice
+
+    c = claim("web-0-gpu", allocated=[("node-1", "gpu-0")], reserved_for="web-0")
+    result = c["status"]["allocation"]["devices"]["results"][0]
+    result["bindingConditions"] = ["dra.example.com/attached"]
+    result["bindingFailureConditions"] = ["dra.example.com/failed"]
+    c["status"]["devices"] = [{"driver": result["driver"], "pool": "node-1", "device": "gpu-0", "conditions": [
+        {"type": "dra.example.com/attached", "status": "False", "reason": "Attaching", "message": "",
+         "lastTransitionTime": "2026-12-05T00:00:00Z"}]}]
+    snap = snapshot(node("node-1"), rslice("s1", "node-1", *gpus(2)), c, pod("web-0", "web-0-gpu"))
+    doc = why(snap)
+    assert doc["verdict"] == "Binding"
+    assert doc["summary"] == ("allocated and reserved; the scheduler waits in PreBind for binding conditions: "
+                              "claim default/web-0-gpu device gpu.example.com/node-1/gpu-0: "
+                              "dra.example.com/attached not True yet")
+    c["status"]["devices"][0]["conditions"][0]["status"] = "True"
+    assert why(snapshot(node("node-1"), rslice("s1", "node-1", *gpus(2)), c, pod("web-0", "web-0-gpu")))[
+        "verdict"] != "Binding"
