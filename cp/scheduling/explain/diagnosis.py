@@ -232,7 +232,7 @@ def _waiting_for_binding_conditions(ctx: Context) -> list[str]:
             if not wanted:
                 continue
             key = (result.get("driver"), result.get("pool"), result.get("device"))
-            entry = next((e for e in entries if (e.get("driver"), e.get("pool"), e.get("device")) == key), {})
+            entry: Mapping[str, Any] = next((e for e in entries if (e.get("driver"), e.get("pool"), e.get("device")) == key), {})
             conditions = {c.get("type"): c for c in entry.get("conditions") or [] if isinstance(c, Mapping)}
             device = "/".join(str(k) for k in key)
             for failure in result.get("bindingFailureConditions") or []:
