@@ -670,7 +670,13 @@ class SchedulingCycle:
                 verdicts[entry.name] = (await self._dra_filter(pod, d, entry))[0]
             filters.final = lambda node: verdicts.get(node.name)
         return self.preemption.post_filter(pod=pod, state=state, nodes=nodes, statuses=statuses, absent=absent,
+                                           args=self._preemption_args(),
                                            filters=filters)
+
+    def _preemption_args(self) -> preemptions.Args | None:
+        """The profile's DefaultPreemptionArgs (pluginConfig; validated when the profile was built)."""
+        args = self.profile.plugin_args.get(preemptions.PLUGIN)
+        return preemptions.Args.of(args) if args is not None else None
 
     def _preemption_enabled(self) -> bool:
         """DefaultPreemption is in the profile (a profile listing no plugins has the defaults)."""
@@ -689,6 +695,7 @@ class SchedulingCycle:
                                       ext_mapping=self.assume.ext_mapping,
                                       nominated=self.preemption.nominator.pods_on)
         return self.preemption.post_filter(pod=pod, state=framework.CycleState(), nodes=nodes, statuses={},
+                                           args=self._preemption_args(),
                                            absent=rejected, filters=filters)
 
     def _why_short(self, pod: Mapping[str, Any], dra: Any, statuses: Mapping[str, Any]) -> str:

@@ -108,14 +108,16 @@ class Preemption:
 
     def post_filter(self, *, pod: Mapping[str, Any], state: framework.CycleState,
                     nodes: Sequence[framework.NodeState], statuses: Mapping[str, plugins.Status],
-                    absent: plugins.Status, filters: preemptions.Filters) -> preemptions.Result:
-        """`Evaluator.Preempt` on the informer's latest copy of the pod."""
+                    absent: plugins.Status, filters: preemptions.Filters,
+                    args: preemptions.Args | None = None) -> preemptions.Result:
+        """`Evaluator.Preempt` on the informer's latest copy of the pod (`args`: the profile's
+        DefaultPreemptionArgs, else the scheduler's)."""
         current = self.pods.cache.get(*caches.key_of(pod))
         if current is None or uid_of(current) != uid_of(pod):
             current = dict(pod)
         return preemptions.preempt(pod=current, state=state, nodes=nodes, statuses=statuses, absent=absent,
                                    filters=filters, pdbs=self.budgets(), rng=self.rng, now=self.clock.now(),
-                                   args=self.args)
+                                   args=args if args is not None else self.args)
 
     async def prepare(self, *, preemptor: Mapping[str, Any], candidate: preemptions.Candidate) -> None:
         """`prepareCandidateAsync` (run to completion here): clear the nominations of lower-priority

@@ -337,8 +337,11 @@ class Profile:
     def __init__(self, *, scheduler_name: str, filters: Sequence[Plugin], scores: Sequence[tuple[Plugin, int]],
                  pre_filters: Sequence[Plugin] | None = None, pre_scores: Sequence[Plugin] | None = None,
                  fused_core: bool = False, percentage_of_nodes_to_score: int | None = None,
-                 enabled: Iterable[str] = (), dra_weight: int = 1) -> None:
+                 enabled: Iterable[str] = (), dra_weight: int = 1,
+                 plugin_args: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.scheduler_name = scheduler_name
+        # pluginConfig's args by plugin name (for plugins run outside the framework: DefaultPreemption)
+        self.plugin_args = dict(plugin_args or {})
         self.filters = list(filters)
         self.scores = list(scores)
         self.pre_filters = list(pre_filters) if pre_filters is not None else [

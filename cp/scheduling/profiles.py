@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from cp.scheduling import events, framework
+from cp.scheduling import preemption as preemptions
 
 SCHEDULER_NAME = "default-scheduler"
 
@@ -551,10 +552,17 @@ def build_profile(prof: ProfileConfig, *, path: str = "") -> framework.Profile:
         if plugin is not None and "Score" in plugin.points:
             scores.append((plugin, ref.weight))
     enabled = {ref.name for refs in resolved.values() for ref in refs}
+    preemption_args = prof.plugin_config.get(preemptions.PLUGIN)
+    if preemption_args is not None:
+        try:
+            preemptions.Args.of(preemption_args)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{path or 'profile'} ({prof.scheduler_name}): pluginConfig {preemptions.PLUGIN}: "
+                              f"{exc}") from None
     return framework.Profile(scheduler_name=prof.scheduler_name, filters=filters, scores=scores,
                              pre_filters=pre_filters, fused_core=fused,
                              percentage_of_nodes_to_score=prof.percentage_of_nodes_to_score,
-                             enabled=sorted(enabled), dra_weight=dra_weight)
+                             enabled=sorted(enabled), dra_weight=dra_weight, plugin_args=prof.plugin_config)
 
 
 def build_profiles(config: SchedulerConfig) -> list[framework.Profile]:

@@ -304,3 +304,19 @@ def test_individual_core_classes_replace_the_fused_filters(monkeypatch: pytest.M
                                                     "PodTopologySpread": 2, "InterPodAffinity": 2,
                                                     "NodeResourcesBalancedAllocation": 1, "ImageLocality": 1}
     assert built.dra_weight == 1
+
+
+def test_default_preemption_args_reach_the_profile_and_are_validated() -> None:
+    from cp.scheduling import preemption
+
+    cfg = config(profiles=[{"pluginConfig": [{"name": "DefaultPreemption", "args": {
+        "minCandidateNodesPercentage": 50, "minCandidateNodesAbsolute": 3}}]}])
+    built = profiles.build_profile(cfg.profiles[0])
+    args = preemption.Args.of(built.plugin_args["DefaultPreemption"])
+    assert (args.min_candidate_nodes_percentage, args.min_candidate_nodes_absolute) == (50, 3)
+    assert preemption.num_candidates(40, args) == 20  # max(40 * 50 %, 3), at most the nodes
+    bad = config(profiles=[{"pluginConfig": [{"name": "DefaultPreemption", "args": {
+        "minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}}]}])
+    with pytest.raises(ConfigError, match="pluginConfig DefaultPreemption: minCandidateNodesPercentage and "
+                                          "minCandidateNodesAbsolute cannot both be zero"):
+        profiles.build_profile(bad.profiles[0])
