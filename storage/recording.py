@@ -2,8 +2,8 @@
 `cplane log show|history|diff|events` (docs/replay.md).
 
 Sources (`open_source`): a data dir (its cplane.db), a database URL, an SQLite file or an NDJSON export.
-- `SqlSource` reads a SQL event log in place: time-travel lists, one object's history and revision
-  scans are indexed queries, so the `log` commands stay fast on logs of millions of events. It is
+- `SqlSource` reads a SQL event log in place: time-travel lists, one object's history, revision
+  scans and the events of one name or one user (`log events --name/--user`) are indexed queries, so the `log` commands stay fast on logs of millions of events. It is
   opened only after a read-only check that the database really is a cplane event log, so a wrong
   source is never migrated or written.
 - `Recording` is a whole log in memory, indexed by revision, by object and by resource. NDJSON is
