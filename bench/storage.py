@@ -1,9 +1,11 @@
-"""Storage benchmarks (issue #2): appends, fan-out, time-travel lists, export/import.
+"""Storage benchmarks (issue #2): appends, fan-out, time-travel lists, export/import; and (issue #22)
+`cplane log events --name/--user` on a 1,000,000-event SQLite log (`--only-queries`: that alone).
 
     .venv/bin/python -m bench.storage            # full run (~3-5 min on 2 cores)
     .venv/bin/python -m bench.storage --quick    # smaller sizes (~1 min)
     options: --pg-url URL (default: env CPLANE_TEST_PG_URL or postgresql+asyncpg://postgres@127.0.0.1:5432/test),
-             --no-pg, --dir DIR (scratch space; default a temporary directory)
+             --no-pg, --dir DIR (scratch space; default a temporary directory),
+             --only-queries (the log-query figures only, ~1 min)
 
 Prints one table; each figure sits beside its target or its reference point from the same run.
 PostgreSQL runs in a fresh schema that is dropped afterwards.
@@ -24,7 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import asyncpg
@@ -261,6 +263,131 @@ async def big_log(url: str, *, source: Path, objects: int, events: int, runs: in
     return out
 
 
+# -- log queries: `cplane log events --name/--user` (issue #22) -----------------------------------------
+
+QUERY_RUNS = 5
+
+
+def fill_query_log(path: Path, *, events: int, objects: int, users: int) -> None:
+    """A data dir's cplane.db holding `events` events, written straight into SQLite in one transaction
+    (not through the API: seconds, not minutes): `objects` pods spread over 100 namespaces, MODIFIED
+    round-robin, each event written by one of `users` node users. The secondary indexes are dropped
+    during the load and built again at the end, as `cplane log import` does."""
+    asyncio.run(_create_empty(path))
+    db = sqlite3.connect(path, isolation_level=None)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=OFF")
+        db.execute("BEGIN IMMEDIATE")
+        indexes = db.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'events' "
+                             "AND sql IS NOT NULL").fetchall()
+        for name, _ in indexes:
+            db.execute(f'DROP INDEX "{name}"')
+
+        def rows() -> Iterator[tuple[object, ...]]:
+            for revision in range(1, events + 1):
+                i = (revision - 1) % objects
+                prev = 0 if revision <= objects else revision - objects
+                body = b'{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pod-%07d","namespace":"ns-%02d",' \
+                       b'"resourceVersion":"%d"},"spec":{"nodeName":"node-%04d"}}' % (i, i % 100, revision, i % users)
+                yield (revision, "ADDED" if prev == 0 else "MODIFIED", "", "pods", f"ns-{i % 100:02d}",
+                       f"pod-{i:07d}", f"uid-{i}", prev, 1.7e9 + revision / 1000,
+                       f"system:node:node-{revision * 7919 % users:04d}", "kubelet", "kubelet/v1.37.0", "",
+                       body)
+
+        db.executemany(f"INSERT INTO events ({sql._COLS}) VALUES ({', '.join('?' * 14)})", rows())
+        db.executemany("INSERT INTO heads VALUES ('pods', '', ?, ?, ?, 0)",
+                       ((f"ns-{i % 100:02d}", f"pod-{i:07d}", events - (events - 1 - i) % objects)
+                        for i in range(min(objects, events))))
+        for _, definition in indexes:
+            db.execute(definition)
+        db.execute("COMMIT")
+    finally:
+        db.close()
+
+
+async def _create_empty(path: Path) -> None:
+    async with opened(f"sqlite+aiosqlite:///{path}"):
+        pass
+
+
+def _events_args(data_dir: Path, **kw: object) -> argparse.Namespace:
+    base: dict[str, object] = {"log_command": "events", "data_dir": data_dir, "db": None, "file": None,
+                               "resource": None, "namespace": None, "name": None, "actor": None, "user": None,
+                               "type": None, "since": None, "until": None, "limit": None, "follow": False,
+                               "output": "table"}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+async def _log_events(args: argparse.Namespace) -> tuple[float, int]:
+    """Seconds of one `cplane log events` in process (open, query, render the table), and its lines."""
+    import io
+
+    from cp.cli import log as log_command
+
+    sink = io.BytesIO()
+    started = time.perf_counter()
+    assert await log_command.log_events(args, out=sink) == 0
+    return time.perf_counter() - started, sink.getvalue().count(b"\n") - 1
+
+
+async def _full_scan(data_dir: Path, **fields: str) -> tuple[float, int]:
+    """The path `log events` took before the indexes: every event read, filtered in Python."""
+    from storage import recording
+
+    flt = recording.EventFilter(**fields)
+    started = time.perf_counter()
+    found = 0
+    async with recording.opened(str(data_dir), expect="dir") as source:
+        async for page in recording.events_between(source, 0, source.last):
+            found += sum(1 for ev in page if flt(ev))
+    return time.perf_counter() - started, found
+
+
+def _not_indexed(path: Path, **fields: str) -> tuple[float, int]:
+    """The same SQL as the indexed query, with `NOT INDEXED`: SQLite scans the table."""
+    from storage import codec
+
+    text, args = sql.scan_matching_sql(start=1, end=1 << 62, limit=1 << 62, name=fields.get("name"),
+                                       user=fields.get("user"), indexed=False)
+    db = sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+    try:
+        started = time.perf_counter()
+        found = [codec.event_from_row(row) for row in db.execute(text, args)]
+        return time.perf_counter() - started, len(found)
+    finally:
+        db.close()
+
+
+async def log_queries(directory: Path, *, events: int) -> list[Row]:
+    data_dir = directory / "queries"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "cplane.db"
+    started = time.perf_counter()
+    await asyncio.to_thread(fill_query_log, path, events=events, objects=10_000, users=5_000)
+    print(f"  log queries: wrote {events:,} events in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    rows: list[Row] = []
+    label = f"{events:,}-event log"
+    for flag, fields in (("--name", {"name": "pod-0004242"}), ("--user", {"user": "system:node:node-0042"})):
+        value = next(iter(fields.values()))
+        timings = []
+        for _ in range(QUERY_RUNS):
+            seconds, lines = await _log_events(_events_args(data_dir, **fields))
+            timings.append(seconds)
+        scan_seconds, scanned = await _full_scan(data_dir, **fields)
+        raw_seconds, raw = await asyncio.to_thread(_not_indexed, path, **fields)
+        assert lines == scanned == raw, (lines, scanned, raw)
+        rows.append(Row(benchmark=f"log events {flag} {value} ({label}, {lines} events), indexed", backend="SQLite",
+                        measured=f"{statistics.median(timings) * 1000:.0f} ms (median of {QUERY_RUNS})",
+                        target="<= 100 ms"))
+        rows.append(Row(benchmark="  same, previous path: every event read, filtered in Python", backend="SQLite",
+                        measured=f"{scan_seconds * 1000:,.0f} ms", target="reference"))
+        rows.append(Row(benchmark="  same SQL with NOT INDEXED (table scan, rows decoded)", backend="SQLite",
+                        measured=f"{raw_seconds * 1000:,.0f} ms", target="reference"))
+    return rows
+
+
 # -- driver ----------------------------------------------------------------------------------------
 
 async def pg_reachable(url: str) -> str | None:
@@ -325,6 +452,7 @@ async def run(*, quick: bool, pg_url: str | None, directory: Path) -> list[Row]:
                             measured=f"{result['import']:,.0f} events/s", target=">= 50,000/s"))
             rows.append(Row(benchmark=f"export ({events}, to /dev/null)", backend=backend,
                             measured=f"{result['export']:,.0f} events/s", target=">= 50,000/s"))
+        rows.extend(await log_queries(directory, events=size["events"]))
     finally:
         await stores.drop()
     return rows
@@ -346,6 +474,8 @@ def main() -> None:
     parser.add_argument("--pg-url", default=PG_URL)
     parser.add_argument("--no-pg", action="store_true", help="SQLite only")
     parser.add_argument("--dir", type=Path, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--only-queries", action="store_true",
+                        help="only `log events --name/--user` on a 1M-event log (issue #22)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
                         logger_factory=structlog.PrintLoggerFactory(sys.stderr))
@@ -362,7 +492,10 @@ def main() -> None:
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
     try:
-        rows = asyncio.run(run(quick=args.quick, pg_url=pg_url, directory=directory))
+        if args.only_queries:
+            rows = asyncio.run(log_queries(directory, events=100_000 if args.quick else 1_000_000))
+        else:
+            rows = asyncio.run(run(quick=args.quick, pg_url=pg_url, directory=directory))
     finally:
         if args.dir is None:
             shutil.rmtree(directory, ignore_errors=True)

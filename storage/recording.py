@@ -2,8 +2,8 @@
 `cplane log show|history|diff|events` (docs/replay.md).
 
 Sources (`open_source`): a data dir (its cplane.db), a database URL, an SQLite file or an NDJSON export.
-- `SqlSource` reads a SQL event log in place: time-travel lists, one object's history and revision
-  scans are indexed queries, so the `log` commands stay fast on logs of millions of events. It is
+- `SqlSource` reads a SQL event log in place: time-travel lists, one object's history, revision
+  scans and the events of one name or one user (`log events --name/--user`) are indexed queries, so the `log` commands stay fast on logs of millions of events. It is
   opened only after a read-only check that the database really is a cplane event log, so a wrong
   source is never migrated or written.
 - `Recording` is a whole log in memory, indexed by revision, by object and by resource. NDJSON is
@@ -324,6 +324,11 @@ class SqlSource:
 
     async def scan(self, start: int, end: int, limit: int) -> list[log.Event]:
         return list(await self.log.scan(start=start, end=end, limit=limit))
+
+    async def scan_matching(self, start: int, end: int, limit: int, *, name: str | None,
+                            user: str | None) -> list[log.Event]:
+        """As `scan`, only events of objects named `name` and/or by the user `user` (indexed)."""
+        return list(await self.log.scan_matching(start=start, end=end, limit=limit, name=name, user=user))
 
     async def close(self) -> None:
         await self.log.close()
@@ -668,6 +673,26 @@ async def events_between(source: Source, start: int, end: int) -> AsyncIterator[
         cursor = page[-1].revision
 
 
+async def events_matching(source: Source, start: int, end: int,
+                          flt: EventFilter) -> AsyncIterator[list[log.Event]]:
+    """Pages of retained events with start < revision <= end that may match `flt` (the caller still
+    applies it). A SQL source with a name or user filter reads only those events, through their
+    indexes; any other source or filter pages through every event (`events_between`)."""
+    if not isinstance(source, SqlSource) or (flt.name is None and flt.user is None):
+        async for page in events_between(source, start, end):
+            yield page
+        return
+    cursor = start
+    while cursor < end:
+        page = await source.scan_matching(cursor + 1, end, SCAN_PAGE, name=flt.name, user=flt.user)
+        if not page:
+            return
+        yield page
+        if len(page) < SCAN_PAGE:
+            return
+        cursor = page[-1].revision
+
+
 def parse_when(text: str) -> int | float:
     """`--since/--until`: an integer is a revision, anything else an RFC 3339 time (unix seconds)."""
     try:
@@ -705,6 +730,7 @@ class EventFilter(msgspec.Struct, kw_only=True):
     namespace: str | None = None
     name: str | None = None
     actor: str | None = None
+    user: str | None = None
     type: str | None = None
     since_time: float | None = None
     until_time: float | None = None
@@ -719,6 +745,8 @@ class EventFilter(msgspec.Struct, kw_only=True):
         if self.type is not None and ev.type != self.type:
             return False
         if self.actor is not None and not ev.actor.matches(self.actor):
+            return False
+        if self.user is not None and ev.actor.user != self.user:
             return False
         if self.since_time is not None and ev.time < self.since_time:
             return False

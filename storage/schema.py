@@ -47,6 +47,10 @@ events = sa.Table(
         unique=True,
         postgresql_include=["revision", "type"],
     ),
+    # `cplane log events --name N` and `--user U` (migration 0002): seek the name or the
+    # authenticated user, then read its events in revision order.
+    sa.Index("events_name_revision", "name", "revision"),
+    sa.Index("events_actor_user_revision", "actor_user", "revision"),
 )
 
 heads = sa.Table(

@@ -130,6 +130,25 @@ SQL_DELETE_HEAD = ("DELETE FROM heads WHERE resource = ? AND api_group = ? AND n
 Row = Sequence[Any]
 
 
+def scan_matching_sql(*, start: int, end: int, limit: int, name: str | None, user: str | None,
+                      indexed: bool = True) -> tuple[str, tuple[Any, ...]]:
+    """The statement of `SqlEventLog.scan_matching` and its arguments. Only the indexed exact
+    filters go to SQL (a resource or namespace term could lead the planner to the key index, which
+    reads every event of the resource); the caller checks the others on the rows found.
+    `indexed=False` (SQLite only, for benchmarks): the same query over a full table scan."""
+    terms = ["revision >= ?", "revision <= ?"]
+    args: list[Any] = [start, end]
+    if name is not None:
+        terms.append("name = ?")
+        args.append(name)
+    if user is not None:
+        terms.append("actor_user = ?")
+        args.append(user)
+    table = "events" if indexed else "events NOT INDEXED"
+    args.append(limit)
+    return f"SELECT {_COLS} FROM {table} WHERE {' AND '.join(terms)} ORDER BY revision LIMIT ?", tuple(args)
+
+
 def _describe(error: BaseException) -> str:
     """`Type: message` of an error, with the database driver's error the cause of a wrapper (SQLAlchemy)."""
     cause = getattr(error, "orig", None) or error.__cause__ or error
@@ -716,6 +735,14 @@ class SqlEventLog:
         """Retained events with start <= revision <= end, oldest first (no compaction check)."""
         self._check_started()
         return [codec.event_from_row(row) for row in await self._read(SQL_SCAN, (start, end, limit))]
+
+    async def scan_matching(self, *, start: int, end: int, limit: int, name: str | None = None,
+                            user: str | None = None) -> list[log.Event]:
+        """As `scan`, only the events of objects named `name` and/or written by the authenticated
+        user `user` (exact matches): seeks in the (name, revision) and (actor_user, revision) indexes."""
+        self._check_started()
+        return [codec.event_from_row(row) for row in await self._read(*scan_matching_sql(
+            start=start, end=end, limit=limit, name=name, user=user))]
 
     # -- watch --------------------------------------------------------------------------------------
 

@@ -53,7 +53,7 @@ _SQL_LOOKUP = (
 # The head schema as the migrations leave it on SQLite (statements as SQLite stores them), with the
 # rows they insert. Regenerate it when a migration is added (the schema test fails until then, and
 # start-up falls back to alembic while HEAD_SCHEMA_REVISION is not the head).
-HEAD_SCHEMA_REVISION = "0001"
+HEAD_SCHEMA_REVISION = "0002"
 HEAD_SCHEMA = (
     "CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
     "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))",
@@ -64,6 +64,8 @@ HEAD_SCHEMA = (
     "object BLOB NOT NULL, PRIMARY KEY (revision))",
     "CREATE UNIQUE INDEX events_key_prev_revision ON events "
     "(resource, api_group, namespace, name, prev_revision)",
+    "CREATE INDEX events_name_revision ON events (name, revision)",
+    "CREATE INDEX events_actor_user_revision ON events (actor_user, revision)",
     "CREATE TABLE heads (resource TEXT NOT NULL, api_group TEXT NOT NULL, namespace TEXT NOT NULL, "
     "name TEXT NOT NULL, revision BIGINT NOT NULL, deleted BOOLEAN NOT NULL, "
     "PRIMARY KEY (resource, api_group, namespace, name)) WITHOUT ROWID",

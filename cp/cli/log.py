@@ -103,12 +103,16 @@ def _reader_parsers(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     ev = lsub.add_parser("events", help="the raw event stream, filtered, as a table or NDJSON",
                          description="The events of the log in revision order. --since/--until take a "
                                      "revision (since: exclusive) or an RFC 3339 time. --actor matches the "
-                                     "user, field manager or user agent (substring).")
+                                     "user, field manager or user agent (substring); --user is the "
+                                     "authenticated user, exactly. On a data dir or database, --name and "
+                                     "--user read indexes: fast on logs of millions of events.")
     _source_args(ev)
     ev.add_argument("--resource", metavar="R", help="one resource (pods, deployments.apps...)")
     ev.add_argument("-n", "--namespace", help="one namespace")
     ev.add_argument("--name", help="one object name")
     ev.add_argument("--actor", metavar="A", help="user, field manager or user agent containing A")
+    ev.add_argument("--user", metavar="U", help="written by the authenticated user U (exact match, "
+                                                "e.g. system:node:node-1)")
     ev.add_argument("--type", choices=("ADDED", "MODIFIED", "DELETED"))
     ev.add_argument("--since", metavar="REV|TIME", help="events after revision REV, or at/after TIME")
     ev.add_argument("--until", metavar="REV|TIME", help="events up to revision REV, or up to TIME")
@@ -407,7 +411,8 @@ async def log_events(args: argparse.Namespace, *, stop: asyncio.Event | None = N
     from storage import ndjson, recording
 
     spec, expect = _source_spec(args)
-    flt = recording.EventFilter(namespace=args.namespace, name=args.name, actor=args.actor, type=args.type)
+    flt = recording.EventFilter(namespace=args.namespace, name=args.name, actor=args.actor,
+                                user=args.user, type=args.type)
     sink = out or sys.stdout.buffer
     async with recording.opened(spec, expect=expect) as source:
         if args.resource:
@@ -451,7 +456,7 @@ async def log_events(args: argparse.Namespace, *, stop: asyncio.Event | None = N
             return limit is None or shown < limit
 
         cursor = start
-        async for page in recording.events_between(source, start, end):
+        async for page in recording.events_matching(source, start, end, flt):
             cursor = page[-1].revision
             if not emit(page):
                 return 0

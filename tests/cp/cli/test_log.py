@@ -183,6 +183,47 @@ def test_events_filters(capsys: Any, source: list[str], recorded: recordings.Rec
     assert code == 0 and "No events match." in err
 
 
+def test_events_by_name_and_by_user(capsys: Any, source: list[str], recorded: recordings.Recorded) -> None:
+    """`--name` alone (any resource, namespace), `--user` (the authenticated user, exactly), both,
+    with the other filters: the events of the timeline that match, in order (through the indexes on a
+    data dir, through the scan on the NDJSON file)."""
+    tl = recorded.timeline
+    users = sorted({e["actor"].get("user", "") for e in tl.events})
+    assert len(users) >= 2, users  # the scenario writes as several users
+    cases: list[tuple[list[str], Any]] = [
+        (["--name", "web"], lambda e: e["name"] == "web"),
+        (["--name", "web", "-n", "shop"], lambda e: e["name"] == "web" and e["namespace"] == "shop"),
+        (["--name", "nothing-has-this-name"], lambda e: False),
+        (["--user", "no-such-user"], lambda e: False),
+    ]
+    for user in users:
+        cases.append((["--user", user], lambda e, u=user: e["actor"].get("user", "") == u))
+        cases.append((["--user", user, "--name", "web", "--type", "MODIFIED"],
+                      lambda e, u=user: e["actor"].get("user", "") == u and e["name"] == "web"
+                      and e["type"] == "MODIFIED"))
+    if len(users[0]) > 2:  # --actor stays a substring match; --user is exact
+        cases.append((["--user", users[0][:-1]], lambda e: False))
+        cases.append((["--actor", users[0][:-1]], lambda e: users[0][:-1] in e["actor"].get("user", "")
+                       or users[0][:-1] in e["actor"].get("field_manager", "")
+                       or users[0][:-1] in e["actor"].get("user_agent", "")))
+    for flags, keep in cases:
+        code, out, err = run(capsys, "log", "events", *source, *flags, "-o", "ndjson")
+        assert code == 0, err
+        assert [json.loads(x)["revision"] for x in out.splitlines()] == \
+            [e["revision"] for e in tl.events if keep(e)], flags
+    matching = [e["revision"] for e in tl.events if e["actor"].get("user", "") == users[-1]]
+    code, out, _ = run(capsys, "log", "events", *source, "--user", users[-1], "--since", str(matching[0]),
+                       "--limit", "1", "-o", "ndjson")
+    assert [json.loads(x)["revision"] for x in out.splitlines()] == matching[1:2]
+
+
+def test_events_help_documents_user(capsys: Any) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["log", "events", "--help"])
+    out = capsys.readouterr().out
+    assert "--user U" in out and "exact" in out and "--actor A" in out
+
+
 def test_events_ndjson_is_the_export_format(capsys: Any, recorded: recordings.Recorded) -> None:
     code, out, _ = run(capsys, "log", "events", "-f", str(recorded.ndjson), "-o", "ndjson")
     assert code == 0 and out.encode() == recorded.ndjson.read_bytes()
