@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,11 +61,9 @@ class Applied:
 
     def __init__(self) -> None:
         self.count = 0
+        self.since = 0  # the first revision of the last ones (at most KEEP events back)
+        self.upto = 0
         self.last: list[log.Event] = []
-
-    def add(self, events: Sequence[log.Event]) -> None:
-        self.count += len(events)
-        self.last = [*self.last, *events[-self.KEEP:]][-self.KEEP:]
 
 
 class Replayer:
@@ -133,7 +131,7 @@ class Replayer:
 
     async def status(self, *, applied: Applied | None = None) -> dict[str, Any]:
         rlog = self.log
-        nxt = await rlog.ahead(1)
+        nxt = await rlog.peek_event()
         rec = rlog.recording
         out: dict[str, Any] = {
             "kind": "ReplayStatus", "apiVersion": f"{res.SIM_GROUP}/{res.SIM_VERSION}",
@@ -143,7 +141,7 @@ class Replayer:
             "until": None if rlog.forked else rlog.end,
             "remaining": await rlog.remaining_count(),
             "forkOnWrite": self.fork_on_write, "forkAt": self.fork_at, "forkedAt": rlog.forked_at,
-            "next": _summary(nxt[0]) if nxt else None,
+            "next": _summary(nxt) if nxt is not None else None,
         }
         if applied is not None and applied.count:
             out["applied"] = applied.count
@@ -166,17 +164,23 @@ class Replayer:
         applied = Applied()
         while applied.count < count and self.log.revision < target:
             page = await self.log.ahead(min(count - applied.count, SCAN_PAGE))
-            n = 0
-            for ev in page:
-                if ev.revision > target or (until_time is not None and ev.time > until_time):
-                    break
-                n += 1
+            n = len(page)
+            if page and (page[-1][0] > target or (until_time is not None and page[-1][1] > until_time)):
+                n = 0
+                for mark in page:
+                    if mark[0] > target or (until_time is not None and mark[1] > until_time):
+                        break
+                    n += 1
             if not n:
                 break
-            self.log.advance_over(page[:n])
-            applied.add(page[:n])
+            self.log.advance_over(page[:n] if n < len(page) else page)
+            applied.count += n
+            applied.upto = page[n - 1][0]
+            applied.since = page[max(0, n - Applied.KEEP)][0] if n >= Applied.KEEP else applied.since or page[0][0]
             if n < len(page):
                 break
+        if applied.count:
+            applied.last = (await self.log.events_in(applied.since, applied.upto, Applied.KEEP * 2))[-Applied.KEEP:]
         if self.fork_at is not None and self.log.revision >= self.fork_at:
             await self._fork()
         return applied
@@ -228,14 +232,15 @@ class Replayer:
 
     async def _play(self) -> None:
         while self._task is asyncio.current_task() and not self.log.forked:
-            nxt = await self.log.ahead(1)
-            if not nxt or self._task is not asyncio.current_task():
+            ahead = await self.log.ahead(1)
+            if not ahead or self._task is not asyncio.current_task():
                 break
+            nxt_time = ahead[0][1]
             if not math.isfinite(self.speed):
                 await self._advance(count=PLAY_CHUNK)
                 await asyncio.sleep(0)
                 continue
-            gap = max(0.0, nxt[0].time - self.log.time_at_cursor())
+            gap = max(0.0, nxt_time - self.log.time_at_cursor())
             if self.max_gap is not None:
                 gap = min(gap, self.max_gap)
             wait = gap / self.speed
@@ -243,7 +248,7 @@ class Replayer:
                 await self.pacer.sleep(wait)
                 if self._task is not asyncio.current_task():
                     break
-            await self._advance(count=PLAY_CHUNK, until_time=nxt[0].time)
+            await self._advance(count=PLAY_CHUNK, until_time=nxt_time)
             if wait <= 0:
                 await asyncio.sleep(0)
         if self._task is asyncio.current_task():

@@ -29,6 +29,7 @@ _decode = msgspec.json.Decoder().decode
 WRITES_REFUSED = "this server replays a recording; writes are refused (start it with --fork to branch)"
 MAX_BATCH = 5000  # events per subscription batch (one watch write)
 CLOCK_KEY = (res.SIM_GROUP, "clocks", "", sim.CLOCK_NAME)
+Mark = tuple[Any, ...]  # (revision, time, ...) of an event ahead of the cursor: what the player reads
 
 
 class ReadOnlyError(log.StorageError):
@@ -234,16 +235,24 @@ class ReplayLog:
 
     # -- what the player uses (the same on `StreamReplayLog`, which reads from the store) -------------
 
-    async def ahead(self, limit: int) -> list[log.Event]:
-        """The next recorded events after the cursor, within `end` (at most `limit`; none once forked)."""
+    async def ahead(self, limit: int) -> list[Mark]:
+        """(revision, time) of the next recorded events after the cursor, within `end` (at most `limit`;
+        none once forked)."""
         if self.forked:
             return []
         i = self._index.position(self._cursor)
-        return self._index.events[i:min(i + limit, self._index.position(self.end))]
+        return [(ev.revision, ev.time) for ev in self._index.events[i:min(i + limit, self._index.position(self.end))]]
 
-    def advance_over(self, events: Sequence[log.Event]) -> None:
-        """Apply `events`, the next ones `ahead` returned (a prefix of them)."""
-        self.advance_to(events[-1].revision)
+    def advance_over(self, marks: Sequence[Mark]) -> None:
+        """Apply the events of `marks`, the next ones `ahead` returned (a prefix of them)."""
+        self.advance_to(marks[-1][0])
+
+    async def peek_event(self) -> log.Event | None:
+        return self.next_event()
+
+    async def events_in(self, start: int, end: int, limit: int) -> list[log.Event]:
+        """The events with start <= revision <= end (at most `limit`)."""
+        return await self.recording.scan(start, end, limit)
 
     async def next_revision_of(self, key: Key) -> int | None:
         return self.next_of(key)
@@ -431,7 +440,8 @@ class StreamReplayLog:
         self.page = page
         self.forked_at: int | None = None
         self._branch: ReplayLog | None = None
-        self._buffer: list[log.Event] = []  # events after the cursor, read ahead up to `_read_to`
+        self._buffer: list[Mark] = []  # events after the cursor, read ahead up to `_read_to`
+        self._clock_events: dict[int, log.Event] = {}  # the Clock object's, in the buffer
         self._read_to = self._cursor
         self._time: float | None = None  # the time of the last event at or below the cursor
         self._first_time = time.time()
@@ -512,34 +522,52 @@ class StreamReplayLog:
             return self._branch.has_clock_object()
         return self._clock_event is not None
 
-    async def ahead(self, limit: int) -> list[log.Event]:
-        """The next recorded events after the cursor, within `end` (at most `limit`; none once forked),
-        read from the store a page at a time."""
+    async def ahead(self, limit: int) -> list[Mark]:
+        """(revision, time, ...) of the next recorded events after the cursor, within `end` (at most
+        `limit`; none once forked), read from the store a page at a time: what the player needs (the
+        Clock object's events are read whole, for the clock)."""
         if self.forked:
             return []
         while len(self._buffer) < limit and self._read_to < self.end:
-            page = await self.recording.scan(self._read_to + 1, self.end, self.page)
+            page = await self._store._read(SQL_AHEAD, (self._read_to + 1, self.end, self.page))
+            for revision, _time, clocks_row in page:
+                if clocks_row:  # the Clock object's events: read whole (the clock follows them)
+                    ev = (await self.recording.scan(revision, revision, 1))[0]
+                    if (ev.group, ev.resource, ev.namespace, ev.name) == CLOCK_KEY:
+                        self._clock_events[revision] = ev
             self._buffer.extend(page)
-            self._read_to = self.end if len(page) < self.page else page[-1].revision
+            self._read_to = self.end if len(page) < self.page else int(page[-1][0])
         return self._buffer[:limit]
 
-    def advance_over(self, events: Sequence[log.Event]) -> None:
-        """Apply `events`, the next ones `ahead` returned (a prefix of them)."""
+    def advance_over(self, marks: Sequence[Mark]) -> None:
+        """Apply the events of `marks`, the next ones `ahead` returned (a prefix of them)."""
         if self.forked:
             raise ReadOnlyError("the replay has forked: it no longer follows the recording")
-        if not events:
+        if not marks:
             return
-        assert self._buffer[len(events) - 1] is events[-1], "advance_over takes what ahead returned"
-        del self._buffer[:len(events)]
-        last = events[-1]
-        self._cursor = last.revision
-        self._time = last.time
-        for ev in reversed(events):
-            if (ev.group, ev.resource, ev.namespace, ev.name) == CLOCK_KEY:
-                self._clock_event = None if ev.type == "DELETED" else ev
-                break
+        assert self._buffer[len(marks) - 1] is marks[-1], "advance_over takes what ahead returned"
+        del self._buffer[:len(marks)]
+        self._cursor, self._time = int(marks[-1][0]), float(marks[-1][1])
+        if self._clock_events:
+            for mark in reversed(marks):
+                ev = self._clock_events.get(mark[0])
+                if ev is not None:
+                    self._clock_event = None if ev.type == "DELETED" else ev
+                    break
+            for revision in [r for r in self._clock_events if r <= self._cursor]:
+                del self._clock_events[revision]
         self._follow_clock()
         self._notify()
+
+    async def peek_event(self) -> log.Event | None:
+        """The next recorded event after the cursor, within `end` (None once forked)."""
+        nxt = await self.ahead(1)
+        found = await self.events_in(nxt[0][0], nxt[0][0], 1) if nxt else []
+        return found[0] if found else None
+
+    async def events_in(self, start: int, end: int, limit: int) -> list[log.Event]:
+        """The events with start <= revision <= end (at most `limit`)."""
+        return await self.recording.scan(start, end, limit)
 
     async def next_revision_of(self, key: Key) -> int | None:
         """The revision of the object's next recorded event after the cursor, within `end`."""
@@ -668,3 +696,6 @@ class StreamReplayLog:
 
 
 SQL_COUNT_BETWEEN = "SELECT COUNT(*) FROM events WHERE revision > ? AND revision <= ?"
+# The player's read-ahead: every column but the object (most of a row's bytes).
+SQL_AHEAD = ("SELECT revision, time, CASE WHEN resource = 'clocks' THEN 1 ELSE 0 END FROM events "
+             "WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?")
