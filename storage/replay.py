@@ -5,6 +5,9 @@ recorded events with their original resourceVersions. The clock follows the reco
 last applied event, and the `sim.cplane.dev` Clock object where the recording has one. Until it forks,
 writes raise `ReadOnlyError`; after `fork()` later recorded events are dropped from this log's view and
 new writes get revisions cursor+1, cursor+2...
+
+`StreamReplayLog` is the same over a SQL event log read in place (issue #22): nothing of the log is
+loaded; reads, watches and the player's read-ahead are the store's queries, a page at a time.
 """
 
 from __future__ import annotations
