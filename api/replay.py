@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,8 +30,8 @@ from cp import clock as clocks
 from cp import errors, options
 from cp import resources as res
 from storage import log, ndjson
-from storage.recording import NO_END, SCAN_PAGE, Key, Recording, SourceError, resolve_ref
-from storage.replay import WRITES_REFUSED, ReplayLog
+from storage.recording import NO_END, SCAN_PAGE, Key, Recording, SourceError, SqlSource, resolve_ref
+from storage.replay import WRITES_REFUSED, ReplayLog, StreamReplayLog
 
 if TYPE_CHECKING:  # the server stack is imported only to serve
     from aiohttp import web
@@ -51,12 +51,25 @@ def _summary(ev: log.Event) -> dict[str, Any]:
 
 
 ForkHook = Callable[[int], None]
+AnyReplayLog = ReplayLog | StreamReplayLog
+
+
+class Applied:
+    """What a move applied: how many events, and the last ones (at most `KEEP`)."""
+
+    KEEP = 100
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.since = 0  # the first revision of the last ones (at most KEEP events back)
+        self.upto = 0
+        self.last: list[log.Event] = []
 
 
 class Replayer:
     """Moves a ReplayLog's cursor: steps, untils, paced play; forks (see module doc)."""
 
-    def __init__(self, replay_log: ReplayLog, *, speed: float | None = 1.0, pacer: clocks.Clock | None = None,
+    def __init__(self, replay_log: AnyReplayLog, *, speed: float | None = 1.0, pacer: clocks.Clock | None = None,
                  fork_on_write: bool = False, fork_at: int | None = None, max_gap: float | None = None) -> None:
         if speed is not None and not speed > 0:
             raise ValueError("speed must be > 0")
@@ -77,9 +90,9 @@ class Replayer:
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
-    def start(self) -> None:
+    async def start(self) -> None:
         if self.fork_at is not None and self.log.revision >= self.fork_at:
-            self._fork()
+            await self._fork()
         elif self._autoplay:
             self.play(self.speed)
 
@@ -116,9 +129,9 @@ class Replayer:
             return "finished"
         return "paused"
 
-    def status(self, *, applied: Sequence[log.Event] = ()) -> dict[str, Any]:
+    async def status(self, *, applied: Applied | None = None) -> dict[str, Any]:
         rlog = self.log
-        nxt = rlog.next_event()
+        nxt = await rlog.peek_event()
         rec = rlog.recording
         out: dict[str, Any] = {
             "kind": "ReplayStatus", "apiVersion": f"{res.SIM_GROUP}/{res.SIM_VERSION}",
@@ -126,13 +139,13 @@ class Replayer:
             "revision": rlog.revision, "time": clocks.rfc3339_milli(rlog.clock.now()) if rlog.clock else None,
             "first": rec.first, "last": rec.last, "from": rlog.start_revision,
             "until": None if rlog.forked else rlog.end,
-            "remaining": rlog.remaining(),
+            "remaining": await rlog.remaining_count(),
             "forkOnWrite": self.fork_on_write, "forkAt": self.fork_at, "forkedAt": rlog.forked_at,
             "next": _summary(nxt) if nxt is not None else None,
         }
-        if applied:
-            out["applied"] = len(applied)
-            out["events"] = [_summary(ev) for ev in applied[-100:]]
+        if applied is not None and applied.count:
+            out["applied"] = applied.count
+            out["events"] = [_summary(ev) for ev in applied.last]
         return out
 
     # -- moving --------------------------------------------------------------------------------------
@@ -142,26 +155,44 @@ class Replayer:
             raise errors.Conflict(f"the replay forked at revision {self.log.forked_at}: it is a live cluster now "
                                   "and no longer follows the recording")
 
-    def _advance(self, target: int) -> list[log.Event]:
-        """Apply the recorded events up to `target` (stopping at `fork_at`, and forking there)."""
+    async def _advance(self, *, target: int = NO_END, count: int = NO_END,
+                       until_time: float | None = None) -> Applied:
+        """Apply the next recorded events: up to `target`, at most `count`, those at or before
+        `until_time`; stopping at `fork_at`, and forking there. Reads ahead a page at a time."""
         if self.fork_at is not None:
             target = min(target, self.fork_at)
-        before = self.log.revision
-        self.log.advance_to(target)
-        applied = self.log.visible(before)
+        applied = Applied()
+        while applied.count < count and self.log.revision < target:
+            page = await self.log.ahead(min(count - applied.count, SCAN_PAGE))
+            n = len(page)
+            if page and (page[-1][0] > target or (until_time is not None and page[-1][1] > until_time)):
+                n = 0
+                for mark in page:
+                    if mark[0] > target or (until_time is not None and mark[1] > until_time):
+                        break
+                    n += 1
+            if not n:
+                break
+            self.log.advance_over(page[:n] if n < len(page) else page)
+            applied.count += n
+            applied.upto = page[n - 1][0]
+            applied.since = page[max(0, n - Applied.KEEP)][0] if n >= Applied.KEEP else applied.since or page[0][0]
+            if n < len(page):
+                break
+        if applied.count:
+            applied.last = (await self.log.events_in(applied.since, applied.upto, Applied.KEEP * 2))[-Applied.KEEP:]
         if self.fork_at is not None and self.log.revision >= self.fork_at:
-            self._fork()
+            await self._fork()
         return applied
 
-    def step(self, count: int = 1) -> list[log.Event]:
+    async def step(self, count: int = 1) -> Applied:
         self._refuse_if_forked()
         if count < 1:
             raise errors.BadRequest("count must be >= 1")
         self.pause()
-        nxt = self.log.next_revisions(count)
-        return self._advance(nxt[-1]) if nxt else []
+        return await self._advance(count=count)
 
-    def until_revision(self, revision: int) -> list[log.Event]:
+    async def until_revision(self, revision: int) -> Applied:
         self._refuse_if_forked()
         if revision < self.log.revision:
             raise errors.BadRequest(f"revision {revision} is behind the replay (at {self.log.revision}); "
@@ -169,21 +200,21 @@ class Replayer:
         if revision > self.log.end:
             raise errors.BadRequest(f"revision {revision} is beyond the end of the replay ({self.log.end})")
         self.pause()
-        return self._advance(revision)
+        return await self._advance(target=revision)
 
-    def until_object(self, key: Key) -> list[log.Event]:
+    async def until_object(self, key: Key) -> Applied:
         self._refuse_if_forked()
-        nxt = self.log.next_of(key)
+        nxt = await self.log.next_revision_of(key)
         if nxt is None:
             raise errors.NotFound(f"no later event of {res.ref(*key)} in the recording "
                                   f"(after revision {self.log.revision})")
         self.pause()
-        return self._advance(nxt)
+        return await self._advance(target=nxt)
 
-    def until_time(self, when: float) -> list[log.Event]:
+    async def until_time(self, when: float) -> Applied:
         self._refuse_if_forked()
         self.pause()
-        return self._advance(self.log.last_at_time(when, limit=NO_END))
+        return await self._advance(until_time=when)
 
     def play(self, speed: float | None = None) -> None:
         self._refuse_if_forked()
@@ -201,14 +232,15 @@ class Replayer:
 
     async def _play(self) -> None:
         while self._task is asyncio.current_task() and not self.log.forked:
-            nxt = self.log.next_event()
-            if nxt is None:
+            ahead = await self.log.ahead(1)
+            if not ahead or self._task is not asyncio.current_task():
                 break
+            nxt_time = ahead[0][1]
             if not math.isfinite(self.speed):
-                self._advance(self.log.next_revisions(PLAY_CHUNK)[-1])
+                await self._advance(count=PLAY_CHUNK)
                 await asyncio.sleep(0)
                 continue
-            gap = max(0.0, nxt.time - self.log.time_at_cursor())
+            gap = max(0.0, nxt_time - self.log.time_at_cursor())
             if self.max_gap is not None:
                 gap = min(gap, self.max_gap)
             wait = gap / self.speed
@@ -216,23 +248,23 @@ class Replayer:
                 await self.pacer.sleep(wait)
                 if self._task is not asyncio.current_task():
                     break
-            self._advance(max(nxt.revision, self.log.last_at_time(nxt.time, limit=PLAY_CHUNK)))
+            await self._advance(count=PLAY_CHUNK, until_time=nxt_time)
             if wait <= 0:
                 await asyncio.sleep(0)
         if self._task is asyncio.current_task():
             self._task = None
 
-    def fork(self) -> int:
+    async def fork(self) -> int:
         """Become a live cluster at the cursor (idempotent). Runs the `on_fork` hooks once."""
         if self.log.forked:
             return self.log.forked_at  # type: ignore[return-value]
         if not self.fork_allowed:
             raise errors.MethodNotAllowed(WRITES_REFUSED)
-        return self._fork()
+        return await self._fork()
 
-    def _fork(self) -> int:
+    async def _fork(self) -> int:
         self.pause()
-        revision = self.log.fork()
+        revision = await self.log.branch()
         _logger.info("replay_forked", revision=revision)
         clock = self.log.clock
         if clock is not None and not self.log.has_clock_object():
@@ -273,12 +305,12 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
     from aiohttp import web
 
     async def status(request: web.Request) -> web.StreamResponse:
-        return _json_response(replayer.status())
+        return _json_response(await replayer.status())
 
     async def step(request: web.Request) -> web.StreamResponse:
         count = _int_param(request, "count", 1)
         assert count is not None
-        return _json_response(replayer.status(applied=replayer.step(count)))
+        return _json_response(await replayer.status(applied=await replayer.step(count)))
 
     async def until(request: web.Request) -> web.StreamResponse:
         q = request.query
@@ -289,21 +321,21 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
         if given[0] == "revision":
             revision = _int_param(request, "revision")
             assert revision is not None
-            applied = replayer.until_revision(revision)
+            applied = await replayer.until_revision(revision)
         elif given[0] == "object":
             # Custom resources resolve through the recording's definitions, wherever the cursor is.
             try:
                 kind, namespace, name = await resolve_ref(replayer.log.recording, q["object"])
             except SourceError as exc:
                 raise errors.BadRequest(str(exc)) from None
-            applied = replayer.until_object((kind.group, kind.plural, namespace, name))
+            applied = await replayer.until_object((kind.group, kind.plural, namespace, name))
         else:
             try:
                 when = clocks.parse_time(q["time"])
             except ValueError:
                 raise errors.BadRequest(f'time: invalid RFC 3339 time "{q["time"]}"') from None
-            applied = replayer.until_time(when)
-        return _json_response(replayer.status(applied=applied))
+            applied = await replayer.until_time(when)
+        return _json_response(await replayer.status(applied=applied))
 
     async def play(request: web.Request) -> web.StreamResponse:
         text = request.query.get("speed")
@@ -314,23 +346,22 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
             except ValueError as exc:
                 raise errors.BadRequest(str(exc)) from None
         replayer.play(speed)
-        return _json_response(replayer.status())
+        return _json_response(await replayer.status())
 
     async def pause(request: web.Request) -> web.StreamResponse:
         replayer.pause()
-        return _json_response(replayer.status())
+        return _json_response(await replayer.status())
 
     async def fork(request: web.Request) -> web.StreamResponse:
-        replayer.fork()
-        return _json_response(replayer.status())
+        await replayer.fork()
+        return _json_response(await replayer.status())
 
     async def events(request: web.Request) -> web.StreamResponse:
         since = _int_param(request, "since", 0) or 0
         resp = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await resp.prepare(request)
-        batch = replayer.log.visible(since)
-        for i in range(0, len(batch), SCAN_PAGE):
-            await resp.write(b"".join(ndjson.event_ndjson(ev) for ev in batch[i:i + SCAN_PAGE]))
+        async for page in replayer.log.visible_pages(since):
+            await resp.write(b"".join(ndjson.event_ndjson(ev) for ev in page))
         await resp.write_eof()
         return resp
 
@@ -357,7 +388,7 @@ def write_guard(replayer: Replayer) -> Any:
                                               f"at revision {replayer.fork_at} (--fork-at); it is at "
                                               f"{replayer.log.revision}")
             raise errors.MethodNotAllowed(WRITES_REFUSED)
-        replayer.fork()
+        await replayer.fork()
         return await handler(request)
 
     return guard
@@ -385,29 +416,36 @@ class ReplayServer:
     port: int
     kubeconfig: Path
     replayer: Replayer
-    log: ReplayLog
+    log: AnyReplayLog
     clock: clocks.VirtualClock
     app: web.Application
 
 
 @contextlib.asynccontextmanager
-async def serving(recording: Recording, *, data_dir: Path, host: str = "127.0.0.1", port: int = 0,
+async def serving(recording: Recording | SqlSource, *, data_dir: Path, host: str = "127.0.0.1", port: int = 0,
                   start: int | None = None, until: int | None = None, speed: float | None = 1.0,
                   pacer: clocks.Clock | None = None, fork: bool = False, fork_at: int | None = None,
-                  max_gap: float | None = None) -> AsyncIterator[ReplayServer]:
+                  max_gap: float | None = None, page: int = SCAN_PAGE) -> AsyncIterator[ReplayServer]:
     """Serve the Kubernetes API over `recording` from revision `start` (default: its beginning).
-    `speed` None: paused (step mode). Raises SourceError for out-of-range revisions."""
+    A SQL source is streamed from the store (`StreamReplayLog`, reading `page` events at a time),
+    except from its compacted revision, where it is loaded. `speed` None: paused (step mode). Raises
+    SourceError for out-of-range revisions."""
     from api import server as servers
 
     clock = clocks.VirtualClock(start=0.0)
-    rlog = ReplayLog(recording, start=start, until=until, clock=clock)
+    rlog: AnyReplayLog
+    if isinstance(recording, SqlSource) and StreamReplayLog.usable(recording, start=start):
+        rlog = await StreamReplayLog.open(recording, start=start, until=until, clock=clock, page=page)
+    else:
+        loaded = await Recording.from_source(recording) if isinstance(recording, SqlSource) else recording
+        rlog = ReplayLog(loaded, start=start, until=until, clock=clock)
     replayer = Replayer(rlog, speed=speed, pacer=pacer, fork_on_write=fork, fork_at=fork_at, max_gap=max_gap)
     options = {"bootstrap_objects": False, "middlewares": [write_guard(replayer)],
                "routes": control_routes(replayer)}
     try:
         async with servers.running(data_dir=data_dir, host=host, port=port, clock=clock, event_log=rlog,
                                    app_options=options) as srv:
-            replayer.start()
+            await replayer.start()
             try:
                 yield ReplayServer(url=srv.url, port=srv.port, kubeconfig=srv.kubeconfig, replayer=replayer,
                                    log=rlog, clock=clock, app=srv.app)

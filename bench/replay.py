@@ -3,6 +3,7 @@ log, and a replay at full speed delivered to a watching client.
 
     .venv/bin/python -m bench.replay            # 1,000,000 events (~3 min on 2 cores, ~1.5 GB of scratch)
     .venv/bin/python -m bench.replay --quick    # 100,000 events (~30 s)
+    .venv/bin/python -m bench.replay --start-only   # only the replay start figures (issue #22)
     options: --dir DIR (scratch space; default a temporary directory; an existing DIR/log.ndjson and
              DIR/data/cplane.db of the same size are reused)
 
@@ -15,6 +16,9 @@ data dir. Figures:
 - replay at full speed: `cplane replay LOG.ndjson --step` runs in its own process; this process
   watches every pod from revision 0 (decoding each event) and asks `play?speed=max`; events received
   per second from the play request to the last event.
+- replay start (issue #22): `cplane replay` of the data dir (streamed from the store) and of the NDJSON
+  export (loaded in memory: the path every replay took before): spawn -> first answer, peak RSS, and
+  `play?speed=max` to the end (events/s through the cursor), peak RSS after.
 """
 
 from __future__ import annotations
@@ -202,6 +206,89 @@ async def full_speed(source: Path, *, events: int, directory: Path) -> dict[str,
     return out
 
 
+def _proc_kb(pid: int, field: str) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return next(int(line.split()[1]) for line in status.splitlines() if line.startswith(field + ":"))
+
+
+async def start_and_rate(source: Path, *, events: int, directory: Path) -> dict[str, float]:
+    """`cplane replay SOURCE --step` in its own process: seconds from the spawn to the first answer (a
+    LIST of one pod), its peak RSS then; `play?speed=max` to the end of the log (events per second
+    through the cursor, from the status), and its peak RSS then."""
+    kubeconfig = directory / "start.kubeconfig"
+    kubeconfig.unlink(missing_ok=True)
+    err = (directory / "start.err").open("wb")
+    started = time.perf_counter()
+    proc = subprocess.Popen(cplane("replay", str(source), "--step", "--port", "0", "--kubeconfig", str(kubeconfig)),  # noqa: ASYNC220
+                            stdout=subprocess.DEVNULL, stderr=err)
+    out: dict[str, float] = {}
+    try:
+        while not kubeconfig.exists():
+            if proc.poll() is not None:
+                raise RuntimeError((directory / "start.err").read_text()[-2000:])
+            await asyncio.sleep(0.005)
+        server = next(line.split("server:")[1].strip() for line in kubeconfig.read_text().splitlines()
+                      if "server:" in line)
+        async with aiohttp.ClientSession(base_url=server) as http:
+            async with http.get("/api/v1/pods", params={"limit": "1"}) as r:
+                assert r.status == 200, await r.text()
+            out["first_answer"] = time.perf_counter() - started
+            out["start_peak_mb"] = _proc_kb(proc.pid, "VmHWM") / 1024
+            async with http.post(f"{replay.CONTROL}/step") as r:  # the first event (the play's start-up aside)
+                assert r.status == 200, await r.text()
+            played = time.perf_counter()
+            async with http.post(f"{replay.CONTROL}/play", params={"speed": "max"}) as r:
+                assert r.status == 200, await r.text()
+            while True:
+                async with http.get(replay.CONTROL) as r:
+                    status = await r.json()
+                if status["mode"] == "finished":
+                    break
+                await asyncio.sleep(0.02)
+            out["rate"] = (events - 1) / (time.perf_counter() - played)
+            assert status["revision"] == events, status
+        out["end_peak_mb"] = _proc_kb(proc.pid, "VmHWM") / 1024
+        out["end_rss_mb"] = _proc_kb(proc.pid, "VmRSS") / 1024
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err.close()
+    return out
+
+
+def start_rows(*, events: int, directory: Path) -> list[Row]:
+    """Replay start (issue #22): the data dir streamed from the store, beside the NDJSON export
+    loaded in memory (the path every replay took before)."""
+    rows: list[Row] = []
+    source, data = build_log(directory, events=events)
+    label = f"{events:,}-event log"
+    streamed = asyncio.run(start_and_rate(data, events=events, directory=directory))
+    loaded = asyncio.run(start_and_rate(source, events=events, directory=directory))
+    issue = " (issue #22 on 1M: 7-9 s, 1.27 GB)"
+    rows.append(Row(benchmark=f"replay start: spawn -> first answer, data dir streamed ({label})",
+                    measured=f"{streamed['first_answer']:,.2f} s", target="<= 1 s"))
+    rows.append(Row(benchmark="  the same, NDJSON loaded in memory (the previous path)",
+                    measured=f"{loaded['first_answer']:,.2f} s", target="reference" + issue))
+    rows.append(Row(benchmark="replay peak RSS at the first answer, data dir streamed",
+                    measured=f"{streamed['start_peak_mb']:,.0f} MB", target="bounded (not growing with the log)"))
+    rows.append(Row(benchmark="  the same, NDJSON loaded in memory", measured=f"{loaded['start_peak_mb']:,.0f} MB",
+                    target="reference"))
+    rows.append(Row(benchmark="replay play?speed=max to the end: events/s through the cursor, data dir streamed",
+                    measured=f"{streamed['rate']:,.0f} events/s", target=">= 300,000 events/s"))
+    rows.append(Row(benchmark="  the same, NDJSON loaded in memory", measured=f"{loaded['rate']:,.0f} events/s",
+                    target="reference"))
+    rows.append(Row(benchmark="replay peak RSS after the whole log, data dir streamed (RSS at the end)",
+                    measured=f"{streamed['end_peak_mb']:,.0f} MB ({streamed['end_rss_mb']:,.0f} MB)",
+                    target="bounded"))
+    rows.append(Row(benchmark="  the same, NDJSON loaded in memory",
+                    measured=f"{loaded['end_peak_mb']:,.0f} MB ({loaded['end_rss_mb']:,.0f} MB)", target="reference"))
+    return rows
+
+
 def run(*, events: int, directory: Path) -> list[Row]:
     rows: list[Row] = []
     source, data = build_log(directory, events=events)
@@ -240,6 +327,7 @@ def run(*, events: int, directory: Path) -> list[Row]:
         lambda s: f"{s:,.1f} s")
     if "rss_mb" in replayed:
         add("  replay server memory (RSS) at the end", replayed["rss_mb"], "reference", lambda m: f"{m:,.0f} MB")
+    rows += start_rows(events=events, directory=directory)
     return rows
 
 
@@ -264,6 +352,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="100,000 events instead of 1,000,000")
     parser.add_argument("--dir", type=Path, help="scratch directory (default: a temporary one)")
+    parser.add_argument("--start-only", action="store_true", help="only the replay start figures (issue #22)")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING),
                         logger_factory=structlog.PrintLoggerFactory(sys.stderr))
@@ -272,7 +361,7 @@ def main() -> None:
     directory.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
     try:
-        rows = run(events=events, directory=directory)
+        rows = (start_rows if args.start_only else run)(events=events, directory=directory)
         note = startup_note()
     finally:
         if args.dir is None:

@@ -213,7 +213,8 @@ class Source(Protocol):
 
 
 class Recording:
-    """A whole recorded log in memory (immutable once loaded); a `Source`, and what replays serve from."""
+    """A whole recorded log in memory (immutable once loaded); a `Source`, and what replays of NDJSON
+    exports serve from (SQL sources are replayed in place: `storage.replay.StreamReplayLog`)."""
 
     def __init__(self, *, index: _Index, compacted: int, description: str) -> None:
         self.index = index

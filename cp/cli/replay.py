@@ -76,11 +76,8 @@ REPLAY_ACTIONS = ("status", "step", "until", "play", "pause", "fork", "save")
 
 
 async def _serve_replay(args: argparse.Namespace) -> int:
-    import signal
-
     from api import replay
     from cp import clock as clocks
-    from cp import collector
     from storage import recording
 
     speed = None if args.step else replay.parse_speed(args.speed) if args.speed else 1.0
@@ -90,9 +87,22 @@ async def _serve_replay(args: argparse.Namespace) -> int:
         from controllers import registry
 
         registry.resolve_names(names)  # an unknown name fails now, not at the fork
-    source = await recording.open_source(args.source, in_memory=True)
-    assert isinstance(source, recording.Recording)
-    if not len(source):
+    source = await recording.open_source(args.source)  # a SQL log is streamed, an NDJSON export loaded
+    try:
+        return await _serve_source(args, source, speed=speed, max_gap=max_gap, names=names)
+    finally:
+        await source.close()
+
+
+async def _serve_source(args: argparse.Namespace, source: Any, *, speed: float | None, max_gap: float | None,
+                        names: list[str]) -> int:
+    import signal
+
+    from api import replay
+    from cp import collector
+    from storage import recording
+
+    if not source.first:
         raise recording.SourceError(f"{source.description}: no events to replay")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -112,6 +122,8 @@ async def _serve_replay(args: argparse.Namespace) -> int:
             controllers: list[asyncio.Task[None]] = []
             if names:
                 def start_controllers(revision: int) -> None:
+                    from controllers import registry
+
                     _note(f"cplane replay: forked at revision {revision}; starting controllers")
                     controllers.append(asyncio.ensure_future(registry.run_controllers(
                         server_url=srv.url, names=names, clock=srv.clock, stop_event=stop)))
@@ -120,7 +132,8 @@ async def _serve_replay(args: argparse.Namespace) -> int:
                 if srv.log.forked:
                     start_controllers(srv.log.forked_at or 0)
             rec = source
-            _note(f"cplane replay: serving {rec.description} (revisions {rec.first}..{rec.last}, {len(rec):,} events) "
+            size = f", {len(rec):,} events" if isinstance(rec, recording.Recording) else ""
+            _note(f"cplane replay: serving {rec.description} (revisions {rec.first}..{rec.last}{size}) "
                   f"at {srv.url} from revision {srv.log.revision}, {srv.replayer.mode}"
                   + (f" at speed {args.speed}" if srv.replayer.playing else "")
                   + f"; export KUBECONFIG={kubeconfig}")

@@ -13,8 +13,10 @@ from typing import Any
 import asyncpg
 import pytest
 
+from api import replay
 from cp import cli
 from storage import factory, ndjson, recording
+from storage import replay as replay_log
 from tests import recordings
 
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
@@ -85,6 +87,29 @@ def test_a_postgres_log_reads_as_its_export(capsys: Any, recorded: recordings.Re
             return len(rec)  # type: ignore[arg-type]
 
         assert asyncio.run(load()) == recorded.last
+
+        async def streamed() -> None:
+            """A replay streamed from PostgreSQL, 5 events a page, moves as one loaded from the export."""
+            pg = await recording.open_source(url)
+            try:
+                assert isinstance(pg, recording.SqlSource)
+                loaded = replay_log.ReplayLog(recording.Recording.from_ndjson(
+                    recorded.ndjson.read_bytes().splitlines(), description="export"))
+                streamed = await replay_log.StreamReplayLog.open(pg, page=5)
+                a, b = replay.Replayer(loaded, speed=None), replay.Replayer(streamed, speed=None)
+                while streamed.revision < recorded.last:
+                    got_a, got_b = await a.step(7), await b.step(7)
+                    assert (got_b.count, got_b.last) == (got_a.count, got_a.last)
+                    for resource in ("configmaps", "pods", "namespaces"):
+                        want = await loaded.list_objects(group="", resource=resource, namespace=None)
+                        got = await streamed.list_objects(group="", resource=resource, namespace=None)
+                        assert got.events == want.events
+                saved = [ev async for page in streamed.visible_pages(0) for ev in page]
+                assert saved == loaded.visible(0)
+            finally:
+                await pg.close()
+
+        asyncio.run(streamed())
     finally:
         asyncio.run(_drop(schema))
 

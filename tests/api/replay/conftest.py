@@ -11,17 +11,21 @@ import pytest
 
 from api import replay
 from storage import recording
+from storage import replay as replay_log
 from tests import recordings
 from tests.recordings import recorded as recorded
 
 
-@pytest.fixture
-async def replayed(recorded: recordings.Recorded, tmp_path: Path) -> AsyncIterator[replay.ReplayServer]:
-    """A paused replay server over the recorded NDJSON, at revision 0."""
-    async with recording.opened(str(recorded.ndjson), in_memory=True) as source:
-        assert isinstance(source, recording.Recording)
-        async with replay.serving(source, data_dir=tmp_path / "replay", speed=None) as srv:
-            yield srv
+@pytest.fixture(params=["memory", "stream"])
+async def replayed(request: pytest.FixtureRequest, recorded: recordings.Recorded,
+                   tmp_path: Path) -> AsyncIterator[replay.ReplayServer]:
+    """A paused replay server at revision 0: over the recorded NDJSON loaded in memory, and over the
+    recorded data dir streamed from the store, three events a page (the same answers are expected)."""
+    spec = str(recorded.ndjson) if request.param == "memory" else str(recorded.data_dir)
+    async with recording.opened(spec) as source, \
+            replay.serving(source, data_dir=tmp_path / "replay", speed=None, page=3) as srv:
+        assert isinstance(srv.log, replay_log.StreamReplayLog) == (request.param == "stream")
+        yield srv
 
 
 @pytest.fixture

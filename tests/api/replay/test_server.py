@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from api import replay
 from cp import clock as clocks
-from storage import recording
+from storage import factory, ndjson, recording
 from storage import replay as replay_log
 from tests import recordings
 from tests.kubectl.conftest import KUBECTL
@@ -42,6 +43,40 @@ def _recording(lines: list[bytes]) -> recording.Recording:
     return recording.Recording.from_ndjson(lines, description="test")
 
 
+Made = recording.Recording | recording.SqlSource
+
+
+@pytest.fixture(params=["memory", "stream"])
+async def source_of(request: pytest.FixtureRequest,
+                    tmp_path: Path) -> AsyncIterator[Callable[[list[bytes]], Awaitable[Made]]]:
+    """Recordings of NDJSON lines: loaded in memory, or imported into an SQLite data dir and opened in
+    place (a replay streams it from the store, `PAGE` events at a time). Both must replay alike."""
+    opened: list[recording.SqlSource] = []
+
+    async def make(lines: list[bytes]) -> Made:
+        if request.param == "memory":
+            return _recording(lines)
+        data = tmp_path / f"recorded-{len(opened)}"
+        data.mkdir()
+        event_log = factory.open_event_log(url=f"sqlite+aiosqlite:///{data.resolve()}/cplane.db")
+        await event_log.start()
+        try:
+            await ndjson.import_events(event_log, lines=lines)
+        finally:
+            await event_log.close()
+        source = await recording.open_source(str(data))
+        assert isinstance(source, recording.SqlSource)
+        opened.append(source)
+        return source
+
+    yield make
+    for source in opened:
+        await source.close()
+
+
+PAGE = 2
+
+
 # ---------------------------------------------------------------------------------- reads and writes
 
 
@@ -49,7 +84,7 @@ def _recording(lines: list[bytes]) -> recording.Recording:
 async def test_writes_are_refused_with_405(replayed: replay.ReplayServer, http: aiohttp.ClientSession,
                                            recorded: recordings.Recorded, method: str, path: str, body: Any) -> None:
     at = recorded.timeline.rev("ADDED", "leases.coordination.k8s.io/kube-system/lease-0")
-    replayed.replayer.until_revision(at)
+    await replayed.replayer.until_revision(at)
     async with http.request(method, path, json=body,
                             headers={"Content-Type": "application/merge-patch+json"} if method == "PATCH"
                             else {}) as r:
@@ -112,7 +147,7 @@ async def test_time_travel_below_the_cursor_and_future_revisions(replayed: repla
     tl = recorded.timeline
     cursor = tl.rev("ADDED", "configmaps/default/dependent")
     past = tl.rev("MODIFIED", "configmaps/shop/cfg", manager="bob")
-    replayed.replayer.until_revision(cursor)
+    await replayed.replayer.until_revision(cursor)
     exact = {"resourceVersionMatch": "Exact"}
     async with http.get("/api/v1/configmaps", params={**exact, "resourceVersion": str(past)}) as r:
         body = await _json(r)
@@ -135,10 +170,10 @@ async def test_watch_from_a_revision_sees_the_recorded_events(replayed: replay.R
                                                               recorded: recordings.Recorded) -> None:
     tl = recorded.timeline
     start = tl.rev("MODIFIED", "configmaps/shop/cfg", manager="bob")
-    replayed.replayer.until_revision(start)
+    await replayed.replayer.until_revision(start)
     resp = await http.get("/api/v1/namespaces/default/configmaps",
                           params={"watch": "1", "resourceVersion": str(start)})
-    replayed.replayer.until_revision(recorded.last)
+    await replayed.replayer.until_revision(recorded.last)
     want = [(e["type"], e["name"], str(e["revision"])) for e in tl.events
             if e["revision"] > start and e["resource"] == "configmaps" and e["namespace"] == "default"]
     assert [(t, n) for t, n, _ in want] == [("ADDED", "owner"), ("ADDED", "dependent"), ("DELETED", "owner"),
@@ -154,10 +189,10 @@ async def test_watch_from_a_revision_sees_the_recorded_events(replayed: replay.R
 # ---------------------------------------------------------------------------------- pace and clock
 
 
-async def test_play_follows_the_recorded_pace_scaled_by_speed(tmp_path: Path) -> None:
-    rec = _recording(recordings.paced_lines([1000.0, 1010.0, 1010.0, 1030.0]))
+async def test_play_follows_the_recorded_pace_scaled_by_speed(tmp_path: Path, source_of: Callable[[list[bytes]], Awaitable[Made]]) -> None:
+    rec = await source_of(recordings.paced_lines([1000.0, 1010.0, 1010.0, 1030.0]))
     pacer = clocks.VirtualClock(start=0.0)
-    async with replay.serving(rec, data_dir=tmp_path, speed=2.0, pacer=pacer) as srv:
+    async with replay.serving(rec, data_dir=tmp_path, page=PAGE, speed=2.0, pacer=pacer) as srv:
         rp = srv.replayer
 
         async def settle() -> None:
@@ -182,10 +217,10 @@ async def test_play_follows_the_recorded_pace_scaled_by_speed(tmp_path: Path) ->
         assert srv.log.revision == 4 and rp.mode == "finished"
 
 
-async def test_max_gap_caps_idle_time(tmp_path: Path) -> None:
-    rec = _recording(recordings.paced_lines([0.0, 3600.0]))
+async def test_max_gap_caps_idle_time(tmp_path: Path, source_of: Callable[[list[bytes]], Awaitable[Made]]) -> None:
+    rec = await source_of(recordings.paced_lines([0.0, 3600.0]))
     pacer = clocks.VirtualClock(start=0.0)
-    async with replay.serving(rec, data_dir=tmp_path, speed=1.0, pacer=pacer, max_gap=2.0) as srv:
+    async with replay.serving(rec, data_dir=tmp_path, page=PAGE, speed=1.0, pacer=pacer, max_gap=2.0) as srv:
         for _ in range(10):
             await asyncio.sleep(0)
         pacer.advance(2.0)
@@ -194,10 +229,10 @@ async def test_max_gap_caps_idle_time(tmp_path: Path) -> None:
         assert srv.log.revision == 2
 
 
-async def test_full_speed_delivers_every_event_to_a_watch(tmp_path: Path) -> None:
+async def test_full_speed_delivers_every_event_to_a_watch(tmp_path: Path, source_of: Callable[[list[bytes]], Awaitable[Made]]) -> None:
     n = 3000
-    rec = _recording(recordings.paced_lines([float(i) for i in range(n)]))
-    async with replay.serving(rec, data_dir=tmp_path, speed=None) as srv, \
+    rec = await source_of(recordings.paced_lines([float(i) for i in range(n)]))
+    async with replay.serving(rec, data_dir=tmp_path, page=PAGE, speed=None) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         resp = await http.get("/api/v1/configmaps", params={"watch": "1", "resourceVersion": "0"})
         srv.replayer.play(math.inf)
@@ -210,22 +245,22 @@ async def test_full_speed_delivers_every_event_to_a_watch(tmp_path: Path) -> Non
         assert srv.replayer.mode == "finished"
 
 
-async def test_the_virtual_clock_follows_the_recorded_clock_object(tmp_path: Path) -> None:
+async def test_the_virtual_clock_follows_the_recorded_clock_object(tmp_path: Path, source_of: Callable[[list[bytes]], Awaitable[Made]]) -> None:
     lines = [recordings.clock_line(1, time=100.0, to=100.0),
              recordings.configmap_line(2, "a", time=100.0),
              recordings.clock_line(3, time=100.0, to=3700.0, prev=1),
              recordings.configmap_line(4, "b", time=3700.0)]
-    async with replay.serving(_recording(lines), data_dir=tmp_path, speed=None) as srv, \
+    async with replay.serving(await source_of(lines), data_dir=tmp_path, speed=None) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
         assert srv.clock.now() == 0.0 or srv.log.revision == 0
-        srv.replayer.step(2)
+        await srv.replayer.step(2)
         assert srv.clock.now() == 100.0
-        srv.replayer.step(1)
+        await srv.replayer.step(1)
         assert srv.clock.now() == 3700.0  # the clock moved with its object, before the next write
         async with http.get("/apis/sim.cplane.dev/v1alpha1/clocks/cluster") as r:
             assert (await _json(r))["spec"]["time"].startswith("1970-01-01T01:01:40")
         # Tables show ages at the replayed time.
-        srv.replayer.step(1)
+        await srv.replayer.step(1)
         async with http.get("/api/v1/namespaces/default/configmaps",
                             headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}) as r:
             table = await _json(r)
@@ -245,7 +280,7 @@ async def test_a_compacted_recording_starts_at_its_compacted_revision(tmp_path: 
         assert srv.log.revision == 4
         async with http.get("/api/v1/configmaps") as r:
             assert [i["metadata"]["name"] for i in (await _json(r))["items"]] == ["kept"]
-        srv.replayer.step(2)
+        await srv.replayer.step(2)
         exact = {"resourceVersionMatch": "Exact"}
         async with http.get("/api/v1/configmaps", params={**exact, "resourceVersion": "5"}) as r:
             assert r.status == 200 and len((await _json(r))["items"]) == 2
@@ -264,7 +299,7 @@ async def test_a_write_forks_the_replay_when_allowed(recorded: recordings.Record
     at = recorded.timeline.rev("ADDED", "leases.coordination.k8s.io/kube-system/lease-2")
     async with replay.serving(rec, data_dir=tmp_path, speed=None, fork=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
-        srv.replayer.until_revision(at)
+        await srv.replayer.until_revision(at)
         # Watch configmaps from here: the branch's events follow, never the recording's.
         watch = await http.get("/api/v1/namespaces/default/configmaps",
                                params={"watch": "1", "resourceVersion": str(at)})
@@ -273,7 +308,7 @@ async def test_a_write_forks_the_replay_when_allowed(recorded: recordings.Record
             created = await _json(r)
             assert r.status == 201, created
         assert created["metadata"]["resourceVersion"] == str(at + 1)
-        status = srv.replayer.status()
+        status = await srv.replayer.status()
         assert (status["mode"], status["forkedAt"], status["revision"]) == ("forked", at, at + 1)
         line = json.loads(await asyncio.wait_for(watch.content.readline(), 5))
         assert (line["type"], line["object"]["metadata"]["name"]) == ("ADDED", "branch-only")
@@ -301,14 +336,14 @@ async def test_fork_at_stops_there_and_forks(recorded: recordings.Recorded, tmp_
             aiohttp.ClientSession(base_url=srv.url) as http:
         forks: list[int] = []
         srv.replayer.on_fork.append(forks.append)
-        srv.replayer.step(3)
+        await srv.replayer.step(3)
         # Before the fork point, writes are refused (only --fork makes a write fork the replay).
         async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}}) as r:
             body = await _json(r)
         assert r.status == 405 and body["message"] == ("this server replays a recording; writes are refused until "
                                                        "it forks at revision 10 (--fork-at); it is at 3")
-        applied = srv.replayer.until_revision(20)
-        assert applied[-1].revision == 10 and srv.log.forked_at == 10 and forks == [10]
+        applied = await srv.replayer.until_revision(20)
+        assert applied.last[-1].revision == 10 and srv.log.forked_at == 10 and forks == [10]
         async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "x"}}) as r:
             assert r.status == 201
     with pytest.raises(recording.SourceError, match="--fork-at 99999 is out of range"):
@@ -329,7 +364,7 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
     async with replay.serving(rec, data_dir=tmp_path / "replay", speed=None, fork_at=owner_deleted) as srv:
         started = asyncio.Event()
         srv.replayer.on_fork.append(lambda _rev: started.set())
-        srv.replayer.until_revision(rec.last)
+        await srv.replayer.until_revision(rec.last)
         assert started.is_set() and srv.log.forked_at == owner_deleted
         async with recordings.controllers_running(srv.url, names=["garbage-collector"], clock=srv.clock), \
                 aiohttp.ClientSession(base_url=srv.url) as http:
@@ -361,7 +396,7 @@ async def test_fixed_controller_on_a_fork_and_diff_against_the_original(tmp_path
 async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.ReplayServer,
                                                              recorded: recordings.Recorded, tmp_path: Path) -> None:
     bob = recorded.timeline.rev("MODIFIED", "pods/shop/web", manager="bob")
-    replayed.replayer.until_revision(bob - 1)
+    await replayed.replayer.until_revision(bob - 1)
     home = tmp_path / "home"  # kubectl caches discovery under $HOME/.kube
     home.mkdir()
     env = {"KUBECONFIG": str(replayed.kubeconfig), "PATH": "/usr/bin:/bin", "HOME": str(home)}
@@ -374,7 +409,7 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
 
     code, out, _ = await run("get", "pods", "-A", "--show-labels")
     assert code == 0 and "web" in out and "app=web" in out and "tier=front" not in out
-    replayed.replayer.step(1)
+    await replayed.replayer.step(1)
     assert replayed.log.revision == bob
     code, out, _ = await run("get", "pod", "web", "-n", "shop", "-o", "jsonpath={.metadata.labels.tier}")
     assert code == 0 and out == "front"
@@ -383,18 +418,18 @@ async def test_kubectl_reads_a_replay_and_is_refused_writes(replayed: replay.Rep
 
 
 
-async def test_after_a_fork_the_clock_runs_on_unless_the_recording_was_virtual(tmp_path: Path) -> None:
-    wall = _recording(recordings.paced_lines([1000.0, 1010.0]))
-    async with replay.serving(wall, data_dir=tmp_path / "a", speed=None, fork=True) as srv:
-        srv.replayer.step(1)
-        srv.replayer.fork()
+async def test_after_a_fork_the_clock_runs_on_unless_the_recording_was_virtual(tmp_path: Path, source_of: Callable[[list[bytes]], Awaitable[Made]]) -> None:
+    wall = await source_of(recordings.paced_lines([1000.0, 1010.0]))
+    async with replay.serving(wall, data_dir=tmp_path / "a", page=PAGE, speed=None, fork=True) as srv:
+        await srv.replayer.step(1)
+        await srv.replayer.fork()
         assert srv.clock.now() == 1000.0
         await recordings.eventually(lambda: srv.clock.now() > 1000.0, within=5, what="the clock to run on")
-    virtual = _recording([recordings.clock_line(1, time=100.0, to=500.0), recordings.configmap_line(2, "a", time=500.0)])
-    async with replay.serving(virtual, data_dir=tmp_path / "b", speed=None, fork=True) as srv, \
+    virtual = await source_of([recordings.clock_line(1, time=100.0, to=500.0), recordings.configmap_line(2, "a", time=500.0)])
+    async with replay.serving(virtual, data_dir=tmp_path / "b", page=PAGE, speed=None, fork=True) as srv, \
             aiohttp.ClientSession(base_url=srv.url) as http:
-        srv.replayer.step(2)
-        srv.replayer.fork()
+        await srv.replayer.step(2)
+        await srv.replayer.fork()
         assert "replay:clock" not in {t.get_name() for t in srv.replayer._tasks}
         assert srv.clock.now() == 500.0
         # Time moves as on a live virtual-clock server: by writing the Clock object.
