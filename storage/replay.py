@@ -282,15 +282,7 @@ class ReplayLog:
         self._notify()
 
     def _check(self, revision: int | None) -> int:
-        if revision is None:
-            return self._cursor
-        if revision > self._cursor:
-            raise log.FutureRevisionError(f"revision {revision} is newer than the replay's revision {self._cursor}",
-                                          requested=revision, current=self._cursor)
-        if revision <= self._compacted:
-            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
-                                   requested=revision, compacted=self._compacted)
-        return revision
+        return _readable(revision, cursor=self._cursor, compacted=self._compacted)
 
     async def append(self, write: log.Write) -> log.Event:
         if not self.forked:
@@ -629,15 +621,7 @@ class StreamReplayLog:
         self._notify()
 
     def _check(self, revision: int | None) -> int:
-        if revision is None:
-            return self._cursor
-        if revision > self._cursor:
-            raise log.FutureRevisionError(f"revision {revision} is newer than the replay's revision {self._cursor}",
-                                          requested=revision, current=self._cursor)
-        if revision <= self._compacted:
-            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
-                                   requested=revision, compacted=self._compacted)
-        return revision
+        return _readable(revision, cursor=self._cursor, compacted=self._compacted)
 
     async def append(self, write: log.Write) -> log.Event:
         if self._branch is None:
@@ -702,3 +686,17 @@ class StreamReplayLog:
 # The player's read-ahead: every column but the object (most of a row's bytes).
 SQL_AHEAD = ("SELECT revision, time, CASE WHEN resource = 'clocks' THEN 1 ELSE 0 END FROM events "
              "WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?")
+
+
+def _readable(revision: int | None, *, cursor: int, compacted: int) -> int:
+    """The revision a read at `revision` sees (None: the replay's own); a revision past the
+    replay's or compacted away is refused as the live log refuses it."""
+    if revision is None:
+        return cursor
+    if revision > cursor:
+        raise log.FutureRevisionError(f"revision {revision} is newer than the replay's revision {cursor}",
+                                      requested=revision, current=cursor)
+    if revision <= compacted:
+        raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {compacted})",
+                               requested=revision, compacted=compacted)
+    return revision
