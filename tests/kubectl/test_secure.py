@@ -6,11 +6,13 @@ the event-log export."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
 import stat
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -213,6 +215,35 @@ async def _ok(result) -> bool:
 
 
 
+Kubectl = Callable[..., Awaitable[tuple[int, str, str]]]
+
+
+@contextlib.asynccontextmanager
+async def secure_serve(tmp_path: Path, *flags: str) -> AsyncIterator[Kubectl]:
+    """`cplane serve` with TLS, authentication and RBAC on (its defaults) and the demo fleet, logging
+    to `tmp_path/server.log`; yields the real kubectl as the admin, with a fresh HOME, once ready."""
+    data = tmp_path / "data"
+    with (tmp_path / "server.log").open("wb") as log_file:
+        server = await asyncio.create_subprocess_exec(
+            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
+            str(ROOT / "examples/fleets/demo.yaml"), *flags,
+            stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
+    try:
+        admin = data / "kubeconfig"
+        await eventually(lambda: _ready(admin), within=30, interval=0.3, what="the kubeconfig")
+        home = tmp_path / "home"
+        home.mkdir()
+
+        async def k(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
+            return await run(str(KUBECTL), *args, kubeconfig=admin, home=home, stdin=stdin)
+
+        await eventually(lambda: _ok(k("get", "--raw", "/readyz")), within=30, interval=0.3, what="readyz")
+        yield k
+    finally:
+        server.terminate()
+        await asyncio.wait_for(server.wait(), 20)
+
+
 JOB = """
 apiVersion: batch/v1
 kind: Job
@@ -233,25 +264,9 @@ async def test_crds_policies_and_batch_over_tls_with_rbac(tmp_path: Path) -> Non
     a CRD and an admission policy from examples/crds, a user without a binding refused the new kind,
     the policy's denial, a Job run to completion by the job controller, and the namespace controller
     emptying a deleted namespace of its custom resources."""
-    data = tmp_path / "data"
     tokens = tmp_path / "tokens.csv"
     tokens.write_text('alice-secret-token-123,alice,uid-1,"devs"\n')
-    with (tmp_path / "server.log").open("wb") as log_file:
-        server = await asyncio.create_subprocess_exec(
-            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
-            str(ROOT / "examples/fleets/demo.yaml"), "--token-auth-file", str(tokens),
-            stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
-    kubectl = str(KUBECTL)
-    try:
-        admin = data / "kubeconfig"
-        await eventually(lambda: _ready(admin), within=30, interval=0.3, what="the kubeconfig")
-        home = tmp_path / "home"
-        home.mkdir()
-
-        async def k(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-            return await run(kubectl, *args, kubeconfig=admin, home=home, stdin=stdin)
-
-        await eventually(lambda: _ok(k("get", "--raw", "/readyz")), within=30, interval=0.3, what="readyz")
+    async with secure_serve(tmp_path, "--token-auth-file", str(tokens)) as k:
         code, out, err = await k("apply", "-f", str(ROOT / "examples/crds/widgets.yaml"))
         assert code == 0, err
         code, _, err = await k("wait", "--for", "condition=Established", "crd/widgets.example.com", "--timeout=20s")
@@ -278,9 +293,6 @@ async def test_crds_policies_and_batch_over_tls_with_rbac(tmp_path: Path) -> Non
         assert code == 0, err
         code, out, _ = await k("get", "widgets", "-A", "-o", "name")
         assert out.strip() == ""
-    finally:
-        server.terminate()
-        await asyncio.wait_for(server.wait(), 20)
 
 
 SERVICE = """
@@ -299,22 +311,7 @@ async def test_scheduler_plugins_and_preemption_over_tls_with_rbac(tmp_path: Pat
     PodTopologySpread's defaults, PodDisruptionBudgets for preemption, volumes for VolumeBinding) are
     readable, required anti-affinity places one web pod per node and refuses a third with upstream's
     message, and a high-priority pod preempts a web pod (DisruptionTarget, nominatedNodeName)."""
-    data = tmp_path / "data"
-    with (tmp_path / "server.log").open("wb") as log_file:
-        server = await asyncio.create_subprocess_exec(
-            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
-            str(ROOT / "examples/fleets/demo.yaml"), stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
-    kubectl = str(KUBECTL)
-    try:
-        admin = data / "kubeconfig"
-        await eventually(lambda: _ready(admin), within=30, interval=0.3, what="the kubeconfig")
-        home = tmp_path / "home"
-        home.mkdir()
-
-        async def k(*args: str, stdin: str | None = None) -> tuple[int, str, str]:
-            return await run(kubectl, *args, kubeconfig=admin, home=home, stdin=stdin)
-
-        await eventually(lambda: _ok(k("get", "--raw", "/readyz")), within=30, interval=0.3, what="readyz")
+    async with secure_serve(tmp_path) as k:
         assert (await k("apply", "-f", "-", stdin=SERVICE))[0] == 0
         code, _, err = await k("apply", "-f", str(ROOT / "examples/scheduling/web.yaml"))
         assert code == 0, err
@@ -350,8 +347,5 @@ async def test_scheduler_plugins_and_preemption_over_tls_with_rbac(tmp_path: Pat
                    and any(c["type"] == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
                            for c in p["status"].get("conditions") or [])]
         assert len(victims) == 1
-    finally:
-        server.terminate()
-        await asyncio.wait_for(server.wait(), 20)
     log = (tmp_path / "server.log").read_text()
     assert "forbidden" not in log.lower(), [line for line in log.splitlines() if "forbidden" in line.lower()][:5]
