@@ -86,15 +86,8 @@ class _ReplaySub:
             batch = self._take()
             if batch:
                 return batch
-            changed = self._owner._changed
-            if deadline is None:
-                await changed.wait()
-                continue
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            if not await _wait_changed(self._owner._changed, deadline):
                 return []
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
 
     def close(self) -> None:
         self._closed = True
@@ -391,14 +384,8 @@ class _StreamSub:
             batch = await self._take()
             if batch:
                 return batch
-            if deadline is None:
-                await changed.wait()
-                continue
-            remaining = deadline - loop.time()
-            if remaining <= 0:
+            if not await _wait_changed(changed, deadline):
                 return []
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), remaining)
 
     def close(self) -> None:
         self._closed = True
@@ -686,6 +673,20 @@ class StreamReplayLog:
 # The player's read-ahead: every column but the object (most of a row's bytes).
 SQL_AHEAD = ("SELECT revision, time, CASE WHEN resource = 'clocks' THEN 1 ELSE 0 END FROM events "
              "WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?")
+
+
+async def _wait_changed(changed: asyncio.Event, deadline: float | None) -> bool:
+    """A replay watch waits for the replay to move (or its log to close): False once the
+    watch's deadline (loop time) has passed without a move."""
+    if deadline is None:
+        await changed.wait()
+        return True
+    remaining = deadline - asyncio.get_running_loop().time()
+    if remaining <= 0:
+        return False
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(changed.wait(), remaining)
+    return True
 
 
 def _readable(revision: int | None, *, cursor: int, compacted: int) -> int:
