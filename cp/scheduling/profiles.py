@@ -15,7 +15,7 @@ registered which cluster events, for the scheduling queue's hints."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from cp.scheduling import events, framework
@@ -238,24 +238,32 @@ def _int(value: Any, path: str, *, default: int | None) -> int | None:
     return value
 
 
+def _named_entries(items: Any, path: str, fields: tuple[str, ...], *, missing: str
+                   ) -> Iterator[tuple[str, Mapping[str, Any], str]]:
+    """The entries of a list of objects with a `name` (plugins, pluginConfig): (path, entry, name),
+    each checked for unknown fields and a name (`missing`: the error's wording)."""
+    if items is None:
+        return
+    if not isinstance(items, list):
+        raise ConfigError(f"{path}: must be a list")
+    for i, item in enumerate(items):
+        where = f"{path}[{i}]"
+        entry = _mapping(item, where)
+        _strict(entry, fields, where)
+        name = entry.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"{where}.name: {missing}")
+        yield where, entry, name
+
+
 def _plugin_set(raw: Any, path: str) -> PluginSet:
     obj = _mapping(raw, path)
     _strict(obj, ("enabled", "disabled"), path)
     enabled: list[PluginRef] = []
     disabled: list[str] = []
     for kind in ("enabled", "disabled"):
-        items = obj.get(kind)
-        if items is None:
-            continue
-        if not isinstance(items, list):
-            raise ConfigError(f"{path}.{kind}: must be a list")
-        for i, item in enumerate(items):
-            where = f"{path}.{kind}[{i}]"
-            entry = _mapping(item, where)
-            _strict(entry, ("name", "weight"), where)
-            name = entry.get("name")
-            if not isinstance(name, str) or not name:
-                raise ConfigError(f"{where}.name: required")
+        for where, entry, name in _named_entries(obj.get(kind), f"{path}.{kind}", ("name", "weight"),
+                                                 missing="required"):
             weight = _int(entry.get("weight"), f"{where}.weight", default=0) or 0
             if weight < 0:
                 raise ConfigError(f"{where}.weight: must be non-negative, not {weight}")
@@ -333,16 +341,8 @@ def _parse_profile(raw: Any, path: str) -> ProfileConfig:
                   for point in ("multiPoint", *EXTENSION_POINTS)}
     merged = merge_plugins(default_plugins(), custom)
     args: dict[str, Mapping[str, Any]] = {}
-    raw_config = obj.get("pluginConfig") or []
-    if not isinstance(raw_config, list):
-        raise ConfigError(f"{path}.pluginConfig: must be a list")
-    for i, item in enumerate(raw_config):
-        where = f"{path}.pluginConfig[{i}]"
-        entry = _mapping(item, where)
-        _strict(entry, ("name", "args"), where)
-        pname = entry.get("name")
-        if not isinstance(pname, str) or not pname:
-            raise ConfigError(f"{where}.name: Required value")
+    for where, entry, pname in _named_entries(obj.get("pluginConfig") or [], f"{path}.pluginConfig",
+                                              ("name", "args"), missing="Required value"):
         if pname in args:
             raise ConfigError(f"{where}: Duplicate value: repeated config for plugin {pname!r}")
         plugin_args = dict(_mapping(entry.get("args"), f"{where}.args"))
