@@ -28,6 +28,11 @@ $(VENV)/node/node_modules/.package-lock.json: tests/clients/node/package.json te
 
 venv: $(VENV)/.installed
 
+# The profilers of the benchmarks (the `bench` extra).
+$(VENV)/.bench-installed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[test,bench]'
+	touch $@
+
 # Byte-compile our own packages, as pip does for installed ones: an editable install does not, and with
 # PYTHONDONTWRITEBYTECODE set every process would recompile them (~0.1 s of each start-up). Up-to-date
 # files are skipped, so this costs a fraction of a second.
@@ -52,7 +57,7 @@ test: lint bytecode $(VENV)/bin/kubectl $(VENV)/bin/helm $(VENV)/node/node_modul
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 BENCH_ARGS ?=
-bench: bytecode
+bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.storage $(BENCH_ARGS)
 	$(PY) -m bench.api $(BENCH_ARGS)
 	$(PY) -m bench.allocator

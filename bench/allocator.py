@@ -1,6 +1,6 @@
 """DRA allocator benchmark: the pure allocation library alone, per pod and per node.
 
-Run: `.venv/bin/python -m bench.allocator [--quick]`.
+Run: `.venv/bin/python -m bench.allocator [--quick] [--json-out FILE]`.
 
 Cluster shape as in scheduler_perf's DRA tests (performance-anchors.md §2.1): one ResourceSlice
 per node (name, pool and nodeName = node name) with devices `instance-<i>` carrying `model`,
@@ -25,8 +25,10 @@ number of nodes.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
+from pathlib import Path
 from typing import Any
 
 from cp.dra import AllocatedState, Allocator, CelCache
@@ -98,7 +100,9 @@ def run(devices: int, nodes: int, rounds: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, skip 10000 devices")
+    parser.add_argument("--json-out", type=Path, metavar="FILE", help="also write the figures as JSON to FILE")
     args = parser.parse_args()
+    figures: dict[str, dict[str, float]] = {}
     rounds = 3 if args.quick else 10
     sizes = [10, 100, 1000] if args.quick else [10, 100, 1000, 10000]
     print("DRA allocator alone, one claim with one device, half of each node's devices allocated")
@@ -107,8 +111,11 @@ def main() -> None:
     for devices in sizes:
         nodes, ref_ms = REFERENCE[devices]
         r = run(devices, nodes, rounds if devices < 10000 else max(1, rounds // 3))
+        figures[str(devices)] = r
         print(f"{devices:>12} {nodes:>5} | {r['warm_node_us']:>12.1f} {r['warm_node_p99_us']:>8.1f} "
               f"{r['cold_node_us']:>12.1f} {r['cycle_ms']:>9.2f} | {ref_ms / nodes * 1e3:>16.1f} {ref_ms:>20.1f}")
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(figures))
 
 
 if __name__ == "__main__":

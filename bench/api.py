@@ -1,6 +1,6 @@
 """API server benchmark (issue #3): start-up, create throughput, LIST latency, watch fan-out latency.
 
-Run: `.venv/bin/python -m bench.api [--quick]`. The server runs as its own process
+Run: `.venv/bin/python -m bench.api [--quick] [--json-out FILE] [--py-spy FILE]`. The server runs as its own process
 (`cplane serve --insecure`) on a fresh SQLite data dir; the load comes from this process over HTTP.
 Each figure is printed beside its target and the reference point measured in the same run.
 """
@@ -287,7 +287,7 @@ async def bench_watch(url: str, watchers: int) -> dict[str, float]:
             "watch_missed": float(missed)}
 
 
-async def main_async(quick: bool) -> None:
+async def main_async(quick: bool, *, json_out: Path | None = None, py_spy: Path | None = None) -> None:
     results: dict[str, Any] = {}
     results.update(await bench_startup(3 if quick else 5))
     n_creates = 2000 if quick else 10000
@@ -296,6 +296,7 @@ async def main_async(quick: bool) -> None:
         proc = _start(Path(tmp))
         try:
             url = await _wait_ready(Path(tmp), proc, time.perf_counter() + 30)
+            sampler = harness.Sampler(pid=proc.pid, out=py_spy) if py_spy else None
             # A few untimed writes first: the first ResourceClaim loads the CEL environment (~0.25 s,
             # once per process), which is start-up work, not throughput.
             for path, make in (("/api/v1/namespaces/default/configmaps", _configmap),
@@ -317,6 +318,8 @@ async def main_async(quick: bool) -> None:
                 [_named_configmap("matching")(i) for i in range(n_creates)], 32, server_pid=proc.pid)
             results.update(await bench_list(url, n_pods))
             results.update(await bench_watch(url, 200 if quick else 1000))
+            if sampler is not None:
+                sampler.stop()
         finally:
             proc.terminate()
             proc.wait()
@@ -349,14 +352,20 @@ async def main_async(quick: bool) -> None:
     for name, value, target, ref in rows:
         print(f"{name.ljust(width)}  {value:>8}  {target:>8}  {ref}")
     print(json.dumps(results, default=float), file=sys.stderr)
+    if json_out is not None:
+        json_out.write_text(json.dumps(results, default=float))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="smaller run")
+    ap.add_argument("--json-out", type=Path, metavar="FILE", help="also write the figures as JSON to FILE")
+    ap.add_argument("--py-spy", type=Path, metavar="FILE",
+                    help="sample the server with py-spy from ready to the end (creates, LISTs, watches) "
+                         "into FILE (collapsed stacks)")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    asyncio.run(main_async(args.quick))
+    asyncio.run(main_async(args.quick, json_out=args.json_out, py_spy=args.py_spy))
 
 
 if __name__ == "__main__":

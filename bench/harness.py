@@ -1,10 +1,13 @@
-"""What the benchmarks share: waiting for a `cplane serve` process to be ready."""
+"""What the benchmarks share: waiting for a `cplane serve` process to be ready, CPU seconds of a
+process, py-spy profiles of a running process."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -45,3 +48,58 @@ def cpu_seconds(pid: int) -> float | None:
     except OSError:
         return None
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Sampler:
+    """py-spy sampling a running process (`py-spy record --pid`, non-blocking so the process is not
+    paused) into a collapsed-stacks file: `stop()` ends the recording and returns the file. py-spy
+    comes with the `bench` extra (`make bench` installs it)."""
+
+    def __init__(self, *, pid: int, out: Path, rate: int = 250) -> None:
+        self.out = out
+        spy = Path(sys.executable).parent / "py-spy"
+        if not spy.exists():
+            raise RuntimeError("py-spy is not installed: `make bench` installs the bench extra, "
+                               "or `.venv/bin/pip install -e '.[bench]'`")
+        self._proc = subprocess.Popen([str(spy), "record", "--pid", str(pid), "--format", "raw",
+                                       "--rate", str(rate), "--nonblocking", "--output", str(out)],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+    def stop(self) -> Path:
+        self._proc.send_signal(signal.SIGINT)
+        _, err = self._proc.communicate(timeout=60)
+        if not self.out.exists():
+            raise RuntimeError(f"py-spy wrote no profile: {err.decode(errors='replace').strip()}")
+        return self.out
+
+
+def top_frames(collapsed: Path, *, n: int = 15) -> list[tuple[str, float, float]]:
+    """The `n` functions with the most samples of a collapsed-stacks profile (py-spy's raw format: one
+    `frame;frame;... count` line per stack): (function, % of samples on top of the stack — self time,
+    % of samples anywhere in the stack — total time), by self time."""
+    own: dict[str, int] = {}
+    anywhere: dict[str, int] = {}
+    total = 0
+    for line in collapsed.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not stack or not count.isdigit():
+            continue
+        samples = int(count)
+        total += samples
+        frames = [_function(f) for f in stack.split(";")]
+        own[frames[-1]] = own.get(frames[-1], 0) + samples
+        for frame in set(frames):
+            anywhere[frame] = anywhere.get(frame, 0) + samples
+    if not total:
+        return []
+    ranked = sorted(own, key=lambda f: -own[f])[:n]
+    return [(f, 100 * own[f] / total, 100 * anywhere[f] / total) for f in ranked]
+
+
+def _function(frame: str) -> str:
+    """`name (path/to/file.py:123)` -> `name (file.py)`: one entry per function, not per line."""
+    name, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    parts = Path(path).parts
+    short = "/".join(parts[-2:]) if len(parts) >= 2 else path
+    return f"{name} ({short})" if where else name
