@@ -287,7 +287,7 @@ async def bench_watch(url: str, watchers: int) -> dict[str, float]:
             "watch_missed": float(missed)}
 
 
-async def main_async(quick: bool, *, json_out: Path | None = None, py_spy: Path | None = None) -> None:
+async def main_async(quick: bool, *, py_spy: Path | None = None) -> dict[str, Any]:
     results: dict[str, Any] = {}
     results.update(await bench_startup(3 if quick else 5))
     n_creates = 2000 if quick else 10000
@@ -352,8 +352,7 @@ async def main_async(quick: bool, *, json_out: Path | None = None, py_spy: Path 
     for name, value, target, ref in rows:
         print(f"{name.ljust(width)}  {value:>8}  {target:>8}  {ref}")
     print(json.dumps(results, default=float), file=sys.stderr)
-    if json_out is not None:
-        json_out.write_text(json.dumps(results, default=float))
+    return results
 
 
 def main() -> None:
@@ -365,7 +364,9 @@ def main() -> None:
                          "into FILE (collapsed stacks)")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    asyncio.run(main_async(args.quick, json_out=args.json_out, py_spy=args.py_spy))
+    results = asyncio.run(main_async(args.quick, py_spy=args.py_spy))
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(results, default=float))
 
 
 if __name__ == "__main__":

@@ -139,7 +139,7 @@ def _table(api: dict[str, list[dict[str, Any]]], alloc: dict[str, list[dict[str,
     for figures, runs in ((API_FIGURES, api), (ALLOCATOR_FIGURES, alloc)):
         for label, key, fmt, higher in figures:
             cells = []
-            medians = []
+            medians: list[float | None] = []
             for side in ("before", "after"):
                 values = [v for v in (_figure(r, key) for r in runs[side]) if v is not None]
                 if not values:
