@@ -8,6 +8,7 @@ What reads share with watches (resourceVersion, LIST queries, the paged read) is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -289,14 +290,19 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
         printer = tables.printer_for(served)
         # A custom resource's rows change with its definition: the key names its generation and version.
         key_tail: tuple[Any, ...] = () if served.custom is None else (served.version, served.custom.key())
-        with collector.paused():
-            table = request.app[st.TABLE_ROWS].table(
-                (((group, plural, ev.namespace, ev.name, *key_tail), ev.revision, ev.object) for ev in events),
-                group=group, kind=kind.kind, now=store.clock.now(),
-                include_object=request.query.get("includeObject", "Metadata"),
-                resource_version=str(revision), continue_token=token, printer=printer)
-            body = _encode(table)
-        return codec.object_response(negotiated, raw=body)
+        now = store.clock.now()
+
+        def render(part: list[log.Event]) -> dict[str, Any]:
+            with collector.paused():
+                return request.app[st.TABLE_ROWS].table(
+                    (((group, plural, ev.namespace, ev.name, *key_tail), ev.revision, ev.object) for ev in part),
+                    group=group, kind=kind.kind, now=now, include_object=request.query.get("includeObject", "Metadata"),
+                    resource_version=str(revision), continue_token=token, printer=printer)
+
+        # (FlowSchemas' rows are sorted across the whole table: never streamed, and never this many)
+        if negotiated.media_type == codec.JSON and len(events) >= STREAM_MIN_ITEMS and kind.kind != "FlowSchema":
+            return await _stream_table(request, render, events)
+        return codec.object_response(negotiated, raw=_encode(render(events)))
     if target.served is not None:
         kind = target.served
         events = await versions.served_events(request.app[st.WEBHOOK_CLIENT], kind, events)
@@ -335,6 +341,25 @@ async def _stream_list(request: web.Request, head: bytes, events: list[log.Event
         await resp.write(head + separator + chunk if start == 0 else separator + chunk)
         separator = b","
     await resp.write(b"]}" if events else head + b"]}")
+    await resp.write_eof()
+    return resp
+
+
+async def _stream_table(request: web.Request, render: Callable[[list[log.Event]], dict[str, Any]],
+                        events: list[log.Event]) -> web.StreamResponse:
+    """A large Table written as it is rendered: the Table of the first STREAM_CHUNK_ITEMS objects without
+    its closing `]}` (`rows` is its last member), then the rows of each further chunk, then `]}`; the
+    bytes of the Table rendered in one piece."""
+    resp = web.StreamResponse(status=200, headers={"Content-Type": codec.JSON})
+    resp.enable_chunked_encoding()
+    await resp.prepare(request)
+    first = _encode(render(events[:STREAM_CHUNK_ITEMS]))
+    assert first.endswith(b"]}")
+    await resp.write(first[:-2])
+    for start in range(STREAM_CHUNK_ITEMS, len(events), STREAM_CHUNK_ITEMS):
+        rows = _encode(render(events[start:start + STREAM_CHUNK_ITEMS])["rows"])
+        await resp.write(b"," + rows[1:-1])
+    await resp.write(b"]}")
     await resp.write_eof()
     return resp
 

@@ -226,6 +226,7 @@ class HeadCache:
             return  # reset meanwhile
         pending, heads.pending = heads.pending, None
         pages, heads.pages = heads.pages, []
+        heads.sorted_keys()  # read in key order: a linear sort now, not a full one on the first LIST
         bounds = [page_last for page_last, _ in pages[:-1] if page_last is not None]  # the last reaches the end
         revisions = [page_revision for _, page_revision in pages]
         for event in pending:

@@ -2,7 +2,8 @@
 piece would have; GETs and LISTs served from the objects kept in memory answer as the database does.
 
 In scope: a list over the streaming threshold (chunked, the same body as unstreamed, metadata with its
-resourceVersion and continue token, a namespace, a selector), an empty list, a Table of the same list;
+resourceVersion and continue token, a namespace, a selector), an empty list, a streamed Table (the
+bytes of an unstreamed one, for each includeObject);
 a GET of a kept object at the latest revision, at resourceVersion=0, at an exact one, after a write
 and a delete. Out of scope: which lists the storage serves from memory (tests/storage/test_sql_heads.py).
 """
@@ -76,12 +77,24 @@ async def test_a_continued_streamed_list_ends_where_the_first_page_stopped(
     assert names == [f"cm-{i:04d}" for i in range(1200)]
 
 
-async def test_a_table_of_a_large_list(api_server: servers.Running, http: aiohttp.ClientSession) -> None:
+@pytest.mark.parametrize("include", ["", "Object", "None"])
+async def test_a_streamed_table_has_the_bytes_of_one_in_one_piece(
+        api_server: servers.Running, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch,
+        include: str) -> None:
     await _fill(api_server, 600)
-    async with http.get(CONFIGMAPS, headers={"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}) as r:
-        assert r.status == 200
-        table = await r.json()
+    headers = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+    params = {"includeObject": include} if include else {}
+    async with http.get(CONFIGMAPS, headers=headers, params=params) as r:
+        assert r.status == 200 and r.headers.get("Transfer-Encoding") == "chunked"
+        streamed = await r.read()
+    monkeypatch.setattr(handlers, "STREAM_MIN_ITEMS", 1 << 40)
+    async with http.get(CONFIGMAPS, headers=headers, params=params) as r:
+        assert r.status == 200 and "Transfer-Encoding" not in r.headers
+        whole = await r.read()
+    assert streamed == whole
+    table = json.loads(streamed)
     assert table["kind"] == "Table" and len(table["rows"]) == 600
+    assert table["metadata"]["resourceVersion"] == str(api_server.event_log.revision)
 
 
 async def test_gets_of_kept_objects_answer_as_the_database(api_server: servers.Running,
