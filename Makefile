@@ -59,6 +59,7 @@ bench: bytecode
 	$(PY) -m bench.controllers
 	$(PY) -m bench.crds $(BENCH_ARGS)
 	$(PY) -m bench.job_perf $(BENCH_ARGS)
+	$(PY) -m bench.lists --quick
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

@@ -158,6 +158,18 @@ def _describe(error: BaseException) -> str:
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
 
 
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """A load's outcome is read by the LISTs waiting for it; none may be left (they went away)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _cancelling() -> bool:
+    """Whether the current task itself is being cancelled (not only a task it waited for)."""
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0
+
+
 def split_sentinel(rows: Sequence[Row]) -> tuple[int, int, list[Row]]:
     """(newest revision, compacted revision, data rows) of a checked read."""
     for i, row in enumerate(rows):  # first, unless the database reordered the UNION ALL
@@ -271,7 +283,7 @@ class SqlEventLog:
         self.warm_cache = warm_cache
         self._broadcaster = broadcasting.Broadcaster(revision=0, buffer_limit=subscriber_buffer,
                                                      cache_bytes=cache_bytes)
-        self._loads: dict[tuple[str, str], asyncio.Future[None]] = {}  # loads under way, by resource
+        self._loads: dict[tuple[str, str], asyncio.Task[None]] = {}  # loads under way, by resource
         self._revision_read: asyncio.Future[int] | None = None  # the next shared read of the current revision
         self._revision_task: asyncio.Task[None] | None = None  # runs the shared reads
         self.warmed = asyncio.Event()  # the start-up warm-up is over (set at once without one)
@@ -398,6 +410,10 @@ class SqlEventLog:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        for load in list(self._loads.values()):
+            load.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await load
         if self._revision_task is not None:
             self._revision_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -742,7 +758,8 @@ class SqlEventLog:
             self._revision_task = None
 
     async def _load(self, group: str, resource: str) -> bool:
-        """Load the resource into `storage.heads` (or wait for the load under way); whether it is kept."""
+        """Load the resource into `storage.heads` (or wait for the load under way); whether it is kept.
+        The load is a task of its own: a LIST that started it and goes away does not end it."""
         cache = self._broadcaster.heads
         key = (group, resource)
         running = self._loads.get(key)
@@ -750,25 +767,27 @@ class SqlEventLog:
             ticket = cache.begin_load(group=group, resource=resource)
             if ticket is None:
                 return cache.loaded_at(group=group, resource=resource) is not None
-            running = self._loads[key] = asyncio.get_running_loop().create_future()
-            try:
-                await self._load_pages(cache, ticket, group, resource)
-            except BaseException as error:
-                cache.abandon_load(ticket, group=group, resource=resource)
-                if not running.done():
-                    running.set_exception(error if isinstance(error, Exception) else log.StorageError("load cancelled"))
-                    running.exception()  # retrieved: waiters see it through their own await
-                raise
-            finally:
-                del self._loads[key]
-                if not running.done():
-                    running.set_result(None)
-        else:
-            try:
-                await asyncio.shield(running)
-            except Exception:
-                return False  # the load failed: read the database
+            running = self._loads[key] = asyncio.get_running_loop().create_task(
+                self._run_load(cache, ticket, group, resource), name=f"event-log:{self.backend}:load:{resource}")
+            running.add_done_callback(_retrieve)
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            if running.cancelled() and not _cancelling():
+                return False  # the log closed under the load
+            raise
+        except Exception:
+            return False  # the load failed: read the database
         return cache.loaded_at(group=group, resource=resource) is not None
+
+    async def _run_load(self, cache: heads.HeadCache, ticket: int, group: str, resource: str) -> None:
+        try:
+            await self._load_pages(cache, ticket, group, resource)
+        except BaseException:
+            cache.abandon_load(ticket, group=group, resource=resource)
+            raise
+        finally:
+            self._loads.pop((group, resource), None)
 
     async def _load_pages(self, cache: heads.HeadCache, ticket: int, group: str, resource: str) -> None:
         """Read the live objects in pages of LOAD_PAGE (each at its own revision), then wait until this

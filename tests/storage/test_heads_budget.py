@@ -231,3 +231,28 @@ def test_cost_counts_the_json_and_the_unique_strings() -> None:
                       object=b"{}", prev_revision=0, time=0.0, actor=log.Actor(request_id="r"))
     assert heads.cost(event) == heads.ENTRY_OVERHEAD + 2 + 1 + 1 + 1
     assert heads.compact(event) == event
+
+
+async def test_a_load_outlives_the_list_that_started_it(event_log: sql.SqlEventLog,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    await event_log.append(writes.added("p0"))
+    gate, reading = asyncio.Event(), asyncio.Event()
+    read_page = event_log._list_stored
+
+    async def held(*args: Any) -> log.ListResult:
+        reading.set()
+        await gate.wait()
+        return await read_page(*args)
+
+    monkeypatch.setattr(event_log, "_list_stored", held)
+    listing = asyncio.create_task(event_log.list_objects(**PODS, namespace=None))
+    await reading.wait()
+    listing.cancel()  # the client went away
+    with pytest.raises(asyncio.CancelledError):
+        await listing
+    load = event_log._loads[("", "pods")]
+    gate.set()
+    await load
+    assert event_log._broadcaster.heads.loaded_at(**PODS) is not None
+    monkeypatch.setattr(event_log, "_list_stored", read_page)
+    await _same_as_stored(event_log, PODS, await event_log.list_objects(**PODS, namespace=None))
