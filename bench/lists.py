@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.lists             # 199k, 201k, 300k pods (~6-10 min on 2 cores)
     .venv/bin/python -m bench.lists --quick     # 20k and 40k pods (~1-2 min; what `make bench` runs)
     options: --sizes 199000,201000,300000, --memory 2Gi (the server's --watch-cache-memory),
-             --dir DIR (scratch space; default a temporary directory), --reps N
+             --dir DIR (scratch space; default a temporary directory), --reps N,
+             --before DIR (also measure the code of another tree, e.g. main's, on the same data)
 
 Setup: one pod is created through a `cplane serve` process (so it has the server's defaults and
 managedFields), then copies of it with their own names, uids and IPs are appended straight into the
@@ -47,7 +48,6 @@ import msgspec
 from bench import harness
 from storage import factory, log
 
-CPLANE = Path(sys.executable).parent / "cplane"
 PODS = "/api/v1/pods"
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
@@ -76,13 +76,20 @@ web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log
 class Server:
     """A `cplane serve` process on a data dir, with its log lines read as they come."""
 
-    def __init__(self, data_dir: Path, *, memory: str) -> None:
+    def __init__(self, data_dir: Path, *, memory: str, before: Path | None = None) -> None:
+        """`before`: run the code of that source tree (`git archive main | tar -x -C DIR`), which has
+        no --watch-cache-memory."""
         (data_dir / "kubeconfig").unlink(missing_ok=True)  # the previous server's URL
         self.started = time.perf_counter()
-        self.proc = subprocess.Popen(
-            [str(CPLANE), "serve", "--data-dir", str(data_dir), "--port", "0", "--insecure", "--no-controllers",
-             "--log-format", "json", "--log-level", "info", "--watch-cache-memory", memory],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        command = [sys.executable, "-m", "cp.cli", "serve", "--data-dir", str(data_dir), "--port", "0", "--insecure",
+                   "--no-controllers", "--log-format", "json", "--log-level", "info"]
+        env = dict(os.environ)
+        if before is None:
+            command += ["--watch-cache-memory", memory]
+        else:
+            env["PYTHONPATH"] = str(before)
+        self.proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env,
+                                     cwd=str(before or Path.cwd()))
         self.data_dir = data_dir
         self.warmed_at: float | None = None
         self.warm_line: dict[str, Any] = {}
@@ -342,6 +349,50 @@ async def measure(data_dir: Path, pods: int, *, memory: str, reps: int, scratch:
     return out
 
 
+async def measure_before(data_dir: Path, pods: int, *, before: Path, reps: int) -> dict[str, float]:
+    """The same LISTs against the code of `before` (no warm-up, no budget: its first LIST loads the
+    cache, up to its object cap)."""
+    out: dict[str, float] = {"pods": pods}
+    server = Server(data_dir, memory="", before=before)
+    try:
+        out["ready_s"] = await server.ready()
+        async with aiohttp.ClientSession(base_url=server.url, timeout=aiohttp.ClientTimeout(total=None)) as s:
+            out["rss_warm_mb"] = server.rss() / 1e6
+            server.reset_peak()
+            cpu = server.cpu()
+            out["list_at_ready_s"] = (await _read(s, PODS))[0]
+            out["list_at_ready_cpu_s"] = server.cpu() - cpu
+            out["list_first_peak_rss_mb"] = server.peak() / 1e6
+            server.reset_peak()
+            times, cpus = [], []
+            for _ in range(reps):
+                cpu = server.cpu()
+                times.append((await _read(s, PODS))[0])
+                cpus.append(server.cpu() - cpu)
+            out["list_peak_rss_mb"] = server.peak() / 1e6
+            await asyncio.sleep(0.5)
+            out["rss_after_list_mb"] = server.rss() / 1e6
+            out["list_s"] = statistics.median(times)
+            out["list_cpu_s"] = statistics.median(cpus)
+            out["list_cpu_us_per_pod"] = out["list_cpu_s"] / pods * 1e6
+            times, cpus = [], []
+            server.reset_peak()
+            for _ in range(max(2, reps // 2)):
+                cpu = server.cpu()
+                times.append((await _read(s, PODS, headers={"Accept": TABLE}))[0])
+                cpus.append(server.cpu() - cpu)
+            out["table_s"] = statistics.median(times)
+            out["table_cpu_s"] = statistics.median(cpus)
+            out["table_peak_rss_mb"] = server.peak() / 1e6
+            times = [(await _read(s, PODS + "?limit=500"))[0] for _ in range(reps * 3)]
+            out["page_ms"] = statistics.median(times) * 1000
+            times = [(await _read(s, "/api/v1/namespaces/bench/pods/web-7d9f8b6c5-000007"))[0] for _ in range(reps * 10)]
+            out["get_ms"] = statistics.median(times) * 1000
+    finally:
+        server.stop()
+    return out
+
+
 ROWS = (  # (key, label, format, target)
     ("ready_no_cache_s", "start-up to /readyz 200, no cache", "{:.2f} s", ""),
     ("ready_s", "start-up to /readyz 200", "{:.2f} s", "≈ without cache"),
@@ -366,6 +417,7 @@ ROWS = (  # (key, label, format, target)
     ("warm_cache_mb", "cache charged (budget accounting)", "{:.0f} MB", ""),
     ("rss_no_cache_mb", "RSS, no cache, every pod read once", "{:.0f} MB", ""),
     ("rss_warm_mb", "RSS once warm", "{:.0f} MB", ""),
+    ("list_first_peak_rss_mb", "peak RSS during the first JSON LIST", "{:.0f} MB", ""),
     ("list_peak_rss_mb", "peak RSS during a JSON LIST", "{:.0f} MB", "bounded (streamed)"),
     ("rss_after_list_mb", "RSS after the LIST", "{:.0f} MB", "≈ RSS once warm"),
     ("table_peak_rss_mb", "peak RSS during Table LISTs", "{:.0f} MB", "bounded (streamed)"),
@@ -374,15 +426,19 @@ ROWS = (  # (key, label, format, target)
 
 def report(results: list[dict[str, float]]) -> None:
     print(f"load average: {Path('/proc/loadavg').read_text().strip()}")
-    header = "measure".ljust(44) + "".join(f"{int(r['pods']):>12,}" for r in results) + "  target"
+    header = "measure".ljust(44) + "".join(
+        f"{int(r['pods']):>10,}{'b' if r.get('before') else ' '} " for r in results) + "  target"
     print(header)
     for key, label, fmt, target in ROWS:
         cells = "".join(f"{fmt.format(r[key]):>12}" if key in r else f"{'-':>12}" for r in results)
         print(f"{label.ljust(44)}{cells}  {target}")
-    if len(results) >= 2 and {results[0]["pods"], results[1]["pods"]} == {199_000, 201_000}:
-        a, b = results[0], results[1]
-        print("199k -> 201k: " + ", ".join(f"{key} x{b[key] / a[key]:.2f}" for key in
-                                           ("list_s", "table_s", "page_ms", "list_cpu_s")))
+    for before in (True, False):
+        runs = {r["pods"]: r for r in results if bool(r.get("before")) == before}
+        if 199_000 in runs and 201_000 in runs:
+            a, b = runs[199_000], runs[201_000]
+            print(f"{'before' if before else 'after'}, 199k -> 201k: " + ", ".join(
+                f"{key} x{b[key] / a[key]:.2f}" for key in ("list_s", "table_s", "page_ms", "list_cpu_s")))
+    print("b: the --before code (the first LIST after start is the 'LIST issued at /readyz' row)")
     print(json.dumps(results), file=sys.stderr)
 
 
@@ -401,8 +457,15 @@ async def main_async(args: argparse.Namespace) -> None:
             print(f"appended {size - have:,} pods in {seconds:.1f} s ({(size - have) / seconds:,.0f}/s)",
                   file=sys.stderr)
             have = size
+            if args.before:
+                results.append({**await measure_before(data_dir, size, before=args.before,
+                                                       reps=args.reps), "before": 1})
+                print(json.dumps(results[-1]), file=sys.stderr)
             results.append(await measure(data_dir, size, memory=args.memory, reps=args.reps, scratch=scratch))
             print(json.dumps(results[-1]), file=sys.stderr)
+            if args.before:
+                results[-2]["rss_per_cached_pod_b"] = (results[-2]["rss_after_list_mb"]
+                                                       - results[-1]["rss_no_cache_mb"]) * 1e6 / size
         report(results)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -415,7 +478,11 @@ def main() -> None:
     ap.add_argument("--memory", default="2Gi", help="the server's --watch-cache-memory (default 2Gi)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of each LIST (default 5)")
     ap.add_argument("--dir", default=None, help="scratch directory (default: a temporary one)")
+    ap.add_argument("--before", default=None, metavar="DIR",
+                    help="also measure the code in DIR on the same data, in the same run "
+                         "(e.g. `git archive main | tar -x -C DIR`)")
     args = ap.parse_args()
+    args.before = Path(args.before).resolve() if args.before else None
     os.environ.setdefault("PYTHONHASHSEED", "0")
     asyncio.run(main_async(args))
 

@@ -35,7 +35,7 @@ from storage import log
 
 Key = tuple[str, str]  # (namespace, name)
 
-DEFAULT_MAX_BYTES = 1 << 30  # 1 GiB: `cplane serve --watch-cache-memory`
+DEFAULT_MAX_BYTES = 2 << 30  # 2 GiB: `cplane serve --watch-cache-memory` (~450,000 pods of 3.4 KB)
 # Bytes a kept object costs beyond the characters of its JSON, name, uid and request id, measured with
 # tracemalloc (`tests/storage/test_heads_budget.py`: ~700 for a pod): the `log.Event` (104) and its
 # Actor (48), the objects' headers (bytes 33, three str 49 each), its revision and time (56), the

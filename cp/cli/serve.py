@@ -99,7 +99,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "defaults, e.g. GenericWorkload=true,GangScheduling=true for gang scheduling)")
     p.add_argument("--watch-cache-memory", type=_memory_size, default=None, metavar="SIZE",
                    help="memory budget of the objects kept for LISTs and GETs (the watch cache), a quantity "
-                        "such as 512Mi or 2Gi (default 1Gi; 0 keeps none: every read goes to the database). "
+                        "such as 512Mi or 4Gi (default 2Gi; 0 keeps none: every read goes to the database). "
                         "Every resource is loaded in the background at start-up, fewest objects first, while "
                         "the budget lasts; the resources listed least recently are dropped to make room")
     p.add_argument("--log-format", choices=("console", "json"), default="console")

@@ -11,13 +11,14 @@ and a delete. Out of scope: which lists the storage serves from memory (tests/st
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import aiohttp
 import pytest
 
 from api import handlers
 from api import server as servers
-from storage import log
+from storage import log, sql
 
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 
@@ -123,3 +124,13 @@ async def test_gets_of_kept_objects_answer_as_the_database(api_server: servers.R
 async def test_an_empty_list(api_server: servers.Running, http: aiohttp.ClientSession) -> None:
     body = json.loads((await _get(http, "/api/v1/namespaces/nowhere/configmaps"))[0])
     assert body["items"] == []
+
+
+async def test_the_budget_and_the_warm_up_reach_the_served_log(tmp_path: Path) -> None:
+    async with servers.running(data_dir=tmp_path / "data", watch_cache_memory=5 << 20, warm_cache=True) as srv:
+        event_log = srv.event_log
+        assert isinstance(event_log, sql.SqlEventLog)
+        await event_log.warmed.wait()
+        cache = event_log._broadcaster.heads
+        assert cache.max_bytes == 5 << 20
+        assert cache.loaded_at(group="", resource="namespaces") is not None  # the bootstrap's, loaded at start
