@@ -314,9 +314,10 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     meta += b"}"
     head = (b'{"kind":"' + kind.list_kind.encode() + b'","apiVersion":"' + kind.api_version.encode()
             + b'","metadata":' + meta + b',"items":[')
-    if negotiated.media_type == codec.JSON and not negotiated.convert and \
-            len(events) >= STREAM_MIN_ITEMS and sum(len(ev.object) for ev in events) >= STREAM_MIN_BYTES:
-        return await _stream_list(request, head, events)
+    if negotiated.media_type == codec.JSON and not negotiated.convert and len(events) >= STREAM_MIN_ITEMS:
+        items_size = sum([len(ev.object) for ev in events])
+        if items_size >= STREAM_MIN_BYTES:
+            return await _stream_list(request, head, events, items_size=items_size)
     # One copy of the stored bytes: the head and tail ride on the first and last item.
     parts = [ev.object for ev in events]
     if parts:
@@ -326,14 +327,17 @@ async def list_objects(request: web.Request, target: reads.Target) -> web.Stream
     return codec.object_response(negotiated, raw=head + b"]}")
 
 
-async def _stream_list(request: web.Request, head: bytes, events: list[log.Event]) -> web.StreamResponse:
+async def _stream_list(request: web.Request, head: bytes, events: list[log.Event], *,
+                       items_size: int) -> web.StreamResponse:
     """A large JSON list written as it is encoded (upstream's streaming list encoder, KEP-5116): the
-    head with the list's metadata, the stored items joined in chunks of STREAM_CHUNK_ITEMS, the tail;
-    chunked transfer encoding, and each chunk waits for the connection to take the previous ones, so
-    the memory a LIST holds is one chunk and the socket's buffer, not the whole body. The bytes are
-    those `list_objects` would send in one piece."""
+    head with the list's metadata, the stored items joined in chunks of STREAM_CHUNK_ITEMS, the tail.
+    Each chunk waits for the connection to take the previous ones, so the memory a LIST holds is one
+    chunk and the socket's buffer, not the whole body. The length is known beforehand (the stored
+    items' `items_size`, their commas, the head and tail): a Content-Length, not chunked transfer
+    encoding, which would copy every chunk once more to frame it. The bytes are those the list has
+    in one piece."""
     resp = web.StreamResponse(status=200, headers={"Content-Type": codec.JSON})
-    resp.enable_chunked_encoding()
+    resp.content_length = len(head) + items_size + max(len(events) - 1, 0) + 2
     await resp.prepare(request)
     separator = b""
     for start in range(0, len(events), STREAM_CHUNK_ITEMS):
