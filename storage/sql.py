@@ -699,19 +699,23 @@ class SqlEventLog:
             if (loaded is None or not (loaded <= revision <= self.revision) or revision <= self._compacted
                     or self.last_change(group=group, resource=resource) > revision):
                 return None
-        elif not await self._caught_up_for_list(cache, group, resource):
+        elif not await self._caught_up_for_list(cache, group, resource,
+                                                wait_for_load=namespace is None and not limit):
             return None
         events, more = cache.list_objects(group=group, resource=resource, namespace=namespace,
                                   start_after=start_after, limit=limit)
         served_at = self.revision if revision is None else revision
         return log.ListResult(events=events, revision=served_at, more=more)
 
-    async def _caught_up_for_list(self, cache: heads.HeadCache, group: str, resource: str) -> bool:
+    async def _caught_up_for_list(self, cache: heads.HeadCache, group: str, resource: str, *,
+                                  wait_for_load: bool) -> bool:
         """For a read at the latest revision: load the resource if it is not kept yet (or wait for the
         load under way), then wait until this process has published the database's current revision.
-        False: read the database instead."""
-        if cache.loaded_at(group=group, resource=resource) is None and not await self._load(group, resource):
-            return False  # too large to keep, or the load failed
+        False: read the database instead. `wait_for_load=False` (a page or one namespace, which the
+        database answers quickly): start the load if none is under way, but do not wait for it."""
+        if cache.loaded_at(group=group, resource=resource) is None and \
+                not await self._load(group, resource, wait=wait_for_load):
+            return False  # too large to keep, or the load failed, or not waited for
         return await self._caught_up(cache, group, resource)
 
     async def _caught_up(self, cache: heads.HeadCache, group: str, resource: str) -> bool:
@@ -757,9 +761,10 @@ class SqlEventLog:
         finally:
             self._revision_task = None
 
-    async def _load(self, group: str, resource: str) -> bool:
+    async def _load(self, group: str, resource: str, *, wait: bool = True) -> bool:
         """Load the resource into `storage.heads` (or wait for the load under way); whether it is kept.
-        The load is a task of its own: a LIST that started it and goes away does not end it."""
+        The load is a task of its own: a LIST that started it and goes away does not end it.
+        `wait=False`: start it, and answer at once whether the resource is kept already."""
         cache = self._broadcaster.heads
         key = (group, resource)
         running = self._loads.get(key)
@@ -770,6 +775,8 @@ class SqlEventLog:
             running = self._loads[key] = asyncio.get_running_loop().create_task(
                 self._run_load(cache, ticket, group, resource), name=f"event-log:{self.backend}:load:{resource}")
             running.add_done_callback(_retrieve)
+        if not wait:
+            return cache.loaded_at(group=group, resource=resource) is not None
         try:
             await asyncio.shield(running)
         except asyncio.CancelledError:

@@ -256,3 +256,29 @@ async def test_a_load_outlives_the_list_that_started_it(event_log: sql.SqlEventL
     assert event_log._broadcaster.heads.loaded_at(**PODS) is not None
     monkeypatch.setattr(event_log, "_list_stored", read_page)
     await _same_as_stored(event_log, PODS, await event_log.list_objects(**PODS, namespace=None))
+
+
+async def test_a_page_does_not_wait_for_a_load(event_log: sql.SqlEventLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LIST with a limit or a namespace reads the database while its resource loads (it would answer
+    in milliseconds); the load it started goes on; a full LIST waits for it."""
+    for i in range(3):
+        await event_log.append(writes.added(f"p{i}"))
+    gate = asyncio.Event()
+    read_page = event_log._list_stored
+
+    async def held(*args: Any) -> log.ListResult:
+        if args[4] is None and args[5] == sql.LOAD_PAGE:  # the load's first page
+            await gate.wait()
+        return await read_page(*args)
+
+    monkeypatch.setattr(event_log, "_list_stored", held)
+    page = await event_log.list_objects(**PODS, namespace=None, limit=2)  # starts the load, does not wait
+    assert [e.name for e in page.events] == ["p0", "p1"] and page.more
+    one = await event_log.list_objects(**PODS, namespace="default")
+    assert len(one.events) == 3
+    assert ("", "pods") in event_log._loads and event_log._broadcaster.heads.loaded_at(**PODS) is None
+    full = asyncio.create_task(event_log.list_objects(**PODS, namespace=None))
+    gate.set()
+    served = await full
+    assert event_log._broadcaster.heads.loaded_at(**PODS) is not None
+    await _same_as_stored(event_log, PODS, served)
