@@ -336,10 +336,14 @@ async def measure(data_dir: Path, pods: int, *, memory: str, reps: int, scratch:
             out["table_s"] = statistics.median(times)
             out["table_cpu_s"] = statistics.median(cpus)
             out["table_peak_rss_mb"] = server.peak() / 1e6
-            times = [(await _read(s, PODS + "?limit=500"))[0] for _ in range(reps * 3)]
+            cpu = server.cpu()
+            times = [(await _read(s, PODS + "?limit=500"))[0] for _ in range(reps * 20)]
             out["page_ms"] = statistics.median(times) * 1000
-            times = [(await _read(s, "/api/v1/namespaces/bench/pods/web-7d9f8b6c5-000007"))[0] for _ in range(reps * 10)]
+            out["page_cpu_ms"] = (server.cpu() - cpu) / len(times) * 1000
+            cpu = server.cpu()
+            times = [(await _read(s, "/api/v1/namespaces/bench/pods/web-7d9f8b6c5-000007"))[0] for _ in range(reps * 40)]
             out["get_ms"] = statistics.median(times) * 1000
+            out["get_cpu_ms"] = (server.cpu() - cpu) / len(times) * 1000
         out["reference_whole_s"], out["reference_chunks_s"] = await _reference(body, scratch, reps)
         out["reference_s"] = min(out["reference_whole_s"], out["reference_chunks_s"])
         out["list_vs_reference"] = out["list_s"] / out["reference_s"]
@@ -384,10 +388,14 @@ async def measure_before(data_dir: Path, pods: int, *, before: Path, reps: int) 
             out["table_s"] = statistics.median(times)
             out["table_cpu_s"] = statistics.median(cpus)
             out["table_peak_rss_mb"] = server.peak() / 1e6
-            times = [(await _read(s, PODS + "?limit=500"))[0] for _ in range(reps * 3)]
+            cpu = server.cpu()
+            times = [(await _read(s, PODS + "?limit=500"))[0] for _ in range(reps * 20)]
             out["page_ms"] = statistics.median(times) * 1000
-            times = [(await _read(s, "/api/v1/namespaces/bench/pods/web-7d9f8b6c5-000007"))[0] for _ in range(reps * 10)]
+            out["page_cpu_ms"] = (server.cpu() - cpu) / len(times) * 1000
+            cpu = server.cpu()
+            times = [(await _read(s, "/api/v1/namespaces/bench/pods/web-7d9f8b6c5-000007"))[0] for _ in range(reps * 40)]
             out["get_ms"] = statistics.median(times) * 1000
+            out["get_cpu_ms"] = (server.cpu() - cpu) / len(times) * 1000
     finally:
         server.stop()
     return out
@@ -410,7 +418,9 @@ ROWS = (  # (key, label, format, target)
     ("table_s", "Table LIST (median)", "{:.2f} s", ""),
     ("table_cpu_s", "server CPU per Table LIST", "{:.2f} s", ""),
     ("page_ms", "page, limit=500 (median)", "{:.1f} ms", ""),
+    ("page_cpu_ms", "server CPU per page", "{:.2f} ms", ""),
     ("get_ms", "GET one pod (median)", "{:.2f} ms", ""),
+    ("get_cpu_ms", "server CPU per GET", "{:.2f} ms", ""),
     ("list_bytes_mb", "JSON LIST body", "{:.0f} MB", ""),
     ("json_per_pod_b", "JSON per pod", "{:.0f} B", ""),
     ("rss_per_cached_pod_b", "RSS per cached pod", "{:.0f} B", "≤ 1.5 x JSON"),
@@ -437,7 +447,8 @@ def report(results: list[dict[str, float]]) -> None:
         if 199_000 in runs and 201_000 in runs:
             a, b = runs[199_000], runs[201_000]
             print(f"{'before' if before else 'after'}, 199k -> 201k: " + ", ".join(
-                f"{key} x{b[key] / a[key]:.2f}" for key in ("list_s", "table_s", "page_ms", "list_cpu_s")))
+                f"{key} x{b[key] / a[key]:.2f}" for key in ("list_s", "table_s", "page_ms", "list_cpu_s", "table_cpu_s",
+                                                           "page_cpu_ms") if a.get(key)))
     print("b: the --before code (the first LIST after start is the 'LIST issued at /readyz' row)")
     print(json.dumps(results), file=sys.stderr)
 
