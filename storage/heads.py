@@ -188,6 +188,10 @@ class HeadCache:
         self._resources[key] = _Heads()
         return self._generation
 
+    def refused(self, *, group: str, resource: str) -> bool:
+        """Whether the resource is not kept because it is larger than the budget by itself."""
+        return (group, resource) in self._refused
+
     def loading(self, *, group: str, resource: str) -> bool:
         heads = self._resources.get((group, resource))
         return heads is not None and heads.pending is not None

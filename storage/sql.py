@@ -806,8 +806,9 @@ class SqlEventLog:
             newest = max(newest, page.revision)
             if not cache.add_page(ticket, group=group, resource=resource, events=page.events,
                                   revision=page.revision, last=not page.more):
-                _logger.info("watch_cache_refused", group=group, resource=resource, revision=page.revision,
-                             budget_bytes=cache.max_bytes, outcome="not_kept")
+                if cache.refused(group=group, resource=resource):  # else: reset meanwhile (skipped revisions)
+                    _logger.info("watch_cache_refused", group=group, resource=resource, revision=page.revision,
+                                 budget_bytes=cache.max_bytes, outcome="not_kept")
                 return
             if not page.more:
                 break

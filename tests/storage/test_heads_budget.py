@@ -103,6 +103,7 @@ async def test_the_least_recently_listed_resource_makes_room(event_log: sql.SqlE
         await event_log.append(writes.added(f"c{i}", resource="configmaps"))
     assert cache.loaded_at(**PODS) is None and cache.loaded_at(**CONFIGMAPS) is None
     assert cache.bytes == 0 and len(cache) == 0
+    assert cache.refused(**CONFIGMAPS) and not cache.refused(**PODS)
     listed = await event_log.list_objects(**CONFIGMAPS, namespace=None)  # refused: read from the database
     assert [e.name for e in listed.events] == [f"c{i}" for i in range(7)]
     await _same_as_stored(event_log, CONFIGMAPS, listed)
