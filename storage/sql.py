@@ -665,7 +665,7 @@ class SqlEventLog:
         if revision is None:
             cache = self._broadcaster.heads
             if self.list_from_memory and cache.loaded_at(group=group, resource=resource) is not None \
-                    and await self._caught_up(cache, group, resource):
+                    and await self._caught_up(cache, group, resource, wait=False):
                 return cache.get(group=group, resource=resource, namespace=namespace, name=name)
             rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
             return codec.event_from_row(rows[0]) if rows else None
@@ -718,10 +718,13 @@ class SqlEventLog:
             return False  # too large to keep, or the load failed, or not waited for
         return await self._caught_up(cache, group, resource)
 
-    async def _caught_up(self, cache: heads.HeadCache, group: str, resource: str) -> bool:
+    async def _caught_up(self, cache: heads.HeadCache, group: str, resource: str, *, wait: bool = True) -> bool:
         """Wait until this process has published the database's current revision (as read after this
-        call began); whether the resource is kept then (a read at the latest revision may use it)."""
+        call began); whether the resource is kept then (a read at the latest revision may use it).
+        `wait=False` (a GET, which the database answers at once): False when it has not published it."""
         target = await self._database_revision()
+        if self._broadcaster.revision < target and not wait:
+            return False
         if self._broadcaster.revision < target:
             try:
                 async with asyncio.timeout(LIST_CATCH_UP_WAIT):

@@ -110,7 +110,7 @@ async def test_a_streamed_table_has_the_bytes_of_one_in_one_piece(
 async def test_gets_of_kept_objects_answer_as_the_database(api_server: servers.Running,
                                                           http: aiohttp.ClientSession) -> None:
     await _fill(api_server, 3)
-    await _get(http, CONFIGMAPS)  # loads configmaps into memory
+    await _get(http, "/api/v1/configmaps")  # a full LIST: loads configmaps into memory (one namespace would not wait)
     event_log = api_server.event_log
     assert event_log._broadcaster.heads.loaded_at(group="", resource="configmaps") is not None  # type: ignore[attr-defined]
     before = json.loads((await _get(http, f"{CONFIGMAPS}/cm-0001"))[0])
