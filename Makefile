@@ -64,6 +64,7 @@ bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.controllers
 	$(PY) -m bench.crds $(BENCH_ARGS)
 	$(PY) -m bench.job_perf $(BENCH_ARGS)
+	$(PY) -m bench.lists --quick
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

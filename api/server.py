@@ -31,14 +31,17 @@ class Running(msgspec.Struct, kw_only=True):
     connections: Any = None  # the api.connections.ConnectionGuard of its listening socket
 
 
-def open_log(url: str) -> log.EventLog:
+def open_log(url: str, *, cache_bytes: int | None = None, warm_cache: bool = False) -> log.EventLog:
+    """The event log at `url`; `cache_bytes` and `warm_cache`: its objects kept in memory for LISTs and
+    GETs (`storage.heads`: the budget, None for the default, and whether to load them at start-up)."""
     if url in ("memory:", "memory://"):
         from storage import memory
 
         return memory.MemoryEventLog()
-    from storage import factory
+    from storage import factory, heads
 
-    return factory.open_event_log(url=url)
+    return factory.open_event_log(url=url, cache_bytes=heads.DEFAULT_MAX_BYTES if cache_bytes is None else cache_bytes,
+                                  warm_cache=warm_cache)
 
 
 def advertised_address(host: str) -> str | None:
@@ -123,7 +126,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
                   token_auth_file: str | None = None, limits: Limits | None = None,
                   insecure_limits: bool = False, advertise_address: str | None = None,
                   service_account_issuer: str | None = None,
-                  api_audiences: tuple[str, ...] = ()) -> AsyncIterator[Running]:
+                  api_audiences: tuple[str, ...] = (), watch_cache_memory: int | None = None,
+                  warm_cache: bool = False) -> AsyncIterator[Running]:
     """Serve the API until the block exits. `port=0` picks a free port. `app_options` go to
     `api.app.make_app` (its extension points).
 
@@ -136,7 +140,10 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     `--api-audiences` (defaults: `api.auth.ISSUER`, the issuer).
     The connection-level bounds of `limits` (header and handshake deadlines, the connection cap:
     `api.connections`) apply in every mode. `advertise_address`: the address the `kubernetes` Service's
-    endpoints name (kube-apiserver's `--advertise-address`; see `advertised_address` for the default)."""
+    endpoints name (kube-apiserver's `--advertise-address`; see `advertised_address` for the default).
+    `watch_cache_memory`, `warm_cache`: the memory budget of the objects kept for LISTs and GETs (None:
+    the default, `storage.heads.DEFAULT_MAX_BYTES`) and whether to load them in the background at
+    start-up (`cplane serve --watch-cache-memory`; the server is ready before they are loaded)."""
     from api import auth as auths
 
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
@@ -157,7 +164,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
         config = auths.AuthConfig.insecure(limits, make_signer=make_signer)
         options["auth"] = config
     own_log = event_log is None
-    the_log = event_log or open_log(db_url or default_db_url(data_dir))
+    the_log = event_log or open_log(db_url or default_db_url(data_dir), cache_bytes=watch_cache_memory,
+                                    warm_cache=warm_cache)
     if own_log:
         await the_log.start()
     app = apps.make_app(event_log=the_log, clock=clock, **options)

@@ -40,13 +40,14 @@ def _release(waiter: asyncio.Future[None]) -> None:
 class Broadcaster:
     """Knows the newest published revision; owns the live subscriptions."""
 
-    def __init__(self, *, revision: int, buffer_limit: int) -> None:
+    def __init__(self, *, revision: int, buffer_limit: int, cache_bytes: int = heads.DEFAULT_MAX_BYTES) -> None:
         self.revision = revision
         self.buffer_limit = buffer_limit
         self._subscribers: dict[tuple[str, str, str | None], dict[Subscriber, None]] = {}
         self._changed: dict[tuple[str, str], int] = {}  # (group, resource) -> newest published revision
         self._reset = revision  # anything may have changed up to here (start, skipped revisions)
-        self.heads = heads.HeadCache()  # live objects of listed resources, following the same events
+        # live objects of listed resources, following the same events
+        self.heads = heads.HeadCache(max_bytes=cache_bytes)
 
     def last_change(self, *, group: str, resource: str) -> int:
         """`log.EventLog.last_change`: the newest published change of the resource."""

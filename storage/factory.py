@@ -7,21 +7,24 @@
 
 from __future__ import annotations
 
-from storage import compaction, sql
+from storage import compaction, heads, sql
 
 Retention = compaction.Retention
 
 SQLITE_PREFIX = "sqlite+aiosqlite:///"
 
 
-def open_event_log(*, url: str, retention: Retention | None = None, durability: str = "normal") -> sql.SqlEventLog:
+def open_event_log(*, url: str, retention: Retention | None = None, durability: str = "normal",
+                   cache_bytes: int = heads.DEFAULT_MAX_BYTES, warm_cache: bool = False) -> sql.SqlEventLog:
+    """`cache_bytes`, `warm_cache`: the objects kept in memory for LISTs and GETs (`storage.heads`)."""
     if url.startswith(SQLITE_PREFIX):  # parsed by hand: SQLAlchemy stays off the SQLite start-up path
         from storage import sqlite
 
         path, _, query = url[len(SQLITE_PREFIX):].partition("?")
         if query:
             raise ValueError(f"the SQLite event log takes no URL options, got {query!r}")
-        return sqlite.SqliteEventLog(path=path, retention=retention, durability=durability)
+        return sqlite.SqliteEventLog(path=path, retention=retention, durability=durability,
+                                     cache_bytes=cache_bytes, warm_cache=warm_cache)
     import sqlalchemy as sa
 
     parsed = sa.make_url(url)
@@ -30,6 +33,7 @@ def open_event_log(*, url: str, retention: Retention | None = None, durability: 
     if parsed.drivername == "postgresql+asyncpg":
         from storage import postgres  # asyncpg and its dialect load only when used
 
-        return postgres.PostgresEventLog(url=parsed, retention=retention, durability=durability)
+        return postgres.PostgresEventLog(url=parsed, retention=retention, durability=durability,
+                                         cache_bytes=cache_bytes, warm_cache=warm_cache)
     raise ValueError(f"unsupported event log URL {parsed.drivername!r}: "
                      "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://...")

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 import structlog
 from sqlalchemy.ext import asyncio as sa_asyncio
 
-from storage import codec, compaction, migrating, schema, sql
+from storage import codec, compaction, heads, migrating, schema, sql
 
 _logger = structlog.get_logger(__name__)
 
@@ -73,8 +73,10 @@ class PostgresEventLog(sql.SqlEventLog):
     list_sql = sql.SQL_LIST_LATERAL
 
     def __init__(self, *, url: sa.URL, retention: compaction.Retention | None = None,
-                 durability: str = "normal", subscriber_buffer: int = 1000) -> None:
-        super().__init__(retention=retention, durability=durability, subscriber_buffer=subscriber_buffer)
+                 durability: str = "normal", subscriber_buffer: int = 1000,
+                 cache_bytes: int = heads.DEFAULT_MAX_BYTES, warm_cache: bool = False) -> None:
+        super().__init__(retention=retention, durability=durability, subscriber_buffer=subscriber_buffer,
+                         cache_bytes=cache_bytes, warm_cache=warm_cache)
         self.schema: str | None = url.query.get("schema")  # type: ignore[assignment]
         self._url = url.difference_update_query(["schema"])
         self._engine: sa_asyncio.AsyncEngine | None = None

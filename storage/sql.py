@@ -38,6 +38,7 @@ _AFTER_EVERY_NAME = "\U0010ffff"  # sorts (UTF-8 bytes) after every name
 POLL_PAGE = 1000
 POLL_FAILURE_LOG_PERIOD = 30.0  # seconds between "poll_failed" lines while the database stays unreachable
 LIST_CATCH_UP_WAIT = 2.0  # seconds a LIST served from memory waits for this process to catch up
+LOAD_PAGE = 2000  # objects per read when loading a resource into memory (other reads go in between)
 
 _COLS = ("revision, type, api_group, resource, namespace, name, uid, prev_revision, time, actor_user, "
          "actor_field_manager, actor_user_agent, actor_request_id, object")
@@ -107,6 +108,7 @@ SQL_REPLAY = {ns: _replay_sql(namespaced=ns) for ns in (False, True)}
 SQL_SCAN = f"SELECT {_COLS} FROM events WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?"
 SQL_BY_REVISION = f"SELECT {_COLS} FROM events WHERE revision = ?"
 SQL_FIRST_SINCE = "SELECT revision FROM events WHERE revision > ? AND time >= ? ORDER BY revision LIMIT 1"
+SQL_RESOURCES = "SELECT api_group, resource, COUNT(*) FROM heads WHERE NOT deleted GROUP BY resource, api_group"
 SQL_IS_EMPTY = "SELECT (SELECT COUNT(*) FROM (SELECT 1 FROM events LIMIT 1) AS x), compacted_revision FROM meta"
 
 SQL_INSERT_EVENT = f"INSERT INTO events ({_COLS}) VALUES ({', '.join(['?'] * 14)})"
@@ -154,6 +156,18 @@ def _describe(error: BaseException) -> str:
     cause = getattr(error, "orig", None) or error.__cause__ or error
     text = str(cause).strip().splitlines()[0] if str(cause).strip() else ""
     return f"{type(cause).__name__}: {text}" if text else type(cause).__name__
+
+
+def _retrieve(task: asyncio.Task[None]) -> None:
+    """A load's outcome is read by the LISTs waiting for it; none may be left (they went away)."""
+    if not task.cancelled():
+        task.exception()
+
+
+def _cancelling() -> bool:
+    """Whether the current task itself is being cancelled (not only a task it waited for)."""
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0
 
 
 def split_sentinel(rows: Sequence[Row]) -> tuple[int, int, list[Row]]:
@@ -258,12 +272,21 @@ class SqlEventLog:
     list_sql = SQL_LIST
 
     def __init__(self, *, retention: compaction.Retention | None = None, durability: str = "normal",
-                 subscriber_buffer: int = 1000) -> None:
+                 subscriber_buffer: int = 1000, cache_bytes: int = heads.DEFAULT_MAX_BYTES,
+                 warm_cache: bool = False) -> None:
+        """`cache_bytes`: the memory budget of the objects kept for LISTs and GETs (`storage.heads`;
+        0: keep none). `warm_cache`: load every resource into it in the background once started."""
         if durability not in ("normal", "full"):
             raise ValueError(f"durability must be 'normal' or 'full', not {durability!r}")
         self.retention = retention
         self.durability = durability
-        self._broadcaster = broadcasting.Broadcaster(revision=0, buffer_limit=subscriber_buffer)
+        self.warm_cache = warm_cache
+        self._broadcaster = broadcasting.Broadcaster(revision=0, buffer_limit=subscriber_buffer,
+                                                     cache_bytes=cache_bytes)
+        self._loads: dict[tuple[str, str], asyncio.Task[None]] = {}  # loads under way, by resource
+        self._revision_read: asyncio.Future[int] | None = None  # the next shared read of the current revision
+        self._revision_task: asyncio.Task[None] | None = None  # runs the shared reads
+        self.warmed = asyncio.Event()  # the start-up warm-up is over (set at once without one)
         self._compacted = 0
         self._pending: list[tuple[log.Write, asyncio.Future[log.Event]]] = []
         self._work = asyncio.Event()
@@ -366,6 +389,10 @@ class SqlEventLog:
         if self.retention is not None:
             self._tasks.append(asyncio.create_task(self._retention_loop(),
                                                    name=f"event-log:{self.backend}:retention"))
+        if self.warm_cache and self.list_from_memory:
+            self._tasks.append(asyncio.create_task(self._warm(), name=f"event-log:{self.backend}:warm-up"))
+        else:
+            self.warmed.set()
         _logger.info("event_log_started", backend=self.backend, revision=self.revision,
                      compacted_revision=compacted, durability=self.durability,
                      duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
@@ -383,6 +410,14 @@ class SqlEventLog:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks.clear()
+        for load in list(self._loads.values()):
+            load.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await load
+        if self._revision_task is not None:
+            self._revision_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._revision_task
         self._broadcaster.end_all()
         for _, waiter in self._revision_waiters:
             if not waiter.done():
@@ -628,6 +663,10 @@ class SqlEventLog:
                   revision: int | None = None) -> log.Event | None:
         self._check_started()
         if revision is None:
+            cache = self._broadcaster.heads
+            if self.list_from_memory and cache.loaded_at(group=group, resource=resource) is not None \
+                    and await self._caught_up(cache, group, resource, wait=False):
+                return cache.get(group=group, resource=resource, namespace=namespace, name=name)
             rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
             return codec.event_from_row(rows[0]) if rows else None
         self._check_representable(revision)
@@ -660,38 +699,151 @@ class SqlEventLog:
             if (loaded is None or not (loaded <= revision <= self.revision) or revision <= self._compacted
                     or self.last_change(group=group, resource=resource) > revision):
                 return None
-        elif not await self._caught_up_for_list(cache, group, resource):
+        elif not await self._caught_up_for_list(cache, group, resource,
+                                                wait_for_load=namespace is None and not limit):
             return None
         events, more = cache.list_objects(group=group, resource=resource, namespace=namespace,
                                   start_after=start_after, limit=limit)
         served_at = self.revision if revision is None else revision
         return log.ListResult(events=events, revision=served_at, more=more)
 
-    async def _caught_up_for_list(self, cache: heads.HeadCache, group: str, resource: str) -> bool:
-        """For a LIST at the latest revision: load the resource if it is not kept yet, then wait until
-        this process has published the database's current revision. False: read the database instead."""
-        if cache.loaded_at(group=group, resource=resource) is None:
-            ticket = cache.begin_load(group=group, resource=resource)
-            if ticket is None:
-                return False  # being loaded by another LIST, or too large to keep
-            try:
-                loaded_list = await self._list_stored(group, resource, None, None, None, None)
-            except BaseException:
-                cache.abandon_load(ticket, group=group, resource=resource)
-                raise
-            cache.finish_load(ticket, group=group, resource=resource, events=loaded_list.events,
-                              revision=loaded_list.revision)
-        current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
-        self._compacted = max(self._compacted, compacted)
-        target = max(current, compacted)
+    async def _caught_up_for_list(self, cache: heads.HeadCache, group: str, resource: str, *,
+                                  wait_for_load: bool) -> bool:
+        """For a read at the latest revision: load the resource if it is not kept yet (or wait for the
+        load under way), then wait until this process has published the database's current revision.
+        False: read the database instead. `wait_for_load=False` (a page or one namespace, which the
+        database answers quickly): start the load if none is under way, but do not wait for it."""
+        if cache.loaded_at(group=group, resource=resource) is None and \
+                not await self._load(group, resource, wait=wait_for_load):
+            return False  # too large to keep, or the load failed, or not waited for
+        return await self._caught_up(cache, group, resource)
+
+    async def _caught_up(self, cache: heads.HeadCache, group: str, resource: str, *, wait: bool = True) -> bool:
+        """Wait until this process has published the database's current revision (as read after this
+        call began); whether the resource is kept then (a read at the latest revision may use it).
+        `wait=False` (a GET, which the database answers at once): False when it has not published it."""
+        target = await self._database_revision()
+        if self._broadcaster.revision < target and not wait:
+            return False
         if self._broadcaster.revision < target:
             try:
                 async with asyncio.timeout(LIST_CATCH_UP_WAIT):
                     await self.wait_for_revision(revision=target)
             except TimeoutError:
                 return False  # this process lags behind the database: read the database itself
-        # False when dropped meanwhile (revisions skipped, or it grew too large)
+        # False when dropped meanwhile (revisions skipped, or the budget dropped it)
         return cache.loaded_at(group=group, resource=resource) is not None
+
+    async def _database_revision(self) -> int:
+        """The database's current revision, read after this call began. Concurrent callers share one
+        read: those arriving while a read runs wait for the next one, which starts after they came
+        (a revision read before a caller arrived could miss a write it must see)."""
+        waiting = self._revision_read
+        if waiting is None:
+            waiting = self._revision_read = asyncio.get_running_loop().create_future()
+            if self._revision_task is None:
+                self._revision_task = asyncio.get_running_loop().create_task(
+                    self._read_revisions(), name=f"event-log:{self.backend}:revision-read")
+        return await asyncio.shield(waiting)
+
+    async def _read_revisions(self) -> None:
+        try:
+            while (waiting := self._revision_read) is not None:
+                self._revision_read = None
+                try:
+                    current, compacted, _ = split_sentinel(await self._read(SQL_META, ()))
+                except BaseException as error:
+                    failure = error if isinstance(error, Exception) else log.StorageError("event log closed")
+                    waiting.set_exception(failure)
+                    waiting.exception()  # retrieved here too: its callers may have gone (cancelled)
+                    if not isinstance(error, Exception):
+                        raise
+                    continue
+                self._compacted = max(self._compacted, compacted)
+                waiting.set_result(max(current, compacted))
+        finally:
+            self._revision_task = None
+
+    async def _load(self, group: str, resource: str, *, wait: bool = True) -> bool:
+        """Load the resource into `storage.heads` (or wait for the load under way); whether it is kept.
+        The load is a task of its own: a LIST that started it and goes away does not end it.
+        `wait=False`: start it, and answer at once whether the resource is kept already."""
+        cache = self._broadcaster.heads
+        key = (group, resource)
+        running = self._loads.get(key)
+        if running is None:
+            ticket = cache.begin_load(group=group, resource=resource)
+            if ticket is None:
+                return cache.loaded_at(group=group, resource=resource) is not None
+            running = self._loads[key] = asyncio.get_running_loop().create_task(
+                self._run_load(cache, ticket, group, resource), name=f"event-log:{self.backend}:load:{resource}")
+            running.add_done_callback(_retrieve)
+        if not wait:
+            return cache.loaded_at(group=group, resource=resource) is not None
+        try:
+            await asyncio.shield(running)
+        except asyncio.CancelledError:
+            if running.cancelled() and not _cancelling():
+                return False  # the log closed under the load
+            raise
+        except Exception:
+            return False  # the load failed: read the database
+        return cache.loaded_at(group=group, resource=resource) is not None
+
+    async def _run_load(self, cache: heads.HeadCache, ticket: int, group: str, resource: str) -> None:
+        try:
+            await self._load_pages(cache, ticket, group, resource)
+        except BaseException:
+            cache.abandon_load(ticket, group=group, resource=resource)
+            raise
+        finally:
+            self._loads.pop((group, resource), None)
+
+    async def _load_pages(self, cache: heads.HeadCache, ticket: int, group: str, resource: str) -> None:
+        """Read the live objects in pages of LOAD_PAGE (each at its own revision), then wait until this
+        process has published the newest of those revisions, then apply what was held back."""
+        start_after: tuple[str, str] | None = None
+        newest = 0
+        while True:
+            page = await self._list_stored(group, resource, None, None, start_after, LOAD_PAGE)
+            newest = max(newest, page.revision)
+            if not cache.add_page(ticket, group=group, resource=resource, events=page.events,
+                                  revision=page.revision, last=not page.more):
+                if cache.refused(group=group, resource=resource):  # else: reset meanwhile (skipped revisions)
+                    _logger.info("watch_cache_refused", group=group, resource=resource, revision=page.revision,
+                                 budget_bytes=cache.max_bytes, outcome="not_kept")
+                return
+            if not page.more:
+                break
+            last = page.events[-1]
+            start_after = (last.namespace, last.name)
+        if self._broadcaster.revision < newest:
+            try:
+                async with asyncio.timeout(LIST_CATCH_UP_WAIT):
+                    await self.wait_for_revision(revision=newest)
+            except TimeoutError:
+                cache.abandon_load(ticket, group=group, resource=resource)
+                return
+        cache.finish_load(ticket, group=group, resource=resource)
+
+    async def _warm(self) -> None:
+        """Load every resource with live objects, fewest objects first, while the budget lasts (the
+        server is ready meanwhile: a LIST of a resource not loaded yet loads it itself, or waits for
+        the load under way)."""
+        started = time.perf_counter()
+        cache = self._broadcaster.heads
+        try:
+            rows = await self._read(SQL_RESOURCES, ())
+            for group, resource, _count in sorted(rows, key=lambda row: int(row[2])):
+                if cache.loaded_at(group=group, resource=resource) is None:
+                    await self._load(group, resource)
+        except Exception as error:  # the cache stays partly warm; LISTs load what they need
+            _logger.warning("watch_cache_warm_failed", revision=self.revision, outcome="error",
+                            error_type=type(error).__name__, error=_describe(error))
+        finally:
+            self.warmed.set()
+        _logger.info("watch_cache_warmed", revision=self.revision, objects=len(cache), bytes=cache.bytes,
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
 
     async def _list_stored(self, group: str, resource: str, namespace: str | None, revision: int | None,
                            start_after: tuple[str, str] | None, limit: int | None) -> log.ListResult:

@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 import aiosqlite
 import msgspec
 
-from storage import codec, compaction, log, migrating, sql
+from storage import codec, compaction, heads, log, migrating, sql
 
 READERS = 2
 # sqlite3.OperationalError texts that mean the file cannot be used now, not that the statement is wrong.
@@ -85,8 +85,10 @@ class SqliteEventLog(sql.SqlEventLog):
     backend = "sqlite"
 
     def __init__(self, *, path: str | pathlib.Path, retention: compaction.Retention | None = None,
-                 durability: str = "normal", subscriber_buffer: int = 1000) -> None:
-        super().__init__(retention=retention, durability=durability, subscriber_buffer=subscriber_buffer)
+                 durability: str = "normal", subscriber_buffer: int = 1000,
+                 cache_bytes: int = heads.DEFAULT_MAX_BYTES, warm_cache: bool = False) -> None:
+        super().__init__(retention=retention, durability=durability, subscriber_buffer=subscriber_buffer,
+                         cache_bytes=cache_bytes, warm_cache=warm_cache)
         if not str(path) or str(path) == ":memory:":
             raise ValueError("the SQLite event log needs a file: sqlite+aiosqlite:///ABS/PATH/cplane.db")
         self.path = pathlib.Path(path)

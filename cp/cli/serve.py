@@ -97,9 +97,27 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--feature-gates", type=controller_commands.feature_gates, default=None, metavar="A=true,B=false",
                    help="feature gates of the API server and the scheduler (cp/features.py; default: 1.37's "
                         "defaults, e.g. GenericWorkload=true,GangScheduling=true for gang scheduling)")
+    p.add_argument("--watch-cache-memory", type=_memory_size, default=None, metavar="SIZE",
+                   help="memory budget of the objects kept for LISTs and GETs (the watch cache), a quantity "
+                        "such as 512Mi or 4Gi (default 2Gi; 0 keeps none: every read goes to the database). "
+                        "Every resource is loaded in the background at start-up, fewest objects first, while "
+                        "the budget lasts; the resources listed least recently are dropped to make room")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
+
+
+def _memory_size(text: str) -> int:
+    """`--watch-cache-memory`: a Kubernetes quantity of bytes (`512Mi`, `2Gi`, `1500000000`)."""
+    from cp import quantity
+
+    try:
+        size = quantity.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if size < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative: {text!r}")
+    return int(size)
 
 
 def _cidr(text: str) -> str:
@@ -142,6 +160,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                               advertise_address=args.advertise_address,
                               service_account_issuer=args.service_account_issuer,
                               api_audiences=tuple(a for a in (args.api_audiences or "").split(",") if a),
+                              watch_cache_memory=args.watch_cache_memory, warm_cache=True,
                               app_options={"service_accounts": _service_accounts(args),
                                            "disabled_admission": frozenset(args.disable_admission_plugins),
                                            "feature_gates": args.feature_gates,

@@ -106,9 +106,10 @@ async def test_skipped_revisions_drop_what_is_kept(event_log: sql.SqlEventLog) -
 
 async def test_a_resource_too_large_to_keep_is_read_from_the_database(event_log: sql.SqlEventLog) -> None:
     heads = event_log._broadcaster.heads
-    heads.max_objects = 3
     for i in range(4):
         await event_log.append(writes.added(f"p{i}"))
+    heads.max_bytes = 3 * _cost_of_one(await event_log.list_objects(**PODS, namespace=None)) + 10  # 3 fit, not 4
+    heads.reset()
     served, stored = await _both(event_log)
     assert served == stored and len(served.events) == 4
     assert heads.loaded_at(group="", resource="pods") is None  # refused
@@ -133,8 +134,14 @@ async def test_namespace_and_start_after_combinations(event_log: sql.SqlEventLog
             assert served == stored, (namespace, start_after, limit)
 
 
+def _cost_of_one(listed: log.ListResult) -> int:
+    costs = {heads.cost(event) for event in listed.events}
+    assert len(costs) == 1
+    return costs.pop()
+
+
 def test_the_count_stays_exact_when_a_load_is_refused_half_way() -> None:
-    cache = heads.HeadCache(max_objects=3)
+    cache = heads.HeadCache(max_bytes=3 * (heads.ENTRY_OVERHEAD + 3) + 1)  # 3 objects named with one letter
     ticket = cache.begin_load(group="", resource="pods")
     assert ticket is not None
 

@@ -131,3 +131,15 @@ def test_feature_gates_reach_the_scheduler_and_the_claim_controller() -> None:
     # the scheduler takes them with --scheduler-config / --scheduler-seed, in one override
     assert scheduler.NAME in controllers.fleet_overrides(args)
     assert scheduler.NAME not in controllers.fleet_overrides(_args())
+
+
+@pytest.mark.parametrize(("text", "size"), [("2Gi", 2 << 30), ("512Mi", 512 << 20), ("1500000000", 1_500_000_000),
+                                            ("0", 0), ("1.5Gi", 3 << 29)])
+def test_the_watch_cache_budget_is_a_quantity_of_bytes(text: str, size: int) -> None:
+    assert serve._memory_size(text) == size
+
+
+@pytest.mark.parametrize("text", ["-1Gi", "lots", "2GB"])
+def test_a_bad_watch_cache_budget_is_a_usage_error(text: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError):
+        serve._memory_size(text)
