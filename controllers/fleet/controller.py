@@ -119,6 +119,9 @@ class Simulator:
         self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
         self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
         self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
+        # Nodes whose slices were found in line (or written) since their last slice or Node event:
+        # a heartbeat of theirs skips building and comparing the slices.
+        self._slices_synced: set[str] = set()
         self._started_at = 0.0
 
     # ------------------------------------------------------------------ wiring
@@ -132,6 +135,7 @@ class Simulator:
     def on_start(self) -> list[Request]:
         """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
         self._registered.clear()
+        self._slices_synced.clear()
         self._lease_renewed.clear()
         self._status_reported.clear()
         self._started_at = time.perf_counter()
@@ -149,6 +153,8 @@ class Simulator:
     def _map_node(self, change: managers.Change) -> list[Request]:
         name = str(meta_of(change.obj).get("name") or "")
         out = [Request(resource=R_NODE, name=name)]
+        if change.type != "update":
+            self._slices_synced.discard(name)
         if change.type == "delete":
             self._deleted_nodes[name] = None
             while len(self._deleted_nodes) > DELETED_NODES_REMEMBERED:
@@ -196,6 +202,7 @@ class Simulator:
             return []  # our own write arriving
         node = str(spec_of(change.obj).get("nodeName") or "")
         if node in self.plan.nodes and node in self._registered:
+            self._slices_synced.discard(node)
             return [Request(resource=R_NODE, name=node)]  # someone else edited or deleted it
         return []
 
@@ -245,7 +252,8 @@ class Simulator:
             self._status_reported.pop(name, None)
             return None
         if planned is not None:
-            await self._sync_slices(planned, node)
+            if name not in self._slices_synced and await self._sync_slices(planned, node):
+                self._slices_synced.add(name)
         else:
             node = await self._ensure_pod_cidr(node)
         now = self.clock.now()
@@ -355,9 +363,11 @@ class Simulator:
 
     # ------------------------------------------------------------------ slices
 
-    async def _sync_slices(self, planned: objs.NodePlan, node: Mapping[str, Any]) -> None:
+    async def _sync_slices(self, planned: objs.NodePlan, node: Mapping[str, Any]) -> bool:
         """Publish the node's pools: unchanged pools are left alone; a changed pool is rewritten
-        whole at the next generation (extra slices deleted)."""
+        whole at the next generation (extra slices deleted). False when a pool was left for later
+        (the cache has not seen our last write yet)."""
+        synced = True
         desired = objs.slices_for(self.plan, planned, owner=node)
         drivers = {d.name for d in planned.pool.drivers}
         present: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in drivers}
@@ -372,7 +382,8 @@ class Simulator:
             want, have = by_driver.get(driver, []), present[driver]
             if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
                    for s in want):
-                continue  # the cache has not seen our last write yet; its event comes back here
+                synced = False
+                continue  # the cache has not seen our last write yet; the next heartbeat looks again
             if {s["metadata"]["name"] for s in want} == set(have) and all(
                     _same_slice(have[s["metadata"]["name"]], s) for s in want):
                 continue
@@ -397,6 +408,7 @@ class Simulator:
                 self._slice_rv.pop(name, None)
             self._log.debug("slices_published", node=planned.name, driver=driver, generation=generation,
                             slices=len(want))
+        return synced
 
     # ------------------------------------------------------------------ pods
 
