@@ -35,13 +35,15 @@ its own against a server; `--check FILE` validates a fleet file (`controllers/fl
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import functools
+import heapq
 import ipaddress
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -71,6 +73,9 @@ R_STORAGE_CLASS = "storageclasses.storage.k8s.io"
 MIN_REQUEUE = 0.001
 TERMINAL = ("Succeeded", "Failed")
 DELETED_NODES_REMEMBERED = 4096
+LEASE_TICK = 0.1  # seconds between two turns of the Lease renewal wheel
+LEASE_SENDERS = 64  # Lease renewals in flight at once
+LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
@@ -112,6 +117,11 @@ class Simulator:
         # What this kubelet remembers (rebuilt from the caches after a restart).
         self._registered: set[str] = set()
         self._lease_renewed: dict[str, float] = {}
+        # The Lease renewal wheel (`heartbeats`): node -> when its next renewal is due, and a heap of
+        # (due, node) entries (an entry whose time is no longer the node's due time is skipped).
+        self._lease_due: dict[str, float] = {}
+        self._lease_heap: list[tuple[float, str]] = []
+        self._lease_sending: set[str] = set()  # renewals in flight
         self._status_reported: dict[str, float] = {}
         self._deleted_nodes: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._orphan_seen: dict[tuple[str, str], float] = {}
@@ -137,6 +147,8 @@ class Simulator:
         self._registered.clear()
         self._slices_synced.clear()
         self._lease_renewed.clear()
+        self._lease_due.clear()
+        self._lease_heap.clear()
         self._status_reported.clear()
         self._started_at = time.perf_counter()
         if self.plan.nodes or self.classes:
@@ -160,6 +172,7 @@ class Simulator:
             while len(self._deleted_nodes) > DELETED_NODES_REMEMBERED:
                 self._deleted_nodes.popitem(last=False)
             self._lease_renewed.pop(name, None)
+            self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             self._node_ips.pop(name, None)
             out += self._pods_on(name)
@@ -246,28 +259,90 @@ class Simulator:
             if len(self._registered) == len(self.plan.nodes):
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
-        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp") \
-                or objs.kubelet_stopped(node):
+        if not self._kubelet_runs(node):
             self._lease_renewed.pop(name, None)
+            self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             return None
+        assert node is not None
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
         else:
             node = await self._ensure_pod_cidr(node)
         now = self.clock.now()
-        renew = self.kubelet.lease_renew_interval_seconds
-        lease_due = self._lease_renewed.get(name, -math.inf) + renew
-        if now >= lease_due:
-            await self._renew_lease(node, now)
-            lease_due = now + renew
+        if name not in self._lease_due and name not in self._lease_sending:
+            # Renewed now if it is due (a Lease is made at once), then by the wheel (`heartbeats`).
+            renew = self.kubelet.lease_renew_interval_seconds
+            lease_due = self._lease_renewed.get(name, -math.inf) + renew
+            if now >= lease_due:
+                await self._renew_lease(node, now)
+                lease_due = now + renew
+            if name not in self._lease_due:
+                self._schedule_lease(name, lease_due)
         report = self.kubelet.status_report_interval_seconds
         status_due = max(objs.heartbeat_due(node, report), self._status_reported.get(name, -math.inf) + report)
         if now >= status_due:
             await self._post_status(node, now)
             status_due = now + report
-        return Result(requeue_after=max(min(lease_due, status_due) - now, MIN_REQUEUE))
+        return Result(requeue_after=max(status_due - now, MIN_REQUEUE))
+
+    @staticmethod
+    def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:
+        return node is not None and objs.is_simulated(node) and not meta_of(node).get("deletionTimestamp") \
+            and not objs.kubelet_stopped(node)
+
+    # ------------------------------------------------------------------ the Lease renewal wheel
+
+    def _schedule_lease(self, name: str, due: float) -> None:
+        self._lease_due[name] = due
+        heapq.heappush(self._lease_heap, (due, name))
+
+    def due_leases(self, now: float) -> list[str]:
+        """The nodes whose Lease renewal is due at `now`, taken off the wheel."""
+        heap, due_at, out = self._lease_heap, self._lease_due, []
+        while heap and heap[0][0] <= now:
+            due, name = heapq.heappop(heap)
+            if due_at.get(name) == due:
+                del due_at[name]
+                out.append(name)
+        return out
+
+    async def heartbeats(self) -> None:
+        """The kubelets' Lease renewals, one timer for the whole fleet (kwok's and upstream's cadence,
+        not one requeue per node): every `LEASE_TICK` the due renewals are sent, `LEASE_SENDERS` at
+        a time, each one PATCH of the Lease; a failed one is tried again `LEASE_RETRY` later."""
+        while True:
+            names = self.due_leases(self.clock.now())
+            if names:
+                pending = iter(names)
+                await asyncio.gather(*(self._renew_from(pending) for _ in range(min(LEASE_SENDERS, len(names)))))
+            await self.clock.sleep(LEASE_TICK)
+
+    async def _renew_from(self, pending: Iterator[str]) -> None:
+        for name in pending:  # shared by the senders of one turn
+            await self._renew_due(name)
+
+    async def _renew_due(self, name: str) -> None:
+        node = self.nodes.cache.get("", name)
+        if not self._kubelet_runs(node) or name in self._lease_due:
+            return  # gone, stopped or deleting (its reconcile forgot it), or scheduled again meanwhile
+        assert node is not None
+        now = self.clock.now()
+        self._lease_sending.add(name)
+        try:
+            await self._renew_lease(node, now)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # transport or server trouble: the wheel tries again soon
+            self._log.warning("lease_renewal_failed", node=name, error=repr(exc), retry_in=LEASE_RETRY)
+            if name not in self._lease_due:
+                self._schedule_lease(name, now + LEASE_RETRY)
+            return
+        finally:
+            self._lease_sending.discard(name)
+        if name not in self._lease_due and self._kubelet_runs(self.nodes.cache.get("", name)):
+            self._schedule_lease(name, now + self.kubelet.lease_renew_interval_seconds)
 
     async def _register(self, planned: objs.NodePlan, node: dict[str, Any] | None) -> dict[str, Any] | None:
         """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
@@ -705,11 +780,20 @@ class FleetController(managers.Controller):
         self.simulator = simulator
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
+        self._wheel: asyncio.Task[None] | None = None
+
     def on_start(self) -> None:
         requests = self.simulator.on_start()
         if self.queue is not None:
             for request in requests:
                 self.queue.add(request)
+        self._wheel = asyncio.get_running_loop().create_task(self.simulator.heartbeats(),
+                                                             name=f"controller:{NAME}:lease-wheel")
+
+    def on_stop(self) -> None:
+        if self._wheel is not None:
+            self._wheel.cancel()
+            self._wheel = None
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
