@@ -133,6 +133,7 @@ class Simulator:
         # a heartbeat of theirs skips building and comparing the slices.
         self._slices_synced: set[str] = set()
         self._started_at = 0.0
+        self.registered = asyncio.Event()  # every Node of the fleet registered (this term or before)
 
     # ------------------------------------------------------------------ wiring
 
@@ -257,6 +258,7 @@ class Simulator:
             node = await self._register(planned, node)
             self._registered.add(name)
             if len(self._registered) == len(self.plan.nodes):
+                self.registered.set()
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
         if not self._kubelet_runs(node):
