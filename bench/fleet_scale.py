@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import signal
 import subprocess
 import sys
 import tempfile
@@ -88,6 +89,7 @@ class Observer:
         self.ready: set[str] = set()
         self.slices: set[str] = set()
         self.lease_seen: dict[str, float] = {}  # lease name -> monotonic time of its last event
+        self.node_seen: dict[str, float] = {}  # node name -> monotonic time of its last event
         self.lease_writes = 0
         self.node_writes = 0
         self.other_writes = 0
@@ -118,6 +120,7 @@ class Observer:
         if kind == "nodes":
             if event.type == "MODIFIED":
                 self.node_writes += 1
+            self.node_seen[name] = time.monotonic()
             if _ready(obj):
                 self.ready.add(name)
         elif kind.startswith("leases"):
@@ -236,6 +239,7 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
             cpu0 = _cpu(server)
             t0 = time.perf_counter()
             fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log")
+            startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc}, 3600)
             try:
                 await observer.until(lambda: len(observer.ready) >= n_nodes and len(observer.slices) >= n_slices,
                                      args.ready_timeout)
@@ -245,13 +249,19 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
                 raise
             startup = time.perf_counter() - t0
             startup_cpu = _cpu(server, fleet_proc) - cpu0
-            results |= {"ready_s": startup, "ready_cpu_s": startup_cpu, "ready_load": _load()}
+            startup_server_cpu = _cpu(server) - cpu0
+            for spy in startup_spies:
+                spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
+                spy.wait()
+            results |= {"ready_s": startup, "ready_cpu_s": startup_cpu, "ready_server_cpu_s": startup_server_cpu,
+                        "ready_load": _load()}
             rows.append((f"{n_nodes} nodes Ready + {n_slices} slices (s)", f"{startup:.1f}", f"<= {GOAL_READY_S:g}",
-                         f"{startup_cpu:.1f} CPU-s server+fleet; load {_load()}; ref {MAIN_REFERENCE['ready']}"))
+                         f"{startup_cpu:.1f} CPU-s (server {startup_server_cpu:.1f}); load {_load()}; ref {MAIN_REFERENCE['ready']}"))
 
             # Settle: every node has renewed at least once since start-up finished.
             await asyncio.sleep(args.settle)
             w0 = (observer.lease_writes, observer.node_writes, observer.other_writes)
+            lease_phase, node_phase = dict(observer.lease_seen), dict(observer.node_seen)
             c0 = (_cpu(server), _cpu(fleet_proc))
             spies = _py_spy(args.py_spy, {"server": server, "fleet": fleet_proc}, args.steady)
             t1 = time.perf_counter()
@@ -270,10 +280,15 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
             others = observer.other_writes - w0[2]
             server_cpu, fleet_cpu = c1[0] - c0[0], c1[1] - c0[1]
             heartbeats = leases + node_writes
-            due = n_nodes * window / k.lease_renew_interval_seconds + n_nodes * window / k.status_report_interval_seconds
+            # Due in the window, from when each Lease / Node was last written before it began.
+            end = time.monotonic()
+            leases_due = sum(int((end - t) // k.lease_renew_interval_seconds) for t in lease_phase.values())
+            status_due = sum(int((end - t) // k.status_report_interval_seconds) for t in node_phase.values())
+            due = leases_due + status_due
             cores = (server_cpu + fleet_cpu) / window
             ms = 1000 * (server_cpu + fleet_cpu) / heartbeats if heartbeats else float("inf")
             results |= {"steady_s": window, "lease_writes": leases, "node_status_writes": node_writes,
+                        "leases_due": leases_due, "node_status_due": status_due,
                         "other_writes": others, "heartbeats_due": due, "max_lease_age_s": max_age,
                         "leases_older_than_40s": worst_stale, "server_cpu_s": server_cpu, "fleet_cpu_s": fleet_cpu,
                         "cores": cores, "cpu_ms_per_heartbeat": ms,
@@ -286,8 +301,8 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
             rows.append(("cores used in steady state", f"{cores:.2f}", f"<= {GOAL_CORES:g}",
                          f"server {server_cpu:.1f} + fleet {fleet_cpu:.1f} CPU-s over {window:.0f} s; "
                          f"load {_load()}"))
-            rows.append(("heartbeats written / due (%)", f"{100 * heartbeats / due:.0f}", "100",
-                         f"{leases} lease renewals + {node_writes} node status writes of {due:.0f} due "
+            rows.append(("heartbeats written / due (%)", f"{100 * heartbeats / max(due, 1):.0f}", "100",
+                         f"{leases}/{leases_due} lease renewals + {node_writes}/{status_due} node status writes "
                          f"(every {k.lease_renew_interval_seconds:g} s / {k.status_report_interval_seconds:g} s); "
                          f"{others} slice writes; ref {MAIN_REFERENCE['written']}"))
             rows.append(("max Lease age (s)", f"{max_age:.1f}", f"<= {STALE:g}",
@@ -311,7 +326,7 @@ def main() -> None:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--fleet", type=Path, default=FLEET_10K)
     p.add_argument("--nodes", type=int, default=None, help="override the (single) pool's node count")
-    p.add_argument("--steady", type=float, default=30.0, help="seconds of steady-state measurement (>= 30)")
+    p.add_argument("--steady", type=float, default=60.0, help="seconds of steady-state measurement (>= 30)")
     p.add_argument("--settle", type=float, default=12.0, help="seconds between Ready and the steady window")
     p.add_argument("--ready-timeout", type=float, default=300.0)
     p.add_argument("--controllers", action="store_true",

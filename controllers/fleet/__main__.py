@@ -65,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         tuner: asyncio.Task[None] | None = None
         client = (clients.Client(args.server) if args.server else clients.Client.from_kubeconfig(args.kubeconfig))
         try:
+            collector.tune(thresholds=collector.CONTROLLERS)  # the start-up heap (fleet plan, schemas)
             manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")
             controller = new(manager.context(), fleet=fleet, workers=args.workers)
             manager.add(controller)

@@ -413,18 +413,22 @@ class Simulator:
         name = str(meta_of(node).get("name"))
         body = objs.lease_renewal(self.kubelet, name, now)
         body["metadata"] = {"ownerReferences": [objs.owner_ref(node)]}
+        # Only the outcome matters: the responses are not decoded beyond their metadata.
         if fresh:
             try:
-                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET)
+                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET,
+                                         metadata_only=True)
             except errors.AlreadyExists:
-                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
+                                        metadata_only=True)
         else:
             try:
-                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
+                                        metadata_only=True)
             except errors.NotFound:
                 with contextlib.suppress(errors.AlreadyExists):
                     await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now),
-                                             field_manager=KUBELET)
+                                             field_manager=KUBELET, metadata_only=True)
         self._lease_renewed[name] = now
 
     async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
@@ -432,7 +436,7 @@ class Simulator:
         patch = objs.node_status_patch(self.plan, node, now)
         try:
             await self.client.patch(NODES, name, patch, patch_type="strategic", subresource="status",
-                                    field_manager=KUBELET)
+                                    field_manager=KUBELET, metadata_only=True)
         except errors.NotFound:
             return
         self._status_reported[name] = now
@@ -472,12 +476,12 @@ class Simulator:
                 current = have.get(name)
                 if current is None:
                     try:
-                        out = await self.client.create(SLICES, s, field_manager=driver)
+                        out = await self.client.create(SLICES, s, field_manager=driver, metadata_only=True)
                     except errors.AlreadyExists:  # made by someone else meanwhile: its event brings us back
                         raise errors.Conflict(f"resourceslice {name} exists but is not cached yet") from None
                 else:
                     s["metadata"]["resourceVersion"] = meta_of(current).get("resourceVersion")
-                    out = await self.client.update(SLICES, s, field_manager=driver)
+                    out = await self.client.update(SLICES, s, field_manager=driver, metadata_only=True)
                 self._slice_rv[name] = resource_version_of(out)
             for name in set(have) - {s["metadata"]["name"] for s in want}:
                 with contextlib.suppress(errors.NotFound):
