@@ -63,7 +63,9 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         tuner: asyncio.Task[None] | None = None
-        client = (clients.Client(args.server) if args.server else clients.Client.from_kubeconfig(args.kubeconfig))
+        # The kubelets' writes go through the lean keep-alive pool (`controllers.runtime.http1`).
+        client = (clients.Client(args.server, lean=True) if args.server
+                  else clients.Client.from_kubeconfig(args.kubeconfig, lean=True))
         try:
             collector.tune(thresholds=collector.CONTROLLERS)  # the start-up heap (fleet plan, schemas)
             manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")

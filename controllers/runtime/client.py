@@ -25,7 +25,7 @@ import aiohttp
 import msgspec
 import yarl
 
-from controllers.runtime import discovery
+from controllers.runtime import discovery, http1
 from cp import errors
 from cp import kubeconfig as kubeconfigs
 from cp import resources as res
@@ -230,7 +230,9 @@ class Client:
 
     def __init__(self, base_url: str, *, token: str = "", user_agent: str = DEFAULT_USER_AGENT,
                  ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256,
-                 root_ca: str = "") -> None:
+                 root_ca: str = "", lean: bool = False) -> None:
+        """`lean`: requests other than watches go through `controllers.runtime.http1`'s keep-alive
+        pool instead of aiohttp (for clients writing many small objects: the fleet's kubelets)."""
         self.base_url = base_url.rstrip("/")
         self.root_ca = root_ca  # the CA (PEM) this client trusts for the server, when it has one
         self.token = token
@@ -241,16 +243,20 @@ class Client:
         self._headers = {"Accept": JSON, "User-Agent": user_agent}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        self._lean = lean
+        self._pool: http1.Pool | None = None
+        self._lean_heads: dict[tuple[str, str, str], bytes] = {}  # (method, target, content type) -> head
         # What the server serves, custom resources included, from discovery (`discover()`).
         self.mapper = discovery.RESTMapper(self._fetch_discovery)
 
     @classmethod
     def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
-                        user_agent: str = DEFAULT_USER_AGENT) -> Client:
+                        user_agent: str = DEFAULT_USER_AGENT, lean: bool = False) -> Client:
         """From `path` (else $KUBECONFIG, else ~/.kube/config): server, token, TLS trust, client cert."""
         ep = kubeconfigs.load(Path(path) if path is not None else None, context=context)
         root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
-        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca)
+        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca,
+                   lean=lean)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -266,6 +272,9 @@ class Client:
         return {**self._headers, **extra}
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -289,12 +298,42 @@ class Client:
             headers = self.headers({"Content-Type": content_type})
         if accept:
             headers = {**(headers or self._headers), "Accept": accept}
+        if self._lean:
+            return await self._lean_request(method, path, params, data, content_type if data is not None else "",
+                                            accept)
         url = _url(self.base_url + path, tuple(params.items()) if params else ())
         async with self.session().request(method, url, data=data, headers=headers or self._headers) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise _error_from_body(resp.status, raw)
             return raw
+
+    async def _lean_request(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
+                            content_type: str, accept: str) -> bytes:
+        url = _url(self.base_url + path, tuple(params.items()) if params else ())
+        target = url.raw_path_qs
+        key = (method, target, content_type + "|" + accept)
+        head = self._lean_heads.get(key)
+        if head is None:
+            pool = self._pool_for()
+            lines = [f"{method} {target} HTTP/1.1", f"Host: {pool.host_header.decode()}",
+                     *(f"{k}: {v}" for k, v in {**self._headers, **({"Accept": accept} if accept else {})}.items())]
+            if content_type:
+                lines.append(f"Content-Type: {content_type}")
+            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+            if len(self._lean_heads) >= 16_384:
+                self._lean_heads.clear()
+            self._lean_heads[key] = head
+        length = b"Content-Length: %d\r\n\r\n" % (len(data) if data is not None else 0)
+        status, raw = await self._pool_for().request(head + length, data)
+        if status >= 400:
+            raise _error_from_body(status, raw)
+        return raw
+
+    def _pool_for(self) -> http1.Pool:
+        if self._pool is None:
+            self._pool = http1.Pool(self.base_url, ssl=self._ssl, limit=self._max_connections, timeout=REQUEST_TIMEOUT)
+        return self._pool
 
     async def _fetch_discovery(self, path: str, accept: str) -> bytes:
         return await self.request("GET", path, accept=accept)
