@@ -7,6 +7,7 @@ unconditional updates retry on conflict as `GuaranteedUpdate` does.
 
 from __future__ import annotations
 
+import collections
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypedDict
@@ -41,7 +42,7 @@ GENERATE_NAME_ATTEMPTS = 8
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
 # Objects whose latest event this server wrote or read, kept for `guaranteed_update`'s first attempt
 # (upstream's cached existing object / `origStateIsCurrent`): at most this many, the oldest dropped.
-RECENT_OBJECTS = 32_768
+RECENT_OBJECTS = 65_536
 
 
 class WriteContext(msgspec.Struct, kw_only=True):
@@ -115,7 +116,7 @@ class Store:
         self.admission = admissions.Chain()  # the app installs the plugins (api.app.make_app)
         # (group, resource, namespace, name) -> the newest event of it this server saw (`_remember`);
         # possibly stale (another process may write the same database): only a first guess.
-        self._recent: dict[tuple[str, str, str, str], log.Event] = {}
+        self._recent: collections.OrderedDict[tuple[str, str, str, str], log.Event] = collections.OrderedDict()
 
     def _remember(self, event: log.Event) -> None:
         key = (event.group, event.resource, event.namespace, event.name)
@@ -126,7 +127,7 @@ class Store:
         elif event.type != "DELETED":
             recent[key] = event
         if len(recent) > RECENT_OBJECTS:
-            del recent[next(iter(recent))]
+            recent.popitem(last=False)  # O(1); `del d[next(iter(d))]` on a dict degrades to O(n)
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
