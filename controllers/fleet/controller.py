@@ -73,7 +73,7 @@ R_STORAGE_CLASS = "storageclasses.storage.k8s.io"
 MIN_REQUEUE = 0.001
 TERMINAL = ("Succeeded", "Failed")
 DELETED_NODES_REMEMBERED = 4096
-LEASE_TICK = 0.1  # seconds between two turns of the Lease renewal wheel
+LEASE_TICK = 0.5  # seconds between two turns of the Lease renewal wheel
 LEASE_SENDERS = 64  # Lease renewals in flight at once
 LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
 
@@ -300,32 +300,34 @@ class Simulator:
         self._lease_due[name] = due
         heapq.heappush(self._lease_heap, (due, name))
 
-    def due_leases(self, now: float) -> list[str]:
-        """The nodes whose Lease renewal is due at `now`, taken off the wheel."""
+    def due_leases(self, now: float) -> list[tuple[float, str]]:
+        """The (due time, node) of the Lease renewals due at `now`, taken off the wheel."""
         heap, due_at, out = self._lease_heap, self._lease_due, []
         while heap and heap[0][0] <= now:
             due, name = heapq.heappop(heap)
             if due_at.get(name) == due:
                 del due_at[name]
-                out.append(name)
+                out.append((due, name))
         return out
 
     async def heartbeats(self) -> None:
         """The kubelets' Lease renewals, one timer for the whole fleet (kwok's and upstream's cadence,
         not one requeue per node): every `LEASE_TICK` the due renewals are sent, `LEASE_SENDERS` at
-        a time, each one PATCH of the Lease; a failed one is tried again `LEASE_RETRY` later."""
+        a time, each one PATCH of the Lease; the next one is due one interval after this one was
+        (the cadence holds however late a turn runs, unless it fell a whole interval behind); a
+        failed one is tried again `LEASE_RETRY` later."""
         while True:
-            names = self.due_leases(self.clock.now())
-            if names:
-                pending = iter(names)
-                await asyncio.gather(*(self._renew_from(pending) for _ in range(min(LEASE_SENDERS, len(names)))))
+            due = self.due_leases(self.clock.now())
+            if due:
+                pending = iter(due)
+                await asyncio.gather(*(self._renew_from(pending) for _ in range(min(LEASE_SENDERS, len(due)))))
             await self.clock.sleep(LEASE_TICK)
 
-    async def _renew_from(self, pending: Iterator[str]) -> None:
-        for name in pending:  # shared by the senders of one turn
-            await self._renew_due(name)
+    async def _renew_from(self, pending: Iterator[tuple[float, str]]) -> None:
+        for due, name in pending:  # shared by the senders of one turn
+            await self._renew_due(name, due)
 
-    async def _renew_due(self, name: str) -> None:
+    async def _renew_due(self, name: str, due: float) -> None:
         node = self.nodes.cache.get("", name)
         if not self._kubelet_runs(node) or name in self._lease_due:
             return  # gone, stopped or deleting (its reconcile forgot it), or scheduled again meanwhile
@@ -344,7 +346,8 @@ class Simulator:
         finally:
             self._lease_sending.discard(name)
         if name not in self._lease_due and self._kubelet_runs(self.nodes.cache.get("", name)):
-            self._schedule_lease(name, now + self.kubelet.lease_renew_interval_seconds)
+            renew = self.kubelet.lease_renew_interval_seconds
+            self._schedule_lease(name, due + renew if now - due < renew else now + renew)
 
     async def _register(self, planned: objs.NodePlan, node: dict[str, Any] | None) -> dict[str, Any] | None:
         """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
