@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -162,19 +163,28 @@ def _python(profile: Path | None, name: str) -> list[str]:
     return [sys.executable, *(["-m", "cProfile", "-o", str(profile / f"{name}.prof")] if profile else [])]
 
 
-def _serve(data_dir: Path, *, controllers: bool, profile: Path | None) -> subprocess.Popen[bytes]:
+def _env(code: Path | None) -> dict[str, str] | None:
+    """The environment of the measured processes: with `code`, its packages come first on the path
+    (another checkout of cplane, e.g. main's, run by this interpreter; no bytecode written there)."""
+    if code is None:
+        return None
+    return {**os.environ, "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def _serve(data_dir: Path, *, controllers: bool, profile: Path | None, code: Path | None) -> subprocess.Popen[bytes]:
     cmd = [*_python(profile, "server"), "-m", "cp.cli", "serve", "--data-dir", str(data_dir), "--port", "0",
            "--insecure", "--log-level", "warning"]
     if not controllers:
         cmd.append("--no-controllers")
-    return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
 
 
-def _fleet(url: str, fleet: Path, *, profile: Path | None, log: Path) -> subprocess.Popen[bytes]:
+def _fleet(url: str, fleet: Path, *, profile: Path | None, log: Path, code: Path | None) -> subprocess.Popen[bytes]:
     cmd = [*_python(profile, "fleet"), "-m", "controllers.fleet", "--server", url, "--fleet", str(fleet),
            "--log-level", "warning"]
     with log.open("wb") as f:
-        return subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=f)
+        return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL, stderr=f)
 
 
 def _py_spy(out: Path | None, procs: dict[str, subprocess.Popen[bytes]], seconds: float
@@ -213,7 +223,8 @@ def _fleet_file(path: Path, nodes: int | None, tmp: Path) -> Path:
     return out
 
 
-async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]], dict[str, Any]]:
+async def run(args: argparse.Namespace, *, code: Path | None = None
+              ) -> tuple[list[tuple[str, str, str, str]], dict[str, Any]]:
     rows: list[tuple[str, str, str, str]] = []
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -229,7 +240,7 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
                                    "lease_renew_s": k.lease_renew_interval_seconds,
                                    "status_report_s": k.status_report_interval_seconds}
         data_dir = tmp / "data"
-        server = _serve(data_dir, controllers=args.controllers, profile=args.profile)
+        server = _serve(data_dir, controllers=args.controllers, profile=args.profile, code=code)
         fleet_proc: subprocess.Popen[bytes] | None = None
         observer: Observer | None = None
         try:
@@ -238,7 +249,7 @@ async def run(args: argparse.Namespace) -> tuple[list[tuple[str, str, str, str]]
             observer.start()
             cpu0 = _cpu(server)
             t0 = time.perf_counter()
-            fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log")
+            fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log", code=code)
             startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc}, 3600)
             try:
                 await observer.until(lambda: len(observer.ready) >= n_nodes and len(observer.slices) >= n_slices,
@@ -336,20 +347,35 @@ def main() -> None:
     p.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
                    help="sample server and fleet with py-spy over the steady window (DIR/server.txt, DIR/fleet.txt, "
                         "collapsed stacks; needs py-spy next to the interpreter)")
+    p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                   help="first measure the same with the cplane code in DIR (e.g. `git archive main | tar -x -C "
+                        "DIR`), and print its figures beside this tree's")
     p.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
     args = p.parse_args()
     for opt in ("profile", "py_spy"):
         if getattr(args, opt) is not None:
             setattr(args, opt, getattr(args, opt).resolve())
             getattr(args, opt).mkdir(parents=True, exist_ok=True)
+    base: list[tuple[str, str, str, str]] | None = None
+    if args.baseline is not None:
+        try:
+            base, base_results = asyncio.run(run(args, code=args.baseline.resolve()))
+        except TimeoutError:
+            print("bench: the baseline did not bring the fleet up in time", file=sys.stderr)
+        else:
+            if args.json:
+                print(json.dumps({"baseline": str(args.baseline), **base_results}, default=float))
     rows, results = asyncio.run(run(args))
     if args.json:
         print(json.dumps(results, default=float))
     print(f"# {results['nodes']} nodes, {results['server']} + python -m controllers.fleet (own process)")
     width = max(len(r[0]) for r in rows)
-    print(f"{'measure'.ljust(width)}  {'value':>8}  {'goal':>8}  detail / reference")
+    before = {name: value for name, value, _, _ in base} if base else {}
+    print(f"{'measure'.ljust(width)}  {'value':>8}  {'goal':>8}" + (f"  {'baseline':>8}" if base else "") +
+          "  detail / reference")
     for name, value, goal, ref in rows:
-        print(f"{name.ljust(width)}  {value:>8}  {goal:>8}  {ref}")
+        print(f"{name.ljust(width)}  {value:>8}  {goal:>8}" + (f"  {before.get(name, '-'):>8}" if base else "") +
+              f"  {ref}")
 
 
 if __name__ == "__main__":
