@@ -3,8 +3,10 @@
 Run: `.venv/bin/python -m bench.fleet_scale [--fleet FILE] [--nodes N] [--steady S] [--controllers]`.
 
 What runs (each its own process, on a fresh SQLite data dir):
-- the API server: `cplane serve --no-controllers --insecure` (with `--controllers`: `cplane serve`
-  with the controller manager in the server process, as `make run` would, but without `--fleet`);
+- the API server: `cplane serve --no-controllers --insecure`;
+- with `--controllers`, the controller manager as its own process: `cplane controllers --server URL
+  --only -fleet` (every controller `make run` runs but the fleet, which runs next; its CPU counts
+  with the server's as "server + controllers");
 - the fleet: `python -m controllers.fleet --server URL --fleet FILE`, started once /readyz answers:
   real API clients writing over HTTP (Node create + status, Lease create + renewals in
   kube-node-lease, ResourceSlices);
@@ -171,11 +173,16 @@ def _env(code: Path | None) -> dict[str, str] | None:
     return {**os.environ, "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def _serve(data_dir: Path, *, controllers: bool, profile: Path | None, code: Path | None) -> subprocess.Popen[bytes]:
+def _serve(data_dir: Path, *, profile: Path | None, code: Path | None) -> subprocess.Popen[bytes]:
     cmd = [*_python(profile, "server"), "-m", "cp.cli", "serve", "--data-dir", str(data_dir), "--port", "0",
-           "--insecure", "--log-level", "warning"]
-    if not controllers:
-        cmd.append("--no-controllers")
+           "--insecure", "--log-level", "warning", "--no-controllers"]
+    return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+
+
+def _controllers(url: str, *, profile: Path | None, code: Path | None) -> subprocess.Popen[bytes]:
+    cmd = [*_python(profile, "controllers"), "-m", "cp.cli", "controllers", "--server", url, "--only=-fleet",
+           "--log-level", "warning"]
     return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
 
@@ -236,18 +243,22 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                        for p in fleet.node_pools if p.count)
         k = fleet.kubelet
         results: dict[str, Any] = {"fleet": str(args.fleet), "nodes": n_nodes, "slices": n_slices,
-                                   "server": "cplane serve" + ("" if args.controllers else " --no-controllers"),
+                                   "server": "cplane serve --no-controllers" +
+                                             (" + cplane controllers --only=-fleet" if args.controllers else ""),
                                    "lease_renew_s": k.lease_renew_interval_seconds,
                                    "status_report_s": k.status_report_interval_seconds}
         data_dir = tmp / "data"
-        server = _serve(data_dir, controllers=args.controllers, profile=args.profile, code=code)
+        server = _serve(data_dir, profile=args.profile, code=code)
+        manager: subprocess.Popen[bytes] | None = None
         fleet_proc: subprocess.Popen[bytes] | None = None
         observer: Observer | None = None
         try:
             url = await harness.wait_ready(data_dir, server, time.perf_counter() + 60)
+            if args.controllers:
+                manager = _controllers(url, profile=args.profile, code=code)
             observer = Observer(url)
             observer.start()
-            cpu0 = _cpu(server)
+            cpu0 = _cpu(server, manager)
             t0 = time.perf_counter()
             fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log", code=code)
             startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc}, 3600)
@@ -259,22 +270,23 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                       f"{len(observer.slices)} slices", file=sys.stderr)
                 raise
             startup = time.perf_counter() - t0
-            startup_cpu = _cpu(server, fleet_proc) - cpu0
-            startup_server_cpu = _cpu(server) - cpu0
+            startup_cpu = _cpu(server, manager, fleet_proc) - cpu0
+            startup_server_cpu = _cpu(server, manager) - cpu0
             for spy in startup_spies:
                 spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
                 spy.wait()
             results |= {"ready_s": startup, "ready_cpu_s": startup_cpu, "ready_server_cpu_s": startup_server_cpu,
                         "ready_load": _load()}
             rows.append((f"{n_nodes} nodes Ready + {n_slices} slices (s)", f"{startup:.1f}", f"<= {GOAL_READY_S:g}",
-                         f"{startup_cpu:.1f} CPU-s (server {startup_server_cpu:.1f}); load {_load()}; ref {MAIN_REFERENCE['ready']}"))
+                         f"{startup_cpu:.1f} CPU-s (server{'+controllers' if manager else ''} {startup_server_cpu:.1f}); load {_load()}; ref {MAIN_REFERENCE['ready']}"))
 
             # Settle: every node has renewed at least once since start-up finished.
             await asyncio.sleep(args.settle)
             w0 = (observer.lease_writes, observer.node_writes, observer.other_writes)
             lease_phase, node_phase = dict(observer.lease_seen), dict(observer.node_seen)
-            c0 = (_cpu(server), _cpu(fleet_proc))
-            spies = _py_spy(args.py_spy, {"server": server, "fleet": fleet_proc}, args.steady)
+            c0 = (_cpu(server, manager), _cpu(fleet_proc))
+            spies = _py_spy(args.py_spy, {"server": server, "fleet": fleet_proc,
+                                          **({"controllers": manager} if manager is not None else {})}, args.steady)
             t1 = time.perf_counter()
             max_age, worst_stale = 0.0, 0
             while time.perf_counter() - t1 < args.steady:
@@ -283,7 +295,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                 max_age = max(max_age, max(ages, default=0.0))
                 worst_stale = max(worst_stale, sum(1 for a in ages if a > STALE))
             window = time.perf_counter() - t1
-            c1 = (_cpu(server), _cpu(fleet_proc))
+            c1 = (_cpu(server, manager), _cpu(fleet_proc))
             for spy in spies:
                 spy.wait()
             leases = observer.lease_writes - w0[0]
@@ -307,10 +319,10 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                         "fleet_ms_per_heartbeat": 1000 * fleet_cpu / heartbeats if heartbeats else None,
                         "steady_load": _load()}
             rows.append(("CPU ms per heartbeat (server+fleet)", f"{ms:.2f}", f"<= {GOAL_MS_PER_HEARTBEAT:g}",
-                         f"server {1000 * server_cpu / max(heartbeats, 1):.2f} + fleet "
+                         f"{'server+controllers' if manager else 'server'} {1000 * server_cpu / max(heartbeats, 1):.2f} + fleet "
                          f"{1000 * fleet_cpu / max(heartbeats, 1):.2f}; ref {MAIN_REFERENCE['ms_per_heartbeat']}"))
             rows.append(("cores used in steady state", f"{cores:.2f}", f"<= {GOAL_CORES:g}",
-                         f"server {server_cpu:.1f} + fleet {fleet_cpu:.1f} CPU-s over {window:.0f} s; "
+                         f"{'server+controllers' if manager else 'server'} {server_cpu:.1f} + fleet {fleet_cpu:.1f} CPU-s over {window:.0f} s; "
                          f"load {_load()}"))
             rows.append(("heartbeats written / due (%)", f"{100 * heartbeats / max(due, 1):.0f}", "100",
                          f"{leases}/{leases_due} lease renewals + {node_writes}/{status_due} node status writes "
@@ -323,7 +335,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
         finally:
             if observer is not None:
                 await observer.close()
-            _stop(fleet_proc)
+            _stop(fleet_proc, manager)
             _stop(server)
             log = tmp / "fleet.log"
             if fleet_proc is not None and fleet_proc.returncode not in (0, -15) and log.exists():
@@ -341,7 +353,8 @@ def main() -> None:
     p.add_argument("--settle", type=float, default=12.0, help="seconds between Ready and the steady window")
     p.add_argument("--ready-timeout", type=float, default=300.0)
     p.add_argument("--controllers", action="store_true",
-                   help="run the controller manager in the server process (as `make run`), not --no-controllers")
+                   help="also run `cplane controllers --only=-fleet` (the controllers `make run` runs, but the fleet) "
+                        "as its own process; its CPU counts with the server's")
     p.add_argument("--profile", type=Path, default=None, metavar="DIR",
                    help="run server and fleet under cProfile, writing DIR/server.prof and DIR/fleet.prof")
     p.add_argument("--py-spy", type=Path, default=None, metavar="DIR",
@@ -368,7 +381,7 @@ def main() -> None:
     rows, results = asyncio.run(run(args))
     if args.json:
         print(json.dumps(results, default=float))
-    print(f"# {results['nodes']} nodes, {results['server']} + python -m controllers.fleet (own process)")
+    print(f"# {results['nodes']} nodes: {results['server']} + python -m controllers.fleet (own processes)")
     width = max(len(r[0]) for r in rows)
     before = {name: value for name, value, _, _ in base} if base else {}
     print(f"{'measure'.ljust(width)}  {'value':>8}  {'goal':>8}" + (f"  {'baseline':>8}" if base else "") +
