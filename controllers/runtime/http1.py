@@ -190,9 +190,12 @@ class Pool:
                 return conn
             self._all.discard(conn)
         loop = asyncio.get_running_loop()
-        _transport, conn = await loop.create_connection(
-            _Connection, self._host, self._port, ssl=self._ssl,
-            server_hostname=self._host if self._ssl is not None else None)
+        try:
+            _transport, conn = await loop.create_connection(
+                _Connection, self._host, self._port, ssl=self._ssl,
+                server_hostname=self._host if self._ssl is not None else None)
+        except OSError as exc:  # refused, unreachable: as aiohttp reports it, a ClientConnectionError
+            raise aiohttp.ClientConnectionError(f"cannot connect to {self._host}:{self._port}: {exc}") from exc
         self._all.add(conn)
         if self._sweeper is None or self._sweeper.done():
             self._sweeper = loop.create_task(self._sweep(), name="http1:sweeper")

@@ -5,9 +5,11 @@ close`, a connection closed while idle)."""
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import aiohttp
 import pytest
 from aiohttp import web
 
@@ -137,5 +139,17 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(bare: str
         status, body = await pool.request(_head("POST", "/echo", 2), b"[]")
         assert (status, body) == (200, b"[]")
         assert conn not in pool._idle
+    finally:
+        await pool.close()
+
+
+async def test_a_refused_connection_is_a_client_connection_error(bare: str) -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pool = http1.Pool(f"http://127.0.0.1:{port}")
+    try:
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await pool.request(_head("GET", "/"), None)
     finally:
         await pool.close()
