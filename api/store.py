@@ -41,8 +41,9 @@ _encode = msgspec.json.Encoder().encode
 GENERATE_NAME_ATTEMPTS = 8
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
 # Objects whose latest event this server wrote or read, kept for `guaranteed_update`'s first attempt
-# (upstream's cached existing object / `origStateIsCurrent`): at most this many, the oldest dropped.
-RECENT_OBJECTS = 65_536
+# (upstream's cached existing object / `origStateIsCurrent`): at most this many bytes of their JSON
+# (10,000 Nodes and their Leases take about 45 MiB), the least recently written or read dropped first.
+RECENT_BYTES = 64 * 2**20
 
 
 class WriteContext(msgspec.Struct, kw_only=True):
@@ -117,17 +118,22 @@ class Store:
         # (group, resource, namespace, name) -> the newest event of it this server saw (`_remember`);
         # possibly stale (another process may write the same database): only a first guess.
         self._recent: collections.OrderedDict[tuple[str, str, str, str], log.Event] = collections.OrderedDict()
+        self._recent_bytes = 0
 
     def _remember(self, event: log.Event) -> None:
         key = (event.group, event.resource, event.namespace, event.name)
         recent = self._recent
         known = recent.pop(key, None)
-        if known is not None and known.revision > event.revision:
-            recent[key] = known  # a newer one is known already (concurrent requests)
-        elif event.type != "DELETED":
+        if known is not None:
+            self._recent_bytes -= len(known.object)
+            if known.revision > event.revision:
+                event = known  # a newer one is known already (concurrent requests)
+        if event.type != "DELETED":
             recent[key] = event
-        if len(recent) > RECENT_OBJECTS:
-            recent.popitem(last=False)  # O(1); `del d[next(iter(d))]` on a dict degrades to O(n)
+            self._recent_bytes += len(event.object)
+        while self._recent_bytes > RECENT_BYTES and recent:
+            _, dropped = recent.popitem(last=False)  # O(1); `del d[next(iter(d))]` on a dict degrades to O(n)
+            self._recent_bytes -= len(dropped.object)
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""

@@ -121,3 +121,26 @@ async def test_every_update_is_one_event_in_order(served: Any) -> None:
     events = await the_log.list_objects(group="coordination.k8s.io", resource="leases", namespace=NS)
     (latest,) = [e for e in events.events if e.name == "n6"]
     assert latest.revision == revisions[-1] and latest.prev_revision == revisions[-2]
+
+
+def test_the_remembered_objects_are_bounded_in_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    from api import store as stores
+    from cp import clock as clocks
+
+    monkeypatch.setattr(stores, "RECENT_BYTES", 1000)
+    store = stores.Store(event_log=memory.MemoryEventLog(), clock=clocks.VirtualClock(start=0.0))
+
+    def event(name: str, revision: int, size: int, type_: str = "MODIFIED") -> log.Event:
+        return log.Event(revision=revision, type=type_, group="", resource="configmaps",  # type: ignore[arg-type]
+                         namespace="default", name=name, uid="u", object=b"x" * size, prev_revision=0, time=0.0,
+                         actor=log.Actor(user="u"))
+
+    for i in range(5):
+        store._remember(event(f"o{i}", i + 1, 300))
+    assert list(k[3] for k in store._recent) == ["o2", "o3", "o4"] and store._recent_bytes == 900
+    store._remember(event("o2", 10, 100))  # written again: the most recent, at its new size
+    assert list(k[3] for k in store._recent) == ["o3", "o4", "o2"] and store._recent_bytes == 700
+    store._remember(event("o3", 2, 50))  # older than the one known: kept as it was
+    assert store._recent[("", "configmaps", "default", "o3")].revision == 4
+    store._remember(event("o4", 11, 300, "DELETED"))
+    assert ("", "configmaps", "default", "o4") not in store._recent and store._recent_bytes == 400
