@@ -7,6 +7,7 @@ unconditional updates retry on conflict as `GuaranteedUpdate` does.
 
 from __future__ import annotations
 
+import collections
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypedDict
@@ -39,6 +40,10 @@ _encode = msgspec.json.Encoder().encode
 
 GENERATE_NAME_ATTEMPTS = 8
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
+# Objects whose latest event this server wrote or read, kept for `guaranteed_update`'s first attempt
+# (upstream's cached existing object / `origStateIsCurrent`): at most this many bytes of their JSON
+# (10,000 Nodes and their Leases take about 45 MiB), the least recently written or read dropped first.
+RECENT_BYTES = 64 * 2**20
 
 
 class WriteContext(msgspec.Struct, kw_only=True):
@@ -110,10 +115,30 @@ class Store:
         # of a namespaced object; valid while no namespace changed since (`log.last_change`).
         self._namespaces: dict[str, tuple[int, bool]] = {}
         self.admission = admissions.Chain()  # the app installs the plugins (api.app.make_app)
+        # (group, resource, namespace, name) -> the newest event of it this server saw (`_remember`);
+        # possibly stale (another process may write the same database): only a first guess.
+        self._recent: collections.OrderedDict[tuple[str, str, str, str], log.Event] = collections.OrderedDict()
+        self._recent_bytes = 0
+
+    def _remember(self, event: log.Event) -> None:
+        key = (event.group, event.resource, event.namespace, event.name)
+        recent = self._recent
+        known = recent.pop(key, None)
+        if known is not None:
+            self._recent_bytes -= len(known.object)
+            if known.revision > event.revision:
+                event = known  # a newer one is known already (concurrent requests)
+        if event.type != "DELETED":
+            recent[key] = event
+            self._recent_bytes += len(event.object)
+        while self._recent_bytes > RECENT_BYTES and recent:
+            _, dropped = recent.popitem(last=False)  # O(1); `del d[next(iter(d))]` on a dict degrades to O(n)
+            self._recent_bytes -= len(dropped.object)
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
         event = await self.log.append(write)
+        self._remember(event)
         if write.group == res.SIM_GROUP and write.resource == "clocks" and write.type != "DELETED" \
                 and isinstance(self.clock, clocks.VirtualClock):
             self.clock.set(sim.clock_time(write.object))
@@ -409,52 +434,81 @@ class Store:
         managedFields follow the operation: an "Update" takes ownership of what changed between the
         stored and the new object (`fields` is accepted for compatibility and ignored); "Apply" expects
         `mutate` to have set them (`Store.apply`)."""
-        for _attempt in range(MAX_RETRIES):
-            ev = await self.get(kind, namespace, name)
-            current = _decode(ev.object)
-            new = mutate(copy.deepcopy(current))
-            if not isinstance(new, dict):
-                raise errors.BadRequest("the object must be a JSON object")
-            new_meta = objects.meta(new)
-            wanted_rv = new_meta.get("resourceVersion")
-            # A resourceVersion the client sent is a precondition ("" or "0": none), parsed as upstream's
-            # ObjectResourceVersion ("05" is 5, " 5" a 400). Not a string: the structure check's 400.
-            if isinstance(wanted_rv, str) and options.object_resource_version(wanted_rv) not in (0, ev.revision):
-                raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
-            attrs, plugins = self._admission_for(kind, admissions.UPDATE, namespace, name, new, current, ctx,
-                                                 subresource=subresource)
-            if plugins:  # mutating admission sees the defaulted object, as upstream's
-                _apply_defaults(kind, new)
-                await self.admission.admit(plugins, attrs, self)
-                new = attrs.obj if attrs.obj is not None else new
-            begun = self.hooks.get((kind.group, kind.plural)) if not subresource else None
-            finish = None
-            if begun is not None:  # upstream's BeginUpdate: allocation, before the strategy and validation
-                _apply_defaults(kind, new)
-                finish = await begun.begin_update(self, new, current, ctx)
+        # The first attempt may start from the newest state this server saw instead of a read (upstream's
+        # cached existing object): the write's expected revision catches a stale one (conflict, then a
+        # read), and every other outcome reached from it (an error, a failed precondition, a no-op)
+        # is decided again from a read, as upstream does when `origStateIsCurrent` is false.
+        cached = None if ctx.dry_run else self._recent.get((kind.group, kind.plural, namespace, name))
+        for _attempt in range(MAX_RETRIES + 1):
+            fresh = cached is None
+            if cached is not None:
+                ev, cached = cached, None
+            else:
+                ev = await self.get(kind, namespace, name)
+                self._remember(ev)
             try:
-                result = await self._write_update(kind, namespace, name, new, current, ev, ctx, attrs, plugins,
-                                                  subresource=subresource, fields=fields, operation=operation)
-            except BaseException:
-                if finish is not None:
-                    await finish(False)
-                raise
-            if finish is not None:
-                await finish(result is not None)
+                result = await self._update_attempt(kind, namespace, name, mutate, ctx, ev, fresh=fresh,
+                                                    subresource=subresource, fields=fields, operation=operation)
+            except Exception:
+                if fresh:
+                    raise
+                continue
             if result is not None:
                 return result
         raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
 
+    async def _update_attempt(
+        self, kind: res.ResourceKind, namespace: str, name: str,
+        mutate: Callable[[dict[str, Any]], dict[str, Any]], ctx: WriteContext, ev: log.Event, *,
+        fresh: bool, subresource: str, fields: dict[str, Any] | None, operation: str,
+    ) -> Result | None:
+        """One attempt of `guaranteed_update` from `ev`: its Result, or None to read and try again."""
+        current = _decode(ev.object)
+        new = mutate(_decode(ev.object))  # a second decode is a deep copy, at a fraction of `copy.deepcopy`
+        if not isinstance(new, dict):
+            raise errors.BadRequest("the object must be a JSON object")
+        new_meta = objects.meta(new)
+        wanted_rv = new_meta.get("resourceVersion")
+        # A resourceVersion the client sent is a precondition ("" or "0": none), parsed as upstream's
+        # ObjectResourceVersion ("05" is 5, " 5" a 400). Not a string: the structure check's 400.
+        if isinstance(wanted_rv, str) and options.object_resource_version(wanted_rv) not in (0, ev.revision):
+            if not fresh:
+                return None
+            raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)
+        attrs, plugins = self._admission_for(kind, admissions.UPDATE, namespace, name, new, current, ctx,
+                                             subresource=subresource)
+        if plugins:  # mutating admission sees the defaulted object, as upstream's
+            _apply_defaults(kind, new)
+            await self.admission.admit(plugins, attrs, self)
+            new = attrs.obj if attrs.obj is not None else new
+        begun = self.hooks.get((kind.group, kind.plural)) if not subresource else None
+        finish = None
+        if begun is not None:  # upstream's BeginUpdate: allocation, before the strategy and validation
+            _apply_defaults(kind, new)
+            finish = await begun.begin_update(self, new, current, ctx)
+        try:
+            result = await self._write_update(kind, namespace, name, new, current, ev, ctx, attrs, plugins,
+                                              subresource=subresource, fields=fields, operation=operation,
+                                              fresh=fresh)
+        except BaseException:
+            if finish is not None:
+                await finish(False)
+            raise
+        if finish is not None:
+            await finish(result is not None)
+        return result
+
     async def _write_update(self, kind: res.ResourceKind, namespace: str, name: str, new: dict[str, Any],
                             current: dict[str, Any], ev: log.Event, ctx: WriteContext,
                             attrs: admissions.Attributes, plugins: list[admissions.Plugin], *, subresource: str,
-                            fields: dict[str, Any] | None, operation: str) -> Result | None:
+                            fields: dict[str, Any] | None, operation: str, fresh: bool = True) -> Result | None:
         """One attempt of `guaranteed_update` from the mutated object on: its Result, or None when the
-        object changed since it was read (the caller reads and mutates again)."""
+        object changed since it was read (the caller reads and mutates again) or when a no-op was
+        decided from a remembered, maybe stale, state (`fresh` False)."""
         new = self._prepare_update(kind, new, current, ctx, subresource=subresource,
                                    fields=fields, operation=operation)
         if _same(new, current):
-            return Result(body=ev.object)
+            return Result(body=ev.object) if fresh else None
         cur_meta = current.get("metadata") or {}
         if cur_meta.get("deletionTimestamp") and not new["metadata"].get("finalizers") \
                 and _finalized(kind, new):

@@ -15,7 +15,7 @@ from controllers.fleet.model import Fleet, FleetError
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from cp import logs
+from cp import collector, logs
 
 
 def _summary(fleet: Fleet) -> str:
@@ -62,12 +62,24 @@ def main(argv: list[str] | None = None) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        client = (clients.Client(args.server) if args.server else clients.Client.from_kubeconfig(args.kubeconfig))
+        tuner: asyncio.Task[None] | None = None
+        # The kubelets' writes go through the lean keep-alive pool (`controllers.runtime.http1`).
+        client = (clients.Client(args.server, lean=True) if args.server
+                  else clients.Client.from_kubeconfig(args.kubeconfig, lean=True))
         try:
+            collector.tune(thresholds=collector.CONTROLLERS)  # the start-up heap (fleet plan, schemas)
             manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")
-            manager.add(new(manager.context(), fleet=fleet, workers=args.workers))
+            controller = new(manager.context(), fleet=fleet, workers=args.workers)
+            manager.add(controller)
+            # Once every Node is registered the caches hold the fleet's Nodes and slices for good:
+            # frozen, so the collector stops traversing them (as `cplane controllers` once synced).
+            simulator = getattr(controller, "simulator", None)
+            tuner = None if simulator is None else asyncio.create_task(
+                collector.tune_when(simulator.registered, thresholds=collector.CONTROLLERS), name="fleet:tune-gc")
             await manager.run(stop)
         finally:
+            if tuner is not None:
+                tuner.cancel()
             await client.close()
 
     asyncio.run(run())

@@ -35,13 +35,15 @@ its own against a server; `--check FILE` validates a fleet file (`controllers/fl
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import contextlib
 import functools
+import heapq
 import ipaddress
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import structlog
@@ -71,6 +73,9 @@ R_STORAGE_CLASS = "storageclasses.storage.k8s.io"
 MIN_REQUEUE = 0.001
 TERMINAL = ("Succeeded", "Failed")
 DELETED_NODES_REMEMBERED = 4096
+LEASE_TICK = 0.5  # seconds between two turns of the Lease renewal wheel
+LEASE_SENDERS = 64  # Lease renewals in flight at once
+LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
@@ -112,6 +117,11 @@ class Simulator:
         # What this kubelet remembers (rebuilt from the caches after a restart).
         self._registered: set[str] = set()
         self._lease_renewed: dict[str, float] = {}
+        # The Lease renewal wheel (`heartbeats`): node -> when its next renewal is due, and a heap of
+        # (due, node) entries (an entry whose time is no longer the node's due time is skipped).
+        self._lease_due: dict[str, float] = {}
+        self._lease_heap: list[tuple[float, str]] = []
+        self._lease_sending: set[str] = set()  # renewals in flight
         self._status_reported: dict[str, float] = {}
         self._deleted_nodes: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._orphan_seen: dict[tuple[str, str], float] = {}
@@ -119,7 +129,11 @@ class Simulator:
         self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
         self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
         self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
+        # Nodes whose slices were found in line (or written) since their last slice or Node event:
+        # a heartbeat of theirs skips building and comparing the slices.
+        self._slices_synced: set[str] = set()
         self._started_at = 0.0
+        self.registered = asyncio.Event()  # every Node of the fleet registered (this term or before)
 
     # ------------------------------------------------------------------ wiring
 
@@ -132,7 +146,10 @@ class Simulator:
     def on_start(self) -> list[Request]:
         """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
         self._registered.clear()
+        self._slices_synced.clear()
         self._lease_renewed.clear()
+        self._lease_due.clear()
+        self._lease_heap.clear()
         self._status_reported.clear()
         self._started_at = time.perf_counter()
         if self.plan.nodes or self.classes:
@@ -149,11 +166,14 @@ class Simulator:
     def _map_node(self, change: managers.Change) -> list[Request]:
         name = str(meta_of(change.obj).get("name") or "")
         out = [Request(resource=R_NODE, name=name)]
+        if change.type != "update":
+            self._slices_synced.discard(name)
         if change.type == "delete":
             self._deleted_nodes[name] = None
             while len(self._deleted_nodes) > DELETED_NODES_REMEMBERED:
                 self._deleted_nodes.popitem(last=False)
             self._lease_renewed.pop(name, None)
+            self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             self._node_ips.pop(name, None)
             out += self._pods_on(name)
@@ -196,6 +216,7 @@ class Simulator:
             return []  # our own write arriving
         node = str(spec_of(change.obj).get("nodeName") or "")
         if node in self.plan.nodes and node in self._registered:
+            self._slices_synced.discard(node)
             return [Request(resource=R_NODE, name=node)]  # someone else edited or deleted it
         return []
 
@@ -237,29 +258,96 @@ class Simulator:
             node = await self._register(planned, node)
             self._registered.add(name)
             if len(self._registered) == len(self.plan.nodes):
+                self.registered.set()
                 self._log.info("fleet_registered", nodes=len(self.plan.nodes),
                                seconds=round(time.perf_counter() - self._started_at, 3))
-        if node is None or not objs.is_simulated(node) or meta_of(node).get("deletionTimestamp") \
-                or objs.kubelet_stopped(node):
+        if not self._kubelet_runs(node):
             self._lease_renewed.pop(name, None)
+            self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             return None
+        assert node is not None
         if planned is not None:
-            await self._sync_slices(planned, node)
+            if name not in self._slices_synced and await self._sync_slices(planned, node):
+                self._slices_synced.add(name)
         else:
             node = await self._ensure_pod_cidr(node)
         now = self.clock.now()
-        renew = self.kubelet.lease_renew_interval_seconds
-        lease_due = self._lease_renewed.get(name, -math.inf) + renew
-        if now >= lease_due:
-            await self._renew_lease(node, now)
-            lease_due = now + renew
+        if name not in self._lease_due and name not in self._lease_sending:
+            # Renewed now if it is due (a Lease is made at once), then by the wheel (`heartbeats`).
+            renew = self.kubelet.lease_renew_interval_seconds
+            lease_due = self._lease_renewed.get(name, -math.inf) + renew
+            if now >= lease_due:
+                await self._renew_lease(node, now)
+                lease_due = now + renew
+            if name not in self._lease_due:
+                self._schedule_lease(name, lease_due)
         report = self.kubelet.status_report_interval_seconds
         status_due = max(objs.heartbeat_due(node, report), self._status_reported.get(name, -math.inf) + report)
         if now >= status_due:
             await self._post_status(node, now)
             status_due = now + report
-        return Result(requeue_after=max(min(lease_due, status_due) - now, MIN_REQUEUE))
+        return Result(requeue_after=max(status_due - now, MIN_REQUEUE))
+
+    @staticmethod
+    def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:
+        return node is not None and objs.is_simulated(node) and not meta_of(node).get("deletionTimestamp") \
+            and not objs.kubelet_stopped(node)
+
+    # ------------------------------------------------------------------ the Lease renewal wheel
+
+    def _schedule_lease(self, name: str, due: float) -> None:
+        self._lease_due[name] = due
+        heapq.heappush(self._lease_heap, (due, name))
+
+    def due_leases(self, now: float) -> list[tuple[float, str]]:
+        """The (due time, node) of the Lease renewals due at `now`, taken off the wheel."""
+        heap, due_at, out = self._lease_heap, self._lease_due, []
+        while heap and heap[0][0] <= now:
+            due, name = heapq.heappop(heap)
+            if due_at.get(name) == due:
+                del due_at[name]
+                out.append((due, name))
+        return out
+
+    async def heartbeats(self) -> None:
+        """The kubelets' Lease renewals, one timer for the whole fleet (kwok's and upstream's cadence,
+        not one requeue per node): every `LEASE_TICK` the due renewals are sent, `LEASE_SENDERS` at
+        a time, each one PATCH of the Lease; the next one is due one interval after this one was
+        (the cadence holds however late a turn runs, unless it fell a whole interval behind); a
+        failed one is tried again `LEASE_RETRY` later."""
+        while True:
+            due = self.due_leases(self.clock.now())
+            if due:
+                pending = iter(due)
+                await asyncio.gather(*(self._renew_from(pending) for _ in range(min(LEASE_SENDERS, len(due)))))
+            await self.clock.sleep(LEASE_TICK)
+
+    async def _renew_from(self, pending: Iterator[tuple[float, str]]) -> None:
+        for due, name in pending:  # shared by the senders of one turn
+            await self._renew_due(name, due)
+
+    async def _renew_due(self, name: str, due: float) -> None:
+        node = self.nodes.cache.get("", name)
+        if not self._kubelet_runs(node) or name in self._lease_due:
+            return  # gone, stopped or deleting (its reconcile forgot it), or scheduled again meanwhile
+        assert node is not None
+        now = self.clock.now()
+        self._lease_sending.add(name)
+        try:
+            await self._renew_lease(node, now)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # transport or server trouble: the wheel tries again soon
+            self._log.warning("lease_renewal_failed", node=name, error=repr(exc), retry_in=LEASE_RETRY)
+            if name not in self._lease_due:
+                self._schedule_lease(name, now + LEASE_RETRY)
+            return
+        finally:
+            self._lease_sending.discard(name)
+        if name not in self._lease_due and self._kubelet_runs(self.nodes.cache.get("", name)):
+            renew = self.kubelet.lease_renew_interval_seconds
+            self._schedule_lease(name, due + renew if now - due < renew else now + renew)
 
     async def _register(self, planned: objs.NodePlan, node: dict[str, Any] | None) -> dict[str, Any] | None:
         """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
@@ -328,18 +416,22 @@ class Simulator:
         name = str(meta_of(node).get("name"))
         body = objs.lease_renewal(self.kubelet, name, now)
         body["metadata"] = {"ownerReferences": [objs.owner_ref(node)]}
+        # Only the outcome matters: the responses are not decoded beyond their metadata.
         if fresh:
             try:
-                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET)
+                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET,
+                                         metadata_only=True)
             except errors.AlreadyExists:
-                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
+                                        metadata_only=True)
         else:
             try:
-                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET)
+                await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
+                                        metadata_only=True)
             except errors.NotFound:
                 with contextlib.suppress(errors.AlreadyExists):
                     await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now),
-                                             field_manager=KUBELET)
+                                             field_manager=KUBELET, metadata_only=True)
         self._lease_renewed[name] = now
 
     async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
@@ -347,7 +439,7 @@ class Simulator:
         patch = objs.node_status_patch(self.plan, node, now)
         try:
             await self.client.patch(NODES, name, patch, patch_type="strategic", subresource="status",
-                                    field_manager=KUBELET)
+                                    field_manager=KUBELET, metadata_only=True)
         except errors.NotFound:
             return
         self._status_reported[name] = now
@@ -355,9 +447,11 @@ class Simulator:
 
     # ------------------------------------------------------------------ slices
 
-    async def _sync_slices(self, planned: objs.NodePlan, node: Mapping[str, Any]) -> None:
+    async def _sync_slices(self, planned: objs.NodePlan, node: Mapping[str, Any]) -> bool:
         """Publish the node's pools: unchanged pools are left alone; a changed pool is rewritten
-        whole at the next generation (extra slices deleted)."""
+        whole at the next generation (extra slices deleted). False when a pool was left for later
+        (the cache has not seen our last write yet)."""
+        synced = True
         desired = objs.slices_for(self.plan, planned, owner=node)
         drivers = {d.name for d in planned.pool.drivers}
         present: dict[str, dict[str, dict[str, Any]]] = {d: {} for d in drivers}
@@ -372,7 +466,8 @@ class Simulator:
             want, have = by_driver.get(driver, []), present[driver]
             if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
                    for s in want):
-                continue  # the cache has not seen our last write yet; its event comes back here
+                synced = False
+                continue  # the cache has not seen our last write yet; the next heartbeat looks again
             if {s["metadata"]["name"] for s in want} == set(have) and all(
                     _same_slice(have[s["metadata"]["name"]], s) for s in want):
                 continue
@@ -384,12 +479,12 @@ class Simulator:
                 current = have.get(name)
                 if current is None:
                     try:
-                        out = await self.client.create(SLICES, s, field_manager=driver)
+                        out = await self.client.create(SLICES, s, field_manager=driver, metadata_only=True)
                     except errors.AlreadyExists:  # made by someone else meanwhile: its event brings us back
                         raise errors.Conflict(f"resourceslice {name} exists but is not cached yet") from None
                 else:
                     s["metadata"]["resourceVersion"] = meta_of(current).get("resourceVersion")
-                    out = await self.client.update(SLICES, s, field_manager=driver)
+                    out = await self.client.update(SLICES, s, field_manager=driver, metadata_only=True)
                 self._slice_rv[name] = resource_version_of(out)
             for name in set(have) - {s["metadata"]["name"] for s in want}:
                 with contextlib.suppress(errors.NotFound):
@@ -397,6 +492,7 @@ class Simulator:
                 self._slice_rv.pop(name, None)
             self._log.debug("slices_published", node=planned.name, driver=driver, generation=generation,
                             slices=len(want))
+        return synced
 
     # ------------------------------------------------------------------ pods
 
@@ -693,11 +789,20 @@ class FleetController(managers.Controller):
         self.simulator = simulator
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
+        self._wheel: asyncio.Task[None] | None = None
+
     def on_start(self) -> None:
         requests = self.simulator.on_start()
         if self.queue is not None:
             for request in requests:
                 self.queue.add(request)
+        self._wheel = asyncio.get_running_loop().create_task(self.simulator.heartbeats(),
+                                                             name=f"controller:{NAME}:lease-wheel")
+
+    def on_stop(self) -> None:
+        if self._wheel is not None:
+            self._wheel.cancel()
+            self._wheel = None
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,

@@ -12,6 +12,7 @@ as `.status_body`; transport failures stay `aiohttp.ClientError` / `TimeoutError
 from __future__ import annotations
 
 import base64
+import functools
 import os
 import ssl
 import tempfile
@@ -22,8 +23,9 @@ from typing import Any, Self
 
 import aiohttp
 import msgspec
+import yarl
 
-from controllers.runtime import discovery
+from controllers.runtime import discovery, http1
 from cp import errors
 from cp import kubeconfig as kubeconfigs
 from cp import resources as res
@@ -57,6 +59,12 @@ class ObjectList(msgspec.Struct, kw_only=True, rename="camel"):
         return self.metadata.resource_version
 
 
+class _MetadataOnly(msgspec.Struct):
+    """A response of which only the metadata is wanted: the rest is skipped, not built."""
+
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class WatchEvent(msgspec.Struct, frozen=True):
     """One line of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK (ERROR lines are raised)."""
 
@@ -67,6 +75,7 @@ class WatchEvent(msgspec.Struct, frozen=True):
 _decode_any = msgspec.json.Decoder().decode
 _decode_list = msgspec.json.Decoder(ObjectList).decode
 _decode_event = msgspec.json.Decoder(WatchEvent).decode
+_decode_metadata = msgspec.json.Decoder(_MetadataOnly).decode
 _encode = msgspec.json.Encoder().encode
 
 _ERROR_CLASSES: tuple[type[errors.StatusError], ...] = (
@@ -131,6 +140,14 @@ def resolve(kind: res.ResourceKind | str, *, mapper: discovery.RESTMapper | None
     if found is None:
         raise ValueError(f"unknown resource {kind!r}")
     return found
+
+
+@functools.lru_cache(maxsize=16_384)
+def _url(url: str, query: tuple[tuple[str, str], ...]) -> yarl.URL:
+    """The URL of a request, built once (clients that write the same objects over and over, such as a
+    fleet's kubelets renewing their Leases, skip yarl's parsing and query encoding)."""
+    built = yarl.URL(url)
+    return built.with_query(query) if query else built
 
 
 def object_path(kind: res.ResourceKind, *, namespace: str | None = None, name: str = "",
@@ -213,7 +230,9 @@ class Client:
 
     def __init__(self, base_url: str, *, token: str = "", user_agent: str = DEFAULT_USER_AGENT,
                  ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256,
-                 root_ca: str = "") -> None:
+                 root_ca: str = "", lean: bool = False) -> None:
+        """`lean`: requests other than watches go through `controllers.runtime.http1`'s keep-alive
+        pool instead of aiohttp (for clients writing many small objects: the fleet's kubelets)."""
         self.base_url = base_url.rstrip("/")
         self.root_ca = root_ca  # the CA (PEM) this client trusts for the server, when it has one
         self.token = token
@@ -224,16 +243,20 @@ class Client:
         self._headers = {"Accept": JSON, "User-Agent": user_agent}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
+        self._lean = lean
+        self._pool: http1.Pool | None = None
+        self._lean_heads: dict[tuple[str, str, str], bytes] = {}  # (method, target, content type) -> head
         # What the server serves, custom resources included, from discovery (`discover()`).
         self.mapper = discovery.RESTMapper(self._fetch_discovery)
 
     @classmethod
     def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
-                        user_agent: str = DEFAULT_USER_AGENT) -> Client:
+                        user_agent: str = DEFAULT_USER_AGENT, lean: bool = False) -> Client:
         """From `path` (else $KUBECONFIG, else ~/.kube/config): server, token, TLS trust, client cert."""
         ep = kubeconfigs.load(Path(path) if path is not None else None, context=context)
         root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
-        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca)
+        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca,
+                   lean=lean)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -249,6 +272,9 @@ class Client:
         return {**self._headers, **extra}
 
     async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+            self._pool = None
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -272,12 +298,42 @@ class Client:
             headers = self.headers({"Content-Type": content_type})
         if accept:
             headers = {**(headers or self._headers), "Accept": accept}
-        async with self.session().request(method, self.base_url + path, params=params,
-                                          data=data, headers=headers or self._headers) as resp:
+        if self._lean:
+            return await self._lean_request(method, path, params, data, content_type if data is not None else "",
+                                            accept)
+        url = _url(self.base_url + path, tuple(params.items()) if params else ())
+        async with self.session().request(method, url, data=data, headers=headers or self._headers) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise _error_from_body(resp.status, raw)
             return raw
+
+    async def _lean_request(self, method: str, path: str, params: Mapping[str, str] | None, data: bytes | None,
+                            content_type: str, accept: str) -> bytes:
+        url = _url(self.base_url + path, tuple(params.items()) if params else ())
+        target = url.raw_path_qs
+        key = (method, target, content_type + "|" + accept)
+        head = self._lean_heads.get(key)
+        if head is None:
+            pool = self._pool_for()
+            lines = [f"{method} {target} HTTP/1.1", f"Host: {pool.host_header.decode()}",
+                     *(f"{k}: {v}" for k, v in {**self._headers, **({"Accept": accept} if accept else {})}.items())]
+            if content_type:
+                lines.append(f"Content-Type: {content_type}")
+            head = ("\r\n".join(lines) + "\r\n").encode("latin-1")
+            if len(self._lean_heads) >= 16_384:
+                self._lean_heads.clear()
+            self._lean_heads[key] = head
+        length = b"Content-Length: %d\r\n\r\n" % (len(data) if data is not None else 0)
+        status, raw = await self._pool_for().request(head + length, data)
+        if status >= 400:
+            raise _error_from_body(status, raw)
+        return raw
+
+    def _pool_for(self) -> http1.Pool:
+        if self._pool is None:
+            self._pool = http1.Pool(self.base_url, ssl=self._ssl, limit=self._max_connections, timeout=REQUEST_TIMEOUT)
+        return self._pool
 
     async def _fetch_discovery(self, path: str, accept: str) -> bytes:
         return await self.request("GET", path, accept=accept)
@@ -291,8 +347,10 @@ class Client:
         """`resolve` with this client's discovery."""
         return resolve(kind, mapper=self.mapper)
 
-    async def _json(self, method: str, path: str, **kw: Any) -> dict[str, Any]:
+    async def _json(self, method: str, path: str, *, metadata_only: bool = False, **kw: Any) -> dict[str, Any]:
         raw = await self.request(method, path, **kw)
+        if metadata_only:
+            return {"metadata": _decode_metadata(raw).metadata} if raw else {}
         out = _decode_any(raw) if raw else {}
         return out if isinstance(out, dict) else {"items": out}
 
@@ -376,20 +434,23 @@ class Client:
 
     async def create(self, kind: res.ResourceKind | str, obj: Mapping[str, Any], *,
                      namespace: str | None = None, field_manager: str | None = None,
-                     dry_run: bool = False) -> dict[str, Any]:
+                     dry_run: bool = False, metadata_only: bool = False) -> dict[str, Any]:
+        """POST. `metadata_only`: return `{"metadata": ...}` of the created object only (cheaper)."""
         k = self.resolve(kind)
         ns = namespace if namespace is not None else str((obj.get("metadata") or {}).get("namespace") or "")
         return await self._json("POST", object_path(k, namespace=ns), body=dict(obj),
-                                params=self._write_params(field_manager, dry_run))
+                                params=self._write_params(field_manager, dry_run), metadata_only=metadata_only)
 
     async def update(self, kind: res.ResourceKind | str, obj: Mapping[str, Any], *, subresource: str = "",
-                     field_manager: str | None = None, dry_run: bool = False) -> dict[str, Any]:
+                     field_manager: str | None = None, dry_run: bool = False,
+                     metadata_only: bool = False) -> dict[str, Any]:
         """PUT the whole object; its `metadata.resourceVersion` is the precondition (409 on change)."""
         k = self.resolve(kind)
         meta = obj.get("metadata") or {}
         path = object_path(k, namespace=str(meta.get("namespace") or ""), name=str(meta.get("name") or ""),
                            subresource=subresource)
-        return await self._json("PUT", path, body=dict(obj), params=self._write_params(field_manager, dry_run))
+        return await self._json("PUT", path, body=dict(obj), params=self._write_params(field_manager, dry_run),
+                                metadata_only=metadata_only)
 
     async def update_status(self, kind: res.ResourceKind | str, obj: Mapping[str, Any], *,
                             field_manager: str | None = None) -> dict[str, Any]:
@@ -397,7 +458,7 @@ class Client:
 
     async def patch(self, kind: res.ResourceKind | str, name: str, patch: Any, *, namespace: str = "",
                     patch_type: str = "merge", subresource: str = "", field_manager: str | None = None,
-                    force: bool | None = None, dry_run: bool = False) -> dict[str, Any]:
+                    force: bool | None = None, dry_run: bool = False, metadata_only: bool = False) -> dict[str, Any]:
         """PATCH with `patch_type` merge | strategic | json | apply (apply needs `field_manager`)."""
         k = self.resolve(kind)
         try:
@@ -408,7 +469,7 @@ class Client:
         if force is not None:
             params["force"] = "true" if force else "false"
         return await self._json("PATCH", object_path(k, namespace=namespace, name=name, subresource=subresource),
-                                body=patch, content_type=content_type, params=params)
+                                body=patch, content_type=content_type, params=params, metadata_only=metadata_only)
 
     async def delete(self, kind: res.ResourceKind | str, name: str, *, namespace: str = "",
                      propagation_policy: str | None = None, preconditions: Mapping[str, str] | None = None,

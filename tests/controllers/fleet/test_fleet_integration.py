@@ -514,3 +514,30 @@ async def test_a_resize_is_applied_and_an_ephemeral_container_runs(
         assert eph["name"] == "dbg" and eph["ready"] is False and "running" in eph["state"]
         assert eph["image"] == "docker.io/library/busybox:latest"
         assert not any(c["type"].startswith("PodResize") for c in status["conditions"])
+
+
+async def test_the_lease_wheel_keeps_each_nodes_cadence(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet) -> None:
+    """Issue #22: one timer renews every Lease; a renewal sent late does not shift the next one (due one
+    interval after the previous due time), unless the wheel fell a whole interval behind."""
+    async with running_fleet(srv, clock, demo):
+        await _fleet_up(client)
+
+        async def renewed(at: float) -> bool:
+            leases = (await client.list(LEASES, namespace="kube-node-lease")).items
+            return all(lease["spec"]["renewTime"] == clocks.rfc3339_micro(at) for lease in leases)
+
+        clock.advance(13)  # due at +10, sent at +13
+        await eventually(lambda: renewed(START + 13), what="late renewal")
+        clock.advance(7)  # the next one is due at +20, not +23
+        await eventually(lambda: renewed(START + 20), what="renewal on the cadence")
+        clock.advance(25)  # due at +30, sent at +45: a whole interval behind, so the cadence restarts
+        await eventually(lambda: renewed(START + 45), what="renewal after a gap")
+        clock.advance(9)
+        await settle(20)
+        assert await renewed(START + 45)
+        clock.advance(1)
+        await eventually(lambda: renewed(START + 55), what="renewal 10 s after the gap")
+    history = await srv.event_log.history(group="coordination.k8s.io", resource="leases",
+                                          namespace="kube-node-lease", name="gpu-node-0")
+    assert len(history) == 5  # created, then +13, +20, +45, +55
