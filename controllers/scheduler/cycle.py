@@ -143,6 +143,16 @@ class SchedulingCycle:
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
+        outcome = await self._run(pod, skip_known=True)
+        if outcome is _AGAIN:  # no node fits: visit every node for each one's reason
+            outcome = await self._run(pod, skip_known=False)
+        assert not isinstance(outcome, _Again)
+        return outcome
+
+    async def _run(self, pod: dict[str, Any], *, skip_known: bool) -> Outcome | _Again:
+        """`skip_known`: the nodes known not to fit the pod's claims (`NodeCache.infeasible_mask`)
+        are passed over without a visit; when no node fits, `_AGAIN` (the caller runs the cycle
+        again visiting them, for their reasons: the same outcome as a single pass)."""
         if spec_of(pod).get("schedulingGates"):
             return Gate(reason="scheduling gates")
         try:
@@ -150,6 +160,7 @@ class SchedulingCycle:
         except Gated as exc:
             return Gate(reason=str(exc))
         nodes = list(self.node_cache.nodes.values())
+        members = self.node_cache.members
         if not nodes:
             return Unschedulable(message=plugins.NO_NODES_AVAILABLE, nominate="")
         req = plugins.pod_requests(pod)
@@ -171,7 +182,8 @@ class SchedulingCycle:
         info = plugins.PodInfo(pod, req, owner)
         pinfo = framework.PodInfo(pod, req, owner)
         state = framework.CycleState()
-        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes)
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes,
+                                      counts=self.node_cache.counts)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
             result = self._preempt_rejected(pod, req, nodes, rejected)
@@ -220,10 +232,32 @@ class SchedulingCycle:
         signature = dra.signature
         gen, shared = self.assume.allocator_gen, self.assume.shared_version
         hits = 0
+        # The nodes known not to fit these claims, skipped in runs (only over every node, in the
+        # node cache's order, while the set of nodes is the one listed above).
+        mask = self.node_cache.infeasible_mask(signature, gen, shared) \
+            if skip_known and fast and nodes is all_nodes and members == self.node_cache.members else None
+        mask_gen, mask_shared = gen, shared
+        skipped = 0
+        visited = 0
+        i = 0  # offset from `start` in round-robin order
         try:
-            for i in range(n):
-                entry = nodes[(start + i) % n]
-                processed += 1
+            while i < n:
+                pos = start + i if start + i < n else start + i - n
+                if mask is not None and mask[pos]:
+                    end = n if pos >= start else start  # this lap's end
+                    nxt = mask.find(0, pos, end)
+                    if nxt < 0:
+                        skipped += end - pos
+                        i += end - pos
+                        processed = i
+                        continue
+                    skipped += nxt - pos
+                    i += nxt - pos
+                    pos = nxt
+                entry = nodes[pos]
+                i += 1
+                processed = i
+                visited += 1
                 ni = entry.info
                 usage = entry.usage
                 again = False  # addGENominatedPods added some: the filters run again without them
@@ -249,11 +283,16 @@ class SchedulingCycle:
                             allocs = result
                         elif result is None:
                             status = CANNOT_ALLOCATE
+                            if mask is not None and gen == mask_gen and shared == mask_shared:
+                                mask[pos] = 1
                         else:
                             status = result
                     else:
                         status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
                         gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                        if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
+                                                                           self.node_cache.members):
+                            mask = None  # changed meanwhile: no longer known
                 if again and status is None:
                     status = filters.core(state, entry)
                 if status is not None:
@@ -262,17 +301,23 @@ class SchedulingCycle:
                     feasible.append((entry, allocs, node_ext))
                     if len(feasible) >= to_find:
                         break
-                if not processed % 16 and time.perf_counter() - last_yield > YIELD_EVERY:
+                if not visited % 16 and time.perf_counter() - last_yield > YIELD_EVERY:
                     await asyncio.sleep(0)
                     last_yield = time.perf_counter()
                     gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                    if mask is not None and (gen, shared, members) != (mask_gen, mask_shared, self.node_cache.members):
+                        mask = None
         except SchedError as exc:
             return Error(message=f'running "{DRA_PLUGIN}" filter plugin: {exc}')
         finally:
             self.node_cache.next_start = (start + processed) % n if n else start
             self.stats.nodes_filtered += processed
+            self.stats.nodes_skipped += skipped
             self.stats.dra_cache_hits += hits
 
+        if not feasible and skipped:
+            self.node_cache.next_start = start
+            return _AGAIN
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
             try:
@@ -722,6 +767,13 @@ class SchedulingCycle:
 def unschedulable_plugins(statuses: Iterable[plugins.Status]) -> frozenset[str]:
     """`Diagnosis.UnschedulablePlugins`: the plugins whose statuses rejected some node."""
     return frozenset(st.plugin for st in statuses if st.plugin)
+
+
+class _Again:
+    """`SchedulingCycle._run`'s answer when it skipped nodes and none fit: run again, visiting them."""
+
+
+_AGAIN = _Again()
 
 
 class _NamespaceLabels(Mapping[str, Mapping[str, str]]):

@@ -18,11 +18,23 @@ NodeEntry = framework.NodeState
 class NodeCache:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeEntry] = {}
-        self.soft_tainted = 0  # nodes with PreferNoSchedule taints
+        # nodes with PreferNoSchedule taints, with images; pods with (anti-)affinity: kept up to date
+        # so that a cycle's snapshot needs no scan for them
+        self.counts = framework.SnapshotCounts()
         self.usage: dict[str, plugins.NodeUsage] = {}
         self.pod_usage: dict[str, PodUsage] = {}  # pod uid -> (node, req, owner)
         self.assumed_pods: dict[str, str] = {}  # pod uid -> node, until the informer shows it bound
         self.next_start = 0
+        # The nodes whose cached DynamicResources answer for a claim-spec signature is "cannot
+        # allocate", by position in `nodes` (one byte per node, 1: known not to fit): the filter
+        # loop skips their runs with `bytearray.find` instead of visiting each. A bit is cleared
+        # whenever the node's answer may change (a device of its pools allocated or freed, its
+        # labels changed); all are dropped when the allocator, a shared pool or the set of nodes
+        # changes.
+        self.members = 0  # bumped when a node is added or deleted (positions move)
+        self._masks: dict[bytes, bytearray] = {}
+        self._masks_key: tuple[int, int, int] = (-1, -1, -1)
+        self._positions: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ nodes
 
@@ -34,44 +46,93 @@ class NodeCache:
             if usage is None:
                 usage = self.usage[name] = plugins.NodeUsage()
             entry = self.nodes[name] = NodeEntry(node, usage)
-            self.soft_tainted += bool(entry.info.soft_taints)
+            self._count(entry, 1)
+            self.members += 1
             return
         old = entry.info.node
         if meta_of(old).get("labels") != meta_of(node).get("labels"):
             entry.dra_cache.clear()
+            self.dra_changed(name)
         if meta_of(old).get("labels") != meta_of(node).get("labels") or spec_of(old) != spec_of(node) or \
                 status_of(old).get("allocatable") != status_of(node).get("allocatable") or \
                 status_of(old).get("images") != status_of(node).get("images"):
-            self.soft_tainted -= bool(entry.info.soft_taints)
+            self._count(entry, -1)
             entry.info.update(node)
-            self.soft_tainted += bool(entry.info.soft_taints)
+            self._count(entry, 1)
         else:
             entry.info.node = node
+
+    @property
+    def soft_tainted(self) -> int:
+        return self.counts.soft_tainted
+
+    def _count(self, entry: NodeEntry, sign: int) -> None:
+        self.counts.soft_tainted += sign * bool(entry.info.soft_taints)
+        self.counts.nodes_with_images += sign * bool(entry.info.images)
 
     def node_deleted(self, node: dict[str, Any]) -> None:
         name = str(meta_of(node).get("name") or "")
         entry = self.nodes.pop(name, None)
         if entry is not None:
-            self.soft_tainted -= bool(entry.info.soft_taints)
+            self.members += 1
+            self._count(entry, -1)
             if entry.usage.pods <= 0:
                 self.usage.pop(name, None)
+
+    # ------------------------------------------------------------------ known DRA misfits
+
+    def infeasible_mask(self, signature: bytes, gen: int, shared: int) -> bytearray:
+        """The mask of nodes known not to fit claims of this signature (allocator generation `gen`,
+        shared-pool version `shared`), one byte per node of `nodes` in its order; the caller sets
+        bits from valid cached answers."""
+        key = (gen, shared, self.members)
+        if key != self._masks_key:
+            self._masks.clear()
+            self._masks_key = key
+            self._positions = None
+        mask = self._masks.get(signature)
+        if mask is None:
+            if len(self._masks) >= 64:
+                self._masks.clear()
+            mask = self._masks[signature] = bytearray(len(self.nodes))
+        return mask
+
+    def dra_changed(self, name: str) -> None:
+        """The node's cached DynamicResources answers are stale: it is no longer known not to fit."""
+        if not self._masks:
+            return
+        if self._positions is None:
+            self._positions = {n: i for i, n in enumerate(self.nodes)}
+        i = self._positions.get(name)
+        if i is not None:
+            for mask in self._masks.values():
+                mask[i] = 0
 
     # ------------------------------------------------------------------ pods
 
     def set_usage(self, uid: str, value: PodUsage | None) -> None:
+        counts = self.counts
         old = self.pod_usage.pop(uid, None)
         if old is not None:
             usage = self.usage.get(old[0])
             if usage is not None:
+                a, r = usage.with_affinity, usage.with_required_anti_affinity
                 usage.remove(old[1].req, old[1].owner, old[1])
+                counts.pods_with_affinity += usage.with_affinity - a
+                counts.pods_with_required_anti_affinity += usage.with_required_anti_affinity - r
                 if usage.pods <= 0 and old[0] not in self.nodes:
+                    counts.pods_with_affinity -= usage.with_affinity
+                    counts.pods_with_required_anti_affinity -= usage.with_required_anti_affinity
                     del self.usage[old[0]]
         if value is not None:
             self.pod_usage[uid] = value
             usage = self.usage.get(value[0])
             if usage is None:
                 usage = self.usage[value[0]] = plugins.NodeUsage()
+            a, r = usage.with_affinity, usage.with_required_anti_affinity
             usage.add(value[1].req, value[1].owner, value[1])
+            counts.pods_with_affinity += usage.with_affinity - a
+            counts.pods_with_required_anti_affinity += usage.with_required_anti_affinity - r
 
     def account_pod(self, pod: dict[str, Any]) -> None:
         uid = uid_of(pod)
