@@ -16,7 +16,8 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    `resource.kubernetes.io/admin-access: "true"`; the special claim for extended resources backed
    by DRA (KEP-5004) when a container requests e.g. `example.com/gpu`.
 2. Filter every node — round robin from where the last cycle stopped, until the adaptive
-   `percentageOfNodesToScore` of feasible nodes is found (230 of 500) — with NodeUnschedulable,
+   `percentageOfNodesToScore` of feasible nodes is found (230 of 500, 680 of 2,000; nodes known
+   not to fit the claims are passed over, `NodeCache.infeasible_mask`) — with NodeUnschedulable,
    NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (see `cp.scheduling.plugins`) and then
    DynamicResources: allocated claims must be usable on the node (their allocation's node
    selector), the others are allocated with one `Allocator` (kept while slices, classes and
