@@ -494,6 +494,10 @@ class Scheduler:
         assumptions dropped); the next term tries the pods again."""
         for task in list(self._bindings):
             task.cancel()
+        st = self.stats
+        self._log.info("scheduler_stats", attempts=st.attempts, scheduled=st.scheduled, unschedulable=st.unschedulable,
+                       nodes_filtered=st.nodes_filtered, nodes_skipped=st.nodes_skipped,
+                       dra_cache_hits=st.dra_cache_hits, cycle_seconds=round(st.cycle_seconds, 3))
 
     async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
         """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""

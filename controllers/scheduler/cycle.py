@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import operator
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -75,6 +76,7 @@ logger = structlog.get_logger("cplane.controllers.scheduler")
 _encode = msgspec.json.Encoder().encode
 
 Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]
+_first = operator.itemgetter(0)
 _RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 
 
@@ -623,7 +625,7 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        nodes = [e for e, _a, _x in feasible]
+        nodes = list(map(_first, feasible))
         extra = self._extra_scores(pinfo, d, feasible)
         totals, _per_plugin = self.profile.run_scores(state, pinfo, nodes, extra, skip=self._fused_scores(extra, pinfo, nodes))
         return feasible[self._pick_best(totals)]
@@ -631,8 +633,10 @@ class SchedulingCycle:
     def _pick_best(self, totals: Sequence[float]) -> int:
         """selectHost: a uniformly random one among the top scores (the scheduler's seedable rng)."""
         best = max(totals)
+        if totals.count(best) == 1:
+            return totals.index(best)
         top = [i for i, score in enumerate(totals) if score == best]
-        return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
+        return top[self.rng.randrange(len(top))]
 
     def _fused_scores(self, extra: list[tuple[str, list[int], int]], pinfo: framework.PodInfo,
                       nodes: Sequence[NodeEntry]) -> tuple[str, ...]:

@@ -356,8 +356,7 @@ def default_normalize(scores: list[int], *, reverse: bool) -> None:
     top = max(scores, default=0)
     if top == 0:
         if reverse:
-            for i in range(len(scores)):
-                scores[i] = MAX_NODE_SCORE
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
         return
     for i, s in enumerate(scores):
         s = MAX_NODE_SCORE * s // top
