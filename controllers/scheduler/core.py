@@ -496,7 +496,7 @@ class Scheduler:
             task.cancel()
         st = self.stats
         self._log.info("scheduler_stats", attempts=st.attempts, scheduled=st.scheduled, unschedulable=st.unschedulable,
-                       nodes_filtered=st.nodes_filtered, nodes_skipped=st.nodes_skipped,
+                       nodes_filtered=st.nodes_filtered, nodes_skipped=st.nodes_skipped, nodes_taken=st.nodes_taken,
                        dra_cache_hits=st.dra_cache_hits, cycle_seconds=round(st.cycle_seconds, 3))
 
     async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:

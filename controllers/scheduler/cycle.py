@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import operator
 import random
 import time
@@ -77,6 +78,8 @@ _encode = msgspec.json.Encoder().encode
 
 Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]
 _first = operator.itemgetter(0)
+_answer = operator.itemgetter(3)  # of a DRA cache entry (gen, dra_version, shared, answer)
+_dra_cache_of = operator.attrgetter("dra_cache")
 _RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 
 
@@ -236,26 +239,32 @@ class SchedulingCycle:
         hits = 0
         # The nodes known not to fit these claims, skipped in runs (only over every node, in the
         # node cache's order, while the set of nodes is the one listed above).
-        mask = self.node_cache.infeasible_mask(signature, gen, shared) \
-            if skip_known and fast and nodes is all_nodes and members == self.node_cache.members else None
-        mask_gen, mask_shared = gen, shared
-        skipped = 0
-        visited = 0
         # The common case in few steps: claims whose answer is cached, the fused core filters all
         # but free (no other filter plugin, no nominated pods); anything else takes the full path.
         quick = fast and fused and simple and not active
+        mask, fmask = self.node_cache.masks(signature, gen, shared) \
+            if skip_known and fast and nodes is all_nodes and members == self.node_cache.members else (None, None)
+        if not quick:
+            fmask = None  # (known to fit only a pod the core filters have nothing to say about)
+        mask_gen, mask_shared = gen, shared
+        skipped = taken = 0
+        visited = 0
+        check_at = 16
         i = 0  # offset from `start` in round-robin order
         try:
             while i < n:
-                if visited and not visited % 16 and time.perf_counter() - last_yield > YIELD_EVERY:
-                    await asyncio.sleep(0)
-                    last_yield = time.perf_counter()
-                    gen, shared = self.assume.allocator_gen, self.assume.shared_version
-                    if mask is not None and (gen, shared, members) != (mask_gen, mask_shared, self.node_cache.members):
-                        mask = None
+                if visited >= check_at:
+                    check_at = visited + 16
+                    if time.perf_counter() - last_yield > YIELD_EVERY:
+                        await asyncio.sleep(0)
+                        last_yield = time.perf_counter()
+                        gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                        if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
+                                                                           self.node_cache.members):
+                            mask = fmask = None
                 pos = start + i if start + i < n else start + i - n
+                end = n if pos >= start else start  # this lap's end
                 if mask is not None and mask[pos]:
-                    end = n if pos >= start else start  # this lap's end
                     nxt = mask.find(0, pos, end)
                     if nxt < 0:
                         skipped += end - pos
@@ -265,6 +274,26 @@ class SchedulingCycle:
                     skipped += nxt - pos
                     i += nxt - pos
                     pos = nxt
+                if fmask is not None and mask is not None and fmask[pos] and not nominated:
+                    # a run of nodes known to fit: taken with their cached allocations, in C
+                    stop = fmask.find(0, pos, end)
+                    if stop < 0:
+                        stop = end
+                    bad = mask.find(1, pos, stop)
+                    if bad >= 0:
+                        stop = bad
+                    k = min(stop - pos, to_find - len(feasible))
+                    run = nodes[pos:pos + k]
+                    feasible.extend(zip(run, map(_answer, map(operator.methodcaller("get", signature),
+                                                              map(_dra_cache_of, run))), itertools.repeat(None)))
+                    hits += k
+                    taken += k
+                    visited += k
+                    i += k
+                    processed = i
+                    if len(feasible) >= to_find:
+                        break
+                    continue
                 entry = nodes[pos]
                 i += 1
                 processed = i
@@ -279,6 +308,8 @@ class SchedulingCycle:
                         result = cached[3]
                         if type(result) is list:
                             feasible.append((entry, result, None))
+                            if fmask is not None and gen == mask_gen and shared == mask_shared:
+                                fmask[pos] = 1
                             if len(feasible) >= to_find:
                                 break
                             continue
@@ -319,7 +350,7 @@ class SchedulingCycle:
                         gen, shared = self.assume.allocator_gen, self.assume.shared_version
                         if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
                                                                            self.node_cache.members):
-                            mask = None  # changed meanwhile: no longer known
+                            mask = fmask = None  # changed meanwhile: no longer known
                 if again and status is None:
                     status = filters.core(state, entry)
                 if status is not None:
@@ -334,6 +365,7 @@ class SchedulingCycle:
             self.node_cache.next_start = (start + processed) % n if n else start
             self.stats.nodes_filtered += processed
             self.stats.nodes_skipped += skipped
+            self.stats.nodes_taken += taken
             self.stats.dra_cache_hits += hits
 
         if not feasible and skipped:
@@ -565,6 +597,7 @@ class SchedulingCycle:
                 and not _has_shares(out):
             if len(entry.dra_cache) > 64:
                 entry.dra_cache.clear()
+                self.node_cache.dra_changed(entry.name)  # (its answers forgotten: no longer known)
             entry.dra_cache[signature] = (*version, out)
         return out
 

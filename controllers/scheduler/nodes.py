@@ -25,14 +25,18 @@ class NodeCache:
         self.pod_usage: dict[str, PodUsage] = {}  # pod uid -> (node, req, owner)
         self.assumed_pods: dict[str, str] = {}  # pod uid -> node, until the informer shows it bound
         self.next_start = 0
-        # The nodes whose cached DynamicResources answer for a claim-spec signature is "cannot
-        # allocate", by position in `nodes` (one byte per node, 1: known not to fit): the filter
-        # loop skips their runs with `bytearray.find` instead of visiting each. A bit is cleared
-        # whenever the node's answer may change (a device of its pools allocated or freed, its
-        # labels changed); all are dropped when the allocator, a shared pool or the set of nodes
-        # changes.
+        # Per claim-spec signature, two masks over `nodes` by position (one byte per node):
+        # - infeasible: the node's cached DynamicResources answer is "cannot allocate" (1), so the
+        #   filter loop skips runs of them with `bytearray.find` instead of visiting each;
+        # - feasible: the node takes a pod the core filters have nothing to say about (no taint, a
+        #   pod slot free) and its cached answer is an allocation (1), so runs of them are taken
+        #   as they are, in C.
+        # A node's bytes are cleared whenever its answer may change (a device of its pools
+        # allocated or freed, its labels changed, its cached answers dropped), its feasible byte
+        # also when a pod on it or the node itself changes; all are dropped when the allocator, a
+        # shared pool or the set of nodes changes.
         self.members = 0  # bumped when a node is added or deleted (positions move)
-        self._masks: dict[bytes, bytearray] = {}
+        self._masks: dict[bytes, tuple[bytearray, bytearray]] = {}
         self._masks_key: tuple[int, int, int] = (-1, -1, -1)
         self._positions: dict[str, int] | None = None
 
@@ -59,6 +63,7 @@ class NodeCache:
             self._count(entry, -1)
             entry.info.update(node)
             self._count(entry, 1)
+            self.dra_changed(name)  # (the feasible byte: taints, allocatable)
         else:
             entry.info.node = node
 
@@ -81,32 +86,45 @@ class NodeCache:
 
     # ------------------------------------------------------------------ known DRA misfits
 
-    def infeasible_mask(self, signature: bytes, gen: int, shared: int) -> bytearray:
-        """The mask of nodes known not to fit claims of this signature (allocator generation `gen`,
-        shared-pool version `shared`), one byte per node of `nodes` in its order; the caller sets
-        bits from valid cached answers."""
+    def masks(self, signature: bytes, gen: int, shared: int) -> tuple[bytearray, bytearray]:
+        """The (infeasible, feasible) masks for claims of this signature (allocator generation
+        `gen`, shared-pool version `shared`), one byte per node of `nodes` in its order; the caller
+        sets bytes from valid cached answers."""
         key = (gen, shared, self.members)
         if key != self._masks_key:
             self._masks.clear()
             self._masks_key = key
             self._positions = None
-        mask = self._masks.get(signature)
-        if mask is None:
+        masks = self._masks.get(signature)
+        if masks is None:
             if len(self._masks) >= 64:
                 self._masks.clear()
-            mask = self._masks[signature] = bytearray(len(self.nodes))
-        return mask
+            masks = self._masks[signature] = (bytearray(len(self.nodes)), bytearray(len(self.nodes)))
+        return masks
 
-    def dra_changed(self, name: str) -> None:
-        """The node's cached DynamicResources answers are stale: it is no longer known not to fit."""
-        if not self._masks:
-            return
+    def _position(self, name: str) -> int | None:
         if self._positions is None:
             self._positions = {n: i for i, n in enumerate(self.nodes)}
-        i = self._positions.get(name)
+        return self._positions.get(name)
+
+    def dra_changed(self, name: str) -> None:
+        """The node's cached DynamicResources answers are stale: it is no longer known to fit or
+        not to fit."""
+        if not self._masks:
+            return
+        i = self._position(name)
         if i is not None:
-            for mask in self._masks.values():
-                mask[i] = 0
+            for infeasible, feasible in self._masks.values():
+                infeasible[i] = feasible[i] = 0
+
+    def _usage_changed(self, name: str) -> None:
+        """A pod on the node came or went: it is no longer known to have a pod slot free."""
+        if not self._masks:
+            return
+        i = self._position(name)
+        if i is not None:
+            for _infeasible, feasible in self._masks.values():
+                feasible[i] = 0
 
     # ------------------------------------------------------------------ pods
 
@@ -114,6 +132,7 @@ class NodeCache:
         counts = self.counts
         old = self.pod_usage.pop(uid, None)
         if old is not None:
+            self._usage_changed(old[0])
             usage = self.usage.get(old[0])
             if usage is not None:
                 a, r = usage.with_affinity, usage.with_required_anti_affinity
@@ -125,6 +144,7 @@ class NodeCache:
                     counts.pods_with_required_anti_affinity -= usage.with_required_anti_affinity
                     del self.usage[old[0]]
         if value is not None:
+            self._usage_changed(value[0])
             self.pod_usage[uid] = value
             usage = self.usage.get(value[0])
             if usage is None:

@@ -49,18 +49,27 @@ def test_masks_are_cleared_as_nodes_change() -> None:
     cache = NodeCache()
     for name in ("a", "b", "c"):
         cache.node_set(_node(name))
-    mask = cache.infeasible_mask(b"sig", 1, 0)
-    assert mask == bytearray(3)
+    mask, fits = cache.masks(b"sig", 1, 0)
+    assert mask == fits == bytearray(3)
     mask[1] = mask[2] = 1
-    assert cache.infeasible_mask(b"sig", 1, 0) is mask  # the same while nothing changed
+    fits[0] = 1
+    assert cache.masks(b"sig", 1, 0) == (mask, fits)  # the same while nothing changed
     cache.dra_changed("b")  # a device of b's pools allocated or freed
-    assert mask == bytearray([0, 0, 1])
+    assert (mask, fits) == (bytearray([0, 0, 1]), bytearray([1, 0, 0]))
+    cache.account_pod(_pod("p1", "a"))  # a pod on a: known to fit no longer, known misfits stay
+    assert (mask, fits) == (bytearray([0, 0, 1]), bytearray(3))
+    fits[0] = 1
+    cache.pod_deleted(_pod("p1", "a"))
+    assert fits == bytearray(3)
     cache.node_set(_node("c", labels={"zone": "z"}))  # relabelled: its answers may change
     assert mask == bytearray(3)
+    fits[1] = 1
+    cache.node_set(_node("b", soft_taint=True))  # tainted: the core filters have something to say
+    assert fits == bytearray(3)
     mask[0] = 1
-    assert cache.infeasible_mask(b"sig", 2, 0) == bytearray(3)  # a new allocator generation
-    assert cache.infeasible_mask(b"sig", 2, 1) == bytearray(3)  # a shared pool changed
-    kept = cache.infeasible_mask(b"sig", 2, 1)
+    assert cache.masks(b"sig", 2, 0) == (bytearray(3), bytearray(3))  # a new allocator generation
+    assert cache.masks(b"sig", 2, 1) == (bytearray(3), bytearray(3))  # a shared pool changed
+    kept, _ = cache.masks(b"sig", 2, 1)
     kept[0] = 1
     cache.node_set(_node("d"))  # positions may move: every mask dropped
-    assert cache.infeasible_mask(b"sig", 2, 1) == bytearray(4)
+    assert cache.masks(b"sig", 2, 1) == (bytearray(4), bytearray(4))

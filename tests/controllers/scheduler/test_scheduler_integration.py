@@ -442,6 +442,7 @@ async def test_nodes_known_not_to_fit_are_skipped_until_their_devices_change(
     assert cond["message"].startswith("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
                                       + NOT_HELPFUL.format(n=3))
     assert cluster.scheduler.stats.nodes_skipped > 0  # the cpu node and the full ones, known
+    assert cluster.scheduler.stats.nodes_taken > 0  # a GPU node with GPUs left, known to fit
     freed_node = await s.bound_node(client, "p0")
     await cluster.settle()
     await client.delete("pods", "p0", namespace="default")
