@@ -497,7 +497,9 @@ class Scheduler:
         st = self.stats
         self._log.info("scheduler_stats", attempts=st.attempts, scheduled=st.scheduled, unschedulable=st.unschedulable,
                        nodes_filtered=st.nodes_filtered, nodes_skipped=st.nodes_skipped, nodes_taken=st.nodes_taken,
-                       dra_cache_hits=st.dra_cache_hits, cycle_seconds=round(st.cycle_seconds, 3))
+                       dra_cache_hits=st.dra_cache_hits, cycle_seconds=round(st.cycle_seconds, 3),
+                       allocate_calls=st.allocate_calls, allocator_gen=self.assume.allocator_gen,
+                       shared_version=self.assume.shared_version)
 
     async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
         """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""
