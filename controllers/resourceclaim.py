@@ -57,7 +57,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -506,8 +505,9 @@ class ResourceClaimController:
         }
         if tmeta.get("labels"):
             meta["labels"] = dict(tmeta["labels"])
+        # the template's spec as it is: the body is only encoded, never changed (no copy)
         body = {"apiVersion": CLAIMS.api_version, "kind": CLAIMS.kind, "metadata": meta,
-                "spec": copy.deepcopy(tspec.get("spec") or {})}
+                "spec": tspec.get("spec") or {}}
         try:
             created = await self.client.create(CLAIMS, body, namespace=namespace)
         except errors.StatusError as exc:
@@ -516,8 +516,8 @@ class ResourceClaimController:
         return created
 
     async def reserve_for_pod(self, pod: Mapping[str, Any], claim: Mapping[str, Any]) -> None:
-        body = caches.deep_copy(claim)
-        status = body.setdefault("status", {})
+        body = dict(claim)  # a new status with a new reservedFor: no deep copy of the cached claim
+        status = body["status"] = dict(body.get("status") or {})
         status["reservedFor"] = [*reserved_for(claim),
                                  {"resource": "pods", "name": rsc.name_of(pod), "uid": rsc.uid_of(pod)}]
         await self.client.update_status(CLAIMS, body, field_manager=FIELD_MANAGER)

@@ -16,6 +16,8 @@ field manager. The one place where request text becomes these numbers and names.
 
 from __future__ import annotations
 
+import functools
+
 from cp import errors
 from cp.fieldpath import go_quote
 from cp.validation.common import GoValue
@@ -140,6 +142,7 @@ def check_write_options(*, options_kind: str, field_manager: str, apply: bool = 
         raise errors.Invalid(kind=options_kind, group=META_GROUP, name="", causes=causes)
 
 
+@functools.lru_cache(maxsize=256)  # a handful of clients, asked on every write
 def manager_from_user_agent(user_agent: str) -> str:
     """`prefixFromUserAgent`: the User-Agent up to its first "/", without characters that are not
     printable, cut (at a character) to at most 128 bytes: always a valid field manager."""

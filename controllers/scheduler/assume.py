@@ -76,6 +76,7 @@ class AssumeCache:
                 entry = nodes.get(name)
                 if entry is not None:
                     entry.dra_version += 1
+                    self.node_cache.dra_changed(name)
             if pool in self.shared_pools or pool not in self.pool_nodes:
                 self.shared_version += 1
 

@@ -137,7 +137,12 @@ class Binder:
         """`bindClaim`: finalizer (plain update) and allocation + reservation (status update), with
         a fresh read and another try on conflict."""
         assert cplan.claim is not None
-        claim = caches.deep_copy(cplan.claim)
+        # the writes below replace the finalizers, the allocation and reservedFor: copies of the
+        # cached claim, its metadata and status are enough (no deep copy)
+        claim = dict(cplan.claim)
+        claim["metadata"] = dict(meta_of(claim))
+        if isinstance(claim.get("status"), Mapping):
+            claim["status"] = dict(claim["status"])
         kobj = display_key(claim)
         refresh = False
         last: Exception | None = None

@@ -16,7 +16,8 @@ the pod) waits silently, as upstream's PreEnqueue gate does, until the pod's
    `resource.kubernetes.io/admin-access: "true"`; the special claim for extended resources backed
    by DRA (KEP-5004) when a container requests e.g. `example.com/gpu`.
 2. Filter every node — round robin from where the last cycle stopped, until the adaptive
-   `percentageOfNodesToScore` of feasible nodes is found (230 of 500) — with NodeUnschedulable,
+   `percentageOfNodesToScore` of feasible nodes is found (230 of 500, 680 of 2,000; nodes known
+   not to fit the claims are passed over, `NodeCache.infeasible_mask`) — with NodeUnschedulable,
    NodeName, TaintToleration, NodeAffinity, NodeResourcesFit (see `cp.scheduling.plugins`) and then
    DynamicResources: allocated claims must be usable on the node (their allocation's node
    selector), the others are allocated with one `Allocator` (kept while slices, classes and
@@ -493,6 +494,12 @@ class Scheduler:
         assumptions dropped); the next term tries the pods again."""
         for task in list(self._bindings):
             task.cancel()
+        st = self.stats
+        self._log.info("scheduler_stats", attempts=st.attempts, scheduled=st.scheduled, unschedulable=st.unschedulable,
+                       nodes_filtered=st.nodes_filtered, nodes_skipped=st.nodes_skipped, nodes_taken=st.nodes_taken,
+                       dra_cache_hits=st.dra_cache_hits, cycle_seconds=round(st.cycle_seconds, 3),
+                       allocate_calls=st.allocate_calls, allocator_gen=self.assume.allocator_gen,
+                       shared_version=self.assume.shared_version)
 
     async def _binding_cycle(self, pod: dict[str, Any], outcome: Plan) -> Result | None:
         """PreBind and Bind; on failure Unreserve, the pod's condition and Event, and a backoff."""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
+import operator
 import random
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -75,6 +77,9 @@ logger = structlog.get_logger("cplane.controllers.scheduler")
 _encode = msgspec.json.Encoder().encode
 
 Feasible = tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]
+_first = operator.itemgetter(0)
+_answer = operator.itemgetter(3)  # of a DRA cache entry (gen, dra_version, shared, answer)
+_dra_cache_of = operator.attrgetter("dra_cache")
 _RESOURCE_PLUGINS = ("NodeResourcesFit", "NodeResourcesBalancedAllocation")
 
 
@@ -143,6 +148,16 @@ class SchedulingCycle:
 
     async def run(self, pod: dict[str, Any]) -> Outcome:
         """PreEnqueue, PreFilter, Filter, PostFilter, Score and Reserve for one pod."""
+        outcome = await self._run(pod, skip_known=True)
+        if outcome is _AGAIN:  # no node fits: visit every node for each one's reason
+            outcome = await self._run(pod, skip_known=False)
+        assert not isinstance(outcome, _Again)
+        return outcome
+
+    async def _run(self, pod: dict[str, Any], *, skip_known: bool) -> Outcome | _Again:
+        """`skip_known`: the nodes known not to fit the pod's claims (`NodeCache.infeasible_mask`)
+        are passed over without a visit; when no node fits, `_AGAIN` (the caller runs the cycle
+        again visiting them, for their reasons: the same outcome as a single pass)."""
         if spec_of(pod).get("schedulingGates"):
             return Gate(reason="scheduling gates")
         try:
@@ -150,6 +165,7 @@ class SchedulingCycle:
         except Gated as exc:
             return Gate(reason=str(exc))
         nodes = list(self.node_cache.nodes.values())
+        members = self.node_cache.members
         if not nodes:
             return Unschedulable(message=plugins.NO_NODES_AVAILABLE, nominate="")
         req = plugins.pod_requests(pod)
@@ -171,7 +187,8 @@ class SchedulingCycle:
         info = plugins.PodInfo(pod, req, owner)
         pinfo = framework.PodInfo(pod, req, owner)
         state = framework.CycleState()
-        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes)
+        snapshot = framework.Snapshot(nodes, _NamespaceLabels(self.namespaces), self.assume.ext_mapping, self.volumes,
+                                      counts=self.node_cache.counts)
         active, rejected = self.profile.run_pre_filter(state, pinfo, snapshot)
         if rejected is not None:
             result = self._preempt_rejected(pod, req, nodes, rejected)
@@ -220,12 +237,87 @@ class SchedulingCycle:
         signature = dra.signature
         gen, shared = self.assume.allocator_gen, self.assume.shared_version
         hits = 0
+        # The nodes known not to fit these claims, skipped in runs (only over every node, in the
+        # node cache's order, while the set of nodes is the one listed above).
+        # The common case in few steps: claims whose answer is cached, the fused core filters all
+        # but free (no other filter plugin, no nominated pods); anything else takes the full path.
+        quick = fast and fused and simple and not active
+        mask, fmask = self.node_cache.masks(signature, gen, shared) \
+            if skip_known and fast and nodes is all_nodes and members == self.node_cache.members else (None, None)
+        if not quick:
+            fmask = None  # (known to fit only a pod the core filters have nothing to say about)
+        mask_gen, mask_shared = gen, shared
+        skipped = taken = 0
+        visited = 0
+        check_at = 16
+        i = 0  # offset from `start` in round-robin order
         try:
-            for i in range(n):
-                entry = nodes[(start + i) % n]
-                processed += 1
+            while i < n:
+                if visited >= check_at:
+                    check_at = visited + 16
+                    if time.perf_counter() - last_yield > YIELD_EVERY:
+                        await asyncio.sleep(0)
+                        last_yield = time.perf_counter()
+                        gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                        if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
+                                                                           self.node_cache.members):
+                            mask = fmask = None
+                pos = start + i if start + i < n else start + i - n
+                end = n if pos >= start else start  # this lap's end
+                if mask is not None and mask[pos]:
+                    nxt = mask.find(0, pos, end)
+                    if nxt < 0:
+                        skipped += end - pos
+                        i += end - pos
+                        processed = i
+                        continue
+                    skipped += nxt - pos
+                    i += nxt - pos
+                    pos = nxt
+                if fmask is not None and mask is not None and fmask[pos] and not nominated:
+                    # a run of nodes known to fit: taken with their cached allocations, in C
+                    stop = fmask.find(0, pos, end)
+                    if stop < 0:
+                        stop = end
+                    bad = mask.find(1, pos, stop)
+                    if bad >= 0:
+                        stop = bad
+                    k = min(stop - pos, to_find - len(feasible))
+                    run = nodes[pos:pos + k]
+                    feasible.extend(zip(run, map(_answer, map(operator.methodcaller("get", signature),
+                                                              map(_dra_cache_of, run))), itertools.repeat(None)))
+                    hits += k
+                    taken += k
+                    visited += k
+                    i += k
+                    processed = i
+                    if len(feasible) >= to_find:
+                        break
+                    continue
+                entry = nodes[pos]
+                i += 1
+                processed = i
+                visited += 1
                 ni = entry.info
                 usage = entry.usage
+                if quick and not nominated and ni.plain and usage.pods < ni.alloc.pods:
+                    cached = entry.dra_cache.get(signature)
+                    if cached is not None and cached[1] == entry.dra_version and cached[0] == gen \
+                            and cached[2] == shared:
+                        hits += 1
+                        result = cached[3]
+                        if type(result) is list:
+                            feasible.append((entry, result, None))
+                            if fmask is not None and gen == mask_gen and shared == mask_shared:
+                                fmask[pos] = 1
+                            if len(feasible) >= to_find:
+                                break
+                            continue
+                        if result is None:
+                            statuses[entry.name] = CANNOT_ALLOCATE
+                            if mask is not None and gen == mask_gen and shared == mask_shared:
+                                mask[pos] = 1
+                            continue
                 again = False  # addGENominatedPods added some: the filters run again without them
                 if nominated and entry.name in nominated:
                     state1, entry1, again = filters.with_nominated(state, entry)
@@ -249,11 +341,16 @@ class SchedulingCycle:
                             allocs = result
                         elif result is None:
                             status = CANNOT_ALLOCATE
+                            if mask is not None and gen == mask_gen and shared == mask_shared:
+                                mask[pos] = 1
                         else:
                             status = result
                     else:
                         status, allocs, node_ext = await self._dra_filter(pod, dra, entry)
                         gen, shared = self.assume.allocator_gen, self.assume.shared_version
+                        if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
+                                                                           self.node_cache.members):
+                            mask = fmask = None  # changed meanwhile: no longer known
                 if again and status is None:
                     status = filters.core(state, entry)
                 if status is not None:
@@ -262,17 +359,18 @@ class SchedulingCycle:
                     feasible.append((entry, allocs, node_ext))
                     if len(feasible) >= to_find:
                         break
-                if not processed % 16 and time.perf_counter() - last_yield > YIELD_EVERY:
-                    await asyncio.sleep(0)
-                    last_yield = time.perf_counter()
-                    gen, shared = self.assume.allocator_gen, self.assume.shared_version
         except SchedError as exc:
             return Error(message=f'running "{DRA_PLUGIN}" filter plugin: {exc}')
         finally:
             self.node_cache.next_start = (start + processed) % n if n else start
             self.stats.nodes_filtered += processed
+            self.stats.nodes_skipped += skipped
+            self.stats.nodes_taken += taken
             self.stats.dra_cache_hits += hits
 
+        if not feasible and skipped:
+            self.node_cache.next_start = start
+            return _AGAIN
         if not feasible:
             dra_msg = await self._dra_post_filter(pod, dra)
             try:
@@ -499,6 +597,7 @@ class SchedulingCycle:
                 and not _has_shares(out):
             if len(entry.dra_cache) > 64:
                 entry.dra_cache.clear()
+                self.node_cache.dra_changed(entry.name)  # (its answers forgotten: no longer known)
             entry.dra_cache[signature] = (*version, out)
         return out
 
@@ -559,7 +658,7 @@ class SchedulingCycle:
                      ) -> tuple[NodeEntry, list[dict[str, Any]], ext.ExtendedResourceClaim | None]:
         if len(feasible) == 1:
             return feasible[0]
-        nodes = [e for e, _a, _x in feasible]
+        nodes = list(map(_first, feasible))
         extra = self._extra_scores(pinfo, d, feasible)
         totals, _per_plugin = self.profile.run_scores(state, pinfo, nodes, extra, skip=self._fused_scores(extra, pinfo, nodes))
         return feasible[self._pick_best(totals)]
@@ -567,8 +666,10 @@ class SchedulingCycle:
     def _pick_best(self, totals: Sequence[float]) -> int:
         """selectHost: a uniformly random one among the top scores (the scheduler's seedable rng)."""
         best = max(totals)
+        if totals.count(best) == 1:
+            return totals.index(best)
         top = [i for i, score in enumerate(totals) if score == best]
-        return top[self.rng.randrange(len(top))] if len(top) > 1 else top[0]
+        return top[self.rng.randrange(len(top))]
 
     def _fused_scores(self, extra: list[tuple[str, list[int], int]], pinfo: framework.PodInfo,
                       nodes: Sequence[NodeEntry]) -> tuple[str, ...]:
@@ -722,6 +823,13 @@ class SchedulingCycle:
 def unschedulable_plugins(statuses: Iterable[plugins.Status]) -> frozenset[str]:
     """`Diagnosis.UnschedulablePlugins`: the plugins whose statuses rejected some node."""
     return frozenset(st.plugin for st in statuses if st.plugin)
+
+
+class _Again:
+    """`SchedulingCycle._run`'s answer when it skipped nodes and none fit: run again, visiting them."""
+
+
+_AGAIN = _Again()
 
 
 class _NamespaceLabels(Mapping[str, Mapping[str, str]]):

@@ -87,6 +87,8 @@ class Stats:
         self.nodes_filtered = 0
         self.allocate_calls = 0
         self.dra_cache_hits = 0
+        self.nodes_skipped = 0  # passed over as known not to fit the pod's claims (counted in nodes_filtered)
+        self.nodes_taken = 0  # taken in runs as known to fit (counted in nodes_filtered)
         self.threaded_allocations = 0
         self.cycle_seconds = 0.0
 

@@ -21,6 +21,7 @@ hot path); `cp.scheduling.profiles` builds profiles from a KubeSchedulerConfigur
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -206,12 +207,14 @@ class Snapshot:
     extended resources DeviceClasses back (resource -> class, for NodeResourcesFit) and the
     volume objects (for VolumeRestrictions and VolumeBinding)."""
 
-    __slots__ = ("_affinity", "_anti_affinity", "by_name", "dra_backed", "namespaces", "nodes", "volumes")
+    __slots__ = ("_affinity", "_anti_affinity", "_by_name", "dra_backed", "namespaces", "nodes", "nodes_with_images",
+                 "soft_tainted", "volumes")
 
     def __init__(self, nodes: Sequence[NodeState], namespaces: Mapping[str, Mapping[str, str]] | None = None,
-                 dra_backed: Mapping[str, str] | None = None, volumes: Any = None) -> None:
+                 dra_backed: Mapping[str, str] | None = None, volumes: Any = None, *,
+                 counts: SnapshotCounts | None = None) -> None:
         self.nodes = nodes
-        self.by_name = {n.name: n for n in nodes}
+        self._by_name: dict[str, NodeState] | None = None
         self.namespaces = namespaces or {}
         self.dra_backed = dra_backed or {}
         # PersistentVolumeClaims, PersistentVolumes, StorageClasses (`volumebinding.VolumeLookup`;
@@ -219,6 +222,23 @@ class Snapshot:
         self.volumes = volumes
         self._affinity: list[NodeState] | None = None
         self._anti_affinity: list[NodeState] | None = None
+        # What the node cache counts as it changes (upstream's snapshot keeps these lists up to date
+        # the same way): none of a kind means no scan of the nodes for it. None: unknown, scan.
+        self.nodes_with_images: int | None = None
+        self.soft_tainted: int | None = None
+        if counts is not None:
+            if not counts.pods_with_affinity:
+                self._affinity = []
+            if not counts.pods_with_required_anti_affinity:
+                self._anti_affinity = []
+            self.nodes_with_images = counts.nodes_with_images
+            self.soft_tainted = counts.soft_tainted
+
+    @property
+    def by_name(self) -> dict[str, NodeState]:
+        if self._by_name is None:
+            self._by_name = {n.name: n for n in self.nodes}
+        return self._by_name
 
     def namespace_labels(self, name: str) -> Mapping[str, str] | None:
         return self.namespaces.get(name)
@@ -234,6 +254,19 @@ class Snapshot:
         if self._anti_affinity is None:
             self._anti_affinity = [n for n in self.nodes if n.usage.with_required_anti_affinity]
         return self._anti_affinity
+
+
+class SnapshotCounts:
+    """Counts a node cache keeps up to date as nodes and pods change, so that a cycle's snapshot
+    knows without a scan that no node has images, PreferNoSchedule taints or pods with affinity."""
+
+    __slots__ = ("nodes_with_images", "pods_with_affinity", "pods_with_required_anti_affinity", "soft_tainted")
+
+    def __init__(self) -> None:
+        self.nodes_with_images = 0
+        self.soft_tainted = 0  # nodes with PreferNoSchedule taints
+        self.pods_with_affinity = 0  # over every node's usage (also nodes not (yet) in the cache)
+        self.pods_with_required_anti_affinity = 0
 
 
 class CycleState(dict[str, Any]):
@@ -323,8 +356,7 @@ def default_normalize(scores: list[int], *, reverse: bool) -> None:
     top = max(scores, default=0)
     if top == 0:
         if reverse:
-            for i in range(len(scores)):
-                scores[i] = MAX_NODE_SCORE
+            scores[:] = [MAX_NODE_SCORE] * len(scores)
         return
     for i, s in enumerate(scores):
         s = MAX_NODE_SCORE * s // top
@@ -416,8 +448,19 @@ class Profile:
             if "NormalizeScore" in p.points:
                 p.normalize(state, pod, scores)
             per_plugin[p.name] = scores
-            totals = [t + s * weight for t, s in zip(totals, scores, strict=True)]
+            totals = _add_weighted(totals, scores, weight)
         for name, scores, weight in extra:
             per_plugin[name] = scores
-            totals = [t + s * weight for t, s in zip(totals, scores, strict=True)]
+            totals = _add_weighted(totals, scores, weight)
         return totals, per_plugin
+
+
+def _add_weighted(totals: list[int], scores: list[int], weight: int) -> list[int]:
+    """totals + scores * weight, element by element (in C: map over the two lists)."""
+    if len(scores) != len(totals):
+        raise ValueError(f"{len(scores)} scores for {len(totals)} nodes")
+    if not any(scores):  # all zero (or a uniform 0 the plugin left): nothing to add
+        return totals
+    if weight != 1:
+        scores = list(map(weight.__mul__, scores))
+    return list(map(operator.add, totals, scores))

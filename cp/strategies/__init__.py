@@ -13,11 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from cp import rbac
 from cp import resources as res
 from cp.protobuf import zero
 from cp.strategies import accounts, cluster, core, dra, service, workloads
 from cp.strategies.model import Strategy
+
+_decode = msgspec.json.Decoder().decode
+_encode = msgspec.json.Encoder().encode
 
 STRATEGIES: dict[tuple[str, str], Strategy] = {}
 for _module in (core, accounts, workloads, dra, cluster, service):
@@ -98,11 +103,9 @@ def warnings(kind: res.ResourceKind, obj: dict[str, Any]) -> list[str]:
 
 
 def _copy(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    return value
+    """A deep copy of a decoded JSON value (re-decoded from its encoding: several times faster than
+    copying it in Python)."""
+    return _decode(_encode(value))
 
 
 __all__ = ["STRATEGIES", "Strategy", "of", "partial_write", "prepare_for_create", "prepare_for_update",

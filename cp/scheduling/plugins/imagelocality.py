@@ -51,13 +51,15 @@ class ImageLocality(framework.Plugin):
                   nodes: Sequence[framework.NodeState]) -> framework.Status | None:
         """Counts, over all the snapshot's nodes, those having each of the pod's images; skips the
         Score when no feasible node has any of them (every score would be 0)."""
+        snapshot: framework.Snapshot | None = state.get(framework.SNAPSHOT_KEY)
+        if snapshot is not None and snapshot.nodes_with_images == 0:
+            return framework.SKIPPED  # no node lists images (the node cache counts them)
         spec = pod.pod.get("spec") or {}
         containers = [c for group in ("initContainers", "containers") for c in spec.get(group) or ()]
         images = [normalized_image_name(str(c.get("image") or "")) for c in containers]
         wanted = set(images)
         if not any(n.info.images and not wanted.isdisjoint(n.info.images) for n in nodes):
             return framework.SKIPPED
-        snapshot: framework.Snapshot | None = state.get(framework.SNAPSHOT_KEY)
         all_nodes = snapshot.nodes if snapshot is not None else nodes
         spread = dict.fromkeys(wanted, 0)
         for n in all_nodes:

@@ -359,10 +359,18 @@ def default_resource_scores(pod: framework.PodInfo, nodes: Sequence[framework.No
     pc, pm = nz.cpu, nz.memory
     rq = pod.req.requests
     rc, rm = rq.cpu, rq.memory
+    # Incremental: a node's score for this request is kept in its usage's memo until a pod on it
+    # changes (the usage's version) or its allocatable does (a new `Allocatable`).
+    key = f"NodeResources/{pc}/{pm}/{rc}/{rm}/{balanced:d}"  # a str: its hash is computed once
     out = []
     for node in nodes:
-        have = node.info.alloc.resources
         usage = node.usage
+        alloc = node.info.alloc
+        hit = usage.memo.get(key)
+        if hit is not None and hit[0] == usage.version and hit[1][0] is alloc:
+            out.append(hit[1][1])
+            continue
+        have = alloc.resources
         hc, hm = have.cpu, have.memory
         cpu = usage.non_zero.cpu + pc
         mem = usage.non_zero.memory + pm
@@ -382,6 +390,7 @@ def default_resource_scores(pod: framework.PodInfo, nodes: Sequence[framework.No
                 total += 50 + go_div(50 + with_pod - without, 2)
             else:
                 total += 75  # at most one resource: std 0 with and without the pod
+        usage.memo[key] = (usage.version, (alloc, total))
         out.append(total)
     return out
 

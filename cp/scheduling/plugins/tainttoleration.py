@@ -54,8 +54,9 @@ class TaintToleration(framework.Plugin):
 
     def score_nodes(self, state: framework.CycleState, pod: framework.PodInfo,
                     nodes: Sequence[framework.NodeState]) -> list[int]:
-        if not any(n.info.soft_taints for n in nodes):
-            return [0] * len(nodes)
+        snapshot: framework.Snapshot | None = state.get(framework.SNAPSHOT_KEY)
+        if (snapshot is not None and snapshot.soft_tainted == 0) or not any(n.info.soft_taints for n in nodes):
+            return [0] * len(nodes)  # (the node cache counts the nodes with PreferNoSchedule taints)
         return [self.score(state, pod, n) for n in nodes]
 
     def normalize(self, state: framework.CycleState, pod: framework.PodInfo, scores: list[int]) -> None:

@@ -425,3 +425,26 @@ async def test_a_claim_with_an_untolerated_no_execute_taint_takes_no_new_pods(
             "taint that the claim does not tolerate") in message
     await client.delete(s.RULES, "broken")
     assert await s.wait_bound(client, "late") == node
+
+
+async def test_nodes_known_not_to_fit_are_skipped_until_their_devices_change(
+        client: clients.Client, clock: clocks.VirtualClock, start_cluster: StartCluster) -> None:
+    """Issue #22: a node whose cached answer for the claims' specs is "cannot allocate" is passed
+    over by the next cycles (NodeCache.infeasible_mask) until a device of its pools is freed; when no
+    node fits, every node is visited again for its reason, so the message is the same."""
+    cluster = await start_cluster()
+    await s.template(client, "one-gpu", s.claim_spec(s.request()))
+    for i in range(8):  # the eight GPUs, one pod at a time: each node's answer is cached as it fills
+        await client.create("pods", s.pod(f"p{i}", template="one-gpu"))
+        await s.wait_bound(client, f"p{i}")
+    await client.create("pods", s.pod("late", template="one-gpu"))
+    cond = await s.wait_unschedulable(client, "late")
+    assert cond["message"].startswith("0/3 nodes are available: 3 cannot allocate all claims. still not schedulable, "
+                                      + NOT_HELPFUL.format(n=3))
+    assert cluster.scheduler.stats.nodes_skipped > 0  # the cpu node and the full ones, known
+    assert cluster.scheduler.stats.nodes_taken > 0  # a GPU node with GPUs left, known to fit
+    freed_node = await s.bound_node(client, "p0")
+    await cluster.settle()
+    await client.delete("pods", "p0", namespace="default")
+    clock.advance(2)  # the kubelet's graceful shutdown on the virtual clock
+    assert await s.wait_bound(client, "late", within=15) == freed_node
