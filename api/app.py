@@ -256,7 +256,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
              auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
              service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset(),
-             feature_gates: features.FeatureGates | None = None) -> web.Application:
+             feature_gates: features.FeatureGates | None = None,
+             table_cache_bytes: int | None = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -272,6 +273,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     - `disabled_admission`: built-in admission plugins left out (`--disable-admission-plugins`).
     - `feature_gates`: the gates the server runs with (`--feature-gates`; None: 1.37's defaults): which
       gated API versions are served and which gated fields are kept (`cp.features`).
+    - `table_cache_bytes`: the memory budget of the Table rows kept between requests
+      (`cp.tables.RowCache`; None: its default; `cplane serve` gives half of `--watch-cache-memory`).
     """
     from api import auth as auths
 
@@ -300,7 +303,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app[st.WATCHES] = set()
     app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
     app[st.READY] = asyncio.Event()
-    app[st.TABLE_ROWS] = tables.RowCache()
+    app[st.TABLE_ROWS] = (tables.RowCache() if table_cache_bytes is None
+                          else tables.RowCache(max_bytes=table_cache_bytes))
     app[st.PROTOBUF_ITEMS] = codec.ProtobufItems()
     the_limits = auth.limits if auth is not None else limits.Limits()
     app[st.LIMITS] = the_limits

@@ -143,7 +143,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
     endpoints name (kube-apiserver's `--advertise-address`; see `advertised_address` for the default).
     `watch_cache_memory`, `warm_cache`: the memory budget of the objects kept for LISTs and GETs (None:
     the default, `storage.heads.DEFAULT_MAX_BYTES`) and whether to load them in the background at
-    start-up (`cplane serve --watch-cache-memory`; the server is ready before they are loaded)."""
+    start-up (`cplane serve --watch-cache-memory`; the server is ready before they are loaded). The
+    Table rows kept between requests get half that budget besides (`cp.tables.RowCache`)."""
     from api import auth as auths
 
     data_dir.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - once, before serving
@@ -168,6 +169,8 @@ async def running(*, data_dir: Path, host: str = "127.0.0.1", port: int = 0, db_
                                     warm_cache=warm_cache)
     if own_log:
         await the_log.start()
+    if watch_cache_memory is not None:
+        options.setdefault("table_cache_bytes", watch_cache_memory // 2)
     app = apps.make_app(event_log=the_log, clock=clock, **options)
     keeper: services.ControlPlaneKeeper | None = None
     the_limits = config.limits if config is not None else (limits or Limits())

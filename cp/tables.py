@@ -7,7 +7,6 @@ and keeps rows of stored objects between requests (`RowCache`). Pure; no I/O.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
@@ -138,14 +137,24 @@ class RowCache:
     `kubectl get` of a large list renders ages and copies bytes instead of decoding every object (the
     Table counterpart of kube-apiserver serving lists from its watch cache). A revision names one
     immutable version of one object, so an entry is valid exactly while the key's revision matches;
-    nothing has to be invalidated. Memory: about the size of each object's metadata plus its cells;
-    at most `max_entries` keys, the longest kept dropped first."""
+    nothing has to be invalidated. Memory: bounded by `max_bytes`, each entry charged its encoded
+    metadata plus `ENTRY_BYTES` (its cells and the containers, measured with tracemalloc on pods); the
+    longest kept are dropped first. A bound in bytes, not in rows, so that a list one row larger than
+    some count does not decode every object again (issue #22)."""
 
-    def __init__(self, *, max_entries: int = 100_000) -> None:
-        self.max_entries = max_entries
+    ENTRY_BYTES = 800
+
+    def __init__(self, *, max_bytes: int = 1 << 30) -> None:
+        self.max_bytes = max_bytes
         self._kept: dict[Any, _Kept] = {}
+        self._bytes = 0
         self.hits = 0
         self.misses = 0
+
+    @property
+    def charged(self) -> int:
+        """Bytes charged for the rows kept."""
+        return self._bytes
 
     def __len__(self) -> int:
         return len(self._kept)
@@ -164,10 +173,14 @@ class RowCache:
         rows: list[dict[str, Any]] = []
         append = rows.append
         hits = 0
+        charged = 0
         for key, revision, raw in items:
             entry = kept.get(key)
             if entry is None or entry.revision != revision or entry.size != len(raw):
+                if entry is not None:
+                    charged -= len(entry.partial) + self.ENTRY_BYTES
                 entry = kept[key] = self._keep(raw, revision, fn, pods)
+                charged += len(entry.partial) + self.ENTRY_BYTES
             else:
                 hits += 1
             cells = entry.cells
@@ -185,9 +198,13 @@ class RowCache:
             append(r)
         self.hits += hits
         self.misses += len(rows) - hits
-        if len(kept) > self.max_entries:
-            for key in list(itertools.islice(kept, len(kept) - self.max_entries)):
-                del kept[key]
+        self._bytes += charged
+        if self._bytes > self.max_bytes:
+            for key in list(kept):
+                if self._bytes <= self.max_bytes:
+                    break
+                dropped = kept.pop(key)
+                self._bytes -= len(dropped.partial) + self.ENTRY_BYTES
         return _table(rows, group=group, kind=kind, resource_version=resource_version,
                       continue_token=continue_token, headers=True, printer=printer)
 

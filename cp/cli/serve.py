@@ -101,7 +101,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="memory budget of the objects kept for LISTs and GETs (the watch cache), a quantity "
                         "such as 512Mi or 4Gi (default 2Gi; 0 keeps none: every read goes to the database). "
                         "Every resource is loaded in the background at start-up, fewest objects first, while "
-                        "the budget lasts; the resources listed least recently are dropped to make room")
+                        "the budget lasts; the resources listed least recently are dropped to make room. "
+                        "The Table rows kept for `kubectl get` get half of it besides (default 1Gi)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)

@@ -715,12 +715,25 @@ def test_a_new_revision_replaces_the_kept_row() -> None:
     assert (len(cache), cache.misses, cache.hits) == (1, 2, 0)
 
 
-def test_the_cache_is_bounded() -> None:
-    cache = RowCache(max_entries=3)
+def test_the_cache_is_bounded_in_bytes() -> None:
+    one = RowCache()
+    _via_cache(one, [("p0", 1, _pod_obj("p0"))], now=NOW)
+    entry = one.charged  # the names below have the same length: every entry costs the same
+    assert entry > RowCache.ENTRY_BYTES
+    cache = RowCache(max_bytes=3 * entry + entry // 2)
     _via_cache(cache, [(f"p{i}", i + 1, _pod_obj(f"p{i}")) for i in range(5)], now=NOW)
-    assert len(cache) == 3
+    assert (len(cache), cache.charged) == (3, 3 * entry)
     _via_cache(cache, [("p4", 5, _pod_obj("p4"))], now=NOW)
     assert cache.hits == 1  # the newest entries are the ones kept
+    _via_cache(cache, [("p4", 6, _pod_obj("p4"))], now=NOW)  # a new revision replaces its row
+    assert (len(cache), cache.charged) == (3, 3 * entry)
+
+
+def test_a_list_one_row_larger_than_before_still_hits() -> None:
+    cache = RowCache()
+    _via_cache(cache, [(f"p{i}", i + 1, _pod_obj(f"p{i}")) for i in range(200)], now=NOW)
+    _via_cache(cache, [(f"p{i}", i + 1, _pod_obj(f"p{i}")) for i in range(201)], now=NOW)
+    assert (cache.hits, cache.misses) == (200, 201)
 
 
 def test_bad_include_object_is_rejected_by_the_cache_too() -> None:
