@@ -473,7 +473,8 @@ class Store:
         wanted_rv = new_meta.get("resourceVersion")
         # A resourceVersion the client sent is a precondition ("" or "0": none), parsed as upstream's
         # ObjectResourceVersion ("05" is 5, " 5" a 400). Not a string: the structure check's 400.
-        if isinstance(wanted_rv, str) and options.object_resource_version(wanted_rv) not in (0, ev.revision):
+        if isinstance(wanted_rv, str) and wanted_rv != str(ev.revision) \
+                and options.object_resource_version(wanted_rv) not in (0, ev.revision):
             if not fresh:
                 return None
             raise errors.Conflict.modified(group=kind.group, plural=kind.plural, name=name)

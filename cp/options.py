@@ -115,6 +115,8 @@ def object_resource_version(value: str) -> int:
 def field_manager_causes(manager: str) -> list[errors.Cause]:
     """`ValidateFieldManager`: too long (in bytes), and one cause per character that is not printable
     (`unicode.IsPrint`), at its byte offset. Empty is valid (the default manager is derived)."""
+    if _valid_field_manager(manager):
+        return []
     causes: list[errors.Cause] = []
     encoded = manager.encode("utf-8", "surrogatepass")
     if len(encoded) > FIELD_MANAGER_MAX_LENGTH:
@@ -128,6 +130,11 @@ def field_manager_causes(manager: str) -> list[errors.Cause]:
                                        GoValue(go_quote(manager))))
         offset += len(ch.encode("utf-8", "surrogatepass"))
     return causes
+
+
+@functools.lru_cache(maxsize=256)  # a handful of managers, checked on every write
+def _valid_field_manager(manager: str) -> bool:
+    return len(manager.encode("utf-8", "surrogatepass")) <= FIELD_MANAGER_MAX_LENGTH and manager.isprintable()
 
 
 def check_write_options(*, options_kind: str, field_manager: str, apply: bool = False) -> None:

@@ -105,6 +105,11 @@ class BasePlugin:
     def handles(self, attrs: Attributes) -> bool:
         return False
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        """False when `handles` is False for every write of this kind of write whatever the cluster
+        holds (the chain then never asks): a static pre-filter, True when in doubt."""
+        return True
+
     async def admit(self, attrs: Attributes, store: Store) -> None:
         return None
 
@@ -120,12 +125,26 @@ class Chain:
 
     def __init__(self, plugins: Sequence[Plugin] = ()) -> None:
         self.plugins: list[Plugin] = list(plugins)
+        # (group, plural, subresource, operation) -> the plugins that may handle such a write
+        # (`may_handle`), for the plugins counted: most writes (Lease renewals, node status) are
+        # asked of the few plugins whose answer depends on what the cluster holds.
+        self._candidates: dict[tuple[str, str, str, str], list[Plugin]] = {}
+        self._candidates_count = 0
 
     def add(self, plugin: Plugin) -> None:
         self.plugins.append(plugin)
+        self._candidates.clear()
 
     def for_write(self, attrs: Attributes) -> list[Plugin]:
-        return [p for p in self.plugins if p.handles(attrs)]
+        if self._candidates_count != len(self.plugins):
+            self._candidates.clear()
+            self._candidates_count = len(self.plugins)
+        kind = attrs.kind
+        key = (kind.group, kind.plural, attrs.subresource, attrs.operation)
+        candidates = self._candidates.get(key)
+        if candidates is None:
+            candidates = self._candidates[key] = [p for p in self.plugins if _may_handle(p, key)]
+        return [p for p in candidates if p.handles(attrs)]
 
     async def admit(self, plugins: Sequence[Plugin], attrs: Attributes, store: Store) -> None:
         """The mutating plugins in order; if one asked for it (`attrs.reinvocation.requested`: a
@@ -145,6 +164,14 @@ class Chain:
                         succeeded: bool) -> None:
         for plugin in plugins:
             await plugin.committed(attrs, store, succeeded=succeeded)
+
+
+def _may_handle(plugin: Plugin, key: tuple[str, str, str, str]) -> bool:
+    static = getattr(plugin, "may_handle", None)  # optional: plugins without it are always asked
+    if static is None:
+        return True
+    group, plural, subresource, operation = key
+    return bool(static(group=group, plural=plural, subresource=subresource, operation=operation))
 
 
 __all__ = ["CREATE", "DELETE", "UPDATE", "Attributes", "BasePlugin", "Chain", "Plugin", "Reinvocation", "forbidden"]

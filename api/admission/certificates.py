@@ -33,6 +33,10 @@ class CertificateApprovalPlugin(admission.BasePlugin):
     def __init__(self, *, authorize: Authorize) -> None:
         self.authorize = authorize
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return group == GROUP and plural == "certificatesigningrequests" and operation == admission.UPDATE \
+            and subresource == "approval"
+
     def handles(self, attrs: admission.Attributes) -> bool:
         return attrs.kind.group == GROUP and attrs.kind.plural == "certificatesigningrequests" \
             and attrs.operation == admission.UPDATE and attrs.subresource == "approval"

@@ -21,6 +21,11 @@ class LimitRangerPlugin(admission.BasePlugin):
         self.event_log = event_log
         self.ranges = listers.Lister(group="", resource="limitranges")
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        if group != "" or plural not in ("pods", "persistentvolumeclaims"):
+            return False
+        return not subresource or (plural == "pods" and subresource == "resize" and operation == admission.UPDATE)
+
     def handles(self, attrs: admission.Attributes) -> bool:
         if attrs.kind.group != "":
             return False

@@ -307,6 +307,9 @@ class _Base(admission.BasePlugin):
                                    compile_policy=compile_policy)
         self.invocations = _Invocations(self.source, _Params(event_log=event_log, resolve=resolve_param_kind))
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return not (group == GROUP and plural in POLICY_RESOURCES)  # `_excluded`, but for `stored`
+
     def handles(self, attrs: admission.Attributes) -> bool:
         return not _excluded(attrs.kind) and not self.source.known_empty()
 
@@ -397,6 +400,10 @@ class MutatingAdmissionPolicyPlugin(_Base):
                  authorize: authz.Authorize | None = None) -> None:
         super().__init__(event_log=event_log, policies=MUTATING, bindings=MUTATING_BINDINGS,
                          compile_policy=pol.compile_mutating, resolve_param_kind=resolve_param_kind, authorize=authorize)
+
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return operation in (admission.CREATE, admission.UPDATE) and super().may_handle(
+            group=group, plural=plural, subresource=subresource, operation=operation)
 
     def handles(self, attrs: admission.Attributes) -> bool:
         # Mutations need an object: deletes (and connects) are not mutated.

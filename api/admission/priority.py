@@ -56,6 +56,9 @@ class PriorityPlugin(admission.BasePlugin):
         self._by_name_of: tuple[list[dict[str, Any]], dict[str, dict[str, Any]]] = ([], {})
         self.writer = writer  # a new WriteContext of the server itself, for the classes it creates
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return not subresource and (group, plural) in (PODS, PRIORITY_CLASSES)
+
     def handles(self, attrs: admission.Attributes) -> bool:
         if attrs.subresource:
             return False

@@ -65,6 +65,9 @@ class ResourceQuotaPlugin(admission.BasePlugin):
         assert quotas_kind is not None
         self._quota_kind = quotas_kind
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return operation in (admission.CREATE, admission.UPDATE) and not quota.is_ignored(group, plural)
+
     def handles(self, attrs: admission.Attributes) -> bool:
         kind = attrs.kind
         if not attrs.namespace or attrs.operation not in (admission.CREATE, admission.UPDATE):

@@ -29,6 +29,9 @@ class ServiceAccountPlugin(admission.BasePlugin):
         self.attempts = attempts
         self.interval = interval
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return (group, plural) == ("", "pods") and operation == admission.CREATE and not subresource
+
     def handles(self, attrs: admission.Attributes) -> bool:
         return (attrs.kind.group, attrs.kind.plural) == ("", "pods") and attrs.operation == admission.CREATE \
             and not attrs.subresource

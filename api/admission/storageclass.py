@@ -50,6 +50,9 @@ class DefaultStorageClassPlugin(admission.BasePlugin):
     def __init__(self) -> None:
         self.classes = listers.Lister(group="storage.k8s.io", resource="storageclasses")
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return (group, plural) == CLAIMS and operation == admission.CREATE and not subresource
+
     def handles(self, attrs: admission.Attributes) -> bool:
         return (attrs.kind.group, attrs.kind.plural) == CLAIMS and attrs.operation == admission.CREATE \
             and not attrs.subresource

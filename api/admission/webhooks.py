@@ -137,6 +137,9 @@ class _WebhookPlugin(admission.BasePlugin):
         self._candidates: dict[tuple[str, str, str, str, bool], list[hooks.Hook]] = {}
         self._candidates_of: list[hooks.Hook] | None = None
 
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return operation in _OPERATIONS
+
     def handles(self, attrs: admission.Attributes) -> bool:
         if attrs.operation not in _OPERATIONS or hooks.exempt(group=attrs.kind.group, kind=attrs.kind.kind):
             return False

@@ -96,3 +96,71 @@ async def test_refusals_leave_the_log_unchanged(api_server: servers.Running, htt
     async with http.post(CM, json={"metadata": {"name": "refused-2"}}) as r:
         assert r.status == 403
     assert api_server.event_log.revision == revision
+
+
+class Counting(admission.BasePlugin):
+    """Counts how often the chain asks it; `static` is its `may_handle` answer (None: it has none)."""
+
+    name = "test-counting"
+
+    def __init__(self, static: bool) -> None:
+        self.static = static
+        self.asked = 0
+
+    def may_handle(self, *, group: str, plural: str, subresource: str, operation: str) -> bool:
+        return self.static and plural == "leases"
+
+    def handles(self, attrs: admission.Attributes) -> bool:
+        self.asked += 1
+        return True
+
+
+def _lease_update(**kw: Any) -> admission.Attributes:
+    from cp import resources as res
+
+    kind = res.lookup("coordination.k8s.io", "v1", "leases")
+    assert kind is not None
+    return admission.Attributes(kind=kind, operation=admission.UPDATE, namespace="kube-node-lease", name="n1", **kw)
+
+
+async def test_the_chain_asks_only_plugins_that_may_handle_the_kind_of_write() -> None:
+    chain = admission.Chain()
+    never, maybe = Counting(False), Counting(True)
+    chain.add(never)
+    chain.add(maybe)
+    for _ in range(3):
+        assert chain.for_write(_lease_update()) == [maybe]
+    assert (never.asked, maybe.asked) == (0, 3)  # the static answer is remembered, the dynamic one asked each time
+    late = Counting(True)
+    chain.plugins.append(late)  # the list changed behind the chain's back: its memory is dropped too
+    assert chain.for_write(_lease_update()) == [maybe, late]
+
+
+async def test_builtin_plugins_never_handle_what_they_say_they_cannot(api_server: servers.Running) -> None:
+    """`may_handle` False must imply `handles` False, whatever the object: every built-in plugin over
+    a grid of kinds, subresources and operations (webhook and policy configurations unknown yet, so
+    those plugins answer as permissively as they can)."""
+    from cp import resources as res
+
+    store = api_server.app[st.STORE]
+    grid = [("", "v1", "pods"), ("", "v1", "persistentvolumeclaims"), ("", "v1", "nodes"),
+            ("coordination.k8s.io", "v1", "leases"), ("", "v1", "configmaps"),
+            ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+            ("scheduling.k8s.io", "v1", "priorityclasses"),
+            ("admissionregistration.k8s.io", "v1", "validatingadmissionpolicies")]
+    checked = 0
+    for group, version, plural in grid:
+        kind = res.lookup(group, version, plural)
+        assert kind is not None
+        for sub in ("", "status", "approval", "resize"):
+            for op in (admission.CREATE, admission.UPDATE, admission.DELETE):
+                obj = {"metadata": {"name": "x"}, "spec": {}}
+                attrs = admission.Attributes(kind=kind, operation=op, namespace="default" if kind.namespaced else "",
+                                             name="x", subresource=sub, obj=obj, old={"metadata": {"name": "x"},
+                                                                                      "spec": {"priority": 1}})
+                for plugin in store.admission.plugins:
+                    static = getattr(plugin, "may_handle", None)
+                    if static is not None and not static(group=group, plural=plural, subresource=sub, operation=op):
+                        assert not plugin.handles(attrs), (plugin.name, plural, sub, op)
+                        checked += 1
+    assert checked > 100
