@@ -65,6 +65,8 @@ bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.crds $(BENCH_ARGS)
 	$(PY) -m bench.job_perf $(BENCH_ARGS)
 	$(PY) -m bench.lists --quick
+	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
+	$(PY) -m bench.fleet_scale --nodes 2000 --steady 30
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache
