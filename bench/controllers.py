@@ -31,8 +31,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from bench import harness
 from controllers import fleet as fleets
 from controllers.fleet import objects as objs
@@ -71,38 +69,20 @@ def _ready(node: dict[str, Any]) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
-class Observer:
+class Observer(harness.Watcher):
     """Follows nodes, slices, leases and pods through watch-list streams."""
 
     def __init__(self, url: str) -> None:
-        self.client = clients.Client(url, user_agent="bench-controllers/v0.1.0")
+        super().__init__(url, user_agent="bench-controllers/v0.1.0",
+                         watches=[("nodes", None), ("resourceslices.resource.k8s.io", None),
+                                  ("leases.coordination.k8s.io", "kube-node-lease"), ("pods", NAMESPACE)])
         self.ready_nodes: set[str] = set()
         self.slices: set[str] = set()
         self.running: set[str] = set()
         self.pod_writes: collections.Counter[str] = collections.Counter()
         self.writes: collections.Counter[str] = collections.Counter()  # MODIFIED events by resource
-        self.changed = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
 
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        for kind, ns in (("nodes", None), ("resourceslices.resource.k8s.io", None),
-                         ("leases.coordination.k8s.io", "kube-node-lease"), ("pods", NAMESPACE)):
-            self._tasks.append(loop.create_task(self._follow(kind, ns), name=f"bench:watch:{kind}"))
-
-    async def _follow(self, kind: str, namespace: str | None) -> None:
-        while True:
-            try:
-                async with self.client.watch(kind, namespace=namespace, send_initial_events=True,
-                                             timeout_seconds=3600, read_timeout=None) as stream:
-                    async for event in stream:
-                        self._apply(kind, event)
-            except (aiohttp.ClientError, OSError, TimeoutError):
-                await asyncio.sleep(0.05)
-
-    def _apply(self, kind: str, event: clients.WatchEvent) -> None:
-        if event.type == "BOOKMARK":
-            return
+    def apply(self, kind: str, event: clients.WatchEvent) -> None:
         obj = event.object
         name = str((obj.get("metadata") or {}).get("name"))
         if event.type == "MODIFIED":
@@ -116,23 +96,6 @@ class Observer:
                 self.pod_writes[name] += 1
             if (obj.get("status") or {}).get("phase") == "Running":
                 self.running.add(name)
-        self.changed.set()
-
-    async def until(self, predicate: Any, within: float) -> None:
-        deadline = time.perf_counter() + within
-        while not predicate():
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise TimeoutError("condition not reached")
-            self.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), remaining)
-
-    async def close(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.client.close()
 
 
 def _serve(data_dir: Path, fleet: Path | None) -> subprocess.Popen[bytes]:

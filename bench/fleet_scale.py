@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import signal
@@ -44,7 +43,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import yaml
 
 from bench import harness
@@ -84,11 +82,13 @@ def _ready(node: dict[str, Any]) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
-class Observer:
+class Observer(harness.Watcher):
     """Nodes Ready, slices published, and when each Lease / Node was last written (watch-list)."""
 
     def __init__(self, url: str) -> None:
-        self.client = clients.Client(url, user_agent="bench-fleet-scale/v0.1.0")
+        super().__init__(url, user_agent="bench-fleet-scale/v0.1.0",
+                         watches=[("nodes", None), ("resourceslices.resource.k8s.io", None),
+                                  ("leases.coordination.k8s.io", LEASE_NS)])
         self.ready: set[str] = set()
         self.slices: set[str] = set()
         self.lease_seen: dict[str, float] = {}  # lease name -> monotonic time of its last event
@@ -96,28 +96,8 @@ class Observer:
         self.lease_writes = 0
         self.node_writes = 0
         self.other_writes = 0
-        self.changed = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
 
-    def start(self) -> None:
-        loop = asyncio.get_running_loop()
-        for kind, ns in (("nodes", None), ("resourceslices.resource.k8s.io", None),
-                         ("leases.coordination.k8s.io", LEASE_NS)):
-            self._tasks.append(loop.create_task(self._follow(kind, ns), name=f"bench:watch:{kind}"))
-
-    async def _follow(self, kind: str, namespace: str | None) -> None:
-        while True:
-            try:
-                async with self.client.watch(kind, namespace=namespace, send_initial_events=True,
-                                             timeout_seconds=3600, read_timeout=None) as stream:
-                    async for event in stream:
-                        self._apply(kind, event)
-            except (aiohttp.ClientError, OSError, TimeoutError):
-                await asyncio.sleep(0.05)
-
-    def _apply(self, kind: str, event: clients.WatchEvent) -> None:
-        if event.type == "BOOKMARK":
-            return
+    def apply(self, kind: str, event: clients.WatchEvent) -> None:
         obj = event.object
         name = str((obj.get("metadata") or {}).get("name"))
         if kind == "nodes":
@@ -138,27 +118,10 @@ class Observer:
                 self.other_writes += 1
             if event.type != "DELETED":
                 self.slices.add(name)
-        self.changed.set()
-
-    async def until(self, predicate: Any, within: float) -> None:
-        deadline = time.perf_counter() + within
-        while not predicate():
-            remaining = deadline - time.perf_counter()
-            if remaining <= 0:
-                raise TimeoutError("condition not reached")
-            self.changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.changed.wait(), min(remaining, 1.0))
 
     def ages(self) -> list[float]:
         now = time.monotonic()
         return [now - t for t in self.lease_seen.values()]
-
-    async def close(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self.client.close()
 
 
 def _python(profile: Path | None, name: str) -> list[str]:

@@ -1,15 +1,18 @@
 """What the benchmarks share: waiting for a `cplane serve` process to be ready, CPU seconds of a
-process, py-spy profiles of a running process."""
+process, py-spy profiles of a running process, watches that count what the benchmarks wait for."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
@@ -103,3 +106,55 @@ def _function(frame: str) -> str:
     parts = Path(path).parts
     short = "/".join(parts[-2:]) if len(parts) >= 2 else path
     return f"{name} ({short})" if where else name
+
+
+class Watcher:
+    """Follows watch-list streams (`send_initial_events`) of some kinds through one API client, resuming
+    after a dropped stream; a subclass counts what it sees in `apply`, and `until` waits for a condition
+    on it."""
+
+    def __init__(self, url: str, *, user_agent: str, watches: list[tuple[str, str | None]]) -> None:
+        from controllers.runtime import client as clients
+
+        self.client = clients.Client(url, user_agent=user_agent)
+        self.changed = asyncio.Event()
+        self._watches = watches
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def apply(self, kind: str, event: Any) -> None:
+        """One event (not a BOOKMARK) of `kind`: a `controllers.runtime.client.WatchEvent`."""
+        raise NotImplementedError
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        for kind, ns in self._watches:
+            self._tasks.append(loop.create_task(self._follow(kind, ns), name=f"bench:watch:{kind}"))
+
+    async def _follow(self, kind: str, namespace: str | None) -> None:
+        while True:
+            try:
+                async with self.client.watch(kind, namespace=namespace, send_initial_events=True,
+                                             timeout_seconds=3600, read_timeout=None) as stream:
+                    async for event in stream:
+                        if event.type != "BOOKMARK":
+                            self.apply(kind, event)
+                            self.changed.set()
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                await asyncio.sleep(0.05)
+
+    async def until(self, predicate: Callable[[], Any], within: float) -> None:
+        """Wait until `predicate()` holds (checked after events, and at least once a second)."""
+        deadline = time.perf_counter() + within
+        while not predicate():
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
+                raise TimeoutError("condition not reached")
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), min(remaining, 1.0))
+
+    async def close(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.client.close()
