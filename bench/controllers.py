@@ -50,23 +50,11 @@ def _cpu(*procs: subprocess.Popen[bytes] | None) -> float:
     return sum(harness.cpu_seconds(p.pid) or 0.0 for p in procs if p is not None)
 
 
-def _load() -> str:
-    try:
-        return Path("/proc/loadavg").read_text().split()[0]
-    except OSError:
-        return "?"
-
-
 def _expected(fleet: fleets.Fleet) -> tuple[int, int]:
     plan = objs.Plan(fleet)
     slices = sum(len(objs.slices_for(plan, plan.nodes[p.node_name(0)])) * p.count
                  for p in fleet.node_pools if p.count)
     return fleet.node_count(), slices
-
-
-def _ready(node: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
 
 
 class Observer(harness.Watcher):
@@ -87,7 +75,7 @@ class Observer(harness.Watcher):
         name = str((obj.get("metadata") or {}).get("name"))
         if event.type == "MODIFIED":
             self.writes[kind] += 1
-        if kind == "nodes" and _ready(obj):
+        if kind == "nodes" and harness.node_ready(obj):
             self.ready_nodes.add(name)
         elif kind.startswith("resourceslices") and event.type != "DELETED":
             self.slices.add(name)
@@ -210,13 +198,13 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
             cpu_startup = _cpu(server, fleet_proc)
             results |= {"mode": mode, "api_ready_s": api_ready, "fleet_ready_s": startup, "startup_cpu_s": cpu_startup,
                         "api_ready_cpu_s": api_ready_cpu,
-                        "load_average": _load()}
+                        "load_average": harness.load_average()}
             how = {"serve": "cplane serve --fleet", "process": "serve --no-controllers + python -m controllers.fleet",
                    "inprocess": "API + fleet controller in one process"}[mode]
             rows.append((f"{n_nodes} nodes Ready + {n_slices} slices (s)", f"{startup:.2f}", "<= 5",
                          f"{how}; /readyz at {api_ready:.2f} s; {cpu_startup:.2f} CPU-s in server+fleet "
                          f"({api_ready_cpu:.2f} before /readyz); "
-                         f"load average {_load()}; kwok ~20 nodes/s"))
+                         f"load average {harness.load_average()}; kwok ~20 nodes/s"))
 
             nodes = sorted(objs.Plan(fleet).nodes)
             t1 = time.perf_counter()

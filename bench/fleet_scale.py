@@ -66,20 +66,8 @@ MAIN_REFERENCE = {
 }
 
 
-def _load() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
-
-
 def _cpu(*procs: subprocess.Popen[bytes] | None) -> float:
     return sum(harness.cpu_seconds(p.pid) or 0.0 for p in procs if p is not None)
-
-
-def _ready(node: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (node.get("status") or {}).get("conditions") or [])
 
 
 class Observer(harness.Watcher):
@@ -104,7 +92,7 @@ class Observer(harness.Watcher):
             if event.type == "MODIFIED":
                 self.node_writes += 1
             self.node_seen[name] = time.monotonic()
-            if _ready(obj):
+            if harness.node_ready(obj):
                 self.ready.add(name)
         elif kind.startswith("leases"):
             if event.type == "MODIFIED":
@@ -239,9 +227,9 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                 spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
                 spy.wait()
             results |= {"ready_s": startup, "ready_cpu_s": startup_cpu, "ready_server_cpu_s": startup_server_cpu,
-                        "ready_load": _load()}
+                        "ready_load": harness.load_average(all_three=True)}
             rows.append((f"{n_nodes} nodes Ready + {n_slices} slices (s)", f"{startup:.1f}", f"<= {GOAL_READY_S:g}",
-                         f"{startup_cpu:.1f} CPU-s (server{'+controllers' if manager else ''} {startup_server_cpu:.1f}); load {_load()}; ref {MAIN_REFERENCE['ready']}"))
+                         f"{startup_cpu:.1f} CPU-s (server{'+controllers' if manager else ''} {startup_server_cpu:.1f}); load {harness.load_average(all_three=True)}; ref {MAIN_REFERENCE['ready']}"))
 
             # Settle: every node has renewed at least once since start-up finished.
             await asyncio.sleep(args.settle)
@@ -280,13 +268,13 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
                         "cores": cores, "cpu_ms_per_heartbeat": ms,
                         "server_ms_per_heartbeat": 1000 * server_cpu / heartbeats if heartbeats else None,
                         "fleet_ms_per_heartbeat": 1000 * fleet_cpu / heartbeats if heartbeats else None,
-                        "steady_load": _load()}
+                        "steady_load": harness.load_average(all_three=True)}
             rows.append(("CPU ms per heartbeat (server+fleet)", f"{ms:.2f}", f"<= {GOAL_MS_PER_HEARTBEAT:g}",
                          f"{'server+controllers' if manager else 'server'} {1000 * server_cpu / max(heartbeats, 1):.2f} + fleet "
                          f"{1000 * fleet_cpu / max(heartbeats, 1):.2f}; ref {MAIN_REFERENCE['ms_per_heartbeat']}"))
             rows.append(("cores used in steady state", f"{cores:.2f}", f"<= {GOAL_CORES:g}",
                          f"{'server+controllers' if manager else 'server'} {server_cpu:.1f} + fleet {fleet_cpu:.1f} CPU-s over {window:.0f} s; "
-                         f"load {_load()}"))
+                         f"load {harness.load_average(all_three=True)}"))
             rows.append(("heartbeats written / due (%)", f"{100 * heartbeats / max(due, 1):.0f}", "100",
                          f"{leases}/{leases_due} lease renewals + {node_writes}/{status_due} node status writes "
                          f"(every {k.lease_renew_interval_seconds:g} s / {k.status_report_interval_seconds:g} s); "

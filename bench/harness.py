@@ -53,6 +53,21 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def load_average(*, all_three: bool = False) -> str:
+    """The machine's load average over the last minute (`all_three`: and over 5 and 15 minutes) as
+    text, for a wall-clock figure's context; "?" where /proc cannot be read."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3 if all_three else 1])
+    except OSError:
+        return "?"
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    """A Node's Ready condition is True."""
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (node.get("status") or {}).get("conditions") or [])
+
+
 class Sampler:
     """py-spy sampling a running process (`py-spy record --pid`, non-blocking so the process is not
     paused) into a collapsed-stacks file: `stop()` ends the recording and returns the file. py-spy
