@@ -37,7 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -150,24 +150,41 @@ class _WatchEvent(msgspec.Struct):
     object: dict[str, Any]
 
 
-async def full_speed(source: Path, *, events: int, directory: Path) -> dict[str, float]:
-    """Replay LOG at full speed in a `cplane replay` process; this process watches every pod."""
-    kubeconfig = directory / "replay.kubeconfig"
+@contextlib.asynccontextmanager
+async def _replaying(source: Path, *, directory: Path, name: str,
+                     poll: float) -> AsyncIterator[tuple[subprocess.Popen[bytes], str]]:
+    """`cplane replay SOURCE --step` in its own process, from its spawn until its kubeconfig names the
+    server (checked every `poll` s): (the process, the server's URL); interrupted (SIGINT) when done."""
+    kubeconfig = directory / f"{name}.kubeconfig"
     kubeconfig.unlink(missing_ok=True)
-    err = (directory / "replay.err").open("wb")
-    started = time.perf_counter()
-    # A Popen, not an asyncio subprocess: it is polled, signalled and waited for synchronously below.
+    err = (directory / f"{name}.err").open("wb")
+    # A Popen, not an asyncio subprocess: it is polled, signalled and waited for synchronously.
     proc = subprocess.Popen(cplane("replay", str(source), "--step", "--port", "0", "--kubeconfig", str(kubeconfig)),  # noqa: ASYNC220
                             stdout=subprocess.DEVNULL, stderr=err)
-    out: dict[str, float] = {}
     try:
         while not kubeconfig.exists():
             if proc.poll() is not None:
-                raise RuntimeError((directory / "replay.err").read_text()[-2000:])
-            await asyncio.sleep(0.05)
-        out["load"] = time.perf_counter() - started
+                raise RuntimeError((directory / f"{name}.err").read_text()[-2000:])
+            await asyncio.sleep(poll)
         server = next(line.split("server:")[1].strip() for line in kubeconfig.read_text().splitlines()
                       if "server:" in line)
+        yield proc, server
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        err.close()
+
+
+async def full_speed(source: Path, *, events: int, directory: Path) -> dict[str, float]:
+    """Replay LOG at full speed in a `cplane replay` process; this process watches every pod."""
+    started = time.perf_counter()
+    out: dict[str, float] = {}
+    async with _replaying(source, directory=directory, name="replay", poll=0.05) as (proc, server):
+        out["load"] = time.perf_counter() - started
         decoder = msgspec.json.Decoder(_WatchEvent)
         timeout = aiohttp.ClientTimeout(total=None, sock_read=60)
         async with aiohttp.ClientSession(base_url=server, timeout=timeout) as http:
@@ -192,17 +209,7 @@ async def full_speed(source: Path, *, events: int, directory: Path) -> dict[str,
             watch.close()
             assert last_rv == str(events), last_rv
         with contextlib.suppress(OSError):
-            status = Path(f"/proc/{proc.pid}/status").read_text()  # noqa: ASYNC240 (procfs: never blocks)
-            out["rss_mb"] = next(int(line.split()[1]) for line in status.splitlines()
-                                 if line.startswith("VmRSS")) / 1024
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        err.close()
+            out["rss_mb"] = _proc_kb(proc.pid, "VmRSS") / 1024
     return out
 
 
@@ -215,20 +222,9 @@ async def start_and_rate(source: Path, *, events: int, directory: Path) -> dict[
     """`cplane replay SOURCE --step` in its own process: seconds from the spawn to the first answer (a
     LIST of one pod), its peak RSS then; `play?speed=max` to the end of the log (events per second
     through the cursor, from the status), and its peak RSS then."""
-    kubeconfig = directory / "start.kubeconfig"
-    kubeconfig.unlink(missing_ok=True)
-    err = (directory / "start.err").open("wb")
     started = time.perf_counter()
-    proc = subprocess.Popen(cplane("replay", str(source), "--step", "--port", "0", "--kubeconfig", str(kubeconfig)),  # noqa: ASYNC220
-                            stdout=subprocess.DEVNULL, stderr=err)
     out: dict[str, float] = {}
-    try:
-        while not kubeconfig.exists():
-            if proc.poll() is not None:
-                raise RuntimeError((directory / "start.err").read_text()[-2000:])
-            await asyncio.sleep(0.005)
-        server = next(line.split("server:")[1].strip() for line in kubeconfig.read_text().splitlines()
-                      if "server:" in line)
+    async with _replaying(source, directory=directory, name="start", poll=0.005) as (proc, server):
         async with aiohttp.ClientSession(base_url=server) as http:
             async with http.get("/api/v1/pods", params={"limit": "1"}) as r:
                 assert r.status == 200, await r.text()
@@ -249,14 +245,6 @@ async def start_and_rate(source: Path, *, events: int, directory: Path) -> dict[
             assert status["revision"] == events, status
         out["end_peak_mb"] = _proc_kb(proc.pid, "VmHWM") / 1024
         out["end_rss_mb"] = _proc_kb(proc.pid, "VmRSS") / 1024
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        err.close()
     return out
 
 
