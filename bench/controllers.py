@@ -124,18 +124,6 @@ def _fleet_process(url: str, fleet: Path) -> subprocess.Popen[bytes]:
                              "--log-level", "warning"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _stop(*procs: subprocess.Popen[bytes] | None) -> None:
-    for p in procs:
-        if p is not None and p.poll() is None:
-            p.terminate()
-    for p in procs:
-        if p is not None:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-
-
 async def _create_pods(url: str, nodes: list[str], n: int, concurrency: int) -> float:
     """Create n pods round-robin over `nodes`; returns the seconds the creates took."""
     async with clients.Client(url, user_agent="bench-controllers/v0.1.0") as c:
@@ -188,7 +176,7 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
                     print("bench: `cplane serve --fleet` started no Node within 3 s (not wired yet); measuring "
                           "`cplane serve --no-controllers` + `python -m controllers.fleet` instead", file=sys.stderr)
                     await observer.close()
-                    _stop(server)
+                    harness.stop(server, timeout=10)
                     return await run(argparse.Namespace(**{**vars(args), "mode": "process"}))
             if mode == "process":
                 fleet_proc = _fleet_process(url, args.fleet)
@@ -245,7 +233,7 @@ async def run(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
         finally:
             if observer is not None:
                 await observer.close()
-            _stop(fleet_proc, server)
+            harness.stop(fleet_proc, server, timeout=10)
     print(json.dumps(results, default=float), file=sys.stderr)
     return rows
 

@@ -35,7 +35,6 @@ import argparse
 import asyncio
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -51,7 +50,6 @@ from controllers.fleet import objects as objs
 from controllers.runtime import client as clients
 
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent
 FLEET_10K = ROOT / "examples" / "fleets" / "10k.yaml"
 LEASE_NS = "kube-node-lease"
 STALE = 40.0  # node-monitor-grace-period: a Lease older than this makes the node NotReady
@@ -145,26 +143,12 @@ def _fleet(url: str, fleet: Path, *, profile: Path | None, log: Path, code: Path
         return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL, stderr=f)
 
 
-def _py_spy(out: Path | None, procs: dict[str, subprocess.Popen[bytes]], seconds: float
-            ) -> list[subprocess.Popen[bytes]]:
-    """py-spy samplers of the steady window (collapsed stacks in OUT/NAME.txt), when asked."""
+def _py_spy(out: Path | None, procs: dict[str, subprocess.Popen[bytes] | None]) -> list[harness.Sampler]:
+    """py-spy samplers (collapsed stacks in OUT/NAME.txt) from now until they are stopped, when asked."""
     if out is None:
         return []
-    return [subprocess.Popen([str(BIN / "py-spy"), "record", "--nonblocking", "--format", "raw", "-r", "100",
-                              "-d", str(int(seconds)), "-p", str(p.pid), "-o", str(out / f"{name}.txt")],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) for name, p in procs.items()]
-
-
-def _stop(*procs: subprocess.Popen[bytes] | None) -> None:
-    for p in procs:
-        if p is not None and p.poll() is None:
-            p.terminate()
-    for p in procs:
-        if p is not None:
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    return [harness.Sampler(pid=p.pid, out=out / f"{name}.txt", rate=100) for name, p in procs.items()
+            if p is not None]
 
 
 def _fleet_file(path: Path, nodes: int | None, tmp: Path) -> Path:
@@ -212,7 +196,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
             cpu0 = _cpu(server, manager)
             t0 = time.perf_counter()
             fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log", code=code)
-            startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc}, 3600)
+            startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc})
             try:
                 await observer.until(lambda: len(observer.ready) >= n_nodes and len(observer.slices) >= n_slices,
                                      args.ready_timeout)
@@ -224,8 +208,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
             startup_cpu = _cpu(server, manager, fleet_proc) - cpu0
             startup_server_cpu = _cpu(server, manager) - cpu0
             for spy in startup_spies:
-                spy.send_signal(signal.SIGINT)  # py-spy writes what it has on SIGINT
-                spy.wait()
+                spy.stop()
             results |= {"ready_s": startup, "ready_cpu_s": startup_cpu, "ready_server_cpu_s": startup_server_cpu,
                         "ready_load": harness.load_average(all_three=True)}
             rows.append((f"{n_nodes} nodes Ready + {n_slices} slices (s)", f"{startup:.1f}", f"<= {GOAL_READY_S:g}",
@@ -237,7 +220,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
             lease_phase, node_phase = dict(observer.lease_seen), dict(observer.node_seen)
             c0 = (_cpu(server, manager), _cpu(fleet_proc))
             spies = _py_spy(args.py_spy, {"server": server, "fleet": fleet_proc,
-                                          **({"controllers": manager} if manager is not None else {})}, args.steady)
+                                          "controllers": manager})
             t1 = time.perf_counter()
             max_age, worst_stale = 0.0, 0
             while time.perf_counter() - t1 < args.steady:
@@ -248,7 +231,7 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
             window = time.perf_counter() - t1
             c1 = (_cpu(server, manager), _cpu(fleet_proc))
             for spy in spies:
-                spy.wait()
+                spy.stop()
             leases = observer.lease_writes - w0[0]
             node_writes = observer.node_writes - w0[1]
             others = observer.other_writes - w0[2]
@@ -286,8 +269,8 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
         finally:
             if observer is not None:
                 await observer.close()
-            _stop(fleet_proc, manager)
-            _stop(server)
+            harness.stop(fleet_proc, manager, timeout=60)
+            harness.stop(server, timeout=60)
             log = tmp / "fleet.log"
             if fleet_proc is not None and fleet_proc.returncode not in (0, -15) and log.exists():
                 tail = log.read_text(errors="replace").splitlines()[-5:]

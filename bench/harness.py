@@ -68,6 +68,21 @@ def node_ready(node: dict[str, Any]) -> bool:
                for c in (node.get("status") or {}).get("conditions") or [])
 
 
+def stop(*procs: subprocess.Popen[bytes] | None, sig: int = signal.SIGTERM, timeout: float = 30.0) -> None:
+    """Signal every process still running (`sig`: SIGINT for the cplane processes that stop cleanly on
+    Ctrl-C), then wait for each up to `timeout` s and kill one that is still there."""
+    for p in procs:
+        if p is not None and p.poll() is None:
+            p.send_signal(sig)
+    for p in procs:
+        if p is not None:
+            try:
+                p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+
+
 class Sampler:
     """py-spy sampling a running process (`py-spy record --pid`, non-blocking so the process is not
     paused) into a collapsed-stacks file: `stop()` ends the recording and returns the file. py-spy

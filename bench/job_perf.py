@@ -54,16 +54,6 @@ def start(cmd: list[str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=str(ROOT))
 
 
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 def job(completions: int, parallelism: int, run_seconds: float) -> dict[str, Any]:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train"},
             "spec": {"completionMode": "Indexed", "completions": completions, "parallelism": parallelism,
@@ -139,7 +129,7 @@ async def main_async(args: argparse.Namespace) -> int:
             result.update(nodes=args.nodes, parallelism=args.parallelism, run_seconds=args.run_seconds)
         finally:
             for proc in reversed(procs.values()):
-                stop(proc)
+                harness.stop(proc, sig=signal.SIGINT)
     if not args.no_reference:
         result["reference"] = await _reference(quick=args.quick)
     _print(result)

@@ -46,6 +46,7 @@ import msgspec
 import structlog
 
 from api import replay
+from bench import harness
 from bench import storage as bench_storage
 from cp.cli import log as log_command
 from storage import factory, ndjson
@@ -170,12 +171,7 @@ async def _replaying(source: Path, *, directory: Path, name: str,
                       if "server:" in line)
         yield proc, server
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        harness.stop(proc, sig=signal.SIGINT, timeout=10)
         err.close()
 
 

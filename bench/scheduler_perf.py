@@ -353,16 +353,6 @@ def _start_controllers(url: str, profile: Path | None, log: Path, level: str = "
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log.open("wb"), cwd=str(ROOT))
 
 
-def _stop(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 # ---------------------------------------------------------------------- helpers
 
 
@@ -651,8 +641,8 @@ async def run_workload(w: Workload, args: argparse.Namespace) -> dict[str, Any]:
                 result["cpu"] = meter.used
         finally:
             if controllers is not None:
-                _stop(controllers)
-            _stop(server)
+                harness.stop(controllers, sig=signal.SIGINT)
+            harness.stop(server, sig=signal.SIGINT)
         if args.keep_logs and log.exists():
             args.keep_logs.mkdir(parents=True, exist_ok=True)
             (args.keep_logs / (w.name.split(" ")[0].replace("/", "_") + ".log")).write_bytes(log.read_bytes())
