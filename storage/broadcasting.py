@@ -254,6 +254,5 @@ class Subscriber:
         events, compacted = await self._replay(self.group, self.resource, self.namespace, after, upto,
                                                REPLAY_PAGE)
         if compacted > after:
-            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {compacted})",
-                                   requested=after, compacted=compacted)
+            raise log.ExpiredError.at(requested=after, compacted=compacted)
         return events, events[-1].revision if len(events) >= REPLAY_PAGE else upto

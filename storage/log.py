@@ -103,6 +103,12 @@ class ExpiredError(StorageError):
         self.requested = requested
         self.compacted = compacted
 
+    @classmethod
+    def at(cls, *, requested: int, compacted: int) -> ExpiredError:
+        """The error of a read or watch from revision `requested`, compacted away."""
+        return cls(f"revision {requested} is compacted (compacted revision {compacted})",
+                   requested=requested, compacted=compacted)
+
 
 class FutureRevisionError(StorageError):
     """The revision asked for has not been written yet (→ 504 "Too large resource version")."""

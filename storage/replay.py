@@ -316,15 +316,13 @@ class ReplayLog:
 
     async def after(self, revision: int, *, limit: int = 1000) -> list[log.Event]:
         if revision < self._compacted:
-            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
-                                   requested=revision, compacted=self._compacted)
+            raise log.ExpiredError.at(requested=revision, compacted=self._compacted)
         return self.visible(revision, limit=limit)
 
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,
                         after: int) -> log.Subscription:
         if after < self._compacted:
-            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {self._compacted})",
-                                   requested=after, compacted=self._compacted)
+            raise log.ExpiredError.at(requested=after, compacted=self._compacted)
         return _ReplaySub(self, group=group, resource=resource, namespace=namespace, after=after)
 
     async def compact(self, revision: int) -> None:
@@ -652,8 +650,7 @@ class StreamReplayLog:
         if self._branch is not None:
             return await self._branch.after(revision, limit=limit)
         if revision < self._compacted:
-            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {self._compacted})",
-                                   requested=revision, compacted=self._compacted)
+            raise log.ExpiredError.at(requested=revision, compacted=self._compacted)
         if revision >= self._cursor:
             return []
         page: list[log.Event] = await self.recording.scan(revision + 1, self._cursor, limit)
@@ -662,8 +659,7 @@ class StreamReplayLog:
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,
                         after: int) -> log.Subscription:
         if after < self._compacted:
-            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {self._compacted})",
-                                   requested=after, compacted=self._compacted)
+            raise log.ExpiredError.at(requested=after, compacted=self._compacted)
         return _StreamSub(self, group=group, resource=resource, namespace=namespace, after=after)
 
     async def compact(self, revision: int) -> None:
@@ -698,6 +694,5 @@ def _readable(revision: int | None, *, cursor: int, compacted: int) -> int:
         raise log.FutureRevisionError(f"revision {revision} is newer than the replay's revision {cursor}",
                                       requested=revision, current=cursor)
     if revision <= compacted:
-        raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {compacted})",
-                               requested=revision, compacted=compacted)
+        raise log.ExpiredError.at(requested=revision, compacted=compacted)
     return revision

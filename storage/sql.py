@@ -458,9 +458,7 @@ class SqlEventLog:
                 f"revision {revision} is newer than the current revision {current}",
                 requested=revision, current=current)
         if revision <= compacted:
-            raise log.ExpiredError(
-                f"revision {revision} is compacted (compacted revision {compacted})",
-                requested=revision, compacted=compacted)
+            raise log.ExpiredError.at(requested=revision, compacted=compacted)
 
     # -- writes -------------------------------------------------------------------------------------
 
@@ -879,8 +877,7 @@ class SqlEventLog:
         _, compacted, rows = split_sentinel(await self._read(SQL_AFTER, (revision, limit)))
         self._compacted = max(self._compacted, compacted)
         if revision < compacted:
-            raise log.ExpiredError(f"revision {revision} is compacted (compacted revision {compacted})",
-                                   requested=revision, compacted=compacted)
+            raise log.ExpiredError.at(requested=revision, compacted=compacted)
         return [codec.event_from_row(row, 2) for row in rows]
 
     async def scan(self, *, start: int, end: int, limit: int) -> list[log.Event]:
@@ -902,8 +899,7 @@ class SqlEventLog:
                         after: int) -> broadcasting.Subscriber:
         self._check_started()
         if after < self._compacted:
-            raise log.ExpiredError(f"revision {after} is compacted (compacted revision {self._compacted})",
-                                   requested=after, compacted=self._compacted)
+            raise log.ExpiredError.at(requested=after, compacted=self._compacted)
         subscriber = broadcasting.Subscriber(broadcaster=self._broadcaster, replay=self._replay_page,
                                              group=group, resource=resource, namespace=namespace,
                                              after=after)
