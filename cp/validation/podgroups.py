@@ -78,6 +78,15 @@ def _scheduling_policy(errs: list[Cause], path: str, policy: Any) -> None:
             errs.append(Cause("Invalid", f"{path}.gang.minCount", "must be greater than or equal to 1", min_count))
 
 
+def _named_entry(errs: list[Cause], path: str, entry: dict[str, Any], seen: set[str]) -> None:
+    """An entry of a list keyed by `name`: a DNS label, not named twice (`seen`: the names so far)."""
+    name = as_str(entry.get("name"))
+    _required_format(errs, f"{path}.name", name, is_dns1123_label)
+    if name and name in seen:
+        errs.append(Cause("Duplicate", path, "", GoValue("{" + f'"name":"{name}"' + "}")))
+    seen.add(name)
+
+
 def _resource_claims(errs: list[Cause], path: str, claims: Any) -> None:
     if not isinstance(claims, list):
         return
@@ -87,11 +96,7 @@ def _resource_claims(errs: list[Cause], path: str, claims: Any) -> None:
     for i, claim in enumerate(claims):
         p = f"{path}[{i}]"
         c = as_dict(claim)
-        name = as_str(c.get("name"))
-        _required_format(errs, f"{p}.name", name, is_dns1123_label)
-        if name and name in seen:
-            errs.append(Cause("Duplicate", p, "", GoValue("{" + f'"name":"{name}"' + "}")))
-        seen.add(name)
+        _named_entry(errs, p, c, seen)
         if _union(errs, p, c, ("resourceClaimName", "resourceClaimTemplateName"), _CLAIM_UNION) is not None:
             _optional_format(errs, f"{p}.resourceClaimName", c.get("resourceClaimName"), is_dns1123_subdomain)
             _optional_format(errs, f"{p}.resourceClaimTemplateName", c.get("resourceClaimTemplateName"),
@@ -185,11 +190,7 @@ def _templates(errs: list[Cause], spec: dict[str, Any]) -> None:
     for i, template in enumerate(templates):
         p = f"spec.podGroupTemplates[{i}]"
         t = as_dict(template)
-        name = as_str(t.get("name"))
-        _required_format(errs, f"{p}.name", name, is_dns1123_label)
-        if name and name in seen:
-            errs.append(Cause("Duplicate", p, "", GoValue("{" + f'"name":"{name}"' + "}")))
-        seen.add(name)
+        _named_entry(errs, p, t, seen)
         _group_fields(errs, p, t, _FORBIDDEN_TEMPLATE)
 
 
