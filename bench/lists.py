@@ -309,10 +309,7 @@ async def measure(data_dir: Path, pods: int, *, memory: str, reps: int, scratch:
         out["ready_s"] = await server.ready()
         async with aiohttp.ClientSession(base_url=server.url, timeout=aiohttp.ClientTimeout(total=None)) as s:
             slowest = asyncio.ensure_future(_readyz_while_warming(server))
-            cpu = server.cpu()
-            seconds, _, _ = await _read(s, PODS)
-            out["list_at_ready_s"] = seconds
-            out["list_at_ready_cpu_s"] = server.cpu() - cpu
+            out["list_at_ready_s"], out["list_at_ready_cpu_s"] = await _timed(s, server, PODS)
             out["readyz_max_while_warming_s"] = await slowest
             while server.warmed_at is None:  # noqa: ASYNC110 (set by the thread reading the server's log)
                 await asyncio.sleep(0.05)
@@ -320,9 +317,7 @@ async def measure(data_dir: Path, pods: int, *, memory: str, reps: int, scratch:
             out["warm_cache_mb"] = float(server.warm_line.get("bytes", 0)) / 1e6
             out["rss_warm_mb"] = server.rss() / 1e6
             server.reset_peak()
-            cpu = server.cpu()
-            out["list_first_warm_s"] = (await _read(s, PODS))[0]
-            out["list_cpu_first_s"] = server.cpu() - cpu
+            out["list_first_warm_s"], out["list_cpu_first_s"] = await _timed(s, server, PODS)
             out["list_peak_rss_mb"] = server.peak() / 1e6
             _, size, body = await _read(s, PODS, keep=True)
             out["list_bytes_mb"] = size / 1e6
@@ -349,13 +344,22 @@ async def measure(data_dir: Path, pods: int, *, memory: str, reps: int, scratch:
     return out
 
 
-async def _lists(s: aiohttp.ClientSession, server: Server, reps: int) -> tuple[list[float], list[float]]:
-    """`reps` JSON LISTs of every pod: seconds and server CPU seconds of each."""
+async def _timed(s: aiohttp.ClientSession, server: Server, url: str, *,
+                 headers: dict[str, str] | None = None) -> tuple[float, float]:
+    """One read of `url`: its seconds and the server's CPU seconds meanwhile."""
+    cpu = server.cpu()
+    seconds = (await _read(s, url, headers=headers))[0]
+    return seconds, server.cpu() - cpu
+
+
+async def _lists(s: aiohttp.ClientSession, server: Server, reps: int, *,
+                 headers: dict[str, str] | None = None) -> tuple[list[float], list[float]]:
+    """`reps` LISTs of every pod (JSON, or as `headers` ask): seconds and server CPU seconds of each."""
     times, cpus = [], []
     for _ in range(reps):
-        cpu = server.cpu()
-        times.append((await _read(s, PODS))[0])
-        cpus.append(server.cpu() - cpu)
+        seconds, cpu = await _timed(s, server, PODS, headers=headers)
+        times.append(seconds)
+        cpus.append(cpu)
     return times, cpus
 
 
@@ -364,14 +368,8 @@ async def _tables_pages_gets(s: aiohttp.ClientSession, server: Server, reps: int
     CPU, peak RSS), pages of 500 and GETs of one pod (time and CPU each)."""
     out: dict[str, float] = {}
     server.reset_peak()
-    cpu = server.cpu()
-    out["table_first_s"] = (await _read(s, PODS, headers={"Accept": TABLE}))[0]
-    out["table_first_cpu_s"] = server.cpu() - cpu
-    times, cpus = [], []
-    for _ in range(max(2, reps // 2)):
-        cpu = server.cpu()
-        times.append((await _read(s, PODS, headers={"Accept": TABLE}))[0])
-        cpus.append(server.cpu() - cpu)
+    out["table_first_s"], out["table_first_cpu_s"] = await _timed(s, server, PODS, headers={"Accept": TABLE})
+    times, cpus = await _lists(s, server, max(2, reps // 2), headers={"Accept": TABLE})
     out["table_s"] = statistics.median(times)
     out["table_cpu_s"] = statistics.median(cpus)
     out["table_peak_rss_mb"] = server.peak() / 1e6
@@ -396,9 +394,7 @@ async def measure_before(data_dir: Path, pods: int, *, before: Path, reps: int) 
         async with aiohttp.ClientSession(base_url=server.url, timeout=aiohttp.ClientTimeout(total=None)) as s:
             out["rss_warm_mb"] = server.rss() / 1e6
             server.reset_peak()
-            cpu = server.cpu()
-            out["list_at_ready_s"] = (await _read(s, PODS))[0]
-            out["list_at_ready_cpu_s"] = server.cpu() - cpu
+            out["list_at_ready_s"], out["list_at_ready_cpu_s"] = await _timed(s, server, PODS)
             out["list_first_peak_rss_mb"] = server.peak() / 1e6
             server.reset_peak()
             times, cpus = await _lists(s, server, reps)
