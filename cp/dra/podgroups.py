@@ -20,22 +20,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cp.objects import meta_of, spec_of
+
 GROUP = "scheduling.k8s.io"
 RESOURCE = "podgroups"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = obj.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def _spec(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    spec = obj.get("spec") if obj is not None else None
-    return spec if isinstance(spec, Mapping) else {}
-
-
 def pod_group_name(pod: Mapping[str, Any]) -> str | None:
-    group = _spec(pod).get("schedulingGroup")
+    group = spec_of(pod).get("schedulingGroup")
     name = group.get("podGroupName") if isinstance(group, Mapping) else None
     return str(name) if name else None
 
@@ -47,8 +39,8 @@ def _same_source(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 def belongs_to(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None) -> bool:
     """`podMatchesPodGroup`: the pod names this PodGroup (same namespace)."""
-    return (pod_group is not None and pod_group_name(pod) == _meta(pod_group).get("name")
-            and _meta(pod).get("namespace") == _meta(pod_group).get("namespace"))
+    return (pod_group is not None and pod_group_name(pod) == meta_of(pod_group).get("name")
+            and meta_of(pod).get("namespace") == meta_of(pod_group).get("namespace"))
 
 
 def group_claim_of(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None,
@@ -56,7 +48,7 @@ def group_claim_of(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None,
     """The PodGroup's claim entry this pod claim matches exactly, or None (a claim of the pod's own)."""
     if pod_group is None or not belongs_to(pod, pod_group):
         return None
-    for group_claim in _spec(pod_group).get("resourceClaims") or []:
+    for group_claim in spec_of(pod_group).get("resourceClaims") or []:
         if isinstance(group_claim, Mapping) and _same_source(group_claim, pod_claim):
             return group_claim
     return None
@@ -66,20 +58,20 @@ def consumer_ref(pod: Mapping[str, Any], pod_group: Mapping[str, Any] | None,
                  pod_claim: Mapping[str, Any]) -> dict[str, str]:
     """`BindTo`: the `reservedFor` entry the pod's use of this claim adds. Raises ValueError for a pod
     claim without a source, or a PodGroup that is not the pod's."""
-    pod_key = f"{_meta(pod).get('namespace')}/{_meta(pod).get('name')}"
+    pod_key = f"{meta_of(pod).get('namespace')}/{meta_of(pod).get('name')}"
     if not pod_claim.get("resourceClaimName") and not pod_claim.get("resourceClaimTemplateName"):
         raise ValueError(f"Pod {pod_key} claim {pod_claim.get('name')}: none of the supported fields are set")
     if pod_group is not None and not belongs_to(pod, pod_group):
-        group_key = f"{_meta(pod_group).get('namespace')}/{_meta(pod_group).get('name')}"
+        group_key = f"{meta_of(pod_group).get('namespace')}/{meta_of(pod_group).get('name')}"
         if pod_group_name(pod) is None:
             raise ValueError(f"Pod {pod_key} does not belong to a PodGroup")
-        raise ValueError(f"Pod {pod_key} belongs to PodGroup {_meta(pod).get('namespace')}/{pod_group_name(pod)}, "
+        raise ValueError(f"Pod {pod_key} belongs to PodGroup {meta_of(pod).get('namespace')}/{pod_group_name(pod)}, "
                          f"not PodGroup {group_key}")
     if group_claim_of(pod, pod_group, pod_claim) is not None:
         assert pod_group is not None
-        return {"apiGroup": GROUP, "resource": RESOURCE, "name": str(_meta(pod_group).get("name") or ""),
-                "uid": str(_meta(pod_group).get("uid") or "")}
-    return {"resource": "pods", "name": str(_meta(pod).get("name") or ""), "uid": str(_meta(pod).get("uid") or "")}
+        return {"apiGroup": GROUP, "resource": RESOURCE, "name": str(meta_of(pod_group).get("name") or ""),
+                "uid": str(meta_of(pod_group).get("uid") or "")}
+    return {"resource": "pods", "name": str(meta_of(pod).get("name") or ""), "uid": str(meta_of(pod).get("uid") or "")}
 
 
 def is_pod_group_entry(entry: Mapping[str, Any]) -> bool:
@@ -89,7 +81,7 @@ def is_pod_group_entry(entry: Mapping[str, Any]) -> bool:
 def is_reserved_for_pod(pod: Mapping[str, Any], claim: Mapping[str, Any], *, accept_pod_group: bool) -> bool:
     """`IsReservedForPod`: by the pod's uid, or (gate on) by its PodGroup's name (pods do not know the
     PodGroup's uid)."""
-    uid = _meta(pod).get("uid")
+    uid = meta_of(pod).get("uid")
     group = pod_group_name(pod) if accept_pod_group else None
     status = claim.get("status")
     for entry in (status.get("reservedFor") if isinstance(status, Mapping) else None) or []:
@@ -103,7 +95,7 @@ def is_reserved_for_pod(pod: Mapping[str, Any], claim: Mapping[str, Any], *, acc
 
 
 def _controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in _meta(obj).get("ownerReferences") or []:
+    for ref in meta_of(obj).get("ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller"):
             return ref
     return None
@@ -113,7 +105,7 @@ def is_for_pod_group_by_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) ->
     """The claim is controlled by the pod's PodGroup (kind, name, API group; the version is ignored)."""
     group = pod_group_name(pod)
     ref = _controller(claim)
-    if _meta(claim).get("namespace") != _meta(pod).get("namespace"):
+    if meta_of(claim).get("namespace") != meta_of(pod).get("namespace"):
         return False
     return (group is not None and ref is not None and ref.get("name") == group and ref.get("kind") == "PodGroup"
             and str(ref.get("apiVersion") or "").startswith(GROUP + "/"))
@@ -121,8 +113,8 @@ def is_for_pod_group_by_pod(pod: Mapping[str, Any], claim: Mapping[str, Any]) ->
 
 def is_for_pod_group(pod_group: Mapping[str, Any], claim: Mapping[str, Any]) -> bool:
     ref = _controller(claim)
-    return ref is not None and ref.get("uid") == _meta(pod_group).get("uid") \
-        and _meta(claim).get("namespace") == _meta(pod_group).get("namespace")
+    return ref is not None and ref.get("uid") == meta_of(pod_group).get("uid") \
+        and meta_of(claim).get("namespace") == meta_of(pod_group).get("namespace")
 
 
 def name_from_pod_group(pod_group: Mapping[str, Any], group_claim: Mapping[str, Any]) -> str | None:

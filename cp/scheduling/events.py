@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cp.objects import meta_of, spec_of, status_of
 from cp.scheduling import plugins
 
 __all__ = ["ACTIONS", "CORE_EVENTS", "DRA_EVENTS", "FORCE_ACTIVATE", "HINTED", "RESOURCES", "UNSCHEDULABLE_TIMEOUT", "EventMap",
@@ -121,45 +122,33 @@ class EventMap:
 # ---------------------------------------------------------------------- what changed
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
-def _status(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("status") or {}
-
-
 def _conditions(node: Mapping[str, Any]) -> list[tuple[Any, Any]]:
     """Type and status of each condition (heartbeats and messages are not a change)."""
-    return [(c.get("type"), c.get("status")) for c in _status(node).get("conditions") or () if isinstance(c, Mapping)]
+    return [(c.get("type"), c.get("status")) for c in status_of(node).get("conditions") or () if isinstance(c, Mapping)]
 
 
 def node_update_events(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
     """`nodeSchedulingPropertiesChange`: the events one node update is (none: nothing the
     scheduler looks at changed)."""
     out: list[str] = []
-    if bool(_spec(old).get("unschedulable")) != bool(_spec(new).get("unschedulable")) \
-            or _spec(old).get("taints") != _spec(new).get("taints"):
+    if bool(spec_of(old).get("unschedulable")) != bool(spec_of(new).get("unschedulable")) \
+            or spec_of(old).get("taints") != spec_of(new).get("taints"):
         out.append("Node/UpdateNodeTaint")
-    if _status(old).get("allocatable") != _status(new).get("allocatable"):
+    if status_of(old).get("allocatable") != status_of(new).get("allocatable"):
         out.append("Node/UpdateNodeAllocatable")
-    if _meta(old).get("labels") != _meta(new).get("labels"):
+    if meta_of(old).get("labels") != meta_of(new).get("labels"):
         out.append("Node/UpdateNodeLabel")
     if _conditions(old) != _conditions(new):
         out.append("Node/UpdateNodeCondition")
-    if _meta(old).get("annotations") != _meta(new).get("annotations"):
+    if meta_of(old).get("annotations") != meta_of(new).get("annotations"):
         out.append("Node/UpdateNodeAnnotation")
     return out
 
 
 def _scaled_down(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Some resource the pod requests went down (in-place resize)."""
-    if _spec(old).get("containers") == _spec(new).get("containers") and \
-            _spec(old).get("resources") == _spec(new).get("resources"):
+    if spec_of(old).get("containers") == spec_of(new).get("containers") and \
+            spec_of(old).get("resources") == spec_of(new).get("resources"):
         return False
     a, b = plugins.pod_requests(old).requests, plugins.pod_requests(new).requests
     return (b.cpu < a.cpu or b.memory < a.memory or b.ephemeral < a.ephemeral
@@ -171,14 +160,14 @@ def pod_update_events(old: Mapping[str, Any], new: Mapping[str, Any], *, assigne
     `UnscheduledPod`; `UpdatePodOther` when nothing more specific changed."""
     resource = "AssignedPod" if assigned else "UnscheduledPod"
     out: list[str] = []
-    if _meta(old).get("labels") != _meta(new).get("labels"):
+    if meta_of(old).get("labels") != meta_of(new).get("labels"):
         out.append(f"{resource}/UpdatePodLabel")
     if _scaled_down(old, new):
         out.append(f"{resource}/UpdatePodScaleDown")
-    if _spec(old).get("tolerations") != _spec(new).get("tolerations"):
+    if spec_of(old).get("tolerations") != spec_of(new).get("tolerations"):
         out.append(f"{resource}/UpdatePodToleration")
-    if _spec(old).get("schedulingGates") and not _spec(new).get("schedulingGates"):
+    if spec_of(old).get("schedulingGates") and not spec_of(new).get("schedulingGates"):
         out.append(f"{resource}/UpdatePodSchedulingGatesEliminated")
-    if _status(old).get("resourceClaimStatuses") != _status(new).get("resourceClaimStatuses"):
+    if status_of(old).get("resourceClaimStatuses") != status_of(new).get("resourceClaimStatuses"):
         out.append(f"{resource}/UpdatePodGeneratedResourceClaim")
     return out or [f"{resource}/UpdatePodOther"]

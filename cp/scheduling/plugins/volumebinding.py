@@ -34,6 +34,7 @@ from typing import Any, ClassVar, Protocol
 from cp import quantity as quantities
 from cp import selectors
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
+from cp.objects import meta_of, spec_of
 from cp.scheduling import framework, plugins, profiles
 
 __all__ = ["ERR_REASON_BIND_CONFLICT", "ERR_REASON_NODE_CONFLICT", "ERR_REASON_PV_NOT_EXIST",
@@ -69,9 +70,9 @@ class StaticVolumes:
 
     def __init__(self, *, claims: Iterable[Mapping[str, Any]] = (), volumes: Iterable[Mapping[str, Any]] = (),
                  classes: Iterable[Mapping[str, Any]] = ()) -> None:
-        self._claims = {(_meta(c).get("namespace") or "", _meta(c).get("name") or ""): c for c in claims}
-        self._volumes = {_meta(v).get("name") or "": v for v in volumes}
-        self._classes = {_meta(c).get("name") or "": c for c in classes}
+        self._claims = {(meta_of(c).get("namespace") or "", meta_of(c).get("name") or ""): c for c in claims}
+        self._volumes = {meta_of(v).get("name") or "": v for v in volumes}
+        self._classes = {meta_of(c).get("name") or "": c for c in classes}
 
     def claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self._claims.get((namespace, name))
@@ -86,19 +87,11 @@ class StaticVolumes:
         return self._classes.get(name)
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("spec") or {}
-
-
 def pod_claims(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
     """(claim name, from a generic ephemeral volume) for each of the pod's claim volumes."""
-    pod_name = str(_meta(pod).get("name") or "")
+    pod_name = str(meta_of(pod).get("name") or "")
     out = []
-    for vol in _spec(pod).get("volumes") or ():
+    for vol in spec_of(pod).get("volumes") or ():
         if not isinstance(vol, Mapping):
             continue
         if vol.get("persistentVolumeClaim"):
@@ -110,17 +103,17 @@ def pod_claims(pod: Mapping[str, Any]) -> list[tuple[str, bool]]:
 
 def claim_class(claim: Mapping[str, Any]) -> str:
     """`GetPersistentVolumeClaimClass`: the beta annotation wins over spec.storageClassName."""
-    ann = (_meta(claim).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    ann = (meta_of(claim).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
     if ann is not None:
         return str(ann)
-    return str(_spec(claim).get("storageClassName") or "")
+    return str(spec_of(claim).get("storageClassName") or "")
 
 
 def volume_class(volume: Mapping[str, Any]) -> str:
-    ann = (_meta(volume).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
+    ann = (meta_of(volume).get("annotations") or {}).get("volume.beta.kubernetes.io/storage-class")
     if ann is not None:
         return str(ann)
-    return str(_spec(volume).get("storageClassName") or "")
+    return str(spec_of(volume).get("storageClassName") or "")
 
 
 def _storage(value: Any) -> int:
@@ -132,7 +125,7 @@ def _storage(value: Any) -> int:
 
 def _node_affinity_matches(volume: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """`CheckNodeAffinity`: the volume's required node affinity (labels and fields) matches."""
-    required = (_spec(volume).get("nodeAffinity") or {}).get("required")
+    required = (spec_of(volume).get("nodeAffinity") or {}).get("required")
     if required is None:
         return True
     try:
@@ -143,7 +136,7 @@ def _node_affinity_matches(volume: Mapping[str, Any], node: Mapping[str, Any]) -
 
 def _hostname_nodes(volume: Mapping[str, Any]) -> set[str] | None:
     """`GetLocalPersistentVolumeNodeNames`: the `kubernetes.io/hostname In` values of its terms."""
-    required = (_spec(volume).get("nodeAffinity") or {}).get("required") or {}
+    required = (spec_of(volume).get("nodeAffinity") or {}).get("required") or {}
     result: set[str] | None = None
     for term in required.get("nodeSelectorTerms") or ():
         nodes: set[str] | None = None
@@ -157,17 +150,17 @@ def _hostname_nodes(volume: Mapping[str, Any]) -> set[str] | None:
 
 
 def _fully_bound(claim: Mapping[str, Any]) -> bool:
-    return bool(_spec(claim).get("volumeName")) and ANN_BIND_COMPLETED in (_meta(claim).get("annotations") or {})
+    return bool(spec_of(claim).get("volumeName")) and ANN_BIND_COMPLETED in (meta_of(claim).get("annotations") or {})
 
 
 def _volume_matches(volume: Mapping[str, Any], claim: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
     """`FindMatchingVolume`'s checks for one volume (delayed binding, on `node`)."""
-    vspec, cspec = _spec(volume), _spec(claim)
+    vspec, cspec = spec_of(volume), spec_of(claim)
     if volume_class(volume) != claim_class(claim):
         return False
     ref = vspec.get("claimRef")
-    if ref and not (ref.get("namespace") == _meta(claim).get("namespace") and ref.get("name") == _meta(claim).get(
-            "name") and (not ref.get("uid") or ref.get("uid") == _meta(claim).get("uid"))):
+    if ref and not (ref.get("namespace") == meta_of(claim).get("namespace") and ref.get("name") == meta_of(claim).get(
+            "name") and (not ref.get("uid") or ref.get("uid") == meta_of(claim).get("uid"))):
         return False
     if (volume.get("status") or {}).get("phase") not in (None, "Available") and not ref:
         return False
@@ -181,7 +174,7 @@ def _volume_matches(volume: Mapping[str, Any], claim: Mapping[str, Any], node: M
     selector = cspec.get("selector")
     if selector:
         try:
-            if not selectors.from_label_selector_object(selector).matches(_meta(volume).get("labels") or {}):
+            if not selectors.from_label_selector_object(selector).matches(meta_of(volume).get("labels") or {}):
                 return False
         except Exception:
             return False
@@ -213,7 +206,7 @@ class _State:
 
 
 def _size(claim: Mapping[str, Any]) -> int:
-    return _storage(((_spec(claim).get("resources") or {}).get("requests") or {}).get("storage", 0))
+    return _storage(((spec_of(claim).get("resources") or {}).get("requests") or {}).get("storage", 0))
 
 
 class VolumeBinding(framework.Plugin):
@@ -242,11 +235,11 @@ class VolumeBinding(framework.Plugin):
             if (claim.get("status") or {}).get("phase") == "Lost":
                 return framework.Status(plugins.UNRESOLVABLE, [
                     f'persistentvolumeclaim "{claim_name}" bound to non-existent persistentvolume '
-                    f'"{_spec(claim).get("volumeName") or ""}"'])
-            if _meta(claim).get("deletionTimestamp"):
+                    f'"{spec_of(claim).get("volumeName") or ""}"'])
+            if meta_of(claim).get("deletionTimestamp"):
                 return framework.Status(plugins.UNRESOLVABLE, [f'persistentvolumeclaim "{claim_name}" is being deleted'])
             if ephemeral and not any(isinstance(r, Mapping) and r.get("controller") and r.get("uid") == pod.uid
-                                     for r in _meta(claim).get("ownerReferences") or ()):
+                                     for r in meta_of(claim).get("ownerReferences") or ()):
                 return framework.Status(plugins.UNRESOLVABLE, [
                     f"PVC {ns}/{claim_name} was not created for pod {ns}/{pod.name} (pod is not owner)"])
             claims.append(claim)
@@ -258,7 +251,7 @@ class VolumeBinding(framework.Plugin):
                 bound.append(claim)
                 continue
             klass = lookup.storage_class(claim_class(claim)) if claim_class(claim) else None
-            if klass is not None and klass.get("volumeBindingMode") == WFFC and not _spec(claim).get("volumeName"):
+            if klass is not None and klass.get("volumeBindingMode") == WFFC and not spec_of(claim).get("volumeName"):
                 delayed.append(claim)
             else:
                 immediate = True
@@ -267,7 +260,7 @@ class VolumeBinding(framework.Plugin):
         state[self.name] = _State(lookup, bound, sorted(delayed, key=_size))
         eligible: set[str] | None = None
         for claim in bound:
-            volume = lookup.volume(str(_spec(claim).get("volumeName")))
+            volume = lookup.volume(str(spec_of(claim).get("volumeName")))
             if volume is None:
                 eligible = None
                 break
@@ -290,7 +283,7 @@ class VolumeBinding(framework.Plugin):
     def find_pod_volumes(s: _State, node: framework.NodeState) -> list[str]:
         bound_ok = found = unbound_ok = True
         for claim in s.bound:
-            volume = s.lookup.volume(str(_spec(claim).get("volumeName")))
+            volume = s.lookup.volume(str(spec_of(claim).get("volumeName")))
             if volume is None:
                 found = False
                 break
@@ -323,7 +316,7 @@ class VolumeBinding(framework.Plugin):
         to_match: list[Mapping[str, Any]] = []
         to_provision: list[Mapping[str, Any]] = []
         for claim in s.delayed:
-            selected = (_meta(claim).get("annotations") or {}).get(ANN_SELECTED_NODE)
+            selected = (meta_of(claim).get("annotations") or {}).get(ANN_SELECTED_NODE)
             if selected is not None:
                 if selected != node.name:
                     return None
@@ -335,20 +328,20 @@ class VolumeBinding(framework.Plugin):
         for claim in to_match:
             best: Mapping[str, Any] | None = None
             for volume in s.lookup.volumes():
-                vname = str(_meta(volume).get("name") or "")
+                vname = str(meta_of(volume).get("name") or "")
                 if vname in chosen or not _volume_matches(volume, claim, node.node):
                     continue
-                ref = _spec(volume).get("claimRef")
+                ref = spec_of(volume).get("claimRef")
                 if ref:  # pre-bound to this claim: the one
                     best = volume
                     break
-                if best is None or _storage((_spec(volume).get("capacity") or {}).get("storage", 0)) < _storage(
-                        (_spec(best).get("capacity") or {}).get("storage", 0)):
+                if best is None or _storage((spec_of(volume).get("capacity") or {}).get("storage", 0)) < _storage(
+                        (spec_of(best).get("capacity") or {}).get("storage", 0)):
                     best = volume
             if best is None:
                 to_provision.append(claim)
             else:
-                chosen.add(str(_meta(best).get("name") or ""))
+                chosen.add(str(meta_of(best).get("name") or ""))
                 static.append((claim, best))
         for claim in to_provision:
             klass = s.lookup.storage_class(claim_class(claim))
