@@ -7,7 +7,6 @@ unconditional updates retry on conflict as `GuaranteedUpdate` does.
 
 from __future__ import annotations
 
-import collections
 import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypedDict
@@ -40,10 +39,6 @@ _encode = msgspec.json.Encoder().encode
 
 GENERATE_NAME_ATTEMPTS = 8
 MAX_RETRIES = 1000  # upstream GuaranteedUpdate retries until it wins; this only bounds a pathology
-# Objects whose latest event this server wrote or read, kept for `guaranteed_update`'s first attempt
-# (upstream's cached existing object / `origStateIsCurrent`): at most this many bytes of their JSON
-# (10,000 Nodes and their Leases take about 45 MiB), the least recently written or read dropped first.
-RECENT_BYTES = 64 * 2**20
 
 
 class WriteContext(msgspec.Struct, kw_only=True):
@@ -115,30 +110,10 @@ class Store:
         # of a namespaced object; valid while no namespace changed since (`log.last_change`).
         self._namespaces: dict[str, tuple[int, bool]] = {}
         self.admission = admissions.Chain()  # the app installs the plugins (api.app.make_app)
-        # (group, resource, namespace, name) -> the newest event of it this server saw (`_remember`);
-        # possibly stale (another process may write the same database): only a first guess.
-        self._recent: collections.OrderedDict[tuple[str, str, str, str], log.Event] = collections.OrderedDict()
-        self._recent_bytes = 0
-
-    def _remember(self, event: log.Event) -> None:
-        key = (event.group, event.resource, event.namespace, event.name)
-        recent = self._recent
-        known = recent.pop(key, None)
-        if known is not None:
-            self._recent_bytes -= len(known.object)
-            if known.revision > event.revision:
-                event = known  # a newer one is known already (concurrent requests)
-        if event.type != "DELETED":
-            recent[key] = event
-            self._recent_bytes += len(event.object)
-        while self._recent_bytes > RECENT_BYTES and recent:
-            _, dropped = recent.popitem(last=False)  # O(1); `del d[next(iter(d))]` on a dict degrades to O(n)
-            self._recent_bytes -= len(dropped.object)
 
     async def _append(self, write: log.Write) -> log.Event:
         """Append, then apply side effects the server itself owns (the virtual clock follows its object)."""
         event = await self.log.append(write)
-        self._remember(event)
         if write.group == res.SIM_GROUP and write.resource == "clocks" and write.type != "DELETED" \
                 and isinstance(self.clock, clocks.VirtualClock):
             self.clock.set(sim.clock_time(write.object))
@@ -436,18 +411,18 @@ class Store:
         managedFields follow the operation: an "Update" takes ownership of what changed between the
         stored and the new object (`fields` is accepted for compatibility and ignored); "Apply" expects
         `mutate` to have set them (`Store.apply`)."""
-        # The first attempt may start from the newest state this server saw instead of a read (upstream's
-        # cached existing object): the write's expected revision catches a stale one (conflict, then a
-        # read), and every other outcome reached from it (an error, a failed precondition, a no-op)
-        # is decided again from a read, as upstream does when `origStateIsCurrent` is false.
-        cached = None if ctx.dry_run else self._recent.get((kind.group, kind.plural, namespace, name))
+        # The first attempt may start from the newest state this server knows (the log's kept objects)
+        # instead of a read (upstream's cached existing object): the write's expected revision catches a
+        # stale one (conflict, then a read), and every other outcome reached from it (an error, a failed
+        # precondition, a no-op) is decided again from a read, as upstream does when
+        # `origStateIsCurrent` is false.
+        cached = None if ctx.dry_run else await self.log.get(**_key(kind, namespace, name), latest_known=True)
         for _attempt in range(MAX_RETRIES + 1):
             fresh = cached is None
             if cached is not None:
                 ev, cached = cached, None
             else:
                 ev = await self.get(kind, namespace, name)
-                self._remember(ev)
             try:
                 result = await self._update_attempt(kind, namespace, name, mutate, ctx, ev, fresh=fresh,
                                                     subresource=subresource, fields=fields, operation=operation)

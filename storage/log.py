@@ -193,9 +193,12 @@ class EventLog(Protocol):
         ...
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
-                  revision: int | None = None) -> Event | None:
+                  revision: int | None = None, latest_known: bool = False) -> Event | None:
         """The live object at the latest (or an exact past) revision; None when absent there.
-        Raises ExpiredError / FutureRevisionError for revisions out of range."""
+        Raises ExpiredError / FutureRevisionError for revisions out of range.
+        `latest_known=True`: the newest version this process has published, without first learning the
+        database's current revision — possibly stale when another process wrote since, so only a first
+        guess that a write conditioned on its revision checks (upstream's cached existing object)."""
         ...
 
     async def list_objects(self, *, group: str, resource: str, namespace: str | None,

@@ -184,7 +184,7 @@ class MemoryEventLog:
         return event
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
-                  revision: int | None = None) -> log.Event | None:
+                  revision: int | None = None, latest_known: bool = False) -> log.Event | None:
         self._check(revision)
         return self._latest((group, resource, namespace, name), revision)
 

@@ -300,7 +300,7 @@ class ReplayLog:
         return event
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
-                  revision: int | None = None) -> log.Event | None:
+                  revision: int | None = None, latest_known: bool = False) -> log.Event | None:
         return self._index.latest((group, resource, namespace, name), self._check(revision))
 
     async def list_objects(self, *, group: str, resource: str, namespace: str | None,
@@ -616,7 +616,7 @@ class StreamReplayLog:
         return event
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
-                  revision: int | None = None) -> log.Event | None:
+                  revision: int | None = None, latest_known: bool = False) -> log.Event | None:
         if self._branch is not None:
             return await self._branch.get(group=group, resource=resource, namespace=namespace, name=name,
                                           revision=revision)

@@ -658,12 +658,12 @@ class SqlEventLog:
     # -- reads --------------------------------------------------------------------------------------
 
     async def get(self, *, group: str, resource: str, namespace: str, name: str,
-                  revision: int | None = None) -> log.Event | None:
+                  revision: int | None = None, latest_known: bool = False) -> log.Event | None:
         self._check_started()
         if revision is None:
             cache = self._broadcaster.heads
             if self.list_from_memory and cache.loaded_at(group=group, resource=resource) is not None \
-                    and await self._caught_up(cache, group, resource, wait=False):
+                    and (latest_known or await self._caught_up(cache, group, resource, wait=False)):
                 return cache.get(group=group, resource=resource, namespace=namespace, name=name)
             rows = await self._read(SQL_GET_LATEST, (resource, group, namespace, name))
             return codec.event_from_row(rows[0]) if rows else None

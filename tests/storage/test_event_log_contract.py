@@ -229,6 +229,19 @@ async def test_get_returns_the_stored_event(event_log: log.EventLog) -> None:
     assert await event_log.get(group="apps", resource="pods", namespace="prod", name="web-0") is None
 
 
+async def test_the_latest_known_version_of_this_process_own_writes_is_the_stored_one(event_log: log.EventLog) -> None:
+    key = {"group": "", "resource": "pods", "namespace": "prod", "name": "web-0"}
+    await event_log.list_objects(group="", resource="pods", namespace=None)  # kept in memory where a log keeps objects
+    created = await event_log.append(writes.added("web-0", namespace="prod"))
+    await event_log.wait_for_revision(revision=created.revision)
+    assert await event_log.get(**key, latest_known=True) == created
+    changed = await event_log.append(writes.modified(created, spec={"a": 1}))
+    await event_log.wait_for_revision(revision=changed.revision)
+    assert await event_log.get(**key, latest_known=True) == changed
+    await event_log.append(writes.deleted(changed))
+    assert await event_log.get(**key) is None
+
+
 async def test_added_on_an_existing_key_conflicts_with_the_live_event(event_log: log.EventLog) -> None:
     created = await event_log.append(writes.added("web-0"))
     with pytest.raises(log.ConflictError) as caught:

@@ -227,6 +227,20 @@ async def test_gets_from_memory_answer_as_the_database(open_log: OpenLog) -> Non
     assert await event_log.get(**PODS, namespace="default", name="absent") is None
 
 
+async def test_the_latest_known_version_may_lag_another_process(open_log: OpenLog,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sql.SqlEventLog, "poll_interval", 3600.0)  # nothing published but on demand
+    event_log, other = await open_log(), await open_log()
+    first = await event_log.append(writes.added("p0"))
+    await event_log.list_objects(**PODS, namespace=None)  # kept from now on
+    changed = await other.append(writes.modified(first, spec={"x": 1}))  # another process
+    key = {**PODS, "namespace": "default", "name": "p0"}
+    assert await event_log.get(**key, latest_known=True) == first  # a first guess: not learnt yet
+    assert await event_log.get(**key) == changed  # a read learns the database's revision
+    await event_log.wait_for_revision(revision=changed.revision)
+    assert await event_log.get(**key, latest_known=True) == changed
+
+
 def test_cost_counts_the_json_and_the_unique_strings() -> None:
     event = log.Event(revision=1, type="ADDED", group="", resource="pods", namespace="d", name="n", uid="u",
                       object=b"{}", prev_revision=0, time=0.0, actor=log.Actor(request_id="r"))
