@@ -219,14 +219,15 @@ Kubectl = Callable[..., Awaitable[tuple[int, str, str]]]
 
 
 @contextlib.asynccontextmanager
-async def secure_serve(tmp_path: Path, *flags: str) -> AsyncIterator[Kubectl]:
-    """`cplane serve` with TLS, authentication and RBAC on (its defaults) and the demo fleet, logging
-    to `tmp_path/server.log`; yields the real kubectl as the admin, with a fresh HOME, once ready."""
+async def secure_serve(tmp_path: Path, *flags: str, fleet: bool = True) -> AsyncIterator[Kubectl]:
+    """`cplane serve` with TLS, authentication and RBAC on (its defaults) and the demo fleet (`fleet=False`:
+    none), logging to `tmp_path/server.log`; yields the real kubectl as the admin, with a fresh HOME,
+    once ready."""
     data = tmp_path / "data"
+    fleet_flags = ["--fleet", str(ROOT / "examples/fleets/demo.yaml")] if fleet else []
     with (tmp_path / "server.log").open("wb") as log_file:
         server = await asyncio.create_subprocess_exec(
-            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", "--fleet",
-            str(ROOT / "examples/fleets/demo.yaml"), *flags,
+            *CPLANE, "serve", "--data-dir", str(data), "--port", "0", *fleet_flags, *flags,
             stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
     try:
         admin = data / "kubeconfig"
@@ -349,3 +350,51 @@ async def test_scheduler_plugins_and_preemption_over_tls_with_rbac(tmp_path: Pat
         assert len(victims) == 1
     log = (tmp_path / "server.log").read_text()
     assert "forbidden" not in log.lower(), [line for line in log.splitlines() if "forbidden" in line.lower()][:5]
+
+
+async def test_large_lists_and_the_fleet_as_its_own_process_over_tls_with_rbac(tmp_path: Path) -> None:
+    """Issue #22 with TLS, authentication and RBAC on: the fleet runs as its own process with a
+    kubeconfig (its lean keep-alive client over TLS) and brings its nodes Ready with their Leases and
+    slices; a list large enough to be streamed (600 ConfigMaps of 2 KB, over 1 MiB) reads whole with
+    kubectl as JSON and as a table, under a small `--watch-cache-memory`."""
+    async with secure_serve(tmp_path, "--watch-cache-memory", "64Mi", "--no-controllers", fleet=False) as k:
+        kubeconfig = tmp_path / "data" / "kubeconfig"
+        with (tmp_path / "fleet.log").open("wb") as log_file:
+            fleet = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "controllers.fleet", "--kubeconfig", str(kubeconfig),
+                "--fleet", str(ROOT / "examples/fleets/demo.yaml"),
+                stdout=log_file, stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
+        try:
+            async def ready_nodes() -> list[str] | None:
+                code, out, _ = await k("get", "nodes", "-o", "json")
+                nodes = json.loads(out)["items"] if code == 0 else []
+                ready = sorted(n["metadata"]["name"] for n in nodes
+                               if any(c["type"] == "Ready" and c["status"] == "True"
+                                      for c in n.get("status", {}).get("conditions", [])))
+                return ready if len(ready) == 2 else None
+            assert await eventually(ready_nodes, within=30, interval=0.3,
+                                    what="the fleet's nodes Ready") == ["gpu-node-0", "gpu-node-1"]
+            code, out, err = await k("get", "leases", "-n", "kube-node-lease", "-o", "json")
+            assert code == 0, err
+            assert sorted(lease["spec"]["holderIdentity"] for lease in json.loads(out)["items"]) == [
+                "gpu-node-0", "gpu-node-1"]
+            code, out, err = await k("get", "resourceslices", "-o", "json")
+            assert code == 0 and len(json.loads(out)["items"]) == 4, err
+        finally:
+            fleet.terminate()
+            await asyncio.wait_for(fleet.wait(), 20)
+        items = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"big-{i:03d}"},
+                  "data": {"payload": f"{i:03d}" + "x" * 2000}} for i in range(600)]
+        code, _, err = await k("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                     "items": items}))
+        assert code == 0, err
+        # --chunk-size=0: one LIST of every ConfigMap (kubectl pages by 500 otherwise), which the server streams
+        code, out, err = await k("get", "configmaps", "-o", "json", "--chunk-size=0")
+        assert code == 0, err
+        listed = [cm for cm in json.loads(out)["items"] if cm["metadata"]["name"].startswith("big-")]
+        assert [cm["metadata"]["name"] for cm in listed] == [f"big-{i:03d}" for i in range(600)]
+        assert all(cm["data"]["payload"][:3] == cm["metadata"]["name"][4:] for cm in listed)
+        code, out, err = await k("get", "configmaps", "--no-headers", "--chunk-size=0")
+        assert code == 0, err
+        assert sum(1 for line in out.splitlines() if line.startswith("big-")) == 600
+
