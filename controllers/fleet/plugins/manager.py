@@ -56,7 +56,7 @@ SLICES = clients.resolve("resourceslices.resource.k8s.io")
 logger = structlog.get_logger("cplane.controllers.fleet.plugins")
 
 Claim = tuple[str, str, str]  # namespace, name, uid
-SocketId = tuple[int, int]  # inode, change time
+SocketId = tuple[int, int]  # inode, modification time (a socket re-created at a path differs)
 
 
 def find_sockets(registry: Path) -> dict[str, SocketId]:
@@ -74,7 +74,7 @@ def find_sockets(registry: Path) -> dict[str, SocketId]:
         except OSError:
             continue
         if stat.S_ISSOCK(st.st_mode):
-            out[entry.path] = (st.st_ino, st.st_ctime_ns)
+            out[entry.path] = (st.st_ino, st.st_mtime_ns)
         elif stat.S_ISDIR(st.st_mode):
             out.update(find_sockets(Path(entry.path)))
     return out

@@ -414,3 +414,68 @@ async def _not(value: Any) -> bool:
 
 async def _eq(value: Any, want: Any) -> bool:
     return bool(await value == want)
+
+
+async def test_a_shared_claim_is_unprepared_when_its_last_pod_on_the_node_goes(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        await register(sim, plugin)
+        claim, first = await claimed_pod(client, "first")
+        second = await client.create("pods", {
+            "metadata": {"name": "second", "namespace": "default"},
+            "spec": {"nodeName": NODE, "resourceClaims": [{"name": "gpu", "resourceClaimName": "first-gpu"}],
+                     "containers": [{"name": "app", "image": "nginx:1.27"}]}})
+        await client.patch(CLAIMS, "first-gpu", {"status": {"reservedFor": [
+            {"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in (first, second)]}},
+            namespace="default", subresource="status")
+        await eventually(lambda: _is(client, "first", "Running"), what="first running")
+        await eventually(lambda: _is(client, "second", "Running"), what="second running")
+        assert len(plugin.prepared) == 1  # prepared once for both pods
+
+        await client.delete("pods", "first", namespace="default")
+        clock.advance(1)
+        await eventually(lambda: _is(client, "first", "<gone>"), what="first removed")
+        assert plugin.unprepared == []  # the other pod still uses it
+        await client.delete("pods", "second", namespace="default")
+        clock.advance(1)
+        await eventually(lambda: _is(client, "second", "<gone>"), what="second removed")
+        assert plugin.unprepared == [[("default", "first-gpu", claim["metadata"]["uid"])]]
+
+
+async def test_deallocation_unprepares_a_claim_whose_pod_vanished(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        await register(sim, plugin)
+        claim, _pod = await claimed_pod(client)
+        await eventually(lambda: _is(client, "trainer", "Running"), what="running")
+        await client.delete("pods", "trainer", namespace="default", grace_period_seconds=0)  # forced: no kubelet
+        await eventually(lambda: _is(client, "trainer", "<gone>"), what="pod gone")
+        await settle(20)
+        assert plugin.unprepared == []
+        # What the resourceclaim controller then does: release and deallocate.
+        await client.patch(CLAIMS, "trainer-gpu", {"status": {"reservedFor": None, "allocation": None}},
+                           namespace="default", subresource="status")
+        uid = claim["metadata"]["uid"]
+        await eventually(lambda: plugin.unprepared == [[("default", "trainer-gpu", uid)]], what="unprepared")
+        await eventually(lambda: uid not in NodeDir(root=root, node=NODE).prepared(), what="checkpoint forgot it")
+
+
+async def test_a_plugin_back_within_the_grace_delay_keeps_its_slices(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim:
+        assert sim.plugins is not None
+        async with plugin_on(root) as plugin:
+            await register(sim, plugin)
+            await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+            await client.create(SLICES, {"metadata": {"name": f"{NODE}-{DRIVER}-abcde"},
+                                         "spec": {"driver": DRIVER, "nodeName": NODE,
+                                                  "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                                                  "devices": [{"name": "gpu-0"}]}})
+        await sim.plugins.scan()
+        await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="deregistered")
+        clock.advance(kubelet_plugins.WIPE_DELAY / 2)
+        async with plugin_on(root) as again:  # restarted (a new process, new sockets)
+            await register(sim, again)
+            clock.advance(kubelet_plugins.WIPE_DELAY)
+            await settle(50)
+            assert await slices_of(client, NODE, DRIVER) == [f"{NODE}-{DRIVER}-abcde"]
