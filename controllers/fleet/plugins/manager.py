@@ -94,6 +94,9 @@ class NodePlugins:
         self.aside: set[str] = set()  # drivers the fake drivers leave to real plugins here
         self.wipes: dict[str, asyncio.Task[None]] = {}
         self.checkpoint_loaded = False
+        # The DRA calls of one node, one at a time: two pods sharing a claim must not both see it
+        # unprepared (upstream's kubelet locks its claim cache around the same decisions).
+        self.calls = asyncio.Lock()
         self._log = logger.bind(node=node)
 
     # ------------------------------------------------------------------ lookups
@@ -266,11 +269,18 @@ class NodePlugins:
     async def prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
         """NodePrepareResources, per driver with a real plugin here, for the claims not yet prepared
         (per the checkpoint); what succeeded is recorded. The kubelet's error text, or ""."""
+        async with self.calls:
+            return await self._prepare(claims)
+
+    async def _prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
+        wanted = [(claim, sorted(set(drivers) & self.aside)) for claim, drivers in claims]
+        if not any(drivers for _claim, drivers in wanted):
+            return ""
         prepared = self.dir.prepared()
         batches: dict[str, list[Claim]] = {}
-        for claim, drivers in claims:
+        for claim, drivers in wanted:
             entry = prepared.get(claim[2])
-            for driver in sorted(set(drivers) & self.aside):
+            for driver in drivers:
                 if entry is None or driver not in entry.drivers:
                     batches.setdefault(driver, []).append(claim)
         for driver, batch in sorted(batches.items()):
@@ -299,9 +309,14 @@ class NodePlugins:
                 return f"NodePrepareResources skipped {len(batch) - len(results)} ResourceClaims"
         return ""
 
-    async def unprepare(self, entries: Iterable[PreparedClaim]) -> str:
-        """NodeUnprepareResources for these checkpoint entries, per driver with a registered plugin;
-        what succeeded is forgotten. A driver without a plugin here is left alone."""
+    async def unprepare(self, entries: Callable[[], Iterable[PreparedClaim]]) -> str:
+        """NodeUnprepareResources for the checkpoint entries `entries()` picks (under the node's
+        lock), per driver with a registered plugin; what succeeded is forgotten. A driver without a
+        plugin here is left alone."""
+        async with self.calls:
+            return await self._unprepare(entries())
+
+    async def _unprepare(self, entries: Iterable[PreparedClaim]) -> str:
         for entry in entries:
             claim = (entry.namespace, entry.name, entry.uid)
             for driver in sorted(entry.drivers):
@@ -455,13 +470,16 @@ class Plugins:
         (namespace, name) by another pod there, and the incarnation `keep_uid(namespace, name)` (a
         claim still allocated). "" or the first error."""
         np = self.nodes.get(node)
-        if np is None or not np.aside:
-            return ""
         wanted = set(names)
-        entries = [e for e in np.dir.prepared().values() if e.namespace == namespace and e.name in wanted
-                   and not in_use(e.namespace, e.name)
-                   and (keep_uid is None or keep_uid(e.namespace, e.name) != e.uid)]
-        return await np.unprepare(entries) if entries else ""
+        if np is None or not np.aside or not wanted:
+            return ""
+
+        def entries() -> list[PreparedClaim]:
+            assert np is not None
+            return [e for e in np.dir.prepared().values() if e.namespace == namespace and e.name in wanted
+                    and not in_use(e.namespace, e.name)
+                    and (keep_uid is None or keep_uid(e.namespace, e.name) != e.uid)]
+        return await np.unprepare(entries)
 
     def nodes_of(self, namespace: str, name: str) -> list[str]:
         return sorted(self._where.get((namespace, name), ()))
