@@ -396,7 +396,7 @@ def parse_spec(data: bytes, *, path: str) -> Spec:
     try:
         raw = bodies.decode_yaml(data, error_prefix="")
     except errors.StatusError as exc:
-        raise CDIError(f"failed to parse CDI Spec {path!r}: {exc.message}") from None
+        raise CDIError(f"failed to parse CDI Spec {path!r}: {' '.join(exc.message.split())}") from None
     if raw is None:
         raise CDIError(f"failed to parse CDI Spec {path!r}, no Spec data")
     if not isinstance(raw, dict):

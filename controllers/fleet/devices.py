@@ -265,7 +265,7 @@ class FakeDevices:
 # ---------------------------------------------------------------------- what a container gets
 
 
-class PreparedClaimDevice(msgspec.Struct, kw_only=True):
+class PreparedClaimDevice(msgspec.Struct, kw_only=True, rename="camel"):
     driver: str
     pool: str
     device: str
@@ -273,7 +273,7 @@ class PreparedClaimDevice(msgspec.Struct, kw_only=True):
     cdi_device_ids: list[str] = msgspec.field(default_factory=list)
 
 
-class ContainerClaim(msgspec.Struct, kw_only=True):
+class ContainerClaim(msgspec.Struct, kw_only=True, rename="camel"):
     """One claim reference of a container: the pod's claim name, the request it is limited to (if
     any), the ResourceClaim it resolved to, and the prepared devices it contributes."""
 
@@ -283,7 +283,7 @@ class ContainerClaim(msgspec.Struct, kw_only=True):
     devices: list[PreparedClaimDevice] = msgspec.field(default_factory=list)
 
 
-class ContainerDevices(msgspec.Struct, kw_only=True):
+class ContainerDevices(msgspec.Struct, kw_only=True, rename="camel"):
     container: str
     claims: list[ContainerClaim] = msgspec.field(default_factory=list)
     cdi_device_ids: list[str] = msgspec.field(default_factory=list)
