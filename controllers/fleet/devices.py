@@ -287,6 +287,7 @@ class ContainerDevices(msgspec.Struct, kw_only=True, rename="camel"):
     container: str
     claims: list[ContainerClaim] = msgspec.field(default_factory=list)
     cdi_device_ids: list[str] = msgspec.field(default_factory=list)
+    spec_files: dict[str, str] = msgspec.field(default_factory=dict)  # CDI id -> the spec file it resolved in
     edits: cdi.ContainerEdits = msgspec.field(default_factory=cdi.ContainerEdits)
 
 
@@ -380,6 +381,10 @@ def resolve(*, node_dir: nodedirs.NodeDir, pod: Mapping[str, Any], container: st
         except cdi.CDIError as exc:
             raise DevicesError(f"container {container} of pod {ns}/{meta_of(pod).get('name')} on node "
                                f"{node_dir.node}: {exc}") from None
+        for device_id in out.cdi_device_ids:
+            found = registry.device(device_id)
+            if found is not None:
+                out.spec_files[device_id] = found.path
     return out
 
 

@@ -133,6 +133,8 @@ def _text(*, ns: str, name: str, node: str, results: list[tuple[str, devices.Con
             lines.append(f"container {cname}: no devices")
             continue
         lines.append(f"container {cname}:")
+        lines.append("  CDI devices:")
+        lines += [f"    {i}" + (f" ({got.spec_files[i]})" if i in got.spec_files else "") for i in got.cdi_device_ids]
         e = got.edits
         env = got.edits.environment()
         if env:

@@ -74,11 +74,18 @@ async def test_each_container_s_devices_and_env(tmp_path: Path) -> None:
         ]
         blocks = text.split("\n\n")
         ctr0 = blocks[2].splitlines()
-        assert ctr0[:2] == ["container ctr0:", "  env:"]
+        cdi_dir = data / "nodes" / "gpu-node-0" / "cdi"
+        assert ctr0[:7] == ["container ctr0:", "  CDI devices:",
+                            f"    {gpu}=common ({cdi_dir / 'k8s.gpu.example.com-gpu_common.json'})",
+                            f"    {gpu}={uid}-gpu-0 ({cdi_dir / f'k8s.gpu.example.com-gpu_{uid}.json'})",
+                            f"    {gpu}={uid}-gpu-1 ({cdi_dir / f'k8s.gpu.example.com-gpu_{uid}.json'})",
+                            f"    {nic}=common ({cdi_dir / 'k8s.nic.example.com-nic_common.json'})",
+                            f"    {nic}={uid}-nic-0 ({cdi_dir / f'k8s.nic.example.com-nic_{uid}.json'})"]
+        assert ctr0[7] == "  env:"
         assert "    GPU_DEVICE_0=gpu-0" in ctr0 and "    GPU_DEVICE_1=gpu-1" in ctr0
         assert "    GPU_DEVICE_0_SHARING_STRATEGY=TimeSlicing" in ctr0
         assert "    KUBERNETES_NODE_NAME=gpu-node-0" in ctr0
-        assert blocks[3].splitlines() == ["container ctr1:", "  env:", "    KUBERNETES_NODE_NAME=gpu-node-0",
+        assert blocks[3].splitlines()[4:] == ["  env:", "    KUBERNETES_NODE_NAME=gpu-node-0",
                                           "    DRA_RESOURCE_DRIVER_NAME=nic.example.com",
                                           f"    NIC_DEVICE_NIC_0_RESOURCE_CLAIM={uid}", "    DRA_ADMIN_ACCESS=false"]
         assert blocks[4] == "container plain: no devices\n"
@@ -89,6 +96,8 @@ async def test_each_container_s_devices_and_env(tmp_path: Path) -> None:
         assert code == 0 and (doc["node"], [c["container"] for c in doc["containers"]]) == ("gpu-node-0", ["ctr1"])
         assert doc["containers"][0]["cdiDeviceIds"] == [f"{nic}=common", f"{nic}={uid}-nic-0"]
         assert doc["containers"][0]["environment"]["NIC_DEVICE_NIC_0_RESOURCE_CLAIM"] == uid
+        assert doc["containers"][0]["specFiles"][f"{nic}=common"] == str(
+            data / "nodes" / "gpu-node-0" / "cdi" / "k8s.nic.example.com-nic_common.json")
 
         # A spec the runtime cannot read: that container's error, and exit code 1.
         (data / "nodes" / "gpu-node-0" / "cdi" / f"k8s.nic.example.com-nic_{uid}.json").write_text("{")
@@ -120,7 +129,7 @@ def test_every_kind_of_edit_is_shown() -> None:
     got = devices.ContainerDevices(container="c", cdi_device_ids=["v.com/x=0"], edits=edits)
     text = pod_command._text(ns="default", name="p", node="n", results=[("c", got, "")])
     assert text.split("\n\n")[1].splitlines() == [
-        "container c:", "  env:", "    A=2",
+        "container c:", "  CDI devices:", "    v.com/x=0", "  env:", "    A=2",
         "  device nodes:", "    /dev/nvidia0 (type c, 195:0, permissions rw)",
         "  mounts:", "    /usr/lib/x.so -> /lib/x.so (ro,bind)",
         "  hooks:", "    createContainer: /bin/hook (args: hook update)",
