@@ -24,8 +24,10 @@ does, into the node's CDI directory (`ROOT/<node>/cdi`, `controllers.fleet.noded
 named in the container's `resources.claims` (a `request` there keeps only the devices prepared for
 that request), then the pod's extended-resource claim for the requests mapped to the container; the
 CDI ids of their prepared devices come from the node's checkpoint and are resolved against its CDI
-directory (`cp.cdi.Registry`; each id once, in order: every device repeats its driver's `common`). A claim that is not prepared on the node, or a CDI id that does not
-resolve, is a `DevicesError` that says which.
+directory (`cp.cdi.Registry`; each id once, in order: every device repeats its driver's `common`). A
+claim that is not prepared on the node (devices of drivers outside the fleet, which do not block a
+simulated pod) contributes nothing and is marked so; a CDI id that does not resolve is a
+`DevicesError` that says which, with why the spec files that did not load did not.
 """
 
 from __future__ import annotations
@@ -275,11 +277,14 @@ class PreparedClaimDevice(msgspec.Struct, kw_only=True, rename="camel"):
 
 class ContainerClaim(msgspec.Struct, kw_only=True, rename="camel"):
     """One claim reference of a container: the pod's claim name, the request it is limited to (if
-    any), the ResourceClaim it resolved to, and the prepared devices it contributes."""
+    any), the ResourceClaim it resolved to, and the prepared devices it contributes. `prepared` is
+    false when the node's checkpoint has no entry for the claim: no driver on the node prepared it
+    (its devices belong to drivers outside the fleet), so it contributes nothing."""
 
     name: str
     request: str = ""
     claim: str
+    prepared: bool = True
     devices: list[PreparedClaimDevice] = msgspec.field(default_factory=list)
 
 
@@ -325,6 +330,13 @@ def _prepared_devices(claim: nodedirs.PreparedClaim, request: str) -> list[Prepa
     return out
 
 
+def _container_claim(prepared: nodedirs.PreparedClaim | None, *, name: str, request: str, claim: str
+                     ) -> ContainerClaim:
+    if prepared is None:
+        return ContainerClaim(name=name, request=request, claim=claim, prepared=False)
+    return ContainerClaim(name=name, request=request, claim=claim, devices=_prepared_devices(prepared, request))
+
+
 def _nonzero(value: Any) -> bool:
     try:
         return quantity.parse(value) != 0
@@ -334,8 +346,9 @@ def _nonzero(value: Any) -> bool:
 
 def resolve(*, node_dir: nodedirs.NodeDir, pod: Mapping[str, Any], container: str) -> ContainerDevices:
     """The claims, prepared devices, CDI ids and merged container edits of one container of `pod`
-    on the node of `node_dir`. DevicesError when a claim is not prepared there or an id does not
-    resolve."""
+    on the node of `node_dir`. A claim the node's checkpoint does not have contributes nothing
+    (`ContainerClaim.prepared` false); DevicesError when a CDI id does not resolve or the pod does
+    not say which claim a template made."""
     c = _container(pod, container)
     ns = str(meta_of(pod).get("namespace") or "")
     by_name: dict[tuple[str, str], nodedirs.PreparedClaim] = {
@@ -352,12 +365,8 @@ def resolve(*, node_dir: nodedirs.NodeDir, pod: Mapping[str, Any], container: st
         if claim_name is None:
             continue
         for ref in wanted:
-            prepared = by_name.get((ns, claim_name))
-            if prepared is None:
-                raise DevicesError(f"resourceclaim {ns}/{claim_name} is not prepared on node {node_dir.node}")
-            request = str(ref.get("request") or "")
-            out.claims.append(ContainerClaim(name=str(ref.get("name")), request=request, claim=claim_name,
-                                             devices=_prepared_devices(prepared, request)))
+            out.claims.append(_container_claim(by_name.get((ns, claim_name)), name=str(ref.get("name")),
+                                               request=str(ref.get("request") or ""), claim=claim_name))
     extended = status_of(pod).get("extendedResourceClaimStatus")
     if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
         claim_name = str(extended["resourceClaimName"])
@@ -367,12 +376,8 @@ def resolve(*, node_dir: nodedirs.NodeDir, pod: Mapping[str, Any], container: st
                 continue
             if not _nonzero(requests.get(str(rm.get("resourceName") or ""), "0")):
                 continue
-            prepared = by_name.get((ns, claim_name))
-            if prepared is None:
-                raise DevicesError(f"resourceclaim {ns}/{claim_name} is not prepared on node {node_dir.node}")
-            request = str(rm.get("requestName") or "")
-            out.claims.append(ContainerClaim(name=str(rm.get("resourceName")), request=request, claim=claim_name,
-                                             devices=_prepared_devices(prepared, request)))
+            out.claims.append(_container_claim(by_name.get((ns, claim_name)), name=str(rm.get("resourceName")),
+                                               request=str(rm.get("requestName") or ""), claim=claim_name))
     out.cdi_device_ids = list(dict.fromkeys(i for cc in out.claims for d in cc.devices for i in d.cdi_device_ids))
     if out.cdi_device_ids:
         registry = cdi.Registry.load([node_dir.cdi])

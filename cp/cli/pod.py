@@ -118,6 +118,9 @@ def _text(*, ns: str, name: str, node: str, results: list[tuple[str, devices.Con
     rows = [["CONTAINER", "CLAIM", "REQUEST", "RESOURCECLAIM", "DRIVER", "POOL", "DEVICE", "CDI DEVICES"]]
     for cname, got, _ in results:
         for cc in got.claims if got is not None else []:
+            if not cc.prepared:
+                rows.append([cname, cc.name, cc.request or "<all>", cc.claim, "<not prepared on this node>",
+                             "", "", ""])
             for d in cc.devices:
                 device = f"{d.device} (share {d.share_id})" if d.share_id else d.device
                 rows.append([cname, cc.name, cc.request or "<all>", cc.claim, d.driver, d.pool, device,

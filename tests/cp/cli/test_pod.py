@@ -145,3 +145,13 @@ def test_help_documents_the_command(capsys: Any) -> None:
     with pytest.raises(SystemExit):
         cli.main(["pod", "devices", "--help"])
     assert "CDI" in capsys.readouterr().out
+
+
+def test_a_claim_no_driver_prepared_is_shown_as_such() -> None:
+    got = devices.ContainerDevices(container="c", claims=[
+        devices.ContainerClaim(name="hand", claim="hand-made", prepared=False)])
+    text = pod_command._text(ns="default", name="p", node="n", results=[("c", got, "")])
+    assert text.splitlines()[2:4] == [
+        "CONTAINER   CLAIM   REQUEST   RESOURCECLAIM   DRIVER                        POOL   DEVICE   CDI DEVICES",
+        "c           hand    <all>     hand-made       <not prepared on this node>"]
+    assert text.splitlines()[-1] == "container c: no devices"
