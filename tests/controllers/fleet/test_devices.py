@@ -227,3 +227,26 @@ async def test_the_fleet_prepares_and_unprepares_cdi_specs(srv: servers.Running,
                 return not spec_file.exists() and nd.prepared() == {}
         await eventually(unprepared, what="claim's CDI spec and checkpoint entry removed")
         assert (nd.cdi / "k8s.gpu.example.com-gpu_common.json").exists()
+
+
+def test_partitions_and_generic_devices(tmp_path: Path) -> None:
+    fleet = fleets.fleet_from_dict({
+        "apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "p"},
+        "nodePools": [{"name": "n", "drivers": [
+            {"name": "gpu.example.com", "devices": [{"type": "gpu", "count": 1, "partitions": {
+                "counters": {"memory": "80Gi"}, "profiles": [{"name": "1g.10gb", "count": 2,
+                                                              "consumes": {"memory": "10Gi"}}]}}]},
+            {"name": "fpga.example.com", "devices": [{"count": 1, "namePrefix": "fpga"}]}]}]})
+    uid = "feed0000-0000-0000-0000-000000000000"
+    claim = _claim(uid, results=[
+        {"request": "mig", "driver": "gpu.example.com", "pool": "n-0", "device": "gpu-0-1g-10gb-1"},
+        {"request": "fpga", "driver": "fpga.example.com", "pool": "n-0", "device": "fpga-0"}])
+    devices.FakeDevices(root=tmp_path, plan=objs.Plan(fleet)).prepare(claim=claim, node="n-0")
+    cdi_dir = nodedirs.NodeDir(root=tmp_path, node="n-0").cdi
+    mig = cdi.read_spec(cdi_dir / f"k8s.gpu.example.com-gpu_{uid}.json").devices[0]
+    assert mig.container_edits.env[2:] == [
+        "GPU_DEVICE_0_1G_10GB_1=gpu-0-1g-10gb-1", "GPU_DEVICE_0_1G_10GB_1_SHARING_STRATEGY=TimeSlicing",
+        "GPU_DEVICE_0_1G_10GB_1_TIMESLICE_INTERVAL=Default"]
+    fpga = cdi.read_spec(cdi_dir / f"k8s.fpga.example.com-device_{uid}.json")
+    assert fpga.kind == "k8s.fpga.example.com/device"
+    assert fpga.devices[0].container_edits.env == [f"DEVICE_DEVICE_FPGA_0_RESOURCE_CLAIM={uid}", "DRA_ADMIN_ACCESS=false"]
