@@ -50,6 +50,7 @@ from typing import Any
 import structlog
 
 from controllers import volumes
+from controllers.fleet import devices as fake_devices
 from controllers.fleet import lifecycle
 from controllers.fleet import objects as objs
 from controllers.fleet import plugins as kubelet_plugins
@@ -117,6 +118,8 @@ class Simulator:
         self.plugins = None if kubelet_root is None else kubelet_plugins.Plugins(
             root=kubelet_root, client=client, clock=clock, on_change=self._plugins_changed)
         self.plan = objs.Plan(fleet)
+        # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
+        self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
         self.kubelet = self.plan.kubelet
         self.nodes = informer_factory.informer(NODES)
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
@@ -680,6 +683,8 @@ class Simulator:
             ckey = caches.key_of(claim)
             if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
                 continue  # our write is not in the cache yet
+            if self.fake_devices is not None:
+                self.fake_devices.prepare(claim=claim, node=node_name, skip=self._aside(node_name))
             cstatus = status_of(claim)
             results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
                        if isinstance(r, Mapping)]
@@ -829,6 +834,8 @@ class Simulator:
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
         retry = await self._unprepare_claim(ns, name, claim)
+        if self.fake_devices is not None and not self._claim_in_use(ns, name, claim):
+            self.fake_devices.unprepare(namespace=ns, name=name, claim=claim, aside=self._aside)
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
             return retry
@@ -840,12 +847,7 @@ class Simulator:
             return None
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         allocated = {objs.device_key(r) for r in results if isinstance(r, Mapping)}
-        active = False
-        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
-            p = self.pods.cache.get(pns, pname)
-            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
-                active = True
-                break
+        active = self._claim_in_use(ns, name, claim)
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
             return retry
@@ -871,6 +873,14 @@ class Simulator:
                 self._log.warning("claim_unprepare_failed", namespace=ns, name=name, node=node, error=error)
                 return Result(requeue_after=PREPARE_RETRY)
         return None
+
+    def _claim_in_use(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> bool:
+        """Some bound pod that has not ended uses the claim."""
+        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
+            p = self.pods.cache.get(pns, pname)
+            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
+                return claim is not None
+        return False
 
 
 def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:

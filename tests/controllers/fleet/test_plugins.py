@@ -259,8 +259,9 @@ async def test_a_pod_runs_only_after_node_prepare_and_its_deletion_unprepares(
         (device,) = prepared[uid].drivers[DRIVER]
         assert (device.pool_name, device.device_name, device.cdi_device_ids) == (
             NODE, "gpu-1", (f"k8s.{DRIVER}/gpu=gpu-1",))
-        # No fake prepare for the plugin's driver: status.devices is the driver's to write.
+        # No fake prepare for the plugin's driver: status.devices and CDI specs are the driver's to write.
         assert not (await client.get(CLAIMS, "trainer-gpu", namespace="default"))["status"].get("devices")
+        assert not [p.name for p in (root / NODE / "cdi").iterdir() if uid in p.name]
 
         await client.delete("pods", "trainer", namespace="default")
         clock.advance(1)  # the containers' stop time
