@@ -356,6 +356,7 @@ class Plugins:
         self.scan_interval = scan_interval
         self.nodes: dict[str, NodePlugins] = {}
         self._where: dict[tuple[str, str], set[str]] = {}  # claim (namespace, name) -> nodes with it prepared
+        self._stopped: dict[str, set[str]] = {}  # node whose kubelet stopped -> the drivers that were real there
         self._tasks: set[asyncio.Task[Any]] = set()
         self._scan_lock = asyncio.Lock()
         self._log = logger
@@ -363,17 +364,25 @@ class Plugins:
     # ------------------------------------------------------------------ nodes
 
     def ensure_node(self, node: str) -> NodePlugins:
-        """The node's plugin manager, its kubelet directory created (its registry is watched)."""
+        """The node's plugin manager, its kubelet directory created (its registry is watched). A
+        kubelet that starts again keeps the fake drivers aside for the real plugins it had; each
+        such driver's slices are wiped after the grace delay unless its plugin registers again."""
         np = self.nodes.get(node)
         if np is None:
             node_dir = NodeDir(root=self.root, node=node).create()
             np = self.nodes[node] = NodePlugins(node=node, node_dir=node_dir, owner=self)
+            for driver in sorted(self._stopped.pop(node, ())):
+                np.aside.add(driver)
+                np.wipes[driver] = self.spawn(np._wipe(driver), name=f"plugin:{node}:{driver}:wipe")
         return np
 
     def drop_node(self, node: str) -> None:
-        """The node's kubelet stopped or the node went: its registrations are forgotten."""
+        """The node's kubelet stopped or the node went: its registrations are forgotten (which
+        drivers were real is remembered for a restart)."""
         np = self.nodes.pop(node, None)
         if np is not None:
+            if np.aside:
+                self._stopped[node] = set(np.aside)
             self.spawn(np.close(), name=f"plugins:{node}:close")
 
     def aside(self, node: str) -> frozenset[str]:
@@ -437,6 +446,7 @@ class Plugins:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._where.clear()
+        self._stopped.clear()
 
     async def scan(self) -> None:
         """One scan of every watched registry; returns once the registrations it started are done."""

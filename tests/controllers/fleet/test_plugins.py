@@ -480,3 +480,21 @@ async def test_a_plugin_back_within_the_grace_delay_keeps_its_slices(
             clock.advance(kubelet_plugins.WIPE_DELAY)
             await settle(50)
             assert await slices_of(client, NODE, DRIVER) == [f"{NODE}-{DRIVER}-abcde"]
+
+
+async def test_a_stopped_kubelet_forgets_its_plugins_and_registers_them_again_when_it_starts(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        assert sim.plugins is not None
+        await register(sim, plugin)
+        await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+        await client.patch("nodes", NODE, {"metadata": {"annotations": {"sim.cplane.dev/kubelet": "stopped"}}})
+        await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="registration forgotten")
+        await client.patch("nodes", NODE, {"metadata": {"annotations": {"sim.cplane.dev/kubelet": None}}})
+        await eventually(lambda: NODE in sim.plugins.nodes, what="kubelet started")
+        assert DRIVER in sim.plugins.aside(NODE)  # the fake driver stays aside meanwhile
+        await sim.plugins.scan()
+        assert sim.plugins.registered(NODE, DRIVER) and plugin.statuses[-1] == (True, "")
+        clock.advance(kubelet_plugins.WIPE_DELAY)
+        await settle(50)
+        assert await slices_of(client, NODE, DRIVER) == []  # neither wiped-and-republished nor fake
