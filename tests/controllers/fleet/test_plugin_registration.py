@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -58,3 +60,27 @@ def test_a_bad_registration_is_refused(kwargs: dict[str, object], fragment: str)
         _validate(**kwargs)
     assert fragment in str(raised.value)
     assert str(raised.value).startswith("RegisterPlugin error -- ")
+
+
+def test_the_watch_finds_sockets_recursively_and_skips_dot_names(tmp_path: Path) -> None:
+    import socket
+
+    from controllers.fleet.plugins.manager import find_sockets
+
+    short = Path(tempfile.mkdtemp(prefix="cpw-", dir="/tmp"))
+    try:
+        (short / "sub").mkdir()
+        (short / ".hidden").mkdir()
+        made = []
+        for rel in ("a.sock", "sub/b.sock", ".c.sock", ".hidden/d.sock"):
+            s = socket.socket(socket.AF_UNIX)
+            s.bind(str(short / rel))
+            made.append(s)
+        (short / "plain-file").write_text("not a socket")
+        found = find_sockets(short)
+        assert sorted(found) == [str(short / "a.sock"), str(short / "sub" / "b.sock")]
+        assert find_sockets(short / "missing") == {}
+        for s in made:
+            s.close()
+    finally:
+        shutil.rmtree(short, ignore_errors=True)

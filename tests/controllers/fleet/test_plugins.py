@@ -498,3 +498,17 @@ async def test_a_stopped_kubelet_forgets_its_plugins_and_registers_them_again_wh
         clock.advance(kubelet_plugins.WIPE_DELAY)
         await settle(50)
         assert await slices_of(client, NODE, DRIVER) == []  # neither wiped-and-republished nor fake
+
+
+async def test_a_plugin_restarted_between_two_scans_is_registered_anew(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim:
+        assert sim.plugins is not None
+        async with plugin_on(root) as first:
+            await register(sim, first)
+        async with plugin_on(root) as second:  # same paths, new sockets, before the next scan
+            await register(sim, second)
+            claim, _pod = await claimed_pod(client)
+            await eventually(lambda: _is(client, "trainer", "Running"), what="running")
+            assert second.prepared == [[("default", "trainer-gpu", claim["metadata"]["uid"])]]
+            assert first.prepared == []
