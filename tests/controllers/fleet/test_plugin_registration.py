@@ -25,7 +25,8 @@ def _validate(**kwargs: object) -> reg.PluginInfo:
 def test_a_good_registration() -> None:
     info = _validate(supported_versions=["v1beta1.DRAPlugin", "v1.DRAPlugin", "v1alpha1.DRAResourceHealth"])
     assert info.driver == "gpu.example.com" and info.endpoint == ENDPOINT and info.socket == SOCKET
-    assert info.dra_service == "v1beta1.DRAPlugin"  # the plugin's order decides, as upstream's kubelet does
+    assert info.dra_service == "v1.DRAPlugin"  # the newest one offered
+    assert _validate(supported_versions=["v1beta1.DRAPlugin"]).dra_service == "v1beta1.DRAPlugin"
     assert info.health_service == "v1alpha1.DRAResourceHealth"
 
 
