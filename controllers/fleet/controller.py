@@ -141,6 +141,8 @@ class Simulator:
         self._node_ips: dict[str, dict[str, str]] = {}  # node -> ip -> pod uid
         self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
         self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
+        # pod key -> (pod uid, event name, message, count) of its last FailedPrepareDynamicResources
+        self._prepare_events: dict[tuple[str, str], tuple[str, str, str, int]] = {}
         self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
         # Nodes whose slices were found in line (or written) since their last slice or Node event:
         # a heartbeat of theirs skips building and comparing the slices.
@@ -541,6 +543,7 @@ class Simulator:
         if pod is None:
             self._release_ip(key)
             self._orphan_seen.pop(key, None)
+            self._prepare_events.pop(key, None)
             return None
         node_name = str(spec_of(pod).get("nodeName") or "")
         if not node_name:
@@ -571,6 +574,7 @@ class Simulator:
                 error = await self.plugins.prepare(node_name, claims)
                 if error:
                     return await self._prepare_failed(pod, node_name, error, host_ip)
+                self._prepare_events.pop(key, None)
         pod_ip = self._pod_ip(pod, node, host_ip)
         step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
         if objs.status_differs(pod, step.status):
@@ -591,10 +595,36 @@ class Simulator:
             await self._write_pod_status(pod, desired)
         message = f"Failed to prepare dynamic resources: prepare dynamic resources: {error}"
         self._log.warning("pod_prepare_failed", namespace=ns, name=name, node=node_name, error=error)
-        if self.recorder is not None:
-            await self.recorder.warning({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)},
-                                        FAILED_PREPARE, message)
+        await self._prepare_event(pod, message)
         return Result(requeue_after=PREPARE_RETRY)
+
+    async def _prepare_event(self, pod: Mapping[str, Any], message: str) -> None:
+        """The Warning event of a failed prepare; a repeat of the same message counts up the last
+        one (`count`, `lastTimestamp`), as the kubelet's event recorder aggregates."""
+        if self.recorder is None:
+            return
+        key = caches.key_of(pod)
+        uid = str(meta_of(pod).get("uid") or "")
+        last = self._prepare_events.get(key)
+        if last is not None and last[0] == uid and last[2] == message:
+            count = last[3] + 1
+            try:
+                await self.client.patch("events", last[1], {"count": count,
+                                                            "lastTimestamp": clocks.rfc3339(self.clock.now())},
+                                        namespace=key[0])
+            except (errors.StatusError, OSError, TimeoutError) as exc:
+                self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
+            else:
+                self._prepare_events[key] = (uid, last[1], message, count)
+                return
+        event = self.recorder.build({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)}, "Warning",
+                                    FAILED_PREPARE, message)
+        try:
+            await self.client.create_event(event)
+        except (errors.StatusError, OSError, TimeoutError) as exc:
+            self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
+            return
+        self._prepare_events[key] = (uid, str(event["metadata"]["name"]), message, 1)
 
     def _claim_names(self, pod: Mapping[str, Any]) -> list[str]:
         """The claims a pod uses (direct, generated, extended), resolved or not."""

@@ -291,13 +291,19 @@ async def test_a_prepare_error_is_an_event_and_the_pod_stays_pending_until_a_ret
         assert pod["status"]["phase"] == "Pending"
         assert pod["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "ContainerCreating"}}
 
-        # Retried on the next pod sync (the back-off on the clock): fixed, it runs.
+        # Retried on the next pod sync (the back-off on the clock); the same failure counts up the event.
+        before = len(plugin.prepared)
+        clock.advance(10)
+        await eventually(lambda: len(plugin.prepared) > before, what="tried again")
+        (counted,) = await eventually(lambda: _counted(failed_event(), before + 1), what="the event counted up")
+        assert counted["count"] == len(plugin.prepared)  # one event, counting every failed attempt
+        # Fixed, it runs.
         plugin.prepare_error = ""
         await settle(20)
         assert await phase(client, "trainer") == "Pending"
         clock.advance(10)
         await eventually(lambda: _is(client, "trainer", "Running"), what="running after the retry")
-        assert len(plugin.prepared) >= 2
+        assert len(plugin.prepared) >= 3
 
 
 async def test_a_call_error_is_reported_as_the_kubelet_does(
@@ -411,6 +417,11 @@ async def _is(client: clients.Client, name: str, want: str) -> bool:
 
 async def _not(value: Any) -> bool:
     return not await value
+
+
+async def _counted(events: Any, count: int) -> list[dict[str, Any]]:
+    got = await events
+    return got if [e["count"] for e in got] == [count] else []
 
 
 async def _eq(value: Any, want: Any) -> bool:
