@@ -45,7 +45,7 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -53,7 +53,6 @@ from controllers import volumes
 from controllers.fleet import devices as fake_devices
 from controllers.fleet import lifecycle
 from controllers.fleet import objects as objs
-from controllers.fleet import plugins as kubelet_plugins
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
@@ -63,6 +62,9 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
+
+if TYPE_CHECKING:
+    from controllers.fleet import plugins as kubelet_plugins
 
 NAME = "fleet"
 DEFAULT_WORKERS = 32
@@ -114,9 +116,14 @@ class Simulator:
         self.clock = clock
         self.recorder = recorder
         self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
-        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory.
-        self.plugins = None if kubelet_root is None else kubelet_plugins.Plugins(
-            root=kubelet_root, client=client, clock=clock, on_change=self._plugins_changed)
+        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory (and
+        # only then is gRPC imported).
+        self.plugins: kubelet_plugins.Plugins | None = None
+        if kubelet_root is not None:
+            from controllers.fleet import plugins as kubelet_plugins
+
+            self.plugins = kubelet_plugins.Plugins(root=kubelet_root, client=client, clock=clock,
+                                                   on_change=self._plugins_changed)
         self.plan = objs.Plan(fleet)
         # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
         self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
