@@ -213,7 +213,7 @@ class NodePlugins:
                 del self.by_socket[path]
         self._log.info("plugin_deregistered", driver=plugin.driver, endpoint=plugin.endpoint, reason=reason)
         if wipe and not self.usable(plugin.driver) and plugin.driver not in self.wipes:
-            self.wipes[plugin.driver] = self.owner.spawn(self._wipe(plugin.driver),
+            self.wipes[plugin.driver] = self.owner.spawn(self._wipe(plugin.driver, self.owner.wipe_due()),
                                                          name=f"plugin:{self.node}:{plugin.driver}:wipe")
         await plugin.close()
         self.owner.changed(self.node)
@@ -231,9 +231,10 @@ class NodePlugins:
 
     # ------------------------------------------------------------------ wiping
 
-    async def _wipe(self, driver: str) -> None:
+    async def _wipe(self, driver: str, due: float) -> None:
+        """Delete the driver's slices of this node at `due` (fleet clock) unless it is usable again."""
         clock = self.owner.clock
-        await clock.sleep(self.owner.wipe_delay)
+        await clock.sleep(max(due - clock.now(), 0.0))
         delay = 1.0
         while not self.usable(driver):
             selector = f"spec.nodeName={self.node},spec.driver={driver}"
@@ -373,7 +374,7 @@ class Plugins:
             np = self.nodes[node] = NodePlugins(node=node, node_dir=node_dir, owner=self)
             for driver in sorted(self._stopped.pop(node, ())):
                 np.aside.add(driver)
-                np.wipes[driver] = self.spawn(np._wipe(driver), name=f"plugin:{node}:{driver}:wipe")
+                np.wipes[driver] = self.spawn(np._wipe(driver, self.wipe_due()), name=f"plugin:{node}:{driver}:wipe")
         return np
 
     def drop_node(self, node: str) -> None:
@@ -409,6 +410,10 @@ class Plugins:
 
     def changed(self, node: str) -> None:
         self.on_change(node)
+
+    def wipe_due(self) -> float:
+        """When slices of a driver that became unusable now are wiped."""
+        return self.clock.now() + self.wipe_delay
 
     # ------------------------------------------------------------------ tasks
 
