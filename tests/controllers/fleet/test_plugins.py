@@ -405,9 +405,26 @@ async def test_a_lost_connection_deregisters_the_plugin(
     async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
         assert sim.plugins is not None
         await register(sim, plugin)
+        await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+        await client.create(SLICES, {"metadata": {"name": f"{NODE}-{DRIVER}-abcde"},
+                                     "spec": {"driver": DRIVER, "nodeName": NODE,
+                                              "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                                              "devices": [{"name": "gpu-0"}]}})
         # Only the DRA service dies (its registration socket stays): the connection is lost.
         await plugin._servers[0].stop(None)
         await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="deregistered")
+        await settle(20)
+
+        # The registration socket is asked again (after the back-off, in real time): registered,
+        # but without its DRA service it is not usable, and its slices go after the grace delay.
+        async def registered_again() -> bool:
+            assert sim.plugins is not None
+            await sim.plugins.scan()
+            return sim.plugins.registered(NODE, DRIVER)
+        await eventually(registered_again, within=10, interval=0.1, what="registered again")
+        assert await slices_of(client, NODE, DRIVER) == [f"{NODE}-{DRIVER}-abcde"]
+        clock.advance(kubelet_plugins.WIPE_DELAY)
+        await eventually(lambda: _eq(slices_of(client, NODE, DRIVER), []), what="wiped; the fake driver stays aside")
 
 
 async def _is(client: clients.Client, name: str, want: str) -> bool:
