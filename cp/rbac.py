@@ -627,6 +627,11 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
         "device-health-controller": [
             rule(READ, groups=[""], resources=["pods"]),
             rule(READ, groups=[r], resources=["resourceclaims", "resourceslices"]),
+            # the kubelet's part: allocatedResourcesStatus in pod status, and the claims' device
+            # conditions a driver would write (status.devices of every driver, on any node)
+            rule(["update"], groups=[""], resources=["pods/status"]),
+            rule(["update"], groups=[r], resources=["resourceclaims/status"]),
+            rule(["arbitrary-node:update"], groups=[r], resources=["resourceclaims/driver"]),
             rule(["create", "delete", "get", "list", "watch"], groups=[r], resources=["devicetaintrules"]),
             rule(["create", "get", "list", "patch", "update", "watch"], groups=["sim.cplane.dev"],
                  resources=["devicehealths"]),
