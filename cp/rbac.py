@@ -571,6 +571,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
+    "resourcequota": "resourcequota-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
     "serviceaccount": "service-account-controller",
@@ -715,6 +716,10 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "list", "patch", "update", "watch"], groups=[r], resources=["resourceclaims/status"]),
             rule(["patch", "update"], groups=[r], resources=["resourceclaims/binding"]),
             rule(READ, groups=[r], resources=["resourceclaimtemplates"]),
+            _events()],
+        "resourcequota-controller": [
+            rule(["list", "watch"], groups=["*"], resources=["*"]),
+            rule(["update"], groups=[""], resources=["resourcequotas/status"]),
             _events()],
         "horizontal-pod-autoscaler": [
             rule(READ, groups=["autoscaling"], resources=["horizontalpodautoscalers"]),
