@@ -11,6 +11,7 @@ server's request log, as `tests/kubectl/test_secure.py` reads it from a `cplane 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 import structlog
 
-from controllers import registry
+from controllers import health, registry
 from cp import errors, rbac
 from cp.testing import Sandbox, sandbox
 from tests.waiting import eventually
@@ -299,3 +300,47 @@ async def test_controllers_in_the_secure_mode(name: str, tmp_path: Path) -> None
         await scenario(sb)
     assert not refusals(logs), refusals(logs)
     assert "system:kube-controller-manager" in actors(logs)
+
+
+@pytest.mark.kubectl
+async def test_kubectl_debug_and_device_health_over_tls(tmp_path: Path) -> None:
+    """The real kubectl against the secure sandbox: `kubectl debug` adds an ephemeral container and,
+    for a missing pod, reports upstream's NotFound (kubectl reads a 404's `details`: issue #23's
+    panic); a DRA pod's `allocatedResourcesStatus` and its claim's device condition, written by the
+    device-health controller under its own identity, follow a device's health report."""
+    from tests.kubectl.conftest import kubectl_on
+
+    async with secure_sandbox(tmp_path) as (sb, logs), kubectl_on(sb, tmp_path) as kubectl:
+        assert "certificate-authority-data" in sb.kubeconfig.read_text()
+        await sb.client.create(f"resourceclaims.{R}", {"metadata": {"name": "gpu"}, "spec": {"devices": {
+            "requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}, namespace="default")
+        pod = _pod("trainer", resourceClaims=[{"name": "gpu", "resourceClaimName": "gpu"}])
+        pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+        await sb.client.create("pods", pod, namespace="default")
+
+        path = "{.status.containerStatuses[0].allocatedResourcesStatus[0].resources[0].health}"
+
+        async def health_is(wanted: str) -> bool:
+            result = await kubectl("get", "pod", "trainer", "-o", f"jsonpath={path}", check=False)
+            return result.code == 0 and result.stdout == wanted
+
+        await eventually(lambda: health_is("Unknown"), within=10, what="the device's health (no report yet)")
+        claim = await sb.client.get(f"resourceclaims.{R}", "gpu", namespace="default")
+        (result,) = claim["status"]["allocation"]["devices"]["results"]
+        await health.set_health(sb.client, result["driver"], result["pool"], result["device"], "Unhealthy", "ECC errors")
+        await eventually(lambda: health_is("Unhealthy"), within=10, what="the report in the pod status")
+
+        async def condition() -> bool:
+            claim = await sb.client.get(f"resourceclaims.{R}", "gpu", namespace="default")
+            conditions = [c for d in (claim.get("status") or {}).get("devices") or [] for c in d.get("conditions") or []]
+            return any(c["type"] == "Ready" and c["status"] == "False" and c["reason"] == "DeviceUnhealthy"
+                       for c in conditions)
+
+        await eventually(condition, within=10, what="the claim's device condition")
+        result = await kubectl("debug", "pod/trainer", "--image=busybox", "-c", "dbg")
+        assert result.code == 0, result.stderr
+        assert json.loads(await kubectl.jsonpath("pod", "trainer", path="{.spec.ephemeralContainers[0]}"))["name"] == "dbg"
+        result = await kubectl("debug", "pod/nosuch", "--image=busybox", check=False)
+        assert result.code == 1 and "panic" not in result.stderr
+        assert result.stderr.strip() == 'Error from server (NotFound): pods "nosuch" not found'
+    assert not refusals(logs), refusals(logs)
