@@ -337,6 +337,7 @@ def _check_group(c: _Checker, path: str, g: DeviceGroup) -> None:
                                                   f"got {p.whole_device_position!r}")
         _check_template(c, f"{ppath}.wholeDeviceName", p.whole_device_name, ("name", "index"))
         _check_template(c, f"{ppath}.partitionName", p.partition_name, ("name", "index", "profile", "k"))
+        _check_template(c, f"{ppath}.counterSetName", p.counter_set_name, ("name", "index"))
         names: set[str] = set()
         for j, prof in enumerate(p.profiles):
             jpath = f"{ppath}.profiles[{j}]"
@@ -429,6 +430,11 @@ def _check_generated(c: _Checker, fleet: Fleet) -> None:
                                                   "and partitions.wholeDeviceName)")
                     break
                 seen.add(device["name"])
+            sets = [cs["name"] for cs in dd.counter_sets]
+            clash = next((n for k, n in enumerate(sets) if n in sets[:k]), None)
+            if clash is not None:
+                c.add(f"{path}.drivers[{j}]", f"node {node.name}: driver {driver_name} would publish counter set "
+                                              f"{clash!r} twice (see partitions.counterSetName)")
         for driver in pool.drivers:
             seen_drivers.setdefault(driver.name, path)
     from cp.dra import celenv

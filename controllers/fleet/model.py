@@ -135,7 +135,8 @@ class Partitions(_Struct, kw_only=True):
     `{name}`, the GPU's own name `<namePrefix>-<i>`; also `{index}`), `wholeDevicePosition`
     (`first`, default, or `last`: after the GPU's partitions), `partitionName` (template, default
     `{name}-{profile}-{k}`; `{profile}` is the profile name made a DNS label, `{k}` the partition's
-    number within its profile, `{index}` the GPU's)."""
+    number within its profile, `{index}` the GPU's), `counterSetName` (template, default
+    `{name}-counters`; `{name}`, `{index}`)."""
 
     counters: dict[str, str | int]
     profiles: list[Profile]
@@ -143,6 +144,7 @@ class Partitions(_Struct, kw_only=True):
     whole_device_name: str = "{name}"
     whole_device_position: str = "first"
     partition_name: str = DEFAULT_PARTITION_NAME
+    counter_set_name: str = "{name}-counters"
 
 
 class NicNetwork(_Struct, kw_only=True):

@@ -498,7 +498,7 @@ def _group_devices(plan: Plan, node: NodePlan, driver: Driver, g: DeviceGroup, t
             continue
         # Partitionable: one counter set per physical GPU, the whole GPU and its partitions consume it.
         p = g.partitions
-        counter_set = f"{name}-counters"
+        counter_set = p.counter_set_name.format(name=name, index=i)
         counters = {k: {"value": quantity.canonical(val)} for k, val in p.counters.items()}
         dd.counter_sets.append({"name": counter_set, "counters": counters})
         whole: dict[str, Any] | None = None

@@ -146,6 +146,9 @@ def _load(body: str) -> fleets.Fleet:
     ("nodePools: [{name: a, drivers: [{name: d.example.com, devices: [{type: gpu, partitions: {counters: {mem: 8Gi},"
      " profiles: [{name: p, consumes: {mem: 1Gi}, capacity: {bw: {value: 1G, requestPolicy: {default: 1M}}}}]}}]}]}]",
      "partitions.profiles[0].capacity['bw'].requestPolicy: needs allowMultipleAllocations: true on the profile"),
+    ("nodePools: [{name: a, drivers: [{name: d.example.com, devices: [{type: gpu, count: 2, partitions: {counters: "
+     "{mem: 8Gi}, counterSetName: gpu-counters, profiles: [{name: p, consumes: {mem: 1Gi}}]}}]}]}]",
+     "nodePools[0].drivers[0]: node a-0: driver d.example.com would publish counter set 'gpu-counters' twice"),
     ("deviceClasses: [{name: c, expression: 'device.driver =='}]", "deviceClasses[0].expression: CEL does not compile"),
     ("deviceClasses: [{name: c}]", "deviceClasses[0]: exactly one of `expression` or `driver` is required"),
 ])

@@ -240,6 +240,7 @@ nodePools:
       partitions:
         counters: {memory: 40Gi}
         wholeDeviceName: "gpu-{index}-full"
+        counterSetName: "gpu-{index}-counter-set"
         profiles: [{name: half, count: 2, consumes: {memory: 20Gi}}]
 """
 
@@ -264,6 +265,7 @@ def test_nodes_named_freely_and_partitions_named_ordered_and_shared() -> None:
     (big,) = [s for s in objs.slices_for(plan, plan.nodes["big"]) if s["spec"].get("devices")]
     assert [d["name"] for d in big["spec"]["devices"]] == ["gpu-0-full", "gpu-0-half-0", "gpu-0-half-1"]
     assert big["spec"]["pool"]["name"] == "big" and big["spec"]["nodeName"] == "big"
+    assert {c["counterSet"] for d in big["spec"]["devices"] for c in d["consumesCounters"]} == {"gpu-0-counter-set"}
     # Two claims share one partition (each 50 of its 100 compute); a third does not fit beside them
     # on that partition and gets the next one.
     sel = 'device.attributes["gpu.example.com"].type == "mig"'
