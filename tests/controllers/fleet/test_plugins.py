@@ -54,7 +54,7 @@ NODE = "gpu-node-0"
 # ---------------------------------------------------------------------- a plugin, from the protocol
 
 
-class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2_grpc.DRAPluginServicer,
+class ProtocolPlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2_grpc.DRAPluginServicer,
                  drahealth_v1alpha1_pb2_grpc.DRAResourceHealthServicer):
     """A DRA kubelet plugin as a driver author writes one: registration socket in the kubelet's
     plugins_registry, its DRA (and health) service on its own socket under plugins/."""
@@ -140,7 +140,7 @@ class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2
 
 
 class _HealthV1(drahealth_v1_pb2_grpc.DRAResourceHealthServicer):
-    def __init__(self, plugin: FakePlugin) -> None:
+    def __init__(self, plugin: ProtocolPlugin) -> None:
         self.plugin = plugin
 
     async def NodeWatchResources(self, request: Any, context: Any) -> Any:
@@ -150,7 +150,7 @@ class _HealthV1(drahealth_v1_pb2_grpc.DRAResourceHealthServicer):
 
 
 class _V1beta1(dra_v1beta1_pb2_grpc.DRAPluginServicer):
-    def __init__(self, plugin: FakePlugin) -> None:
+    def __init__(self, plugin: ProtocolPlugin) -> None:
         self.plugin = plugin
 
     async def NodePrepareResources(self, request: Any, context: Any) -> Any:
@@ -204,8 +204,8 @@ async def fleet_with_plugins(srv: servers.Running, clock: clocks.Clock, root: Pa
 
 
 @contextlib.asynccontextmanager
-async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[FakePlugin]:
-    plugin = FakePlugin(root / NODE, **kwargs)
+async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[ProtocolPlugin]:
+    plugin = ProtocolPlugin(root / NODE, **kwargs)
     await plugin.start()
     try:
         yield plugin
@@ -213,7 +213,7 @@ async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[FakePlugin]:
         await plugin.stop()
 
 
-async def register(sim: fleets.Simulator, plugin: FakePlugin) -> None:
+async def register(sim: fleets.Simulator, plugin: ProtocolPlugin) -> None:
     assert sim.plugins is not None
     await sim.plugins.scan()
     assert plugin.statuses and plugin.statuses[-1] == (True, ""), plugin.statuses

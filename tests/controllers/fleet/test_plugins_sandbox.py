@@ -16,7 +16,7 @@ import pytest
 from cp import errors
 from cp.testing import sandbox
 from tests.controllers.fleet.conftest import EXAMPLES
-from tests.controllers.fleet.test_plugins import DRIVER, NODE, SLICES, FakePlugin
+from tests.controllers.fleet.test_plugins import DRIVER, NODE, SLICES, ProtocolPlugin
 from tests.waiting import eventually
 
 
@@ -34,7 +34,7 @@ async def test_a_plugin_serves_a_pod_scheduled_on_its_devices(data_dir: Path) ->
                        fleet=EXAMPLES / "demo.yaml") as sb:
         assert sb.kubelet_root == data_dir / "nodes"
         await eventually(lambda: (sb.kubelet_root / NODE / "plugins_registry").is_dir(), what="node directory")
-        plugin = FakePlugin(data_dir / "nodes" / NODE)
+        plugin = ProtocolPlugin(data_dir / "nodes" / NODE)
         await plugin.start()
         try:
             await eventually(plugin.registered.is_set, within=10, what="registered by the kubelet's watch")
@@ -96,7 +96,7 @@ async def test_a_plugin_in_the_secure_mode(data_dir: Path) -> None:
                            virtual_clock=True, clock_start=1_800_000_000.0, secure=True) as sb:
             assert isinstance(sb.clock, clocks.VirtualClock)
             await eventually(lambda: (data_dir / "nodes" / NODE / "plugins_registry").is_dir(), what="node directory")
-            plugin = FakePlugin(data_dir / "nodes" / NODE)
+            plugin = ProtocolPlugin(data_dir / "nodes" / NODE)
             plugin.prepare_error = "not yet"
             await plugin.start()
             try:
