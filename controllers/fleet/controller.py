@@ -44,12 +44,13 @@ import ipaddress
 import math
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from controllers import volumes
-from controllers.fleet import lifecycle
+from controllers.fleet import credentials, lifecycle, nodedirs
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -103,9 +104,12 @@ class Simulator:
     """The reconciler: kubelets, fake DRA drivers and pod GC for simulated nodes."""
 
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 clock: clocks.Clock, fleet: Fleet | None = None) -> None:
+                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None) -> None:
+        """`kubelet_root`: where each node's kubelet directory goes (`controllers.fleet.nodedirs`:
+        `ROOT/<node>/`, with the kubeconfig a real DRA kubelet plugin uses); None: none is made."""
         self.client = client
         self.clock = clock
+        self.kubelet_root = kubelet_root
         self.plan = objs.Plan(fleet)
         self.kubelet = self.plan.kubelet
         self.nodes = informer_factory.informer(NODES)
@@ -116,6 +120,7 @@ class Simulator:
         self._log = logger.bind(fleet=self.plan.fleet.name)
         # What this kubelet remembers (rebuilt from the caches after a restart).
         self._registered: set[str] = set()
+        self._credentials_written: set[str] = set()  # nodes whose kubeconfig was written this term
         self._lease_renewed: dict[str, float] = {}
         # The Lease renewal wheel (`heartbeats`): node -> when its next renewal is due, and a heap of
         # (due, node) entries (an entry whose time is no longer the node's due time is skipped).
@@ -146,6 +151,7 @@ class Simulator:
     def on_start(self) -> list[Request]:
         """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
         self._registered.clear()
+        self._credentials_written.clear()
         self._slices_synced.clear()
         self._lease_renewed.clear()
         self._lease_due.clear()
@@ -267,6 +273,10 @@ class Simulator:
             self._status_reported.pop(name, None)
             return None
         assert node is not None
+        if self.kubelet_root is not None and name not in self._credentials_written:
+            await credentials.write_kubeconfig(client=self.client, node=node,
+                                               nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
+            self._credentials_written.add(name)
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
@@ -806,13 +816,14 @@ class FleetController(managers.Controller):
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
-        workers: int = DEFAULT_WORKERS) -> managers.Controller:
+        workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None) -> managers.Controller:
     """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only."""
-    sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet)
+    sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet,
+                    kubelet_root=kubelet_root)
     return FleetController(sim, workers=workers)
 
 
-def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS
+def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None
             ) -> functools.partial[managers.Controller]:
     """A `ControllerFactory` (ctx -> Controller) bound to a loaded fleet, for the registry."""
-    return functools.partial(new, fleet=fleet, workers=workers)
+    return functools.partial(new, fleet=fleet, workers=workers, kubelet_root=kubelet_root)
