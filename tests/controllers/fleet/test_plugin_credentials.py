@@ -22,7 +22,7 @@ from api import server as servers
 from controllers import fleet as fleets
 from controllers import registry
 from controllers.runtime import client as clients
-from cp import errors, kubeletplugins, kubeconfig, rbac
+from cp import errors, kubeconfig, kubeletplugins, rbac
 from storage import memory
 from tests.waiting import eventually
 

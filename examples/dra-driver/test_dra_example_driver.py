@@ -1,0 +1,195 @@
+"""The example DRA driver against an in-process secure cplane (TLS, RBAC) with a simulated node: it
+publishes its slice with the node's credentials, the scheduler allocates a pod's claim from it, and
+the kubelet's calls — spoken here over the real gRPC protocols on the node's sockets — register it,
+prepare the claim (a CDI spec with `GPU_DEVICE_0`), stream health and unprepare.
+
+Run from the repository: `.venv/bin/pytest examples/dra-driver` (the suite also runs it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+import dra_example_driver as example
+from api import auth
+from api import server as servers
+from controllers import fleet as fleets
+from controllers import registry
+from controllers.runtime import client as clients
+from cp import kubeletapi
+from cp.kubeletapi import (
+    dra_v1_pb2,
+    dra_v1_pb2_grpc,
+    drahealth_v1alpha1_pb2,
+    drahealth_v1alpha1_pb2_grpc,
+    pluginregistration_v1_pb2,
+    pluginregistration_v1_pb2_grpc,
+)
+from cp.testing import eventually
+from storage import memory
+
+FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "driver"},
+         "nodePools": [{"name": "node", "count": 1}]}
+NODE = "node-0"
+
+
+class Cluster:
+    def __init__(self, admin: clients.Client, root: Path) -> None:
+        self.admin, self.root = admin, root
+
+
+@pytest.fixture
+async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    log = memory.MemoryEventLog()
+    await log.start()
+    # Unix socket paths are short (108 bytes): the node directories go under a short /tmp name.
+    with tempfile.TemporaryDirectory(prefix="dra-", dir="/tmp") as short:
+        root = Path(short)
+        try:
+            async with servers.running(data_dir=tmp_path / "data", event_log=log, secure=True) as srv:
+                assert srv.auth is not None and srv.auth.credentials is not None
+                ca = srv.auth.credentials.ca_cert
+
+                def identity(name: str) -> clients.Client:
+                    return clients.Client(srv.url, token=auth.controller_token(srv.auth, name),
+                                          ssl_context=auth.client_ssl_context(ca), root_ca=ca.decode())
+
+                stop, ready = asyncio.Event(), asyncio.Event()
+                task = asyncio.ensure_future(registry.run_controllers(
+                    server_url=srv.url, names=["fleet", "scheduler"], stop_event=stop, ready=ready,
+                    identities=identity,
+                    overrides={fleets.NAME: fleets.factory(fleets.fleet_from_dict(FLEET), kubelet_root=root)}))
+                await asyncio.wait_for(ready.wait(), 20)
+                async with clients.Client(srv.url, token=srv.auth.credentials.admin_token,
+                                          ssl_context=auth.client_ssl_context(ca)) as admin:
+                    try:
+                        yield Cluster(admin, root)
+                    finally:
+                        stop.set()
+                        await asyncio.wait_for(task, 20)
+        finally:
+            await log.close()
+
+
+@pytest.fixture
+async def driver(cluster: Cluster) -> AsyncIterator[example.ExampleDriver]:
+    kubeconfig = cluster.root / NODE / "kubeconfig"
+    await eventually(kubeconfig.exists, within=20, what="the node's kubeconfig")
+    async with clients.Client.from_kubeconfig(kubeconfig) as client:
+        drv = example.ExampleDriver(node=NODE, kubelet_dir=cluster.root / NODE, client=client, gpus=2)
+        await drv.start()
+        try:
+            yield drv
+        finally:
+            await drv.stop()
+
+
+def _pod_with_claim() -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    cls = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": "example-gpu"},
+           "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{example.DRIVER}"'}}]}}
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "one-gpu", "namespace": "default"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "example-gpu"}}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod0", "namespace": "default"},
+           "spec": {"resourceClaims": [{"name": "gpu", "resourceClaimName": "one-gpu"}],
+                    "containers": [{"name": "ctr0", "image": "ubuntu:22.04",
+                                    "resources": {"claims": [{"name": "gpu"}]}}]}}
+    return cls, claim, pod
+
+
+async def test_the_driver_publishes_registers_prepares_and_reports_health(
+        cluster: Cluster, driver: example.ExampleDriver) -> None:
+    admin = cluster.admin
+    # 1. Its slice, written with the node's credentials (the writer is the plugin's account).
+    slices = (await admin.list(example.SLICES, field_selector=f"spec.driver={example.DRIVER}")).items
+    assert [s["spec"]["nodeName"] for s in slices] == [NODE]
+    assert [d["name"] for d in slices[0]["spec"]["devices"]] == ["gpu-0", "gpu-1"]
+    assert slices[0]["metadata"]["ownerReferences"][0]["kind"] == "Node"
+    assert (await driver.publish_slices())["metadata"]["resourceVersion"] == slices[0]["metadata"]["resourceVersion"]
+
+    # 2. A pod's claim is allocated from it by the scheduler.
+    cls, claim, pod = _pod_with_claim()
+    await admin.create("deviceclasses.resource.k8s.io", cls)
+    await admin.create(example.CLAIMS, claim)
+    await admin.create("pods", pod)
+
+    async def allocated() -> dict[str, Any] | None:
+        c = await admin.get(example.CLAIMS, "one-gpu", namespace="default")
+        return c if (c.get("status") or {}).get("allocation") else None
+
+    allocated_claim = await eventually(allocated, within=20, what="the claim allocated")
+    assert allocated_claim is not None
+    uid = allocated_claim["metadata"]["uid"]
+
+    # 3. The kubelet's side of the protocols, on the node's sockets.
+    reg_socket = cluster.root / NODE / "plugins_registry" / f"{example.DRIVER}-reg.sock"
+    async with grpc.aio.insecure_channel(f"unix://{reg_socket}") as channel:
+        registration = pluginregistration_v1_pb2_grpc.RegistrationStub(channel)
+        info = await registration.GetInfo(pluginregistration_v1_pb2.InfoRequest())
+        assert (info.type, info.name) == (kubeletapi.DRA_PLUGIN_TYPE, example.DRIVER)
+        assert list(info.supported_versions) == [kubeletapi.DRA_V1, kubeletapi.HEALTH_V1ALPHA1]
+        assert info.endpoint == str(cluster.root / NODE / "plugins" / example.DRIVER / "dra.sock")
+        await registration.NotifyRegistrationStatus(pluginregistration_v1_pb2.RegistrationStatus(plugin_registered=True))
+    assert driver.registered.is_set()
+
+    claim_ref = dra_v1_pb2.Claim(namespace="default", name="one-gpu", uid=uid)
+    async with grpc.aio.insecure_channel(f"unix://{info.endpoint}") as channel:
+        dra = dra_v1_pb2_grpc.DRAPluginStub(channel)
+        prepared = await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim_ref]))
+        result = prepared.claims[uid]
+        assert result.error == ""
+        [device] = result.devices
+        allocated_device = allocated_claim["status"]["allocation"]["devices"]["results"][0]["device"]
+        assert (list(device.request_names), device.pool_name, device.device_name) == (["gpu"], NODE, allocated_device)
+        kind = f"k8s.{example.DRIVER}/gpu"
+        assert list(device.cdi_device_ids) == [f"{kind}=common", f"{kind}={uid}-{allocated_device}"]
+        spec = json.loads((cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_{uid}.json").read_text())
+        assert spec["kind"] == kind
+        assert spec["devices"] == [{"name": f"{uid}-{allocated_device}",
+                                    "containerEdits": {"env": [f"GPU_DEVICE_0={allocated_device}"]}}]
+        common = json.loads((cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_common.json").read_text())
+        assert f"GPU_NODE_NAME={NODE}" in common["devices"][0]["containerEdits"]["env"]
+        # Again: the same answer (idempotent), from the driver's checkpoint.
+        again = await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim_ref]))
+        assert again.claims[uid] == result
+        # A claim it does not know: that claim's error, not the call's.
+        ghost = dra_v1_pb2.Claim(namespace="default", name="ghost", uid="0000")
+        failed = await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[ghost]))
+        assert 'resourceclaims.resource.k8s.io "ghost" not found' in failed.claims["0000"].error
+
+        # 4. Health: every device at once, then each change.
+        health = drahealth_v1alpha1_pb2_grpc.DRAResourceHealthStub(channel)
+        stream = health.NodeWatchResources(drahealth_v1alpha1_pb2.NodeWatchResourcesRequest())
+        first = await stream.read()
+        healthy = drahealth_v1alpha1_pb2.HealthStatus.HEALTHY
+        assert {(d.device.pool_name, d.device.device_name, d.health) for d in first.devices} == {
+            (NODE, "gpu-0", healthy), (NODE, "gpu-1", healthy)}
+        await driver.set_health("gpu-1", healthy=False)
+        second = await stream.read()
+        assert {d.device.device_name: d.health for d in second.devices} == {
+            "gpu-0": healthy, "gpu-1": drahealth_v1alpha1_pb2.HealthStatus.UNHEALTHY}
+        stream.cancel()
+
+        # 5. Unprepare: the claim's CDI spec goes.
+        out = await dra.NodeUnprepareResources(dra_v1_pb2.NodeUnprepareResourcesRequest(claims=[claim_ref]))
+        assert out.claims[uid].error == ""
+        assert not (cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_{uid}.json").exists()
+    assert driver.prepared_calls == [[uid], [uid], ["0000"]]
+
+
+async def test_the_driver_may_not_publish_for_another_node(cluster: Cluster) -> None:
+    kubeconfig = cluster.root / NODE / "kubeconfig"
+    await eventually(kubeconfig.exists, within=20, what="the node's kubeconfig")
+    await cluster.admin.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "elsewhere"}})
+    async with clients.Client.from_kubeconfig(kubeconfig) as client:
+        impostor = example.ExampleDriver(node="elsewhere", kubelet_dir=cluster.root / "elsewhere", client=client)
+        with pytest.raises(Exception, match="may not modify resourceslices on node 'elsewhere'"):
+            await impostor.publish_slices()
