@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 import tempfile
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -193,3 +195,30 @@ async def test_the_driver_may_not_publish_for_another_node(cluster: Cluster) -> 
         impostor = example.ExampleDriver(node="elsewhere", kubelet_dir=cluster.root / "elsewhere", client=client)
         with pytest.raises(Exception, match="may not modify resourceslices on node 'elsewhere'"):
             await impostor.publish_slices()
+
+
+async def test_the_driver_as_a_process(cluster: Cluster) -> None:
+    """`python dra_example_driver.py --kubelet-dir ROOT/<node> --node <node>`: registers, serves, and
+    deregisters on SIGTERM."""
+    kubelet_dir = cluster.root / NODE
+    await eventually((kubelet_dir / "kubeconfig").exists, within=20, what="the node's kubeconfig")
+    driver_name = "proc.example.dev"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(example.__file__)), "--kubelet-dir", str(kubelet_dir), "--node", NODE,
+        "--driver", driver_name, "--gpus", "1", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    reg_socket = kubelet_dir / "plugins_registry" / f"{driver_name}-reg.sock"
+    try:
+        await eventually(reg_socket.exists, within=20, what="the registration socket")
+        async with grpc.aio.insecure_channel(f"unix://{reg_socket}") as channel:
+            info = await pluginregistration_v1_pb2_grpc.RegistrationStub(channel).GetInfo(
+                pluginregistration_v1_pb2.InfoRequest())
+        assert info.name == driver_name
+        slices = (await cluster.admin.list(example.SLICES, field_selector=f"spec.driver={driver_name}")).items
+        assert [s["spec"]["nodeName"] for s in slices] == [NODE]
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        _out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 0, err.decode()
+    assert "plugin_stopped" in err.decode()
+    assert not reg_socket.exists()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import stat
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from controllers import registry
 from controllers.runtime import client as clients
 from cp import errors, kubeconfig, kubeletplugins, rbac
 from storage import memory
+from tests.kubectl.conftest import KUBECTL
 from tests.waiting import eventually
 
 FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "plugins"},
@@ -215,3 +217,64 @@ def test_the_fleet_may_ask_for_the_plugin_account_only() -> None:
 
     assert may(kubeletplugins.ACCOUNT)
     assert not may("default")
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+async def test_kubectl_with_a_nodes_kubeconfig(cluster: Cluster, tmp_path: Path) -> None:
+    """The real kubectl 1.37.1 reads the kubeconfig as written (CA, token) and sees the plugin's identity."""
+    path = cluster.root / "node-1" / "kubeconfig"
+    await eventually(path.exists, within=20, what=f"{path} written")
+
+    async def kubectl(*args: str, stdin: str = "") -> tuple[int, str, str]:
+        assert KUBECTL is not None
+        proc = await asyncio.create_subprocess_exec(
+            str(KUBECTL), "--kubeconfig", str(path), *args, env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        out, err = await asyncio.wait_for(proc.communicate(stdin.encode()), 30)
+        return proc.returncode or 0, out.decode(), err.decode()
+
+    code, out, err = await kubectl("auth", "whoami", "-o", "json")
+    assert code == 0, err
+    user = json.loads(out)["status"]["userInfo"]
+    assert user["username"] == kubeletplugins.USER
+    assert user["extra"][kubeletplugins.NODE_NAME_EXTRA] == ["node-1"]
+    code, out, err = await kubectl("create", "-f", "-", stdin=json.dumps(_slice("node-1-gpus", node="node-1")))
+    assert code == 0, err
+    assert out.strip() == "resourceslice.resource.k8s.io/node-1-gpus created"
+    code, out, err = await kubectl("create", "-f", "-", stdin=json.dumps(_slice("node-0-gpus", node="node-0")))
+    assert code == 1
+    # kubectl prints a 422 by its causes (a policy's denial has one, its message).
+    assert err.strip() == ('The resourceslices "node-0-gpus" is invalid: : ValidatingAdmissionPolicy '
+                           f"'{POLICY}' with binding '{POLICY}' denied request: this user running on node "
+                           "'node-1' may not modify resourceslices on node 'node-0'")
+    code, out, err = await kubectl("get", "pods", "-A")
+    assert code == 1 and "Error from server (Forbidden)" in err
+
+
+async def test_an_insecure_server_gets_a_kubeconfig_without_a_token(tmp_path: Path) -> None:
+    """`cplane serve --insecure` authenticates nobody: the kubeconfig names the server only."""
+    log = memory.MemoryEventLog()
+    await log.start()
+    root = tmp_path / "nodes"
+    try:
+        async with servers.running(data_dir=tmp_path / "data", event_log=log, secure=False) as srv:
+            stop, ready = asyncio.Event(), asyncio.Event()
+            task = asyncio.ensure_future(registry.run_controllers(
+                server_url=srv.url, names=["fleet"], stop_event=stop, ready=ready,
+                overrides={fleets.NAME: fleets.factory(fleets.fleet_from_dict(FLEET), kubelet_root=root)}))
+            try:
+                await asyncio.wait_for(ready.wait(), 20)
+                path = root / "node-0" / "kubeconfig"
+                await eventually(path.exists, within=20, what=f"{path} written")
+                ep = kubeconfig.load(path)
+                assert (ep.server, ep.token) == (srv.url, "")
+                for sub in ("plugins_registry", "plugins", "cdi"):
+                    assert (root / "node-0" / sub).is_dir()
+                async with clients.Client.from_kubeconfig(path) as plugin:
+                    await plugin.create(SLICES, _slice("node-1-plugin", node="node-1"))  # nobody is restricted
+            finally:
+                stop.set()
+                await asyncio.wait_for(task, 20)
+    finally:
+        await log.close()
