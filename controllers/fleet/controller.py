@@ -43,7 +43,7 @@ import heapq
 import ipaddress
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ import structlog
 from controllers import volumes
 from controllers.fleet import credentials, lifecycle, nodedirs
 from controllers.fleet import objects as objs
+from controllers.fleet import plugins as kubelet_plugins
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
@@ -77,6 +78,8 @@ DELETED_NODES_REMEMBERED = 4096
 LEASE_TICK = 0.5  # seconds between two turns of the Lease renewal wheel
 LEASE_SENDERS = 64  # Lease renewals in flight at once
 LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
+PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to prepare is synced again (the pod worker's back-off)
+FAILED_PREPARE = "FailedPrepareDynamicResources"  # the kubelet's event reason
 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
@@ -104,12 +107,18 @@ class Simulator:
     """The reconciler: kubelets, fake DRA drivers and pod GC for simulated nodes."""
 
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None) -> None:
+                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None,
+                 recorder: managers.EventRecorder | None = None) -> None:
         """`kubelet_root`: where each node's kubelet directory goes (`controllers.fleet.nodedirs`:
         `ROOT/<node>/`, with the kubeconfig a real DRA kubelet plugin uses); None: none is made."""
         self.client = client
         self.clock = clock
         self.kubelet_root = kubelet_root
+        self.recorder = recorder
+        self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
+        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory.
+        self.plugins = None if kubelet_root is None else kubelet_plugins.Plugins(
+            root=kubelet_root, client=client, clock=clock, on_change=self._plugins_changed)
         self.plan = objs.Plan(fleet)
         self.kubelet = self.plan.kubelet
         self.nodes = informer_factory.informer(NODES)
@@ -210,9 +219,21 @@ class Simulator:
             if isinstance(ref, Mapping) and ref.get("resource") == "pods" and not ref.get("apiGroup"):
                 keys.add((ns, str(ref.get("name") or "")))
         out = [Request(resource=R_POD, namespace=k[0], name=k[1]) for k in sorted(keys)]
-        if status.get("devices"):
+        if status.get("devices") or (self.plugins is not None and self.plugins.knows(ns, name)):
             out.append(Request(resource=R_CLAIM, namespace=ns, name=name))
         return out
+
+    def _plugins_changed(self, node: str) -> None:
+        """A real plugin (de)registered on the node, or its slices were wiped: the fake drivers
+        step aside or back in (slices), and pods waiting for their claims are synced again."""
+        self._slices_synced.discard(node)
+        if self.enqueue is not None:
+            for request in [Request(resource=R_NODE, name=node), *self._pods_on(node)]:
+                self.enqueue(request)
+
+    def _aside(self, node: str) -> frozenset[str]:
+        """The drivers whose fake driver steps aside on the node for a real plugin."""
+        return frozenset() if self.plugins is None else self.plugins.aside(node)
 
     def _map_slice(self, change: managers.Change) -> list[Request]:
         name = str(meta_of(change.obj).get("name") or "")
@@ -271,12 +292,16 @@ class Simulator:
             self._lease_renewed.pop(name, None)
             self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
+            if self.plugins is not None:
+                self.plugins.drop_node(name)
             return None
         assert node is not None
         if self.kubelet_root is not None and name not in self._credentials_written:
             await credentials.write_kubeconfig(client=self.client, node=node,
                                                nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
             self._credentials_written.add(name)
+        if self.plugins is not None:
+            self.plugins.ensure_node(name)
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
@@ -472,8 +497,18 @@ class Simulator:
         by_driver: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         for s in desired:
             by_driver[s["spec"]["driver"]].append(s)
+        aside = self._aside(planned.name)
         for driver in sorted(drivers):
             want, have = by_driver.get(driver, []), present[driver]
+            if driver in aside:  # a real plugin publishes this driver's slices here: ours go
+                for s in want:
+                    current = have.get(s["metadata"]["name"])
+                    if current is not None:
+                        with contextlib.suppress(errors.NotFound, errors.Conflict):
+                            await self.client.delete(SLICES, s["metadata"]["name"],
+                                                     preconditions={"uid": str(meta_of(current).get("uid"))})
+                        self._slice_rv.pop(s["metadata"]["name"], None)
+                continue
             if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
                    for s in want):
                 synced = False
@@ -526,7 +561,7 @@ class Simulator:
             return await self._terminate(pod, node)
         if status_of(pod).get("phase") in TERMINAL:
             self._release_ip(key)
-            return None
+            return await self._unprepare_pod(pod, node_name)
         now = self.clock.now()
         host_ip = _node_ip(node, self.plan.node_address(node_name))
         if not lifecycle.has_run(pod):  # once started, claim changes do not stop it
@@ -538,6 +573,10 @@ class Simulator:
                     self._log.debug("pod_waiting_for_claims", namespace=ns, name=name, node=node_name, reason=why)
                 return None
             await self._prepare(pod, node_name, claims, now)
+            if self.plugins is not None:
+                error = await self.plugins.prepare(node_name, claims)
+                if error:
+                    return await self._prepare_failed(pod, node_name, error, host_ip)
         pod_ip = self._pod_ip(pod, node, host_ip)
         step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
         if objs.status_differs(pod, step.status):
@@ -547,6 +586,51 @@ class Simulator:
             self._release_ip(key)
             return None
         return None if step.next_at is None else Result(requeue_after=max(step.next_at - now, MIN_REQUEUE))
+
+    async def _prepare_failed(self, pod: Mapping[str, Any], node_name: str, error: str, host_ip: str) -> Result:
+        """NodePrepareResources failed: the pod stays Pending (ContainerCreating), the kubelet's
+        Warning event is written, and the pod is synced again after the pod worker's back-off."""
+        ns, name = caches.key_of(pod)
+        now = self.clock.now()
+        desired = lifecycle.pending_status(pod, now=now, host_ip=host_ip)
+        if objs.status_differs(pod, desired):
+            await self._write_pod_status(pod, desired)
+        message = f"Failed to prepare dynamic resources: prepare dynamic resources: {error}"
+        self._log.warning("pod_prepare_failed", namespace=ns, name=name, node=node_name, error=error)
+        if self.recorder is not None:
+            await self.recorder.warning({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)},
+                                        FAILED_PREPARE, message)
+        return Result(requeue_after=PREPARE_RETRY)
+
+    def _claim_names(self, pod: Mapping[str, Any]) -> list[str]:
+        """The claims a pod uses (direct, generated, extended), resolved or not."""
+        names = set(caches.by_claim_name(pod))
+        extended = status_of(pod).get("extendedResourceClaimStatus")
+        if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
+            names.add(str(extended["resourceClaimName"]))
+        return sorted(names)
+
+    async def _unprepare_pod(self, pod: Mapping[str, Any], node_name: str) -> Result | None:
+        """NodeUnprepareResources for the claims of a pod that is done (terminal or being removed)
+        which no other pod on the node still uses; an error delays the pod's removal (retried)."""
+        if self.plugins is None:
+            return None
+        ns, name = caches.key_of(pod)
+        uid = str(meta_of(pod).get("uid") or "")
+
+        def in_use(claim_ns: str, claim: str) -> bool:
+            for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, claim):
+                other = self.pods.cache.get(pns, pname)
+                if pns == claim_ns and other is not None and str(meta_of(other).get("uid") or "") != uid and \
+                        spec_of(other).get("nodeName") == node_name and status_of(other).get("phase") not in TERMINAL:
+                    return True
+            return False
+
+        error = await self.plugins.unprepare(node_name, ns, self._claim_names(pod), in_use=in_use)
+        if error:
+            self._log.warning("pod_unprepare_failed", namespace=ns, name=name, node=node_name, error=error)
+            return Result(requeue_after=PREPARE_RETRY)
+        return None
 
     async def _write_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """One merge-patch of pods/status, guarded by the cached resourceVersion (409: requeued)."""
@@ -600,7 +684,7 @@ class Simulator:
         planned = self.plan.node(node_name)
         if planned is None:
             return  # no fake drivers on a Node made by hand: nothing to prepare, nothing blocks
-        drivers = {d.name for d in planned.pool.drivers}
+        drivers = {d.name for d in planned.pool.drivers} - self._aside(node_name)
         for claim in claims:
             ckey = caches.key_of(claim)
             if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
@@ -650,6 +734,9 @@ class Simulator:
             if not step.stopped:
                 wait = (step.next_at if step.next_at is not None else now) - now
                 return Result(requeue_after=max(wait, MIN_REQUEUE))
+        retry = await self._unprepare_pod(pod, str(spec_of(pod).get("nodeName")))
+        if retry is not None:
+            return retry
         with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or replaced (uid precondition)
             await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,
                                      preconditions={"uid": str(meta.get("uid") or "")})
@@ -750,12 +837,14 @@ class Simulator:
         """NodeUnprepareResources: drop the fake drivers' status.devices entries once no pod that
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
+        retry = await self._unprepare_claim(ns, name, claim)
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
-            return None
+            return retry
         status = status_of(claim)
         entries = [e for e in status.get("devices") or [] if isinstance(e, Mapping)]
-        ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes]
+        ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes
+                and e.get("driver") not in self._aside(str(e.get("pool")))]
         if not ours:
             return None
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
@@ -768,13 +857,28 @@ class Simulator:
                 break
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
-            return None
+            return retry
         patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
                  "status": {"devices": keep or None}}
         with contextlib.suppress(errors.NotFound):
             await self.client.patch(CLAIMS, name, patch, namespace=ns, subresource="status",
                                     field_manager=str(ours[0].get("driver")))
         self._log.debug("claim_unprepared", namespace=ns, name=name, devices=len(entries) - len(keep))
+        return retry
+
+    async def _unprepare_claim(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> Result | None:
+        """NodeUnprepareResources on deallocation: a claim prepared by a real plugin that is gone,
+        no longer allocated, or another incarnation (uid) of the name."""
+        if self.plugins is None or not self.plugins.knows(ns, name):
+            return None
+        allocated = "" if claim is None or not status_of(claim).get("allocation") else \
+            str(meta_of(claim).get("uid") or "")
+        for node in self.plugins.nodes_of(ns, name):
+            error = await self.plugins.unprepare(node, ns, [name], in_use=lambda _ns, _name: False,
+                                                 keep_uid=lambda _ns, _name: allocated)
+            if error:
+                self._log.warning("claim_unprepare_failed", namespace=ns, name=name, node=node, error=error)
+                return Result(requeue_after=PREPARE_RETRY)
         return None
 
 
@@ -800,26 +904,36 @@ class FleetController(managers.Controller):
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
         self._wheel: asyncio.Task[None] | None = None
+        self._plugins: asyncio.Task[None] | None = None
 
     def on_start(self) -> None:
         requests = self.simulator.on_start()
         if self.queue is not None:
             for request in requests:
                 self.queue.add(request)
-        self._wheel = asyncio.get_running_loop().create_task(self.simulator.heartbeats(),
-                                                             name=f"controller:{NAME}:lease-wheel")
+        loop = asyncio.get_running_loop()
+        self._wheel = loop.create_task(self.simulator.heartbeats(), name=f"controller:{NAME}:lease-wheel")
+        self.simulator.enqueue = self.enqueue
+        if self.simulator.plugins is not None:
+            self._plugins = loop.create_task(self.simulator.plugins.run(), name=f"controller:{NAME}:plugins")
 
     def on_stop(self) -> None:
+        self.simulator.enqueue = None
         if self._wheel is not None:
             self._wheel.cancel()
             self._wheel = None
+        if self._plugins is not None:
+            self._plugins.cancel()  # its registrations are closed as it ends
+            self._plugins = None
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
         workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None) -> managers.Controller:
-    """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only."""
+    """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only. With
+    `kubelet_root`, each node's kubelet has its directory `kubelet_root/<node>/` and hosts real DRA
+    kubelet plugins (`controllers.fleet.plugins`)."""
     sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet,
-                    kubelet_root=kubelet_root)
+                    kubelet_root=kubelet_root, recorder=ctx.recorder(KUBELET))
     return FleetController(sim, workers=workers)
 
 
