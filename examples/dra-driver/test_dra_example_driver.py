@@ -1,7 +1,8 @@
 """The example DRA driver against an in-process secure cplane (TLS, RBAC) with a simulated node: it
-publishes its slice with the node's credentials, the scheduler allocates a pod's claim from it, and
-the kubelet's calls — spoken here over the real gRPC protocols on the node's sockets — register it,
-prepare the claim (a CDI spec with `GPU_DEVICE_0`), stream health and unprepare.
+publishes its slice with the node's credentials; the kubelet's calls, spoken by the test over the
+real gRPC protocols on the node's sockets, register it, prepare a claim (a CDI spec with
+`GPU_DEVICE_0`), stream health and unprepare; and with the fleet's own kubelet, a pod whose claim the scheduler allocates from the slice runs once the claim is
+prepared, and the claim is unprepared when the pod goes.
 
 Run from the repository: `.venv/bin/pytest examples/dra-driver` (the suite also runs it).
 """
@@ -25,6 +26,7 @@ from api import auth
 from api import server as servers
 from controllers import fleet as fleets
 from controllers import registry
+from controllers.fleet.nodedirs import NodeDir
 from controllers.runtime import client as clients
 from cp import kubeletapi
 from cp.kubeletapi import (
@@ -117,18 +119,17 @@ async def test_the_driver_publishes_registers_prepares_and_reports_health(
     assert slices[0]["metadata"]["ownerReferences"][0]["kind"] == "Node"
     assert (await driver.publish_slices())["metadata"]["resourceVersion"] == slices[0]["metadata"]["resourceVersion"]
 
-    # 2. A pod's claim is allocated from it by the scheduler.
-    cls, claim, pod = _pod_with_claim()
+    # 2. A claim allocated on its devices (as the scheduler writes it; no pod, so the node's kubelet
+    #    leaves the claim to the calls below).
+    cls, claim, _pod = _pod_with_claim()
     await admin.create("deviceclasses.resource.k8s.io", cls)
     await admin.create(example.CLAIMS, claim)
-    await admin.create("pods", pod)
-
-    async def allocated() -> dict[str, Any] | None:
-        c = await admin.get(example.CLAIMS, "one-gpu", namespace="default")
-        return c if (c.get("status") or {}).get("allocation") else None
-
-    allocated_claim = await eventually(allocated, within=20, what="the claim allocated")
-    assert allocated_claim is not None
+    allocation = {"devices": {"results": [{"request": "gpu", "driver": example.DRIVER, "pool": NODE,
+                                           "device": "gpu-1"}]},
+                  "nodeSelector": {"nodeSelectorTerms": [{"matchFields": [
+                      {"key": "metadata.name", "operator": "In", "values": [NODE]}]}]}}
+    allocated_claim = await admin.patch(example.CLAIMS, "one-gpu", {"status": {"allocation": allocation}},
+                                        namespace="default", subresource="status")
     uid = allocated_claim["metadata"]["uid"]
 
     # 3. The kubelet's side of the protocols, on the node's sockets.
@@ -185,6 +186,38 @@ async def test_the_driver_publishes_registers_prepares_and_reports_health(
         assert out.claims[uid].error == ""
         assert not (cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_{uid}.json").exists()
     assert driver.prepared_calls == [[uid], [uid], ["0000"]]
+
+
+async def test_a_pod_runs_after_the_nodes_kubelet_had_the_driver_prepare_its_claim(
+        cluster: Cluster, driver: example.ExampleDriver) -> None:
+    """The whole loop with the fleet's kubelet: it finds the registration socket, registers the
+    driver, calls NodePrepareResources before the pod runs, records the CDI ids in its checkpoint, and
+    calls NodeUnprepareResources when the pod is gone."""
+    admin = cluster.admin
+    await eventually(driver.registered.is_set, within=20, what="registered by the node's kubelet")
+    cls, claim, pod = _pod_with_claim()
+    await admin.create("deviceclasses.resource.k8s.io", cls)
+    await admin.create(example.CLAIMS, claim)
+    await admin.create("pods", pod)
+
+    async def running() -> bool:
+        return bool((await admin.get("pods", "pod0", namespace="default"))["status"].get("phase") == "Running")
+
+    await eventually(running, within=30, what="pod0 Running")
+    uid = (await admin.get(example.CLAIMS, "one-gpu", namespace="default"))["metadata"]["uid"]
+    assert driver.prepared_calls == [[uid]]
+    spec = cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_{uid}.json"
+    assert spec.exists()
+    checkpoint = NodeDir(root=cluster.root, node=NODE).prepared()
+    (device,) = checkpoint[uid].drivers[example.DRIVER]
+    assert device.cdi_device_ids[0] == f"k8s.{example.DRIVER}/gpu=common"
+
+    await admin.delete("pods", "pod0", namespace="default")
+
+    async def unprepared() -> bool:
+        return not spec.exists() and uid not in NodeDir(root=cluster.root, node=NODE).prepared()
+
+    await eventually(unprepared, within=30, what="the claim unprepared after the pod went")
 
 
 async def test_the_driver_may_not_publish_for_another_node(cluster: Cluster) -> None:
