@@ -8,7 +8,7 @@ and does what a real DRA kubelet plugin does, over the real protocols:
    to the Node, so it may write this node's slices only).
 2. **Serves the DRA gRPC service** (`k8s.io.kubelet.pkg.apis.dra.v1.DRAPlugin`) on
    `ROOT/<node>/plugins/<driver>/dra.sock`: `NodePrepareResources` reads each claim's allocation,
-   writes a CDI spec for the claim into `ROOT/<node>/cdi/` (env `GPU_DEVICE_<k>=<device>`, as the
+   writes a CDI spec for the claim into `ROOT/<node>/cdi/` (env `GPU_DEVICE_<n>=gpu-<n>`, as the
    upstream example driver injects) and answers with the CDI device ids; `NodeUnprepareResources`
    removes it. Both are idempotent, and what was prepared survives a restart (a checkpoint in the
    plugin's directory).
@@ -80,6 +80,12 @@ def _write_json(path: Path, doc: Any) -> None:
         raise
 
 
+def _env_suffix(device: str, *, whole: bool = False) -> str:
+    """`gpu-1` -> `1` (or `GPU_1` whole), as an environment variable name's part."""
+    name = device if whole else device.removeprefix("gpu-")
+    return name.upper().replace("-", "_").replace(".", "_")
+
+
 def _fresh_socket(path: Path) -> None:
     """The socket's directory, without a socket left by a previous run."""
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
@@ -103,14 +109,18 @@ class CDI:
 
     def write_common(self) -> None:
         _write_json(self._path("common"), {"cdiVersion": CDI_VERSION, "kind": self.kind, "devices": [
-            {"name": "common", "containerEdits": {"env": [f"GPU_NODE_NAME={self.node}",
+            {"name": "common", "containerEdits": {"env": [f"KUBERNETES_NODE_NAME={self.node}",
                                                           f"DRA_RESOURCE_DRIVER_NAME={self.driver}"]}}]})
 
     def write_claim(self, claim_uid: str, devices: list[str]) -> list[str]:
-        """The claim's spec; the CDI ids of the common device and of each of the claim's devices."""
+        """The claim's spec; the CDI ids of the common device and of each of the claim's devices.
+        Each device sets `GPU_DEVICE_<n>=gpu-<n>` and `GPU_DEVICE_GPU_<n>_RESOURCE_CLAIM=<claim uid>`,
+        the variables the upstream example driver's containers see."""
         spec = {"cdiVersion": CDI_VERSION, "kind": self.kind, "devices": [
-            {"name": f"{claim_uid}-{device}", "containerEdits": {"env": [f"GPU_DEVICE_{k}={device}"]}}
-            for k, device in enumerate(devices)]}
+            {"name": f"{claim_uid}-{device}", "containerEdits": {"env": [
+                f"GPU_DEVICE_{_env_suffix(device)}={device}",
+                f"GPU_DEVICE_{_env_suffix(device, whole=True)}_RESOURCE_CLAIM={claim_uid}"]}}
+            for device in devices]}
         _write_json(self._path(claim_uid), spec)
         return [self.device_id("common"), *(self.device_id(f"{claim_uid}-{d}") for d in devices)]
 

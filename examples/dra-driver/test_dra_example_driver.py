@@ -1,7 +1,7 @@
 """The example DRA driver against an in-process secure cplane (TLS, RBAC) with a simulated node: it
 publishes its slice with the node's credentials; the kubelet's calls, spoken by the test over the
 real gRPC protocols on the node's sockets, register it, prepare a claim (a CDI spec with
-`GPU_DEVICE_0`), stream health and unprepare; and with the fleet's own kubelet, a pod whose claim the scheduler allocates from the slice runs once the claim is
+`GPU_DEVICE_1`), stream health and unprepare; and with the fleet's own kubelet, a pod whose claim the scheduler allocates from the slice runs once the claim is
 prepared, and the claim is unprepared when the pod goes.
 
 Run from the repository: `.venv/bin/pytest examples/dra-driver` (the suite also runs it).
@@ -156,10 +156,10 @@ async def test_the_driver_publishes_registers_prepares_and_reports_health(
         assert list(device.cdi_device_ids) == [f"{kind}=common", f"{kind}={uid}-{allocated_device}"]
         spec = json.loads((cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_{uid}.json").read_text())
         assert spec["kind"] == kind
-        assert spec["devices"] == [{"name": f"{uid}-{allocated_device}",
-                                    "containerEdits": {"env": [f"GPU_DEVICE_0={allocated_device}"]}}]
+        assert spec["devices"] == [{"name": f"{uid}-gpu-1", "containerEdits": {"env": [
+            "GPU_DEVICE_1=gpu-1", f"GPU_DEVICE_GPU_1_RESOURCE_CLAIM={uid}"]}}]
         common = json.loads((cluster.root / NODE / "cdi" / f"k8s.{example.DRIVER}-gpu_common.json").read_text())
-        assert f"GPU_NODE_NAME={NODE}" in common["devices"][0]["containerEdits"]["env"]
+        assert f"KUBERNETES_NODE_NAME={NODE}" in common["devices"][0]["containerEdits"]["env"]
         # Again: the same answer (idempotent), from the driver's checkpoint.
         again = await dra.NodePrepareResources(dra_v1_pb2.NodePrepareResourcesRequest(claims=[claim_ref]))
         assert again.claims[uid] == result
