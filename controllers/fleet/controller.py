@@ -191,6 +191,7 @@ class Simulator:
             self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             self._node_ips.pop(name, None)
+            self._credentials_written.discard(name)  # a Node made again gets a token bound to it
             out += self._pods_on(name)
         elif change.type == "add":
             self._deleted_nodes.pop(name, None)

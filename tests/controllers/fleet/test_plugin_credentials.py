@@ -278,3 +278,15 @@ async def test_an_insecure_server_gets_a_kubeconfig_without_a_token(tmp_path: Pa
                 await asyncio.wait_for(task, 20)
     finally:
         await log.close()
+
+
+async def test_a_node_made_by_hand_and_made_again_gets_a_fresh_token(cluster: Cluster) -> None:
+    path = cluster.root / "by-hand" / "kubeconfig"
+    await cluster.admin.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "by-hand"}})
+    await eventually(path.exists, within=20, what=f"{path} written")
+    first = kubeconfig.load(path).token
+    await cluster.admin.delete("nodes", "by-hand")
+    await cluster.admin.create("nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "by-hand"}})
+    await eventually(lambda: kubeconfig.load(path).token != first, within=20, what="a new token")
+    async with clients.Client.from_kubeconfig(path) as plugin:
+        await plugin.create(SLICES, _slice("by-hand-plugin", node="by-hand"))
