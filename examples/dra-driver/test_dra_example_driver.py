@@ -25,10 +25,10 @@ import dra_example_driver as example
 from api import auth
 from api import server as servers
 from controllers import fleet as fleets
-from controllers import registry
+from controllers import health, registry
 from controllers.fleet.nodedirs import NodeDir
 from controllers.runtime import client as clients
-from cp import kubeletapi
+from cp import errors, kubeletapi
 from cp.kubeletapi import (
     dra_v1_pb2,
     dra_v1_pb2_grpc,
@@ -191,8 +191,9 @@ async def test_the_driver_publishes_registers_prepares_and_reports_health(
 async def test_a_pod_runs_after_the_nodes_kubelet_had_the_driver_prepare_its_claim(
         cluster: Cluster, driver: example.ExampleDriver) -> None:
     """The whole loop with the fleet's kubelet: it finds the registration socket, registers the
-    driver, calls NodePrepareResources before the pod runs, records the CDI ids in its checkpoint, and
-    calls NodeUnprepareResources when the pod is gone."""
+    driver, calls NodePrepareResources before the pod runs, records the CDI ids in its checkpoint,
+    turns the health stream into DeviceHealth reports, and calls NodeUnprepareResources when the pod
+    is gone."""
     admin = cluster.admin
     await eventually(driver.registered.is_set, within=20, what="registered by the node's kubelet")
     cls, claim, pod = _pod_with_claim()
@@ -211,6 +212,20 @@ async def test_a_pod_runs_after_the_nodes_kubelet_had_the_driver_prepare_its_cla
     checkpoint = NodeDir(root=cluster.root, node=NODE).prepared()
     (device,) = checkpoint[uid].drivers[example.DRIVER]
     assert device.cdi_device_ids[0] == f"k8s.{example.DRIVER}/gpu=common"
+
+    # The kubelet reads the driver's health stream: each device's report is a DeviceHealth.
+    reports = "devicehealths.sim.cplane.dev"
+    name = health.health_object_name(example.DRIVER, NODE, device.device_name)
+
+    async def reported(want: str) -> bool:
+        try:
+            return bool((await admin.get(reports, name))["spec"]["health"] == want)
+        except errors.NotFound:
+            return False
+
+    await eventually(lambda: reported("Healthy"), within=20, what="the device reported Healthy")
+    await driver.set_health(device.device_name, healthy=False)
+    await eventually(lambda: reported("Unhealthy"), within=20, what="the device reported Unhealthy")
 
     await admin.delete("pods", "pod0", namespace="default")
 
