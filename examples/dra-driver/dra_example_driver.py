@@ -14,7 +14,9 @@ and does what a real DRA kubelet plugin does, over the real protocols:
    plugin's directory).
 3. **Streams device health** (`v1alpha1.DRAResourceHealth`, `NodeWatchResources`): every device's
    health at once, then again on each change (`ExampleDriver.set_health`).
-4. **Registers with the kubelet** last, once the services answer: a `pluginregistration.Registration`
+4. Optionally (`--device-status`) **publishes the prepared devices** in the claim's `status.devices`
+   (server-side apply of its own entries; allowed for claims on its node only).
+5. **Registers with the kubelet** last, once the services answer: a `pluginregistration.Registration`
    server on `ROOT/<node>/plugins_registry/<driver>-reg.sock` (GetInfo: type `DRAPlugin`, the
    driver name, the DRA socket, the services offered).
 
@@ -138,8 +140,11 @@ class ExampleDriver(dra_v1_pb2_grpc.DRAPluginServicer,
     (`ROOT/<node>/`: `plugins_registry/`, `plugins/<driver>/`, `cdi/`) and `client` for the API."""
 
     def __init__(self, *, node: str, kubelet_dir: Path, client: clients.Client, driver: str = DRIVER,
-                 gpus: int = GPUS) -> None:
+                 gpus: int = GPUS, device_status: bool = False) -> None:
+        """`device_status`: also publish each prepared device in the claim's `status.devices`."""
         self.node, self.driver, self.client = node, driver, client
+        self.device_status = device_status
+        self._status_tasks: set[asyncio.Task[None]] = set()
         self.kubelet_dir = kubelet_dir
         self.plugin_dir = kubelet_dir / "plugins" / driver
         self.dra_socket = self.plugin_dir / "dra.sock"
@@ -183,6 +188,9 @@ class ExampleDriver(dra_v1_pb2_grpc.DRAPluginServicer,
     async def stop(self) -> None:
         """Deregister (the registration socket goes first), then stop serving. The slices stay: the
         kubelet removes a plugin's slices once it is gone for good, as upstream's does."""
+        for task in self._status_tasks:
+            task.cancel()
+        await asyncio.gather(*self._status_tasks, return_exceptions=True)
         for server in reversed(self._servers):
             await server.stop(grace=1.0)
         self._servers.clear()
@@ -290,8 +298,32 @@ class ExampleDriver(dra_v1_pb2_grpc.DRAPluginServicer,
                 for k, r in enumerate(results)]}
             self._prepared[uid] = done
             self._save_checkpoint()
+            if self.device_status:  # never in the way of the answer: the kubelet waits for it
+                task = asyncio.get_running_loop().create_task(
+                    self.publish_device_status(namespace, name, uid, names), name=f"device-status:{uid}")
+                self._status_tasks.add(task)
+                task.add_done_callback(self._status_tasks.discard)
         return [dra_v1_pb2.Device(request_names=[d["request"]], pool_name=self.node, device_name=d["device"],
                                   cdi_device_ids=d["cdi"]) for d in done["devices"]]
+
+    async def publish_device_status(self, namespace: str, name: str, uid: str, devices: list[str]) -> None:
+        """This driver's entries of the claim's `status.devices`, by server-side apply: only its own
+        entries are its field manager's, so other drivers' stay as they are. The node's credentials
+        allow it for claims allocated on this node only (`associated-node:patch` on
+        `resourceclaims/driver`); the uid makes it fail on another incarnation of the claim."""
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+                "metadata": {"name": name, "namespace": namespace, "uid": uid},
+                "status": {"devices": [{"driver": self.driver, "pool": self.node, "device": device, "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "Prepared", "message": "",
+                     "lastTransitionTime": now}]} for device in devices]}}
+        try:
+            await self.client.patch(CLAIMS, name, body, namespace=namespace, subresource="status",
+                                    patch_type="apply", field_manager=self.driver, force=True)
+        except errors.StatusError as exc:  # gone, replaced or refused: nothing to retry
+            self._log.warning("device_status_failed", namespace=namespace, claim=name, uid=uid, error=str(exc))
+            return
+        self._log.info("device_status_published", namespace=namespace, claim=name, uid=uid, devices=devices)
 
     async def NodeUnprepareResources(
             self, request: dra_v1_pb2.NodeUnprepareResourcesRequest,
@@ -363,6 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kubeconfig", type=Path, default=None, help="default: the node's kubeconfig")
     p.add_argument("--driver", default=DRIVER, help=f"driver name (default {DRIVER})")
     p.add_argument("--gpus", type=int, default=GPUS, help=f"devices to publish (default {GPUS})")
+    p.add_argument("--device-status", action="store_true",
+                   help="publish each prepared device in its claim's status.devices")
     args = p.parse_args(argv)
     kubelet_dir = args.kubelet_dir or args.data_dir / "nodes" / args.node
     kubeconfig = args.kubeconfig or kubelet_dir / "kubeconfig"
@@ -378,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
             loop.add_signal_handler(sig, stop.set)
         async with clients.Client.from_kubeconfig(kubeconfig, user_agent=f"{args.driver}/kubelet-plugin") as client:
             driver = ExampleDriver(node=args.node, kubelet_dir=kubelet_dir, client=client, driver=args.driver,
-                                   gpus=args.gpus)
+                                   gpus=args.gpus, device_status=args.device_status)
             await driver.start()
             try:
                 await stop.wait()

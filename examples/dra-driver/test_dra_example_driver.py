@@ -88,7 +88,8 @@ async def driver(cluster: Cluster) -> AsyncIterator[example.ExampleDriver]:
     kubeconfig = cluster.root / NODE / "kubeconfig"
     await eventually(kubeconfig.exists, within=20, what="the node's kubeconfig")
     async with clients.Client.from_kubeconfig(kubeconfig) as client:
-        drv = example.ExampleDriver(node=NODE, kubelet_dir=cluster.root / NODE, client=client, gpus=2)
+        drv = example.ExampleDriver(node=NODE, kubelet_dir=cluster.root / NODE, client=client, gpus=2,
+                                    device_status=True)
         await drv.start()
         try:
             yield drv
@@ -212,6 +213,14 @@ async def test_a_pod_runs_after_the_nodes_kubelet_had_the_driver_prepare_its_cla
     checkpoint = NodeDir(root=cluster.root, node=NODE).prepared()
     (device,) = checkpoint[uid].drivers[example.DRIVER]
     assert device.cdi_device_ids[0] == f"k8s.{example.DRIVER}/gpu=common"
+
+    # The driver published the device in the claim's status, with the node's credentials.
+    async def published() -> list[dict[str, Any]]:
+        return list((await admin.get(example.CLAIMS, "one-gpu", namespace="default"))["status"].get("devices") or [])
+
+    (entry,) = await eventually(published, within=20, what="status.devices written by the driver")
+    assert (entry["driver"], entry["pool"], entry["device"]) == (example.DRIVER, NODE, device.device_name)
+    assert entry["conditions"][0]["type"] == "Ready"
 
     # The kubelet reads the driver's health stream: each device's report is a DeviceHealth.
     reports = "devicehealths.sim.cplane.dev"
