@@ -88,8 +88,14 @@ def _env_suffix(device: str, *, whole: bool = False) -> str:
     return name.upper().replace("-", "_").replace(".", "_")
 
 
+MAX_SOCKET_PATH = 107  # bytes of a unix socket's path (sun_path, less its terminating NUL)
+
+
 def _fresh_socket(path: Path) -> None:
     """The socket's directory, without a socket left by a previous run."""
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH:
+        raise ValueError(f"socket path {path} is {len(os.fsencode(path))} bytes, more than a unix socket allows "
+                         f"({MAX_SOCKET_PATH}): use a shorter data directory")
     path.parent.mkdir(mode=0o750, parents=True, exist_ok=True)
     path.unlink(missing_ok=True)
 
@@ -413,13 +419,17 @@ def main(argv: list[str] | None = None) -> int:
         async with clients.Client.from_kubeconfig(kubeconfig, user_agent=f"{args.driver}/kubelet-plugin") as client:
             driver = ExampleDriver(node=args.node, kubelet_dir=kubelet_dir, client=client, driver=args.driver,
                                    gpus=args.gpus, device_status=args.device_status)
-            await driver.start()
             try:
+                await driver.start()
                 await stop.wait()
             finally:
                 await driver.stop()
 
-    asyncio.run(run())
+    try:
+        asyncio.run(run())
+    except (errors.StatusError, ValueError, OSError) as exc:  # refused by the API, or no room for a socket
+        print(f"dra_example_driver: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -279,3 +279,14 @@ async def test_the_driver_as_a_process(cluster: Cluster) -> None:
     assert proc.returncode == 0, err.decode()
     assert "plugin_stopped" in err.decode()
     assert not reg_socket.exists()
+
+
+async def test_the_process_says_why_it_cannot_start(cluster: Cluster) -> None:
+    kubelet_dir = cluster.root / NODE
+    await eventually((kubelet_dir / "kubeconfig").exists, within=20, what="the node's kubeconfig")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(Path(example.__file__)), "--kubelet-dir", str(kubelet_dir), "--node", "ghost",
+        "--kubeconfig", str(kubelet_dir / "kubeconfig"), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    _out, err = await asyncio.wait_for(proc.communicate(), 20)
+    assert proc.returncode == 1
+    assert err.decode().strip().endswith('dra_example_driver: nodes "ghost" not found')
