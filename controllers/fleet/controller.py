@@ -45,14 +45,14 @@ import math
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from controllers import volumes
 from controllers.fleet import credentials, lifecycle, nodedirs
+from controllers.fleet import devices as fake_devices
 from controllers.fleet import objects as objs
-from controllers.fleet import plugins as kubelet_plugins
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
@@ -62,6 +62,9 @@ from controllers.runtime import reconcile
 from cp import clock as clocks
 from cp import errors
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
+
+if TYPE_CHECKING:
+    from controllers.fleet import plugins as kubelet_plugins
 
 NAME = "fleet"
 DEFAULT_WORKERS = 32
@@ -116,10 +119,17 @@ class Simulator:
         self.kubelet_root = kubelet_root
         self.recorder = recorder
         self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
-        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory.
-        self.plugins = None if kubelet_root is None else kubelet_plugins.Plugins(
-            root=kubelet_root, client=client, clock=clock, on_change=self._plugins_changed)
+        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory (and
+        # only then is gRPC imported).
+        self.plugins: kubelet_plugins.Plugins | None = None
+        if kubelet_root is not None:
+            from controllers.fleet import plugins as kubelet_plugins
+
+            self.plugins = kubelet_plugins.Plugins(root=kubelet_root, client=client, clock=clock,
+                                                   on_change=self._plugins_changed)
         self.plan = objs.Plan(fleet)
+        # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
+        self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
         self.kubelet = self.plan.kubelet
         self.nodes = informer_factory.informer(NODES)
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
@@ -142,6 +152,8 @@ class Simulator:
         self._node_ips: dict[str, dict[str, str]] = {}  # node -> ip -> pod uid
         self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
         self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
+        # pod key -> (pod uid, event name, message, count) of its last FailedPrepareDynamicResources
+        self._prepare_events: dict[tuple[str, str], tuple[str, str, str, int]] = {}
         self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
         # Nodes whose slices were found in line (or written) since their last slice or Node event:
         # a heartbeat of theirs skips building and comparing the slices.
@@ -548,6 +560,7 @@ class Simulator:
         if pod is None:
             self._release_ip(key)
             self._orphan_seen.pop(key, None)
+            self._prepare_events.pop(key, None)
             return None
         node_name = str(spec_of(pod).get("nodeName") or "")
         if not node_name:
@@ -578,6 +591,7 @@ class Simulator:
                 error = await self.plugins.prepare(node_name, claims)
                 if error:
                     return await self._prepare_failed(pod, node_name, error, host_ip)
+                self._prepare_events.pop(key, None)
         pod_ip = self._pod_ip(pod, node, host_ip)
         step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
         if objs.status_differs(pod, step.status):
@@ -598,10 +612,36 @@ class Simulator:
             await self._write_pod_status(pod, desired)
         message = f"Failed to prepare dynamic resources: prepare dynamic resources: {error}"
         self._log.warning("pod_prepare_failed", namespace=ns, name=name, node=node_name, error=error)
-        if self.recorder is not None:
-            await self.recorder.warning({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)},
-                                        FAILED_PREPARE, message)
+        await self._prepare_event(pod, message)
         return Result(requeue_after=PREPARE_RETRY)
+
+    async def _prepare_event(self, pod: Mapping[str, Any], message: str) -> None:
+        """The Warning event of a failed prepare; a repeat of the same message counts up the last
+        one (`count`, `lastTimestamp`), as the kubelet's event recorder aggregates."""
+        if self.recorder is None:
+            return
+        key = caches.key_of(pod)
+        uid = str(meta_of(pod).get("uid") or "")
+        last = self._prepare_events.get(key)
+        if last is not None and last[0] == uid and last[2] == message:
+            count = last[3] + 1
+            try:
+                await self.client.patch("events", last[1], {"count": count,
+                                                            "lastTimestamp": clocks.rfc3339(self.clock.now())},
+                                        namespace=key[0])
+            except (errors.StatusError, OSError, TimeoutError) as exc:
+                self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
+            else:
+                self._prepare_events[key] = (uid, last[1], message, count)
+                return
+        event = self.recorder.build({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)}, "Warning",
+                                    FAILED_PREPARE, message)
+        try:
+            await self.client.create_event(event)
+        except (errors.StatusError, OSError, TimeoutError) as exc:
+            self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
+            return
+        self._prepare_events[key] = (uid, str(event["metadata"]["name"]), message, 1)
 
     def _claim_names(self, pod: Mapping[str, Any]) -> list[str]:
         """The claims a pod uses (direct, generated, extended), resolved or not."""
@@ -690,6 +730,8 @@ class Simulator:
             ckey = caches.key_of(claim)
             if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
                 continue  # our write is not in the cache yet
+            if self.fake_devices is not None:
+                self.fake_devices.prepare(claim=claim, node=node_name, skip=self._aside(node_name))
             cstatus = status_of(claim)
             results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
                        if isinstance(r, Mapping)]
@@ -839,6 +881,8 @@ class Simulator:
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
         retry = await self._unprepare_claim(ns, name, claim)
+        if self.fake_devices is not None and not self._claim_in_use(ns, name, claim):
+            self.fake_devices.unprepare(namespace=ns, name=name, claim=claim, aside=self._aside)
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
             return retry
@@ -850,12 +894,7 @@ class Simulator:
             return None
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         allocated = {objs.device_key(r) for r in results if isinstance(r, Mapping)}
-        active = False
-        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
-            p = self.pods.cache.get(pns, pname)
-            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
-                active = True
-                break
+        active = self._claim_in_use(ns, name, claim)
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
             return retry
@@ -881,6 +920,14 @@ class Simulator:
                 self._log.warning("claim_unprepare_failed", namespace=ns, name=name, node=node, error=error)
                 return Result(requeue_after=PREPARE_RETRY)
         return None
+
+    def _claim_in_use(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> bool:
+        """Some bound pod that has not ended uses the claim."""
+        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
+            p = self.pods.cache.get(pns, pname)
+            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
+                return claim is not None
+        return False
 
 
 def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:

@@ -56,7 +56,7 @@ SLICES = clients.resolve("resourceslices.resource.k8s.io")
 logger = structlog.get_logger("cplane.controllers.fleet.plugins")
 
 Claim = tuple[str, str, str]  # namespace, name, uid
-SocketId = tuple[int, int]  # inode, change time
+SocketId = tuple[int, int]  # inode, modification time (a socket re-created at a path differs)
 
 
 def find_sockets(registry: Path) -> dict[str, SocketId]:
@@ -74,7 +74,7 @@ def find_sockets(registry: Path) -> dict[str, SocketId]:
         except OSError:
             continue
         if stat.S_ISSOCK(st.st_mode):
-            out[entry.path] = (st.st_ino, st.st_ctime_ns)
+            out[entry.path] = (st.st_ino, st.st_mtime_ns)
         elif stat.S_ISDIR(st.st_mode):
             out.update(find_sockets(Path(entry.path)))
     return out
@@ -94,6 +94,9 @@ class NodePlugins:
         self.aside: set[str] = set()  # drivers the fake drivers leave to real plugins here
         self.wipes: dict[str, asyncio.Task[None]] = {}
         self.checkpoint_loaded = False
+        # The DRA calls of one node, one at a time: two pods sharing a claim must not both see it
+        # unprepared (upstream's kubelet locks its claim cache around the same decisions).
+        self.calls = asyncio.Lock()
         self._log = logger.bind(node=node)
 
     # ------------------------------------------------------------------ lookups
@@ -210,7 +213,7 @@ class NodePlugins:
                 del self.by_socket[path]
         self._log.info("plugin_deregistered", driver=plugin.driver, endpoint=plugin.endpoint, reason=reason)
         if wipe and not self.usable(plugin.driver) and plugin.driver not in self.wipes:
-            self.wipes[plugin.driver] = self.owner.spawn(self._wipe(plugin.driver),
+            self.wipes[plugin.driver] = self.owner.spawn(self._wipe(plugin.driver, self.owner.wipe_due()),
                                                          name=f"plugin:{self.node}:{plugin.driver}:wipe")
         await plugin.close()
         self.owner.changed(self.node)
@@ -228,9 +231,10 @@ class NodePlugins:
 
     # ------------------------------------------------------------------ wiping
 
-    async def _wipe(self, driver: str) -> None:
+    async def _wipe(self, driver: str, due: float) -> None:
+        """Delete the driver's slices of this node at `due` (fleet clock) unless it is usable again."""
         clock = self.owner.clock
-        await clock.sleep(self.owner.wipe_delay)
+        await clock.sleep(max(due - clock.now(), 0.0))
         delay = 1.0
         while not self.usable(driver):
             selector = f"spec.nodeName={self.node},spec.driver={driver}"
@@ -266,11 +270,18 @@ class NodePlugins:
     async def prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
         """NodePrepareResources, per driver with a real plugin here, for the claims not yet prepared
         (per the checkpoint); what succeeded is recorded. The kubelet's error text, or ""."""
+        async with self.calls:
+            return await self._prepare(claims)
+
+    async def _prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
+        wanted = [(claim, sorted(set(drivers) & self.aside)) for claim, drivers in claims]
+        if not any(drivers for _claim, drivers in wanted):
+            return ""
         prepared = self.dir.prepared()
         batches: dict[str, list[Claim]] = {}
-        for claim, drivers in claims:
+        for claim, drivers in wanted:
             entry = prepared.get(claim[2])
-            for driver in sorted(set(drivers) & self.aside):
+            for driver in drivers:
                 if entry is None or driver not in entry.drivers:
                     batches.setdefault(driver, []).append(claim)
         for driver, batch in sorted(batches.items()):
@@ -299,9 +310,14 @@ class NodePlugins:
                 return f"NodePrepareResources skipped {len(batch) - len(results)} ResourceClaims"
         return ""
 
-    async def unprepare(self, entries: Iterable[PreparedClaim]) -> str:
-        """NodeUnprepareResources for these checkpoint entries, per driver with a registered plugin;
-        what succeeded is forgotten. A driver without a plugin here is left alone."""
+    async def unprepare(self, entries: Callable[[], Iterable[PreparedClaim]]) -> str:
+        """NodeUnprepareResources for the checkpoint entries `entries()` picks (under the node's
+        lock), per driver with a registered plugin; what succeeded is forgotten. A driver without a
+        plugin here is left alone."""
+        async with self.calls:
+            return await self._unprepare(entries())
+
+    async def _unprepare(self, entries: Iterable[PreparedClaim]) -> str:
         for entry in entries:
             claim = (entry.namespace, entry.name, entry.uid)
             for driver in sorted(entry.drivers):
@@ -341,6 +357,7 @@ class Plugins:
         self.scan_interval = scan_interval
         self.nodes: dict[str, NodePlugins] = {}
         self._where: dict[tuple[str, str], set[str]] = {}  # claim (namespace, name) -> nodes with it prepared
+        self._stopped: dict[str, set[str]] = {}  # node whose kubelet stopped -> the drivers that were real there
         self._tasks: set[asyncio.Task[Any]] = set()
         self._scan_lock = asyncio.Lock()
         self._log = logger
@@ -348,17 +365,25 @@ class Plugins:
     # ------------------------------------------------------------------ nodes
 
     def ensure_node(self, node: str) -> NodePlugins:
-        """The node's plugin manager, its kubelet directory created (its registry is watched)."""
+        """The node's plugin manager, its kubelet directory created (its registry is watched). A
+        kubelet that starts again keeps the fake drivers aside for the real plugins it had; each
+        such driver's slices are wiped after the grace delay unless its plugin registers again."""
         np = self.nodes.get(node)
         if np is None:
             node_dir = NodeDir(root=self.root, node=node).create()
             np = self.nodes[node] = NodePlugins(node=node, node_dir=node_dir, owner=self)
+            for driver in sorted(self._stopped.pop(node, ())):
+                np.aside.add(driver)
+                np.wipes[driver] = self.spawn(np._wipe(driver, self.wipe_due()), name=f"plugin:{node}:{driver}:wipe")
         return np
 
     def drop_node(self, node: str) -> None:
-        """The node's kubelet stopped or the node went: its registrations are forgotten."""
+        """The node's kubelet stopped or the node went: its registrations are forgotten (which
+        drivers were real is remembered for a restart)."""
         np = self.nodes.pop(node, None)
         if np is not None:
+            if np.aside:
+                self._stopped[node] = set(np.aside)
             self.spawn(np.close(), name=f"plugins:{node}:close")
 
     def aside(self, node: str) -> frozenset[str]:
@@ -385,6 +410,10 @@ class Plugins:
 
     def changed(self, node: str) -> None:
         self.on_change(node)
+
+    def wipe_due(self) -> float:
+        """When slices of a driver that became unusable now are wiped."""
+        return self.clock.now() + self.wipe_delay
 
     # ------------------------------------------------------------------ tasks
 
@@ -422,6 +451,7 @@ class Plugins:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self._where.clear()
+        self._stopped.clear()
 
     async def scan(self) -> None:
         """One scan of every watched registry; returns once the registrations it started are done."""
@@ -455,13 +485,16 @@ class Plugins:
         (namespace, name) by another pod there, and the incarnation `keep_uid(namespace, name)` (a
         claim still allocated). "" or the first error."""
         np = self.nodes.get(node)
-        if np is None or not np.aside:
-            return ""
         wanted = set(names)
-        entries = [e for e in np.dir.prepared().values() if e.namespace == namespace and e.name in wanted
-                   and not in_use(e.namespace, e.name)
-                   and (keep_uid is None or keep_uid(e.namespace, e.name) != e.uid)]
-        return await np.unprepare(entries) if entries else ""
+        if np is None or not np.aside or not wanted:
+            return ""
+
+        def entries() -> list[PreparedClaim]:
+            assert np is not None
+            return [e for e in np.dir.prepared().values() if e.namespace == namespace and e.name in wanted
+                    and not in_use(e.namespace, e.name)
+                    and (keep_uid is None or keep_uid(e.namespace, e.name) != e.uid)]
+        return await np.unprepare(entries)
 
     def nodes_of(self, namespace: str, name: str) -> list[str]:
         return sorted(self._where.get((namespace, name), ()))

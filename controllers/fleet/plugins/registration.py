@@ -6,8 +6,9 @@ upstream's plugin watcher and DRA plugin manager:
 - the endpoint (the socket of the DRA service; the registration socket itself when empty) must be an
   absolute path inside the node's kubelet directory, short enough for a unix socket address;
 - `supported_versions` lists the gRPC services the plugin serves as "<package>.<service>"; the DRA
-  service chosen is the first one of the plugin's list the kubelet supports ("v1.DRAPlugin",
-  "v1beta1.DRAPlugin"), and the health service, if any, the newest advertised one
+  service chosen is the newest one advertised that the kubelet supports: "v1.DRAPlugin", else
+  "v1beta1.DRAPlugin" (upstream's kubelet means to pick the most recent version; the plugin helper
+  lists v1 first), and the health service, if any, the newest advertised one
   ("v1.DRAResourceHealth", then v1beta1, then v1alpha1). A plugin without a health service gets no
   health stream.
 
@@ -48,8 +49,8 @@ class PluginInfo:
 
 
 def pick_dra_service(supported: Sequence[str]) -> str:
-    """The first of the plugin's services the kubelet supports ("" when none)."""
-    return next((s for s in supported if s in DRA_SERVICES), "")
+    """The newest DRA service the plugin advertises ("" when none the kubelet supports)."""
+    return next((s for s in DRA_SERVICES if s in supported), "")
 
 
 def pick_health_service(supported: Sequence[str]) -> str:

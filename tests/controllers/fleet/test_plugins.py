@@ -259,8 +259,9 @@ async def test_a_pod_runs_only_after_node_prepare_and_its_deletion_unprepares(
         (device,) = prepared[uid].drivers[DRIVER]
         assert (device.pool_name, device.device_name, device.cdi_device_ids) == (
             NODE, "gpu-1", (f"k8s.{DRIVER}/gpu=gpu-1",))
-        # No fake prepare for the plugin's driver: status.devices is the driver's to write.
+        # No fake prepare for the plugin's driver: status.devices and CDI specs are the driver's to write.
         assert not (await client.get(CLAIMS, "trainer-gpu", namespace="default"))["status"].get("devices")
+        assert not [p.name for p in (root / NODE / "cdi").iterdir() if uid in p.name]
 
         await client.delete("pods", "trainer", namespace="default")
         clock.advance(1)  # the containers' stop time
@@ -290,13 +291,18 @@ async def test_a_prepare_error_is_an_event_and_the_pod_stays_pending_until_a_ret
         assert pod["status"]["phase"] == "Pending"
         assert pod["status"]["containerStatuses"][0]["state"] == {"waiting": {"reason": "ContainerCreating"}}
 
-        # Retried on the next pod sync (the back-off on the clock): fixed, it runs.
-        plugin.prepare_error = ""
-        await settle(20)
+        # Retried on the next pod sync (the back-off on the clock); the same failure counts up the event.
+        def advance_until(done: Any) -> Any:
+            async def check() -> Any:  # each turn moves the clock past the back-off (the last
+                clock.advance(10)  # failure may not have been requeued when the test saw it)
+                return await done()
+            return check
+        await eventually(advance_until(lambda: _counted(failed_event(), 2)), what="tried again, counted up")
+        # Fixed, it runs.
         assert await phase(client, "trainer") == "Pending"
-        clock.advance(10)
-        await eventually(lambda: _is(client, "trainer", "Running"), what="running after the retry")
-        assert len(plugin.prepared) >= 2
+        plugin.prepare_error = ""
+        await eventually(advance_until(lambda: _is(client, "trainer", "Running")), what="running after the retry")
+        assert len(plugin.prepared) >= 3
 
 
 async def test_a_call_error_is_reported_as_the_kubelet_does(
@@ -412,5 +418,108 @@ async def _not(value: Any) -> bool:
     return not await value
 
 
+async def _counted(events: Any, at_least: int) -> list[dict[str, Any]]:
+    """The failure events when there is one, counted up to `at_least` (a repeat is not a new event)."""
+    got = await events
+    return got if len(got) == 1 and got[0]["count"] >= at_least else []
+
+
 async def _eq(value: Any, want: Any) -> bool:
     return bool(await value == want)
+
+
+async def test_a_shared_claim_is_unprepared_when_its_last_pod_on_the_node_goes(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        await register(sim, plugin)
+        claim, first = await claimed_pod(client, "first")
+        second = await client.create("pods", {
+            "metadata": {"name": "second", "namespace": "default"},
+            "spec": {"nodeName": NODE, "resourceClaims": [{"name": "gpu", "resourceClaimName": "first-gpu"}],
+                     "containers": [{"name": "app", "image": "nginx:1.27"}]}})
+        await client.patch(CLAIMS, "first-gpu", {"status": {"reservedFor": [
+            {"resource": "pods", "name": p["metadata"]["name"], "uid": p["metadata"]["uid"]} for p in (first, second)]}},
+            namespace="default", subresource="status")
+        await eventually(lambda: _is(client, "first", "Running"), what="first running")
+        await eventually(lambda: _is(client, "second", "Running"), what="second running")
+        assert len(plugin.prepared) == 1  # prepared once for both pods
+
+        await client.delete("pods", "first", namespace="default")
+        clock.advance(1)
+        await eventually(lambda: _is(client, "first", "<gone>"), what="first removed")
+        assert plugin.unprepared == []  # the other pod still uses it
+        await client.delete("pods", "second", namespace="default")
+        clock.advance(1)
+        await eventually(lambda: _is(client, "second", "<gone>"), what="second removed")
+        assert plugin.unprepared == [[("default", "first-gpu", claim["metadata"]["uid"])]]
+
+
+async def test_deallocation_unprepares_a_claim_whose_pod_vanished(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        await register(sim, plugin)
+        claim, _pod = await claimed_pod(client)
+        await eventually(lambda: _is(client, "trainer", "Running"), what="running")
+        await client.delete("pods", "trainer", namespace="default", grace_period_seconds=0)  # forced: no kubelet
+        await eventually(lambda: _is(client, "trainer", "<gone>"), what="pod gone")
+        await settle(20)
+        assert plugin.unprepared == []
+        # What the resourceclaim controller then does: release and deallocate.
+        await client.patch(CLAIMS, "trainer-gpu", {"status": {"reservedFor": None, "allocation": None}},
+                           namespace="default", subresource="status")
+        uid = claim["metadata"]["uid"]
+        await eventually(lambda: plugin.unprepared == [[("default", "trainer-gpu", uid)]], what="unprepared")
+        await eventually(lambda: uid not in NodeDir(root=root, node=NODE).prepared(), what="checkpoint forgot it")
+
+
+async def test_a_plugin_back_within_the_grace_delay_keeps_its_slices(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim:
+        assert sim.plugins is not None
+        async with plugin_on(root) as plugin:
+            await register(sim, plugin)
+            await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+            await client.create(SLICES, {"metadata": {"name": f"{NODE}-{DRIVER}-abcde"},
+                                         "spec": {"driver": DRIVER, "nodeName": NODE,
+                                                  "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                                                  "devices": [{"name": "gpu-0"}]}})
+        await sim.plugins.scan()
+        await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="deregistered")
+        clock.advance(kubelet_plugins.WIPE_DELAY / 2)
+        async with plugin_on(root) as again:  # restarted (a new process, new sockets)
+            await register(sim, again)
+            clock.advance(kubelet_plugins.WIPE_DELAY)
+            await settle(50)
+            assert await slices_of(client, NODE, DRIVER) == [f"{NODE}-{DRIVER}-abcde"]
+
+
+async def test_a_stopped_kubelet_forgets_its_plugins_and_registers_them_again_when_it_starts(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
+        assert sim.plugins is not None
+        await register(sim, plugin)
+        await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+        await client.patch("nodes", NODE, {"metadata": {"annotations": {"sim.cplane.dev/kubelet": "stopped"}}})
+        await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="registration forgotten")
+        await client.patch("nodes", NODE, {"metadata": {"annotations": {"sim.cplane.dev/kubelet": None}}})
+        await eventually(lambda: NODE in sim.plugins.nodes, what="kubelet started")
+        assert DRIVER in sim.plugins.aside(NODE)  # the fake driver stays aside meanwhile
+        await sim.plugins.scan()
+        assert sim.plugins.registered(NODE, DRIVER) and plugin.statuses[-1] == (True, "")
+        clock.advance(kubelet_plugins.WIPE_DELAY)
+        await settle(50)
+        assert await slices_of(client, NODE, DRIVER) == []  # neither wiped-and-republished nor fake
+
+
+async def test_a_plugin_restarted_between_two_scans_is_registered_anew(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    async with fleet_with_plugins(srv, clock, root) as sim:
+        assert sim.plugins is not None
+        async with plugin_on(root) as first:
+            await register(sim, first)
+        async with plugin_on(root) as second:  # same paths, new sockets, before the next scan
+            await register(sim, second)
+            claim, _pod = await claimed_pod(client)
+            await eventually(lambda: _is(client, "trainer", "Running"), what="running")
+            assert second.prepared == [[("default", "trainer-gpu", claim["metadata"]["uid"])]]
+            assert first.prepared == []
