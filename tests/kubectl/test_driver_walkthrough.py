@@ -1,8 +1,9 @@
 """docs/driver-development.md, end to end: `cplane serve` (TLS, RBAC) with the demo fleet, the example
 DRA driver as its own process on gpu-node-0 with the node's kubeconfig, and the real kubectl: the
 driver's slice, `examples/dra-driver/pod.yaml` Running after the kubelet had the driver prepare its
-claim (CDI spec and checkpoint on the node), the claim unprepared when the pod goes, the driver
-deregistered when it stops, and neither the plugin nor the kubelets refused anything on the way."""
+claim (CDI spec and checkpoint on the node; the driver's `status.devices` entry written with the
+node's credentials), the claim unprepared and deleted when the pod goes, the driver
+deregistered when it stops, and no request refused on the way."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ async def test_the_driver_development_walkthrough() -> None:
 
             with (short / "driver.log").open("wb") as out_file:
                 driver = await asyncio.create_subprocess_exec(
-                    *DRIVER, "--data-dir", str(data), "--node", NODE, stdout=out_file,
+                    *DRIVER, "--data-dir", str(data), "--node", NODE, "--device-status", stdout=out_file,
                     stderr=asyncio.subprocess.STDOUT, cwd=ROOT)
             try:
                 async def registered() -> bool:
@@ -99,9 +100,21 @@ async def test_the_driver_development_walkthrough() -> None:
                 (device,) = checkpoint["claims"][uid]["drivers"]["gpu.example.dev"]
                 assert device["cdi_device_ids"][0] == "k8s.gpu.example.dev/gpu=common"
 
+                async def device_status() -> str:
+                    _, out, _ = await kubectl("get", "resourceclaims", "-o", "jsonpath={.items[0].status.devices[*].device}")
+                    return out
+
+                assert await eventually(device_status, within=30, interval=0.2, what="status.devices") == device["device_name"]
+
                 code, out, err = await kubectl("delete", "pod", "pod0")
                 assert code == 0, err
                 await eventually(lambda: not spec.exists(), within=30, interval=0.2, what="the claim unprepared")
+
+                async def claim_gone() -> bool:  # deallocated despite the driver's status.devices, and deleted
+                    code, out, _ = await kubectl("get", "resourceclaims", "-o", "name")
+                    return code == 0 and out.strip() == ""
+
+                await eventually(claim_gone, within=30, interval=0.3, what="the template's claim deleted")
             finally:
                 if driver.returncode is None:
                     driver.send_signal(signal.SIGTERM)
@@ -114,9 +127,7 @@ async def test_the_driver_development_walkthrough() -> None:
             await eventually(deregistered, within=30, interval=0.2, what="the driver deregistered")
         log = (short / "server.log").read_text()
         assert "claim_prepared" in log
-        # Neither the plugin's account nor the kubelets (the fleet) were refused anything.
-        refused = [line for line in log.splitlines() if "forbidden" in line.lower()
-                   and ("dra-kubelet-plugin" in line or "fleet-simulator" in line)]
+        refused = [line for line in log.splitlines() if "forbidden" in line.lower()]
         assert not refused, refused[:5]
     finally:
         shutil.rmtree(short, ignore_errors=True)
