@@ -140,6 +140,7 @@ class Simulator:
         # What this kubelet remembers (rebuilt from the caches after a restart).
         self._registered: set[str] = set()
         self._credentials_written: set[str] = set()  # nodes whose kubeconfig was written this term
+        self._credentials = credentials.Credentials(client=client)
         self._lease_renewed: dict[str, float] = {}
         # The Lease renewal wheel (`heartbeats`): node -> when its next renewal is due, and a heap of
         # (due, node) entries (an entry whose time is no longer the node's due time is skipped).
@@ -173,6 +174,7 @@ class Simulator:
         """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
         self._registered.clear()
         self._credentials_written.clear()
+        self._credentials = credentials.Credentials(client=self.client)  # ask the server again
         self._slices_synced.clear()
         self._lease_renewed.clear()
         self._lease_due.clear()
@@ -310,8 +312,7 @@ class Simulator:
             return None
         assert node is not None
         if self.kubelet_root is not None and name not in self._credentials_written:
-            await credentials.write_kubeconfig(client=self.client, node=node,
-                                               nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
+            await self._credentials.write(node=node, nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
             self._credentials_written.add(name)
         if self.plugins is not None:
             self.plugins.ensure_node(name)

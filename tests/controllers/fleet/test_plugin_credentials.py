@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import structlog.testing
 
 from api import auth
 from api import server as servers
@@ -253,29 +254,34 @@ async def test_kubectl_with_a_nodes_kubeconfig(cluster: Cluster, tmp_path: Path)
 
 
 async def test_an_insecure_server_gets_a_kubeconfig_without_a_token(tmp_path: Path) -> None:
-    """`cplane serve --insecure` authenticates nobody: the kubeconfig names the server only."""
+    """`cplane serve --insecure` authenticates nobody: the kubeconfig names the server only (the
+    token is asked for once, and refused: no account is made without authentication)."""
     log = memory.MemoryEventLog()
     await log.start()
     root = tmp_path / "nodes"
     try:
         async with servers.running(data_dir=tmp_path / "data", event_log=log, secure=False) as srv:
-            stop, ready = asyncio.Event(), asyncio.Event()
-            task = asyncio.ensure_future(registry.run_controllers(
-                server_url=srv.url, names=["fleet"], stop_event=stop, ready=ready,
-                overrides={fleets.NAME: fleets.factory(fleets.fleet_from_dict(FLEET), kubelet_root=root)}))
-            try:
-                await asyncio.wait_for(ready.wait(), 20)
-                path = root / "node-0" / "kubeconfig"
-                await eventually(path.exists, within=20, what=f"{path} written")
-                ep = kubeconfig.load(path)
-                assert (ep.server, ep.token) == (srv.url, "")
-                for sub in ("plugins_registry", "plugins", "cdi"):
-                    assert (root / "node-0" / sub).is_dir()
-                async with clients.Client.from_kubeconfig(path) as plugin:
-                    await plugin.create(SLICES, _slice("node-1-plugin", node="node-1"))  # nobody is restricted
-            finally:
-                stop.set()
-                await asyncio.wait_for(task, 20)
+            with structlog.testing.capture_logs() as logs:
+                stop, ready = asyncio.Event(), asyncio.Event()
+                task = asyncio.ensure_future(registry.run_controllers(
+                    server_url=srv.url, names=["fleet"], stop_event=stop, ready=ready,
+                    overrides={fleets.NAME: fleets.factory(fleets.fleet_from_dict(FLEET), kubelet_root=root)}))
+                try:
+                    await asyncio.wait_for(ready.wait(), 20)
+                    path = root / "node-0" / "kubeconfig"
+                    await eventually(path.exists, within=20, what=f"{path} written")
+                    ep = kubeconfig.load(path)
+                    assert (ep.server, ep.token) == (srv.url, "")
+                    for sub in ("plugins_registry", "plugins", "cdi"):
+                        assert (root / "node-0" / sub).is_dir()
+                    async with clients.Client.from_kubeconfig(path) as plugin:
+                        await plugin.create(SLICES, _slice("node-1-plugin", node="node-1"))  # nobody is restricted
+                    await eventually((root / "node-1" / "kubeconfig").exists, within=20, what="node-1's kubeconfig")
+                finally:
+                    stop.set()
+                    await asyncio.wait_for(task, 20)
+            refusals = [e for e in logs if e["event"] == "node_credentials_without_token"]
+            assert len(refusals) == 1 and refusals[0]["code"] == 404, refusals
     finally:
         await log.close()
 
