@@ -27,6 +27,11 @@ What it does, per Request (`resource` says which kind the key names):
   (provisioner `sim.cplane.dev/hostpath`, `WaitForFirstConsumer`; `controllers/volumes.py`
   provisions and binds its claims) at start unless present.
 
+With a kubelet directory (`kubelet_root`), each node's kubelet also hosts real DRA kubelet plugins
+(`controllers.fleet.plugins`): a pod runs only after their NodePrepareResources, is unprepared when
+done, and the fake driver of a real plugin's driver steps aside on that node (docs/fleet.md,
+"Kubelet plugins").
+
 Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
 from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
 `factory(fleet)` (or `new(ctx, fleet=...)`) adds a fleet. `python -m controllers.fleet` runs it on
@@ -81,8 +86,7 @@ DELETED_NODES_REMEMBERED = 4096
 LEASE_TICK = 0.5  # seconds between two turns of the Lease renewal wheel
 LEASE_SENDERS = 64  # Lease renewals in flight at once
 LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
-PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to prepare is synced again (the pod worker's back-off)
-FAILED_PREPARE = "FailedPrepareDynamicResources"  # the kubelet's event reason
+PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to (un)prepare is synced again (the pod worker's back-off)
 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
@@ -117,16 +121,7 @@ class Simulator:
         self.client = client
         self.clock = clock
         self.kubelet_root = kubelet_root
-        self.recorder = recorder
         self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
-        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory (and
-        # only then is gRPC imported).
-        self.plugins: kubelet_plugins.Plugins | None = None
-        if kubelet_root is not None:
-            from controllers.fleet import plugins as kubelet_plugins
-
-            self.plugins = kubelet_plugins.Plugins(root=kubelet_root, client=client, clock=clock,
-                                                   on_change=self._plugins_changed)
         self.plan = objs.Plan(fleet)
         # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
         self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
@@ -135,6 +130,17 @@ class Simulator:
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
         self.claims = informer_factory.informer(CLAIMS)
         self.slices = informer_factory.informer(SLICES, indexers=SLICE_INDEXERS)
+        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory (and
+        # only then is gRPC imported).
+        self.plugins: kubelet_plugins.Plugins | None = None
+        self.dra: kubelet_plugins.KubeletDRA | None = None
+        if kubelet_root is not None:
+            from controllers.fleet import plugins as kubelet_plugins
+
+            self.plugins = kubelet_plugins.Plugins(root=kubelet_root, client=client, clock=clock,
+                                                   on_change=self._plugins_changed)
+            self.dra = kubelet_plugins.KubeletDRA(plugins=self.plugins, client=client, clock=clock,
+                                                  pods=self.pods.cache, recorder=recorder)
         self.classes = {c["metadata"]["name"]: c for c in objs.device_classes(self.plan.fleet)}
         self._log = logger.bind(fleet=self.plan.fleet.name)
         # What this kubelet remembers (rebuilt from the caches after a restart).
@@ -153,8 +159,6 @@ class Simulator:
         self._node_ips: dict[str, dict[str, str]] = {}  # node -> ip -> pod uid
         self._ip_owner: dict[tuple[str, str], tuple[str, str, str]] = {}  # pod key -> (uid, node, ip)
         self._prepared_rv: dict[tuple[str, str], int] = {}  # claim key -> resourceVersion we wrote
-        # pod key -> (pod uid, event name, message, count) of its last FailedPrepareDynamicResources
-        self._prepare_events: dict[tuple[str, str], tuple[str, str, str, int]] = {}
         self._slice_rv: dict[str, int] = {}  # slice name -> resourceVersion of our last write
         # Nodes whose slices were found in line (or written) since their last slice or Node event:
         # a heartbeat of theirs skips building and comparing the slices.
@@ -561,7 +565,8 @@ class Simulator:
         if pod is None:
             self._release_ip(key)
             self._orphan_seen.pop(key, None)
-            self._prepare_events.pop(key, None)
+            if self.dra is not None:
+                self.dra.forget(key)
             return None
         node_name = str(spec_of(pod).get("nodeName") or "")
         if not node_name:
@@ -588,11 +593,12 @@ class Simulator:
                     self._log.debug("pod_waiting_for_claims", namespace=ns, name=name, node=node_name, reason=why)
                 return None
             await self._prepare(pod, node_name, claims, now)
-            if self.plugins is not None:
-                error = await self.plugins.prepare(node_name, claims)
-                if error:
-                    return await self._prepare_failed(pod, node_name, error, host_ip)
-                self._prepare_events.pop(key, None)
+            if self.dra is not None and await self.dra.prepare(pod, node_name, claims):
+                # The kubelet's FailedPrepareDynamicResources is written; the pod stays Pending.
+                desired = lifecycle.pending_status(pod, now=now, host_ip=host_ip)
+                if objs.status_differs(pod, desired):
+                    await self._write_pod_status(pod, desired)
+                return Result(requeue_after=PREPARE_RETRY)
         pod_ip = self._pod_ip(pod, node, host_ip)
         step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
         if objs.status_differs(pod, step.status):
@@ -603,74 +609,10 @@ class Simulator:
             return None
         return None if step.next_at is None else Result(requeue_after=max(step.next_at - now, MIN_REQUEUE))
 
-    async def _prepare_failed(self, pod: Mapping[str, Any], node_name: str, error: str, host_ip: str) -> Result:
-        """NodePrepareResources failed: the pod stays Pending (ContainerCreating), the kubelet's
-        Warning event is written, and the pod is synced again after the pod worker's back-off."""
-        ns, name = caches.key_of(pod)
-        now = self.clock.now()
-        desired = lifecycle.pending_status(pod, now=now, host_ip=host_ip)
-        if objs.status_differs(pod, desired):
-            await self._write_pod_status(pod, desired)
-        message = f"Failed to prepare dynamic resources: prepare dynamic resources: {error}"
-        self._log.warning("pod_prepare_failed", namespace=ns, name=name, node=node_name, error=error)
-        await self._prepare_event(pod, message)
-        return Result(requeue_after=PREPARE_RETRY)
-
-    async def _prepare_event(self, pod: Mapping[str, Any], message: str) -> None:
-        """The Warning event of a failed prepare; a repeat of the same message counts up the last
-        one (`count`, `lastTimestamp`), as the kubelet's event recorder aggregates."""
-        if self.recorder is None:
-            return
-        key = caches.key_of(pod)
-        uid = str(meta_of(pod).get("uid") or "")
-        last = self._prepare_events.get(key)
-        if last is not None and last[0] == uid and last[2] == message:
-            count = last[3] + 1
-            try:
-                await self.client.patch("events", last[1], {"count": count,
-                                                            "lastTimestamp": clocks.rfc3339(self.clock.now())},
-                                        namespace=key[0])
-            except (errors.StatusError, OSError, TimeoutError) as exc:
-                self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
-            else:
-                self._prepare_events[key] = (uid, last[1], message, count)
-                return
-        event = self.recorder.build({"kind": "Pod", "apiVersion": "v1", "metadata": meta_of(pod)}, "Warning",
-                                    FAILED_PREPARE, message)
-        try:
-            await self.client.create_event(event)
-        except (errors.StatusError, OSError, TimeoutError) as exc:
-            self._log.warning("event_failed", reason=FAILED_PREPARE, error=repr(exc))
-            return
-        self._prepare_events[key] = (uid, str(event["metadata"]["name"]), message, 1)
-
-    def _claim_names(self, pod: Mapping[str, Any]) -> list[str]:
-        """The claims a pod uses (direct, generated, extended), resolved or not."""
-        names = set(caches.by_claim_name(pod))
-        extended = status_of(pod).get("extendedResourceClaimStatus")
-        if isinstance(extended, Mapping) and extended.get("resourceClaimName"):
-            names.add(str(extended["resourceClaimName"]))
-        return sorted(names)
-
     async def _unprepare_pod(self, pod: Mapping[str, Any], node_name: str) -> Result | None:
         """NodeUnprepareResources for the claims of a pod that is done (terminal or being removed)
         which no other pod on the node still uses; an error delays the pod's removal (retried)."""
-        if self.plugins is None:
-            return None
-        ns, name = caches.key_of(pod)
-        uid = str(meta_of(pod).get("uid") or "")
-
-        def in_use(claim_ns: str, claim: str) -> bool:
-            for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, claim):
-                other = self.pods.cache.get(pns, pname)
-                if pns == claim_ns and other is not None and str(meta_of(other).get("uid") or "") != uid and \
-                        spec_of(other).get("nodeName") == node_name and status_of(other).get("phase") not in TERMINAL:
-                    return True
-            return False
-
-        error = await self.plugins.unprepare(node_name, ns, self._claim_names(pod), in_use=in_use)
-        if error:
-            self._log.warning("pod_unprepare_failed", namespace=ns, name=name, node=node_name, error=error)
+        if self.dra is not None and await self.dra.unprepare_pod(pod, node_name):
             return Result(requeue_after=PREPARE_RETRY)
         return None
 
@@ -881,7 +823,9 @@ class Simulator:
         """NodeUnprepareResources: drop the fake drivers' status.devices entries once no pod that
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
-        retry = await self._unprepare_claim(ns, name, claim)
+        # NodeUnprepareResources by real plugins on deallocation (gone, not allocated, another uid).
+        retry = Result(requeue_after=PREPARE_RETRY) if self.dra is not None and \
+            await self.dra.unprepare_claim(ns, name, claim) else None
         if self.fake_devices is not None and not self._claim_in_use(ns, name, claim):
             self.fake_devices.unprepare(namespace=ns, name=name, claim=claim, aside=self._aside)
         if claim is None:
@@ -906,21 +850,6 @@ class Simulator:
                                     field_manager=str(ours[0].get("driver")))
         self._log.debug("claim_unprepared", namespace=ns, name=name, devices=len(entries) - len(keep))
         return retry
-
-    async def _unprepare_claim(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> Result | None:
-        """NodeUnprepareResources on deallocation: a claim prepared by a real plugin that is gone,
-        no longer allocated, or another incarnation (uid) of the name."""
-        if self.plugins is None or not self.plugins.knows(ns, name):
-            return None
-        allocated = "" if claim is None or not status_of(claim).get("allocation") else \
-            str(meta_of(claim).get("uid") or "")
-        for node in self.plugins.nodes_of(ns, name):
-            error = await self.plugins.unprepare(node, ns, [name], in_use=lambda _ns, _name: False,
-                                                 keep_uid=lambda _ns, _name: allocated)
-            if error:
-                self._log.warning("claim_unprepare_failed", namespace=ns, name=name, node=node, error=error)
-                return Result(requeue_after=PREPARE_RETRY)
-        return None
 
     def _claim_in_use(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> bool:
         """Some bound pod that has not ended uses the claim."""

@@ -164,14 +164,18 @@ class Plugin:
 
     # ------------------------------------------------------------------ connection
 
-    async def watch_connection(self, on_lost: Callable[[Plugin], None]) -> None:
-        """Follow the channel: connected while READY; an idle channel reconnects; once connected, a
-        failure to reconnect is a lost connection (`on_lost`, once). Until its first connection a
-        plugin stays registered but unusable (gRPC keeps trying), as upstream's kubelet keeps it."""
+    async def watch_connection(self, *, on_connected: Callable[[Plugin], None],
+                               on_lost: Callable[[Plugin], None]) -> None:
+        """Follow the channel: connected once READY (`on_connected`); an idle channel reconnects;
+        once connected, a failure to reconnect is a lost connection (`on_lost`, once). Until its
+        first connection a plugin stays registered but unusable (gRPC keeps trying), as upstream's
+        kubelet keeps it."""
         state = self.channel.get_state(try_to_connect=True)
         while True:
             if state == grpc.ChannelConnectivity.READY:
-                self.connected = True
+                if not self.connected:
+                    self.connected = True
+                    on_connected(self)
             elif self.connected and state in (grpc.ChannelConnectivity.TRANSIENT_FAILURE,
                                               grpc.ChannelConnectivity.SHUTDOWN):
                 self.connected = False

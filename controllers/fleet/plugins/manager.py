@@ -12,13 +12,16 @@ a failed registration is tried again, with a back-off, while the socket stays). 
 deregisters its plugin.
 
 **Dead plugins.** A registered plugin whose connection is lost (the channel cannot reconnect) is
-deregistered too. When a driver has no connected plugin left on a node, its ResourceSlices of that
-node (`spec.nodeName`, `spec.driver`) are deleted `WIPE_DELAY` seconds later on the fleet's clock
-(upstream's 30 s grace for a restarting plugin), unless a plugin of the driver registers again first.
+deregistered too; its registration socket, if left behind, is asked again with the back-off. A
+plugin is usable once connected. When a driver has no usable plugin on a node, its ResourceSlices of
+that node (`spec.nodeName`, `spec.driver`) are deleted `WIPE_DELAY` seconds later on the fleet's
+clock (upstream's 30 s grace for a restarting plugin), unless a plugin of the driver is connected
+by then (a pending wipe keeps its time; a connection cancels it).
 
 **The fake drivers step aside** (`aside(node)`): from the registration of a real plugin of a driver
-on a node until its slices are wiped, the fleet's fake driver of that name does not publish slices,
-prepare or unprepare there; other drivers and other nodes keep their fake drivers.
+on a node until its slices are wiped with no plugin of it registered, the fleet's fake driver of that
+name does not publish slices, prepare or unprepare there; other drivers and other nodes keep their
+fake drivers.
 """
 
 from __future__ import annotations
@@ -180,13 +183,14 @@ class NodePlugins:
         plugin = Plugin(reg, node=self.node)
         self.drivers.setdefault(reg.driver, []).append(plugin)
         self.by_socket[reg.socket] = plugin
-        plugin.tasks.append(self.owner.spawn(plugin.watch_connection(self._lost),
+        plugin.tasks.append(self.owner.spawn(plugin.watch_connection(on_connected=self._connected, on_lost=self._lost),
                                              name=f"plugin:{self.node}:{reg.driver}:connection"))
         if reg.health_service:
             plugin.tasks.append(self.owner.spawn(self._health(plugin), name=f"plugin:{self.node}:{reg.driver}:health"))
-        wipe = self.wipes.pop(reg.driver, None)
-        if wipe is not None:
-            wipe.cancel()
+        # Not usable until its connection is up: as upstream's kubelet, the driver's slices are wiped
+        # after the grace delay unless a plugin of it is connected by then (a wipe already pending
+        # keeps its time; a connection cancels it).
+        self._ensure_wipe(reg.driver)
         if not self.checkpoint_loaded:
             self.checkpoint_loaded = True
             for claim in self.dir.prepared().values():
@@ -197,7 +201,17 @@ class NodePlugins:
         self.owner.changed(self.node)
         return plugin
 
+    def _connected(self, plugin: Plugin) -> None:
+        wipe = self.wipes.pop(plugin.driver, None)
+        if wipe is not None:
+            wipe.cancel()
+
     def _lost(self, plugin: Plugin) -> None:
+        """A lost connection deregisters the plugin; its registration socket, if it stays, is asked
+        again on the next scans (with the back-off), as a kubelet would reconnect."""
+        socket = plugin.info.socket
+        if self.by_socket.get(socket) is plugin and socket not in self.retry:
+            self.retry[socket] = (time.monotonic() + REGISTER_RETRY, REGISTER_RETRY)
         self.owner.spawn(self.deregister(plugin, reason="connection lost"),
                          name=f"plugin:{self.node}:{plugin.driver}:deregister")
 
@@ -212,9 +226,8 @@ class NodePlugins:
             if p is plugin:
                 del self.by_socket[path]
         self._log.info("plugin_deregistered", driver=plugin.driver, endpoint=plugin.endpoint, reason=reason)
-        if wipe and not self.usable(plugin.driver) and plugin.driver not in self.wipes:
-            self.wipes[plugin.driver] = self.owner.spawn(self._wipe(plugin.driver, self.owner.wipe_due()),
-                                                         name=f"plugin:{self.node}:{plugin.driver}:wipe")
+        if wipe and not self.usable(plugin.driver):
+            self._ensure_wipe(plugin.driver)
         await plugin.close()
         self.owner.changed(self.node)
 
@@ -230,6 +243,11 @@ class NodePlugins:
         self.retry.clear()
 
     # ------------------------------------------------------------------ wiping
+
+    def _ensure_wipe(self, driver: str) -> None:
+        if driver not in self.wipes:
+            self.wipes[driver] = self.owner.spawn(self._wipe(driver, self.owner.wipe_due()),
+                                                  name=f"plugin:{self.node}:{driver}:wipe")
 
     async def _wipe(self, driver: str, due: float) -> None:
         """Delete the driver's slices of this node at `due` (fleet clock) unless it is usable again."""

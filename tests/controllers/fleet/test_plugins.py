@@ -34,6 +34,8 @@ from cp.kubeletapi import (
     dra_v1_pb2_grpc,
     dra_v1beta1_pb2,
     dra_v1beta1_pb2_grpc,
+    drahealth_v1_pb2,
+    drahealth_v1_pb2_grpc,
     drahealth_v1alpha1_pb2,
     drahealth_v1alpha1_pb2_grpc,
     pluginregistration_v1_pb2,
@@ -52,7 +54,7 @@ NODE = "gpu-node-0"
 # ---------------------------------------------------------------------- a plugin, from the protocol
 
 
-class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2_grpc.DRAPluginServicer,
+class ProtocolPlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2_grpc.DRAPluginServicer,
                  drahealth_v1alpha1_pb2_grpc.DRAResourceHealthServicer):
     """A DRA kubelet plugin as a driver author writes one: registration socket in the kubelet's
     plugins_registry, its DRA (and health) service on its own socket under plugins/."""
@@ -70,7 +72,9 @@ class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2
         self.prepare_error = ""  # per claim
         self.prepare_abort: tuple[grpc.StatusCode, str] | None = None  # the whole call
         self.health: asyncio.Queue[drahealth_v1alpha1_pb2.NodeWatchResourcesResponse] = asyncio.Queue()
+        self.health_v1: asyncio.Queue[drahealth_v1_pb2.NodeWatchResourcesResponse] = asyncio.Queue()
         self.watching = asyncio.Event()
+        self.watching_v1 = asyncio.Event()
         self._servers: list[grpc.aio.Server] = []
 
     async def start(self) -> None:
@@ -80,6 +84,7 @@ class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2
         if "v1beta1.DRAPlugin" in self.versions:
             dra_v1beta1_pb2_grpc.add_DRAPluginServicer_to_server(_V1beta1(self), dra)
         drahealth_v1alpha1_pb2_grpc.add_DRAResourceHealthServicer_to_server(self, dra)
+        drahealth_v1_pb2_grpc.add_DRAResourceHealthServicer_to_server(_HealthV1(self), dra)
         dra.add_insecure_port(f"unix:{self.endpoint}")
         reg = grpc.aio.server()
         pluginregistration_v1_pb2_grpc.add_RegistrationServicer_to_server(self, reg)
@@ -134,8 +139,18 @@ class FakePlugin(pluginregistration_v1_pb2_grpc.RegistrationServicer, dra_v1_pb2
             yield await self.health.get()
 
 
+class _HealthV1(drahealth_v1_pb2_grpc.DRAResourceHealthServicer):
+    def __init__(self, plugin: ProtocolPlugin) -> None:
+        self.plugin = plugin
+
+    async def NodeWatchResources(self, request: Any, context: Any) -> Any:
+        self.plugin.watching_v1.set()
+        while True:
+            yield await self.plugin.health_v1.get()
+
+
 class _V1beta1(dra_v1beta1_pb2_grpc.DRAPluginServicer):
-    def __init__(self, plugin: FakePlugin) -> None:
+    def __init__(self, plugin: ProtocolPlugin) -> None:
         self.plugin = plugin
 
     async def NodePrepareResources(self, request: Any, context: Any) -> Any:
@@ -189,8 +204,8 @@ async def fleet_with_plugins(srv: servers.Running, clock: clocks.Clock, root: Pa
 
 
 @contextlib.asynccontextmanager
-async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[FakePlugin]:
-    plugin = FakePlugin(root / NODE, **kwargs)
+async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[ProtocolPlugin]:
+    plugin = ProtocolPlugin(root / NODE, **kwargs)
     await plugin.start()
     try:
         yield plugin
@@ -198,7 +213,7 @@ async def plugin_on(root: Path, **kwargs: Any) -> AsyncIterator[FakePlugin]:
         await plugin.stop()
 
 
-async def register(sim: fleets.Simulator, plugin: FakePlugin) -> None:
+async def register(sim: fleets.Simulator, plugin: ProtocolPlugin) -> None:
     assert sim.plugins is not None
     await sim.plugins.scan()
     assert plugin.statuses and plugin.statuses[-1] == (True, ""), plugin.statuses
@@ -405,9 +420,26 @@ async def test_a_lost_connection_deregisters_the_plugin(
     async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root) as plugin:
         assert sim.plugins is not None
         await register(sim, plugin)
+        await eventually(lambda: _not(slices_of(client, NODE, DRIVER)), what="fake slices gone")
+        await client.create(SLICES, {"metadata": {"name": f"{NODE}-{DRIVER}-abcde"},
+                                     "spec": {"driver": DRIVER, "nodeName": NODE,
+                                              "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                                              "devices": [{"name": "gpu-0"}]}})
         # Only the DRA service dies (its registration socket stays): the connection is lost.
         await plugin._servers[0].stop(None)
         await eventually(lambda: not sim.plugins.registered(NODE, DRIVER), what="deregistered")
+        await settle(20)
+
+        # The registration socket is asked again (after the back-off, in real time): registered,
+        # but without its DRA service it is not usable, and its slices go after the grace delay.
+        async def registered_again() -> bool:
+            assert sim.plugins is not None
+            await sim.plugins.scan()
+            return sim.plugins.registered(NODE, DRIVER)
+        await eventually(registered_again, within=10, interval=0.1, what="registered again")
+        assert await slices_of(client, NODE, DRIVER) == [f"{NODE}-{DRIVER}-abcde"]
+        clock.advance(kubelet_plugins.WIPE_DELAY)
+        await eventually(lambda: _eq(slices_of(client, NODE, DRIVER), []), what="wiped; the fake driver stays aside")
 
 
 async def _is(client: clients.Client, name: str, want: str) -> bool:
@@ -523,3 +555,36 @@ async def test_a_plugin_restarted_between_two_scans_is_registered_anew(
             await eventually(lambda: _is(client, "trainer", "Running"), what="running")
             assert second.prepared == [[("default", "trainer-gpu", claim["metadata"]["uid"])]]
             assert first.prepared == []
+
+
+async def test_health_v1_is_preferred_and_carries_its_message_and_timeout(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    versions = ("v1.DRAPlugin", "v1alpha1.DRAResourceHealth", "v1.DRAResourceHealth")
+    async with fleet_with_plugins(srv, clock, root, with_health=True) as sim, \
+            plugin_on(root, versions=versions) as plugin:
+        await register(sim, plugin)
+        await asyncio.wait_for(plugin.watching_v1.wait(), 10)
+        assert not plugin.watching.is_set()  # the newest advertised version only
+        await claimed_pod(client)
+        await eventually(lambda: _is(client, "trainer", "Running"), what="running")
+        plugin.health_v1.put_nowait(drahealth_v1_pb2.NodeWatchResourcesResponse(devices=[drahealth_v1_pb2.DeviceHealth(
+            device=drahealth_v1_pb2.DeviceIdentifier(pool_name=NODE, device_name="gpu-1"),
+            health=drahealth_v1_pb2.UNHEALTHY, last_updated_time=1_800_000_000, health_check_timeout_seconds=60,
+            message="ECC errors")]))
+
+        async def resource_status() -> Any:
+            pod = await client.get("pods", "trainer", namespace="default")
+            return pod["status"]["containerStatuses"][0].get("allocatedResourcesStatus")
+        await eventually(lambda: _eq(resource_status(), [{"name": "claim:gpu", "resources": [
+            {"resourceID": f"{DRIVER}/{NODE}/gpu-1", "health": "Unhealthy", "message": "ECC errors"}]}]),
+            what="Unhealthy with its message")
+        report = await client.get(health.DEVICE_HEALTHS, health.health_object_name(DRIVER, NODE, "gpu-1"))
+        assert report["spec"]["timeoutSeconds"] == 60
+        # No report within the plugin's timeout: Unknown, as the kubelet's health cache decides.
+        clock.advance(61)
+        await eventually(lambda: _eq(_health_of(resource_status()), "Unknown"), what="Unknown after the timeout")
+
+
+async def _health_of(status: Any) -> str:
+    got = await status
+    return str(got[0]["resources"][0]["health"]) if got else ""

@@ -14,7 +14,7 @@ import pytest
 
 from cp import testing
 from tests.controllers.fleet.conftest import EXAMPLES
-from tests.controllers.fleet.test_plugins import NODE, FakePlugin, claimed_pod
+from tests.controllers.fleet.test_plugins import NODE, ProtocolPlugin, claimed_pod
 from tests.kubectl.conftest import Kubectl, kubectl_on
 from tests.waiting import eventually
 
@@ -46,7 +46,7 @@ async def kubectl(sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kub
 async def test_kubectl_shows_a_failed_prepare(sandbox: testing.Sandbox, kubectl: Kubectl, data_dir: Path) -> None:
     assert sandbox.kubelet_root is not None
     await eventually(lambda: (sandbox.kubelet_root / NODE / "plugins_registry").is_dir(), what="node directory")
-    plugin = FakePlugin(data_dir / "nodes" / NODE)
+    plugin = ProtocolPlugin(data_dir / "nodes" / NODE)
     plugin.prepare_error = "GPU gpu-1 is in use by another process"
     await plugin.start()
     try:
