@@ -747,6 +747,9 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "list", "watch"], groups=[r], resources=["resourceclaims"]),
             rule(["get", "patch", "update"], groups=[r], resources=["resourceclaims/status"]),
             rule(["arbitrary-node:patch", "arbitrary-node:update"], groups=[r], resources=["resourceclaims/driver"]),
+            # Node-bound tokens of the DRA kubelet plugins' account (cp.kubeletplugins.ACCOUNT), as a
+            # kubelet asks for its pods' tokens: the credentials it writes into each node's kubeconfig.
+            rule(["create"], groups=[""], resources=["serviceaccounts/token"], names=["dra-kubelet-plugin"]),
             _events()],
     }
 
