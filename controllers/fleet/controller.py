@@ -315,9 +315,6 @@ class Simulator:
                 self.plugins.drop_node(name)
             return None
         assert node is not None
-        if self.kubelet_root is not None and name not in self._credentials_written:
-            await self._credentials.write(node=node, nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
-            self._credentials_written.add(name)
         if self.plugins is not None:
             self.plugins.ensure_node(name)
         if planned is not None:
@@ -325,6 +322,10 @@ class Simulator:
                 self._slices_synced.add(name)
         else:
             node = await self._ensure_pod_cidr(node)
+        if self.kubelet_root is not None and name not in self._credentials_written:
+            # After the node's slices: a fleet's devices are published before its plugin credentials.
+            await self._credentials.write(node=node, nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
+            self._credentials_written.add(name)
         now = self.clock.now()
         if name not in self._lease_due and name not in self._lease_sending:
             # Renewed now if it is due (a Lease is made at once), then by the wheel (`heartbeats`).

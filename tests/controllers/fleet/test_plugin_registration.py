@@ -85,3 +85,36 @@ def test_the_watch_finds_sockets_recursively_and_skips_dot_names(tmp_path: Path)
             s.close()
     finally:
         shutil.rmtree(short, ignore_errors=True)
+
+
+def test_the_watch_lists_a_registry_again_only_when_one_of_its_directories_changed() -> None:
+    import socket
+
+    from controllers.fleet.plugins.manager import RegistryWatch
+
+    short = Path(tempfile.mkdtemp(prefix="cpw-", dir="/tmp"))
+    made: list[socket.socket] = []
+
+    def bind(rel: str) -> None:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(short / rel))
+        made.append(s)
+
+    try:
+        watch = RegistryWatch(short)
+        assert watch.changed() == {}  # the first scan lists
+        assert watch.changed() is None  # nothing changed since
+        (short / "sub").mkdir()
+        assert watch.changed() == {}
+        bind("sub/b.sock")  # in a subdirectory: its own modification time tells
+        assert sorted(watch.changed() or {}) == [str(short / "sub" / "b.sock")]
+        assert watch.changed() is None
+        (short / "sub" / "b.sock").unlink()
+        assert watch.changed() == {}
+        shutil.rmtree(short / "sub")
+        bind("a.sock")
+        assert sorted(watch.changed() or {}) == [str(short / "a.sock")]
+    finally:
+        for s in made:
+            s.close()
+        shutil.rmtree(short, ignore_errors=True)
