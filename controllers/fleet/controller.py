@@ -49,7 +49,7 @@ from typing import Any
 import structlog
 
 from controllers import volumes
-from controllers.fleet import lifecycle
+from controllers.fleet import kubelet_api, lifecycle, surface
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -134,6 +134,10 @@ class Simulator:
         self._slices_synced: set[str] = set()
         self._started_at = 0.0
         self.registered = asyncio.Event()  # every Node of the fleet registered (this term or before)
+        # The kubelets' HTTP API (logs, exec, attach, port-forward), one loopback server for all nodes;
+        # it authenticates its callers when this process authenticates to the API server.
+        self.kubelet_api = kubelet_api.KubeletServer(
+            host=self, secure=bool(client.token) or client.base_url.startswith("https:"))
 
     # ------------------------------------------------------------------ wiring
 
@@ -190,6 +194,7 @@ class Simulator:
         if not spec_of(pod).get("nodeName"):
             return []
         ns, name = caches.key_of(pod)
+        self.kubelet_api.changes.notify((ns, name))
         out = [Request(resource=R_POD, namespace=ns, name=name)]
         if change.type == "delete" or status_of(pod).get("phase") in TERMINAL:
             out += [Request(resource=R_CLAIM, namespace=ns, name=c) for c in caches.by_claim_name(pod)]
@@ -252,6 +257,7 @@ class Simulator:
     # ------------------------------------------------------------------ nodes
 
     async def _reconcile_node(self, name: str) -> Result | None:
+        await self.kubelet_api.started.wait()
         node = self.nodes.cache.get("", name)
         planned = self.plan.node(name)
         if planned is not None and name not in self._registered:
@@ -267,6 +273,7 @@ class Simulator:
             self._status_reported.pop(name, None)
             return None
         assert node is not None
+        node = await self._ensure_endpoint(node)
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
@@ -288,6 +295,50 @@ class Simulator:
             await self._post_status(node, now)
             status_due = now + report
         return Result(requeue_after=max(status_due - now, MIN_REQUEUE))
+
+    async def _ensure_endpoint(self, node: dict[str, Any]) -> dict[str, Any]:
+        """The node names this process's kubelet API: the annotation the API server dials, and the
+        port in `status.daemonEndpoints` (a write only when they are not this server's)."""
+        endpoint, port = self.kubelet_api.endpoint, self.kubelet_api.port
+        if not endpoint:
+            return node
+        name = str(meta_of(node).get("name"))
+        with contextlib.suppress(errors.NotFound):
+            if (meta_of(node).get("annotations") or {}).get(kubelet_api.ENDPOINT_ANNOTATION) != endpoint:
+                node = await self.client.patch(NODES, name, {"metadata": {"annotations": {
+                    kubelet_api.ENDPOINT_ANNOTATION: endpoint}}}, field_manager=KUBELET)
+            have = ((status_of(node).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+            if have != port:
+                node = await self.client.patch(NODES, name, {"status": {"daemonEndpoints": {
+                    "kubeletEndpoint": {"Port": port}}}}, subresource="status", field_manager=KUBELET)
+        return node
+
+    # ------------------------------------------------------------------ the container surface
+
+    def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.cache.get(namespace, name)
+
+    async def container_environment(self, pod: Mapping[str, Any],
+                                    container: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The environment of a simulated container, as (name, value) in order: its pod spec's `envFrom`
+        and `env` resolved as the kubelet does (`controllers/fleet/surface.py`, `resolve_env`: field
+        and resource references, ConfigMap and Secret keys, `$(VAR)`). What `kubectl logs` prints and
+        `kubectl exec -- env` answers; the devices' CDI edits are added here."""
+        ns = str(meta_of(pod).get("namespace") or "")
+        cm_names, secret_names = surface.referenced_objects(container)
+        config_maps: dict[str, dict[str, Any]] = {}
+        secrets: dict[str, dict[str, Any]] = {}
+        for names, kind, into in ((cm_names, "configmaps", config_maps), (secret_names, "secrets", secrets)):
+            for n in sorted(names):
+                try:
+                    into[n] = await self.client.get(kind, n, namespace=ns)
+                except errors.StatusError as e:  # missing (optional) or not readable: skipped
+                    self._log.debug("container_env_source_unreadable", kind=kind, namespace=ns, name=n, error=str(e))
+        return surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets)
+
+    async def container_files(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, bytes]:
+        """The files `cat` finds in a simulated container (`surface.known_files`; CDI mounts are added here)."""
+        return surface.known_files(pod)
 
     @staticmethod
     def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:
@@ -790,8 +841,26 @@ class FleetController(managers.Controller):
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
         self._wheel: asyncio.Task[None] | None = None
+        self._kubelet_api: asyncio.Task[None] | None = None
+
+    async def _serve_kubelet_api(self) -> None:
+        """The kubelet API for the term: started, served until the term ends (cancelled), stopped."""
+        api = self.simulator.kubelet_api
+        try:
+            await api.start()
+        except OSError as e:  # no port: the fleet runs on, without logs and exec
+            logger.error("kubelet_api_failed", error=str(e))
+            api.started.set()
+            return
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await api.stop()
 
     def on_start(self) -> None:
+        if self._kubelet_api is None:
+            self._kubelet_api = asyncio.get_running_loop().create_task(self._serve_kubelet_api(),
+                                                                       name=f"controller:{NAME}:kubelet-api")
         requests = self.simulator.on_start()
         if self.queue is not None:
             for request in requests:
@@ -803,6 +872,9 @@ class FleetController(managers.Controller):
         if self._wheel is not None:
             self._wheel.cancel()
             self._wheel = None
+        if self._kubelet_api is not None:
+            self._kubelet_api.cancel()
+            self._kubelet_api = None
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,

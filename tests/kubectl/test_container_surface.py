@@ -1,0 +1,134 @@
+"""The container surface of simulated pods with the real kubectl 1.37.1 (issue #23): `kubectl logs`
+(and `-f`, `--previous`, `--tail`, `--timestamps`, `--limit-bytes`), `kubectl exec` over the
+`v5.channel.k8s.io` WebSocket (the command set, exit codes, stdin), `kubectl attach`, `kubectl
+debug` with an ephemeral container, through the API server's proxy to the fleet's kubelet API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from cp import testing
+from tests.kubectl.conftest import Kubectl, kubectl_on
+
+pytestmark = pytest.mark.kubectl
+
+FLEET = {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Fleet", "metadata": {"name": "surface"},
+         "nodePools": [{"name": "node", "count": 1}]}
+
+PODS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {MODE: fast, LEVEL: "3"}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: web, labels: {app: web}}
+spec:
+  nodeName: node-0
+  containers:
+  - name: main
+    image: nginx:1.27
+    ports: [{containerPort: 8080}]
+    env:
+    - {name: GREETING, value: hello}
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: APP, valueFrom: {fieldRef: {fieldPath: "metadata.labels['app']"}}}
+    - {name: MESSAGE, value: "$(GREETING) from $(POD_NAME)"}
+    - {name: MODE, valueFrom: {configMapKeyRef: {name: settings, key: MODE}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: two, annotations: {sim.cplane.dev/stop-seconds: "3"}}
+spec:
+  nodeName: node-0
+  containers:
+  - {name: a, image: busybox, env: [{name: WHO, value: a}]}
+  - {name: b, image: busybox, env: [{name: WHO, value: b}]}
+"""
+
+
+@pytest.fixture
+async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
+    async with kubectl_on(cplane_sandbox, tmp_path) as k:
+        await k("apply", "-f", k.write("pods.yaml", PODS))
+        await k("wait", "--for=condition=Ready", "pod/web", "pod/two", "--timeout=20s")
+        yield k
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_logs(kubectl: Kubectl) -> None:
+    out = (await kubectl("logs", "web")).stdout
+    lines = out.splitlines()
+    assert lines[0] == "[cplane] container main started (image nginx:1.27)"
+    assert lines[1:] == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
+    assert (await kubectl("logs", "web", "--tail=1")).stdout == "MODE=fast\n"
+    assert (await kubectl("logs", "web", "--limit-bytes=9")).stdout == "[cplane] "
+    stamped = (await kubectl("logs", "web", "--timestamps", "--tail=1")).stdout
+    assert stamped.endswith("Z MODE=fast\n") and stamped[:4].isdigit()
+    # Multi-container: kubectl defaults to the first one (and says so); -c picks.
+    result = await kubectl("logs", "two")
+    assert "GREETING" not in result.stdout and "WHO=a" in result.stdout
+    assert 'Defaulted container "a" out of: a, b' in result.stderr
+    assert "WHO=b" in (await kubectl("logs", "two", "-c", "b")).stdout
+    result = await kubectl("logs", "two", "-c", "nope", check=False)
+    assert result.code == 1 and "container nope is not valid for pod two" in result.stderr
+    result = await kubectl("logs", "web", "--previous", check=False)
+    assert result.code == 1 and 'previous terminated container "main" in pod "web" not found' in result.stderr
+    result = await kubectl("logs", "web", "--since=-1s", check=False)
+    assert result.code != 0
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_logs_follow_until_the_container_stops(kubectl: Kubectl) -> None:
+    follow = await kubectl.start("logs", "-f", "web")
+    await follow.expect(r"MODE=fast")
+    await kubectl("delete", "pod", "web", "--wait=false")
+    result = await follow.wait()
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("[cplane] container main exited with code ")
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_exec(kubectl: Kubectl) -> None:
+    out = (await kubectl("exec", "web", "--", "env")).stdout
+    assert out.splitlines() == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
+    assert (await kubectl("exec", "web", "--", "printenv", "MESSAGE")).stdout == "hello from web\n"
+    assert (await kubectl("exec", "web", "--", "echo", "a", "b")).stdout == "a b\n"
+    assert (await kubectl("exec", "web", "--", "cat", "/etc/hostname")).stdout == "web\n"
+    assert (await kubectl("exec", "web", "--", "sh", "-c", "echo $GREETING; exit 3", check=False)).code == 3
+    result = await kubectl("exec", "web", "--", "false", check=False)
+    assert result.code == 1 and "command terminated with exit code 1" in result.stderr
+    assert (await kubectl("exec", "web", "--", "true")).code == 0
+    result = await kubectl("exec", "web", "--", "ls", "/", check=False)
+    assert result.code == 127 and "ls /: command not found in the simulated container" in result.stderr
+    result = await kubectl("exec", "-i", "web", "--", "cat", input="from stdin\n")
+    assert result.stdout == "from stdin\n"
+    result = await kubectl("exec", "-i", "web", "--", "sh", input="echo one\nprintenv APP\n")
+    assert result.stdout == "one\nweb\n"
+    assert (await kubectl("exec", "two", "-c", "b", "--", "printenv", "WHO")).stdout == "b\n"
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_attach(kubectl: Kubectl) -> None:
+    result = await kubectl("attach", "-i", "web", input="hello\nworld\n")
+    assert result.stdout.endswith("hello\nworld\n"), result
+    # Without stdin: nothing until the run ends (the pod takes 3 s to stop), then its exit line.
+    attached = await kubectl.start("attach", "two", "-c", "b")
+    await kubectl("delete", "pod", "two", "--wait=false")
+    result = await attached.wait()
+    assert "[cplane] container b exited with code" in result.stdout, result
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_debug_runs_an_ephemeral_container(kubectl: Kubectl) -> None:
+    result = await kubectl("debug", "web", "--image=busybox", "-c", "dbg", "--target=main")
+    assert result.code == 0, result.stderr
+    await kubectl("wait", "pod/web", "--for=jsonpath={.status.ephemeralContainerStatuses[0].state.running}",
+                  "--timeout=20s")
+    assert (await kubectl("logs", "web", "-c", "dbg")).stdout.startswith(
+        "[cplane] container dbg started (image busybox)")
+    assert (await kubectl("exec", "web", "-c", "dbg", "--", "echo", "inside")).stdout == "inside\n"
