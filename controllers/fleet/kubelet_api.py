@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Protocol
@@ -28,7 +29,7 @@ from typing import Any, Protocol
 import structlog
 from aiohttp import WSMsgType, web
 
-from controllers.fleet import surface
+from controllers.fleet import spdy, surface
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
@@ -37,6 +38,7 @@ logger = structlog.get_logger("cplane.controllers.fleet.kubelet")
 
 ENDPOINT_ANNOTATION = "sim.cplane.dev/kubelet-endpoint"
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io")
+PORT_FORWARD_PROTOCOL = "SPDY/3.1+portforward.k8s.io"  # kubectl's WebSocket tunnel of SPDY (PortForwardWebsockets)
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
 AUTH_CACHE_SECONDS = 60.0  # TokenReview and SubjectAccessReview answers kept (upstream: 2 and 5 minutes)
 LIVENESS_CHECK = 1.0  # seconds between checks that a following client is still there
@@ -401,10 +403,104 @@ class KubeletServer:
     # ------------------------------------------------------------------ portForward
 
     async def _port_forward(self, request: web.Request) -> web.StreamResponse:
+        """kubectl's port-forward tunnel: a SPDY/3.1 session inside the WebSocket (`spdy`); each
+        forwarded connection is answered by the simulated pod (`forward_connection`)."""
         target = await self._target(request, verb="create")
         if isinstance(target, web.Response):
             return target
-        return _status(501, "port forwarding is not simulated yet", "NotImplemented")
+        pod, _ = target
+        ws = web.WebSocketResponse(protocols=(PORT_FORWARD_PROTOCOL,), max_msg_size=0)
+        if not ws.can_prepare(request).ok:
+            return _status(400, "Upgrade request required", "BadRequest")
+        await ws.prepare(request)
+        if ws.ws_protocol is None:
+            await ws.close(message=f"the subprotocol {PORT_FORWARD_PROTOCOL} is required".encode())
+            return ws
+        errors_by_request: dict[str, spdy.Stream] = {}
+
+        async def on_stream(stream: spdy.Stream) -> None:
+            kind = stream.headers.get("streamtype", "")
+            request_id = stream.headers.get("requestid", "")
+            if kind == "error":
+                errors_by_request[request_id] = stream
+                return
+            if kind != "data":
+                await session.close_stream(stream)
+                return
+            error = errors_by_request.pop(request_id, None)
+            try:
+                await forward_connection(session, pod, stream, error, stream.headers.get("port", ""))
+            finally:
+                await session.close_stream(stream)
+                if error is not None:
+                    await session.close_stream(error)
+
+        async def send(data: bytes) -> None:
+            await ws.send_bytes(data)
+
+        session = spdy.Session(send=send, on_stream=on_stream)
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.BINARY:
+                    await session.feed(msg.data)
+                if session.gone:
+                    break
+        except (spdy.ProtocolError, ConnectionError) as e:
+            self._log.warning("port_forward_stream_error", error=str(e))
+        finally:
+            session.stop()
+            with contextlib.suppress(ConnectionError):
+                await ws.close()
+        return ws
+
+
+def declared_ports(pod: Mapping[str, Any]) -> list[int]:
+    spec = pod.get("spec") or {}
+    return sorted({int(p["containerPort"]) for field in ("containers", "initContainers")
+                   for c in spec.get(field) or [] if isinstance(c, Mapping)
+                   for p in c.get("ports") or [] if isinstance(p, Mapping) and p.get("containerPort")})
+
+
+_HTTP_REQUEST = re.compile(rb"^[A-Z]{3,10} \S+ HTTP/1\.[01]\r?\n")
+
+
+async def forward_connection(session: spdy.Session, pod: Mapping[str, Any], data: spdy.Stream,
+                             error: spdy.Stream | None, port: str) -> None:
+    """What a simulated pod answers on a forwarded port: on a port one of its containers declares,
+    an HTTP request gets a short `200 OK` naming the pod, container and port (then the connection
+    closes); anything else is echoed back until the client closes. Another port: an error on the
+    error stream, as when nothing listens."""
+    meta = pod.get("metadata") or {}
+    name = f"{meta.get('namespace')}/{meta.get('name')}"
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    ports = declared_ports(pod)
+    if number not in ports:
+        if error is not None:
+            listening = ", ".join(map(str, ports)) or "none"
+            await session.send_data(error, (f"error forwarding port {port} to pod {name}: nothing listens on port "
+                                            f"{port} in the simulated pod (its containers declare: {listening})").encode())
+        return
+    container = next(str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []
+                     if any(p.get("containerPort") == number for p in c.get("ports") or []))
+    received = b""
+    while True:
+        chunk = await data.read()
+        if chunk is None:
+            return
+        received += chunk
+        if _HTTP_REQUEST.match(received) or (len(received) < 16 and re.match(rb"^[A-Z]+( |$)", received)):
+            if b"\r\n\r\n" not in received and b"\n\n" not in received:
+                continue  # the rest of the request's head
+            body = f"cplane: simulated pod {name}, container {container}, port {number}\n".encode()
+            head = (f"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                    f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode()
+            await session.send_data(data, head + body)
+            return
+        await session.send_data(data, received)
+        received = b""
 
 
 def _not_running(pod: Mapping[str, Any], container: str) -> web.Response | None:

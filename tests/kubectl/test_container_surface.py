@@ -5,9 +5,11 @@ debug` with an ephemeral container, through the API server's proxy to the fleet'
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from cp import testing
@@ -132,3 +134,31 @@ async def test_debug_runs_an_ephemeral_container(kubectl: Kubectl) -> None:
     assert (await kubectl("logs", "web", "-c", "dbg")).stdout.startswith(
         "[cplane] container dbg started (image busybox)")
     assert (await kubectl("exec", "web", "-c", "dbg", "--", "echo", "inside")).stdout == "inside\n"
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_port_forward(kubectl: Kubectl) -> None:
+    forward = await kubectl.start("port-forward", "pod/web", ":8080", ":9999")
+    m = await forward.expect(r"Forwarding from 127\.0\.0\.1:(\d+) -> 8080")
+    local = int(m.group(1))
+    other = int((await forward.expect(r"Forwarding from 127\.0\.0\.1:(\d+) -> 9999")).group(1))
+    try:
+        async with aiohttp.ClientSession() as session, session.get(f"http://127.0.0.1:{local}/") as resp:
+            assert resp.status == 200
+            assert await resp.text() == "cplane: simulated pod default/web, container main, port 8080\n"
+        reader, writer = await asyncio.open_connection("127.0.0.1", local)
+        writer.write(b"ping\n")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.readline(), 10) == b"ping\n"
+        writer.close()
+        await writer.wait_closed()
+        # A port no container declares: kubectl reports the error the kubelet wrote.
+        reader, writer = await asyncio.open_connection("127.0.0.1", other)
+        writer.write(b"hello\n")
+        await writer.drain()
+        assert await asyncio.wait_for(reader.read(), 10) == b""
+        writer.close()
+        await forward.expect(r"nothing listens on port 9999 in the simulated pod \(its containers declare: 8080\)",
+                             stream="stderr")
+    finally:
+        await forward.stop()
