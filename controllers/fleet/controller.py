@@ -257,8 +257,10 @@ class Simulator:
     # ------------------------------------------------------------------ nodes
 
     async def _reconcile_node(self, name: str) -> Result | None:
-        await self.kubelet_api.started.wait()
         node = self.nodes.cache.get("", name)
+        if not self.kubelet_api.started.is_set():
+            self.kubelet_api.request_start(_advertised_port(node))
+            await self.kubelet_api.started.wait()
         planned = self.plan.node(name)
         if planned is not None and name not in self._registered:
             node = await self._register(planned, node)
@@ -404,6 +406,9 @@ class Simulator:
         """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
         now = self.clock.now()
         desired = objs.node_object(self.plan, planned, now)
+        if self.kubelet_api.endpoint:  # where the API server finds this kubelet (`kubelet_api`)
+            desired["metadata"]["annotations"][kubelet_api.ENDPOINT_ANNOTATION] = self.kubelet_api.endpoint
+            desired["status"]["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.kubelet_api.port}}
         created = False
         if node is None:
             try:
@@ -819,6 +824,15 @@ class Simulator:
         return None
 
 
+def _advertised_port(node: Mapping[str, Any] | None) -> int:
+    """The port of the kubelet API a Node names (a previous incarnation of this fleet's), else 0."""
+    endpoint = str((meta_of(node or {}).get("annotations") or {}).get(kubelet_api.ENDPOINT_ANNOTATION) or "")
+    host, _, port = endpoint.rpartition(":")
+    if host in ("127.0.0.1", "[::1]") and port.isdigit():
+        return int(port)
+    return 0
+
+
 def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     """Same content, ignoring the generation; owned by the same Node incarnation."""
     a, b = dict(spec_of(current)), dict(want["spec"])
@@ -843,23 +857,9 @@ class FleetController(managers.Controller):
         self._wheel: asyncio.Task[None] | None = None
         self._kubelet_api: asyncio.Task[None] | None = None
 
-    async def _serve_kubelet_api(self) -> None:
-        """The kubelet API for the term: started, served until the term ends (cancelled), stopped."""
-        api = self.simulator.kubelet_api
-        try:
-            await api.start()
-        except OSError as e:  # no port: the fleet runs on, without logs and exec
-            logger.error("kubelet_api_failed", error=str(e))
-            api.started.set()
-            return
-        try:
-            await asyncio.Event().wait()
-        finally:
-            await api.stop()
-
     def on_start(self) -> None:
         if self._kubelet_api is None:
-            self._kubelet_api = asyncio.get_running_loop().create_task(self._serve_kubelet_api(),
+            self._kubelet_api = asyncio.get_running_loop().create_task(self.simulator.kubelet_api.serve(),
                                                                        name=f"controller:{NAME}:kubelet-api")
         requests = self.simulator.on_start()
         if self.queue is not None:

@@ -102,11 +102,40 @@ class KubeletServer:
         self.endpoint = ""  # "HOST:PORT" once started
         self.port = 0
         self.started = asyncio.Event()
+        self._wanted = asyncio.Event()
         self._authn: dict[str, tuple[float, dict[str, Any] | None]] = {}
         self._authz: dict[tuple[str, str, str], tuple[float, bool]] = {}
         self._log = logger
 
     # ------------------------------------------------------------------ lifecycle
+
+    def request_start(self, port: int) -> None:
+        """Ask `serve` to start, on `port` if it is free (the port a previous incarnation advertised:
+        a restarted fleet then rewrites no node), else on any free one."""
+        if not self._wanted.is_set():
+            self._bind = (self._bind[0], port or self._bind[1])
+            self._wanted.set()
+
+    async def serve(self) -> None:
+        """Started once asked (`request_start`), serving until cancelled, then stopped."""
+        await self._wanted.wait()
+        wanted = self._bind[1]
+        try:
+            try:
+                await self.start()
+            except OSError:
+                if not wanted:
+                    raise
+                self._bind = (self._bind[0], 0)
+                await self.start()
+        except OSError as e:  # no port: the fleet runs on, without logs, exec or port-forward
+            self._log.error("kubelet_api_failed", error=str(e))
+            self.started.set()
+            return
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self.stop()
 
     async def start(self) -> None:
         app = web.Application()
@@ -118,7 +147,11 @@ class KubeletServer:
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, self._bind[0], self._bind[1])
-        await site.start()
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
         self._runner = runner
         server = site._server
         sockets = getattr(server, "sockets", None) or []
