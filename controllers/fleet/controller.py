@@ -320,6 +320,9 @@ class Simulator:
     def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.pods.cache.get(namespace, name)
 
+    def kubelet_running(self, node: str) -> bool:
+        return self._kubelet_runs(self.nodes.cache.get("", node))
+
     async def container_environment(self, pod: Mapping[str, Any],
                                     container: Mapping[str, Any]) -> list[tuple[str, str]]:
         """The environment of a simulated container, as (name, value) in order: its pod spec's `envFrom`

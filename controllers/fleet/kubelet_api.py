@@ -54,6 +54,8 @@ class Host(Protocol):
 
     def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
+    def kubelet_running(self, node: str) -> bool: ...
+
     async def container_environment(self, pod: Mapping[str, Any],
                                     container: Mapping[str, Any]) -> list[tuple[str, str]]: ...
 
@@ -235,6 +237,8 @@ class KubeletServer:
         refused = await self._authorize(request, node=node, verb=verb)
         if refused is not None:
             return refused
+        if not self.host.kubelet_running(node):  # `cplane node stop`, or not a node of this process
+            return _status(503, f'the kubelet of node "{node}" is not running', "ServiceUnavailable")
         cname = request.match_info.get("container", "")
         container = surface.find_container(pod, cname) if cname else None
         if cname and container is None:
@@ -376,18 +380,37 @@ class KubeletServer:
             return ws
         env = await self.host.container_environment(pod, container)
         files = await self.host.container_files(pod, container)
-        stdin = b""
+        box = surface.Container(env=env, files=files)
+
+        async def send(outcome: surface.Outcome) -> None:
+            with contextlib.suppress(ConnectionError):
+                if flags["tty"]:
+                    outcome.stdout += outcome.stderr
+                    outcome.stderr = b""
+                if flags["stdout"] and outcome.stdout:
+                    await ws.send_bytes(bytes([STDOUT]) + outcome.stdout)
+                if flags["stderr"] and outcome.stderr:
+                    await ws.send_bytes(bytes([STDERR]) + outcome.stderr)
+
         if flags["stdin"] and surface.needs_stdin(command):
-            stdin = await self._read_stdin(ws, None)
-        outcome = surface.run_command(command, surface.Container(env=env, files=files), stdin=stdin)
-        with contextlib.suppress(ConnectionError):
-            if flags["tty"]:
-                outcome.stdout += outcome.stderr
-                outcome.stderr = b""
-            if flags["stdout"] and outcome.stdout:
-                await ws.send_bytes(bytes([STDOUT]) + outcome.stdout)
-            if flags["stderr"] and outcome.stderr:
-                await ws.send_bytes(bytes([STDERR]) + outcome.stderr)
+            session = surface.Interactive(box, shell=command[0] != "cat", tty=flags["tty"])
+            await send(session.start())
+            async for msg in ws:
+                if msg.type != WSMsgType.BINARY or not msg.data:
+                    continue
+                raw: bytes = msg.data
+                if raw[0] == STDIN:
+                    await send(session.feed(raw[1:]))
+                elif raw[0] == CLOSE and raw[1:2] == bytes([STDIN]):
+                    await send(session.end())
+                if session.done:
+                    break
+            else:  # the client left
+                return ws
+            outcome = surface.Outcome(code=session.code)
+        else:
+            outcome = surface.run_command(command, box)
+            await send(outcome)
         self._log.info("container_exec", namespace=pod["metadata"].get("namespace"), pod=pod["metadata"].get("name"),
                        container=container.get("name"), command=command[0], exit_code=outcome.code)
         await self._finish(ws, outcome.code, command)

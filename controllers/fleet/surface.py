@@ -380,6 +380,93 @@ def run_command(command: Sequence[str], box: Container, *, stdin: bytes = b"") -
     return out
 
 
+class Interactive:
+    """A shell (`sh` without `-c`) or `cat` without files reading stdin as it arrives: each complete
+    line is run (echoed back, for `cat`) at once, so `kubectl exec -i` and `-it` are interactive.
+    With a TTY it does what the terminal would: echo what is typed (a backspace erases, Ctrl-C drops
+    the line, Ctrl-D on an empty line ends), `\n` written as `\r\n`, and a `$ ` prompt for the shell."""
+
+    PROMPT = b"$ "
+
+    def __init__(self, box: Container, *, shell: bool, tty: bool) -> None:
+        self.box, self.shell, self.tty = box, shell, tty
+        self.line = b""
+        self.done = False
+        self.code = 0
+
+    def _out(self, data: bytes) -> bytes:
+        return data.replace(b"\r\n", b"\n").replace(b"\n", b"\r\n") if self.tty else data
+
+    def start(self) -> Outcome:
+        return Outcome(stdout=self.PROMPT if self.tty and self.shell else b"")
+
+    def _run(self, line: bytes) -> Outcome:
+        if not self.shell:
+            return Outcome(stdout=self._out(line + b"\n"))
+        result = run_script(line.decode("utf-8", "replace"), self.box)
+        self.code = result.code
+        if _ends_session(line):
+            self.done = True
+        out = Outcome(stdout=self._out(result.stdout), stderr=self._out(result.stderr), code=result.code)
+        if self.tty and not self.done:
+            out.stdout += self.PROMPT
+        return out
+
+    def feed(self, data: bytes) -> Outcome:
+        out = Outcome()
+        for byte in data:
+            if self.done:
+                break
+            ch = bytes([byte])
+            if ch in (b"\r", b"\n") and (self.tty or ch == b"\n"):
+                if self.tty:
+                    out.stdout += b"\r\n"
+                line, self.line = self.line, b""
+                step = self._run(line)
+                out.stdout += step.stdout
+                out.stderr += step.stderr
+            elif self.tty and ch in (b"\x7f", b"\x08"):
+                if self.line:
+                    self.line = self.line[:-1]
+                    out.stdout += b"\b \b"
+            elif self.tty and ch == b"\x03":
+                self.line = b""
+                out.stdout += b"^C\r\n" + (self.PROMPT if self.shell else b"")
+            elif self.tty and ch == b"\x04":
+                if not self.line:
+                    self.done = True
+            else:
+                self.line += ch
+                if self.tty:
+                    out.stdout += ch
+        if not self.shell and not self.tty and self.line:  # cat copies bytes, not lines
+            out.stdout += self.line
+            self.line = b""
+        out.code = self.code
+        return out
+
+    def end(self) -> Outcome:
+        """Stdin closed: the last, unterminated line runs; the session ends."""
+        out = Outcome(code=self.code)
+        if self.line and not self.done:
+            line, self.line = self.line, b""
+            out = self._run(line)
+            if self.tty:
+                out.stdout = out.stdout.removesuffix(self.PROMPT)
+        self.done = True
+        out.code = self.code
+        return out
+
+
+def _ends_session(line: bytes) -> bool:
+    try:
+        tokens = shlex.split(line.decode("utf-8", "replace"), comments=True)
+    except ValueError:
+        return False
+    return "exit" in tokens[:1] or any(tok in (";", "&&", "||") and i + 1 < len(tokens) and tokens[i + 1] == "exit"
+                                       for i, tok in enumerate(tokens))
+
+
 def run_script(script: str, box: Container) -> Outcome:
     """`sh -c SCRIPT`: commands of the set separated by `;`, `&&`, `||` or newlines; `$VAR` and
     `${VAR}` expanded outside single quotes; `exit N`."""

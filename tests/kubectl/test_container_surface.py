@@ -6,6 +6,8 @@ debug` with an ephemeral container, through the API server's proxy to the fleet'
 from __future__ import annotations
 
 import asyncio
+import os
+import pty
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -111,6 +113,8 @@ async def test_exec(kubectl: Kubectl) -> None:
     assert result.stdout == "from stdin\n"
     result = await kubectl("exec", "-i", "web", "--", "sh", input="echo one\nprintenv APP\n")
     assert result.stdout == "one\nweb\n"
+    result = await kubectl("exec", "-i", "web", "--", "sh", input="echo two\nexit 5\necho never\n", check=False)
+    assert (result.code, result.stdout) == (5, "two\n")
     assert (await kubectl("exec", "two", "-c", "b", "--", "printenv", "WHO")).stdout == "b\n"
 
 
@@ -162,3 +166,43 @@ async def test_port_forward(kubectl: Kubectl) -> None:
                              stream="stderr")
     finally:
         await forward.stop()
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_exec_with_a_terminal(kubectl: Kubectl) -> None:
+    """`kubectl exec -it pod -- sh` on a pseudo-terminal: a prompt, typed input echoed, `exit 4`."""
+    master, slave = pty.openpty()
+    proc = await asyncio.create_subprocess_exec(str(kubectl.binary), "exec", "-it", "web", "--", "sh", stdin=slave,
+                                                stdout=slave, stderr=slave, env=kubectl.env, cwd=kubectl.workdir)
+    os.close(slave)
+    seen = bytearray()
+    arrived = asyncio.Event()
+
+    def readable() -> None:
+        try:
+            seen.extend(os.read(master, 65536))
+        except OSError:  # the terminal closed with the process
+            asyncio.get_running_loop().remove_reader(master)
+        arrived.set()
+
+    async def expect(text: bytes) -> None:
+        async def found() -> None:
+            while text not in seen:
+                arrived.clear()
+                await arrived.wait()
+        await asyncio.wait_for(found(), 15)
+
+    loop = asyncio.get_running_loop()
+    loop.add_reader(master, readable)
+    try:
+        await expect(b"$ ")
+        os.write(master, b"printenv GREETING\r")
+        await expect(b"printenv GREETING\r\nhello\r\n$ ")
+        os.write(master, b"exit 4\r")
+        assert await asyncio.wait_for(proc.wait(), 15) == 4
+    finally:
+        loop.remove_reader(master)
+        os.close(master)
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()

@@ -47,6 +47,30 @@ def test_commands() -> None:
     assert surface.needs_stdin(["cat"]) and surface.needs_stdin(["sh"]) and not surface.needs_stdin(["sh", "-c", "x"])
 
 
+def test_interactive_shell_and_cat() -> None:
+    box = _box(A="1")
+    sh = surface.Interactive(box, shell=True, tty=False)
+    assert sh.start().stdout == b""
+    assert sh.feed(b"echo o").stdout == b""  # not a whole line yet
+    assert sh.feed(b"ne\nprintenv A\n").stdout == b"one\n1\n"
+    out = sh.feed(b"exit 3\necho never\n")
+    assert (out.stdout, sh.done, sh.code) == (b"", True, 3)
+    # a TTY: echo, backspace, Ctrl-C, prompts, \r\n
+    tty = surface.Interactive(box, shell=True, tty=True)
+    assert tty.start().stdout == b"$ "
+    assert tty.feed(b"echo hx\x7fi\r").stdout == b"echo hx\b \bi\r\nhi\r\n$ "
+    assert tty.feed(b"junk\x03").stdout == b"junk^C\r\n$ "
+    assert tty.feed(b"\x04").stdout == b"" and tty.done
+    cat = surface.Interactive(box, shell=False, tty=False)
+    assert cat.feed(b"partial").stdout == b"partial"
+    assert cat.end().stdout == b"" and cat.done
+    last = surface.Interactive(box, shell=True, tty=False)
+    assert (last.end().stdout, last.code) == (b"", 0)
+    last = surface.Interactive(box, shell=True, tty=False)
+    last.feed(b"false")
+    assert last.end().code == 1
+
+
 def test_environment_as_the_kubelet_resolves_it() -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "labels": {"app": "x"}},
            "spec": {"nodeName": "n1", "serviceAccountName": "sa"},
@@ -194,3 +218,24 @@ async def test_previous_and_follow_on_the_virtual_clock(cplane_sandbox: testing.
     assert await _log(sb, "crash", sinceSeconds="5") == "[cplane] container c started (image busybox)\nX=1\n"
     await sb.advance(10)  # the current run's lines are 10 s old now
     assert await _log(sb, "crash", sinceSeconds="5") == ""
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[], virtual_clock=True, clock_start=START)
+async def test_a_stopped_kubelet_does_not_answer(cplane_sandbox: testing.Sandbox) -> None:
+    sb = cplane_sandbox
+    await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
+    await sb.wait_for(lambda: _running(sb, "web"))
+    node = await sb.client.get("nodes", "node-0")
+    endpoint = node["metadata"]["annotations"]["sim.cplane.dev/kubelet-endpoint"]
+    assert endpoint.startswith("127.0.0.1:")
+    assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == int(endpoint.split(":")[1])
+    await sb.client.patch("nodes", "node-0", {"metadata": {"annotations": {"sim.cplane.dev/kubelet": "stopped"}}})
+
+    async def refused() -> bool:
+        try:
+            await _log(sb, "web")
+        except errors.StatusError as e:
+            return e.code == 503 and e.message == 'the kubelet of node "node-0" is not running'
+        return False
+
+    await sb.wait_for(refused)
