@@ -3,9 +3,10 @@ fleet process simulates, serving what kube-apiserver proxies to a kubelet — `c
 `exec`, `attach` and `portForward` — for the pods in the fleet's cache (`controllers/fleet/surface.py`
 says what a simulated container prints and answers).
 
-Where it listens: `127.0.0.1` on a port of its own (`--kubelet-port`, 0 = any free one); each node it
-simulates carries the address in the annotation `sim.cplane.dev/kubelet-endpoint` (`HOST:PORT`) and
-the port in `status.daemonEndpoints.kubeletEndpoint.Port`. The API server dials that annotation (its
+Where it listens: `127.0.0.1` on a free port (the one its nodes already name, when a restarted
+fleet finds it free); each node it simulates carries the address in the annotation
+`sim.cplane.dev/kubelet-endpoint` (`HOST:PORT`) and the port in
+`status.daemonEndpoints.kubeletEndpoint.Port`. The API server dials that annotation (its
 InternalIPs are made up), and only a loopback address (`api/kubelet_proxy.py`).
 
 Who may call it: when the fleet's own client authenticates to the API server (TLS, a token), every
