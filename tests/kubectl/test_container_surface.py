@@ -206,3 +206,33 @@ async def test_exec_with_a_terminal(kubectl: Kubectl) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+DEPLOYMENT = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: trainer}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: trainer}}
+  template:
+    metadata: {labels: {app: trainer}}
+    spec:
+      nodeName: node-0
+      containers:
+      - name: main
+        image: registry.example.com/trainer:1.0
+        env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]
+"""
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=["replicaset", "deployment"])
+async def test_the_readme_lines(kubectl: Kubectl) -> None:
+    """README's walkthrough: `kubectl logs deploy/trainer`, `kubectl exec deploy/trainer -- env`."""
+    await kubectl("apply", "-f", kubectl.write("deploy.yaml", DEPLOYMENT))
+    await kubectl("rollout", "status", "deploy/trainer", "--timeout=30s")
+    logs = (await kubectl("logs", "deploy/trainer")).stdout.splitlines()
+    assert logs[0] == "[cplane] container main started (image registry.example.com/trainer:1.0)"
+    assert logs[1].startswith("POD_NAME=trainer-")
+    env = (await kubectl("exec", "deploy/trainer", "--", "env")).stdout
+    assert env.startswith("POD_NAME=trainer-")
