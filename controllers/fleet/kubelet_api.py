@@ -356,8 +356,8 @@ class KubeletServer:
             status: dict[str, Any] = {"metadata": {}, "status": "Success"}
         else:
             status = {"metadata": {}, "status": "Failure",
-                      "message": f"command terminated with non-zero exit code: error executing command "
-                                 f"{json.dumps(command)}, exit code {code}",
+                      "message": f"command terminated with non-zero exit code: command '{' '.join(command)}' "
+                                 f"exited with {code}",
                       "reason": "NonZeroExitCode",
                       "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
         with contextlib.suppress(ConnectionError):

@@ -180,14 +180,15 @@ def render(lines: Sequence[Line], *, timestamps: bool) -> bytes:
 
 
 def select(lines: Sequence[Line], opts: LogOptions, *, now: float) -> list[Line]:
-    """sinceSeconds / sinceTime, then tailLines (limitBytes applies to the bytes written)."""
+    """As the kubelet reads a log: the last `tailLines` lines, of those the ones not before
+    `sinceSeconds` / `sinceTime` (`limitBytes` applies to the bytes written)."""
+    out = list(lines)
+    if opts.tail_lines is not None:
+        out = out[len(out) - opts.tail_lines:] if opts.tail_lines else []
     since = opts.since_time
     if opts.since_seconds is not None:
         since = now - opts.since_seconds
-    out = [ln for ln in lines if since is None or ln.at >= since]
-    if opts.tail_lines is not None:
-        out = out[len(out) - opts.tail_lines:] if opts.tail_lines else []
-    return out
+    return [ln for ln in out if since is None or ln.at >= since]
 
 
 # ---------------------------------------------------------------------- the environment
