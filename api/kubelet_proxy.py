@@ -8,8 +8,9 @@ the same port); only a loopback host is dialled (the simulated kubelets share th
 machine; an annotation naming another host is a node the server cannot reach: 400, as upstream
 answers when it cannot get a node's connection info). The InternalIPs of simulated nodes are made up.
 
-Credentials: a secure server calls the kubelet with a bearer token of its own, minted at first
-use for the user `kube-apiserver-kubelet-client` (bound to `system:kubelet-api-admin`, as kubeadm
+Credentials: a secure server calls the kubelet with a bearer token for the user
+`kube-apiserver-kubelet-client`, derived from its credentials so that every replica knows it
+(`Credentials.kubelet_client_token`) (bound to `system:kubelet-api-admin`, as kubeadm
 binds the API server's kubelet client certificate); the kubelet reviews it (TokenReview) and asks
 whether that user may `nodes/proxy` (SubjectAccessReview). An insecure server sends none.
 
@@ -50,8 +51,10 @@ def _kubelet_headers(request: web.Request) -> dict[str, str]:
     config = request.app.get(AUTH)
     if config is None or config.authenticator is None:
         return {}
+    if config.credentials is not None:  # known to every replica (`AuthConfig.from_credentials`)
+        return {"Authorization": f"Bearer {config.credentials.kubelet_client_token()}"}
     token = _tokens.get(config)
-    if token is None:
+    if token is None:  # a server made without stored credentials: a token of its own
         from cp import certs
 
         token = certs.random_token()
