@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 
 import aiohttp
 import pytest
@@ -239,3 +240,32 @@ async def test_a_stopped_kubelet_does_not_answer(cplane_sandbox: testing.Sandbox
         return False
 
     await sb.wait_for(refused)
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[], virtual_clock=True, clock_start=START)
+async def test_exec_over_the_v5_channel_protocol(cplane_sandbox: testing.Sandbox) -> None:
+    """The frames themselves: stdout on 1, stderr on 2, the Status on 3 (NonZeroExitCode with an
+    ExitCode cause), stdin on 0 ended by v5's close signal (255, 0)."""
+    sb = cplane_sandbox
+    await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
+    await sb.wait_for(lambda: _running(sb, "web"))
+    base = f"{sb.url.replace('http', 'ws', 1)}/api/v1/namespaces/default/pods/web/exec"
+
+    async def frames(params: list[tuple[str, str]], stdin: bytes = b"") -> list[bytes]:
+        async with aiohttp.ClientSession() as session, session.ws_connect(
+                base, params=params, protocols=("v5.channel.k8s.io",)) as ws:
+            assert ws.protocol == "v5.channel.k8s.io"
+            if stdin:
+                await ws.send_bytes(b"\x00" + stdin)
+                await ws.send_bytes(b"\xff\x00")
+            return [msg.data async for msg in ws if msg.type == aiohttp.WSMsgType.BINARY]
+
+    out = await frames([("command", "sh"), ("command", "-c"), ("command", "echo hi; cat /nope; exit 3"),
+                        ("stdout", "true"), ("stderr", "true")])
+    assert out[0] == b"\x01hi\n" and out[1] == b"\x02cat: /nope: No such file or directory\n"
+    assert json.loads(out[2][1:]) == {
+        "metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+        "message": "command terminated with non-zero exit code: command 'sh -c echo hi; cat /nope; exit 3' exited with 3",
+        "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}
+    out = await frames([("command", "cat"), ("stdin", "true"), ("stdout", "true")], stdin=b"echo me")
+    assert out == [b"\x01echo me", b'\x03{"metadata": {}, "status": "Success"}']
