@@ -160,6 +160,7 @@ class KubeletServer:
         sockets = getattr(server, "sockets", None) or []
         self.port = int(sockets[0].getsockname()[1]) if sockets else self._bind[1]
         self.endpoint = f"{self._bind[0]}:{self.port}"
+        self._bind = (self._bind[0], self.port)  # the next term (a regained leadership) listens here again
         self.started.set()
         self._log.info("kubelet_api_started", endpoint=self.endpoint, secure=self.secure)
 
