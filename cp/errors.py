@@ -35,12 +35,22 @@ class StatusError(Exception):
             out["message"] = self.message
         if self.reason:
             out["reason"] = self.reason
-        if self.details is not None:
-            out["details"] = go_details(self.details)
+        details = self.details
+        if details is None and self.reason in ALWAYS_DETAILS_REASONS:
+            details = {}  # e.g. a webhook's or an HTTP exception's Status: clients dereference details
+        if details is not None:
+            out["details"] = go_details(details)
         if self.code:
             out["code"] = self.code
         return out
 
+
+# The reasons whose upstream constructors always set `details` (NewNotFound, NewForbidden,
+# NewAlreadyExists, NewConflict, NewInvalid, NewMethodNotSupported, NewTimeoutError): a Status with one
+# of them carries `details` whatever built it — kubectl dereferences it (`kubectl debug` reads
+# `details.name` of a 404, issue #23).
+ALWAYS_DETAILS_REASONS = frozenset({"NotFound", "Forbidden", "AlreadyExists", "Conflict", "Invalid",
+                                    "MethodNotAllowed", "Timeout"})
 
 _DETAIL_KEYS = ("name", "group", "kind", "uid")
 _CAUSE_KEYS = ("reason", "message", "field")

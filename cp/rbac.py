@@ -571,6 +571,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "disruption": "disruption-controller",
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
+    "resourcequota": "resourcequota-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
     "serviceaccount": "service-account-controller",
@@ -627,6 +628,11 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
         "device-health-controller": [
             rule(READ, groups=[""], resources=["pods"]),
             rule(READ, groups=[r], resources=["resourceclaims", "resourceslices"]),
+            # the kubelet's part: allocatedResourcesStatus in pod status, and the claims' device
+            # conditions a driver would write (status.devices of every driver, on any node)
+            rule(["update"], groups=[""], resources=["pods/status"]),
+            rule(["update"], groups=[r], resources=["resourceclaims/status"]),
+            rule(["arbitrary-node:update"], groups=[r], resources=["resourceclaims/driver"]),
             rule(["create", "delete", "get", "list", "watch"], groups=[r], resources=["devicetaintrules"]),
             rule(["create", "get", "list", "patch", "update", "watch"], groups=["sim.cplane.dev"],
                  resources=["devicehealths"]),
@@ -710,6 +716,10 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "list", "patch", "update", "watch"], groups=[r], resources=["resourceclaims/status"]),
             rule(["patch", "update"], groups=[r], resources=["resourceclaims/binding"]),
             rule(READ, groups=[r], resources=["resourceclaimtemplates"]),
+            _events()],
+        "resourcequota-controller": [
+            rule(["list", "watch"], groups=["*"], resources=["*"]),
+            rule(["update"], groups=[""], resources=["resourcequotas/status"]),
             _events()],
         "horizontal-pod-autoscaler": [
             rule(READ, groups=["autoscaling"], resources=["horizontalpodautoscalers"]),

@@ -114,9 +114,11 @@ class Sandbox:
 async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | None = DEFAULT_CONTROLLERS,
                   fleet: str | os.PathLike[str] | Mapping[str, Any] | None = None,
                   virtual_clock: bool = False, clock_start: float | None = None,
-                  db_url: str | None = None) -> AsyncIterator[Sandbox]:
+                  db_url: str | None = None, secure: bool = False) -> AsyncIterator[Sandbox]:
     """Start a sandbox; `controllers=None` or `()` runs none; `fleet` is a fleet file or dict
-    (docs/fleet.md) and adds the `fleet` controller."""
+    (docs/fleet.md) and adds the `fleet` controller. `secure=True` serves as `cplane serve` does by
+    default: TLS, authentication and RBAC, each controller with its own identity and role
+    (`cp.cli.serve.controller_identities`); the sandbox's client and kubeconfig are the admin's."""
     from api import server
     from controllers import registry
     from controllers.runtime import client as clients
@@ -125,8 +127,19 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
     async with contextlib.AsyncExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cplane-")))
-        srv = await stack.enter_async_context(server.running(data_dir=data_dir, db_url=db_url, clock=clock))
-        client = clients.Client(srv.url)
+        srv = await stack.enter_async_context(server.running(data_dir=data_dir, db_url=db_url, clock=clock,
+                                                             secure=secure))
+        identities = None
+        if secure:
+            from api import auth
+            from cp.cli import serve
+
+            assert srv.auth is not None and srv.auth.credentials is not None
+            identities = serve.controller_identities(srv)
+            client = clients.Client(srv.url, token=srv.auth.credentials.admin_token,
+                                    ssl_context=auth.client_ssl_context(srv.auth.credentials.ca_cert))
+        else:
+            client = clients.Client(srv.url)
         stack.push_async_callback(client.close)
         names = list(controllers or ())
         overrides: dict[str, Any] = {}
@@ -143,7 +156,7 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
             ready = asyncio.Event()
             task = asyncio.create_task(registry.run_controllers(
                 server_url=srv.url, names=names, clock=clock, stop_event=stop, ready=ready,
-                overrides=overrides), name="sandbox:controllers")
+                overrides=overrides, identities=identities), name="sandbox:controllers")
 
             async def _stop() -> None:
                 stop.set()
@@ -165,7 +178,7 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cplane(controllers=..., fleet=None, virtual_clock=False, clock_start=None): options of the "
+        "cplane(controllers=..., fleet=None, virtual_clock=False, clock_start=None, secure=False): options of the "
         "cplane_sandbox fixture")
 
 

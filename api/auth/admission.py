@@ -17,6 +17,7 @@ from api.auth.chain import CURRENT, forbid
 from api.auth.config import AuthConfig
 from cp import errors, rbac
 from cp import resources as res
+from cp.strategies import dra as dra_strategies
 from storage import log
 
 _decode = msgspec.json.Decoder().decode
@@ -181,7 +182,12 @@ class AdmittingStore(stores.Store):
                                     subresource="binding", namespace=ns, name=name)
             if not self.config.authorize(attrs).allowed:
                 raise forbid(attrs)
-        drivers = _changed_drivers(list(old_status.get("devices") or []), list(new_status.get("devices") or []))
+        # Entries of devices this write deallocates are dropped by the server itself (the claim
+        # strategy, upstream's dropDeallocatedStatusDevices): they are not the caller's change to a
+        # driver's entries, so deallocating needs `resourceclaims/binding` only (issue #23).
+        old_kept = dra_strategies.still_allocated_status_devices(list(old_status.get("devices") or []),
+                                                                 new_status.get("allocation"))
+        drivers = _changed_drivers(old_kept, list(new_status.get("devices") or []))
         if not drivers:
             return
         node = _allocated_node(new) or _allocated_node(old)

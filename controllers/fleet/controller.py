@@ -44,11 +44,13 @@ import ipaddress
 import math
 import time
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import structlog
 
 from controllers import volumes
+from controllers.fleet import devices as fake_devices
 from controllers.fleet import kubelet_api, lifecycle, surface
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
@@ -103,10 +105,12 @@ class Simulator:
     """The reconciler: kubelets, fake DRA drivers and pod GC for simulated nodes."""
 
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 clock: clocks.Clock, fleet: Fleet | None = None) -> None:
+                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None) -> None:
         self.client = client
         self.clock = clock
         self.plan = objs.Plan(fleet)
+        # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
+        self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
         self.kubelet = self.plan.kubelet
         self.nodes = informer_factory.informer(NODES)
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
@@ -654,6 +658,8 @@ class Simulator:
             ckey = caches.key_of(claim)
             if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
                 continue  # our write is not in the cache yet
+            if self.fake_devices is not None:
+                self.fake_devices.prepare(claim=claim, node=node_name)
             cstatus = status_of(claim)
             results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
                        if isinstance(r, Mapping)]
@@ -799,6 +805,8 @@ class Simulator:
         """NodeUnprepareResources: drop the fake drivers' status.devices entries once no pod that
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
+        if self.fake_devices is not None and not self._claim_in_use(ns, name, claim):
+            self.fake_devices.unprepare(namespace=ns, name=name, claim=claim)
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
             return None
@@ -809,12 +817,7 @@ class Simulator:
             return None
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
         allocated = {objs.device_key(r) for r in results if isinstance(r, Mapping)}
-        active = False
-        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
-            p = self.pods.cache.get(pns, pname)
-            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
-                active = True
-                break
+        active = self._claim_in_use(ns, name, claim)
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
             return None
@@ -825,6 +828,14 @@ class Simulator:
                                     field_manager=str(ours[0].get("driver")))
         self._log.debug("claim_unprepared", namespace=ns, name=name, devices=len(entries) - len(keep))
         return None
+
+    def _claim_in_use(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> bool:
+        """Some bound pod that has not ended uses the claim."""
+        for pns, pname in self.pods.cache.index_keys(caches.CLAIM_NAME, name):
+            p = self.pods.cache.get(pns, pname)
+            if pns == ns and p is not None and spec_of(p).get("nodeName") and status_of(p).get("phase") not in TERMINAL:
+                return claim is not None
+        return False
 
 
 def _advertised_port(node: Mapping[str, Any] | None) -> int:
@@ -881,13 +892,14 @@ class FleetController(managers.Controller):
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
-        workers: int = DEFAULT_WORKERS) -> managers.Controller:
+        workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None) -> managers.Controller:
     """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only."""
-    sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet)
+    sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet,
+                    kubelet_root=kubelet_root)
     return FleetController(sim, workers=workers)
 
 
-def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS
+def factory(fleet: Fleet | None, *, workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None
             ) -> functools.partial[managers.Controller]:
     """A `ControllerFactory` (ctx -> Controller) bound to a loaded fleet, for the registry."""
-    return functools.partial(new, fleet=fleet, workers=workers)
+    return functools.partial(new, fleet=fleet, workers=workers, kubelet_root=kubelet_root)

@@ -111,21 +111,40 @@ class DeviceTaint(_Struct, kw_only=True):
 
 
 class Profile(_Struct, kw_only=True):
-    """A partition shape of a partitionable GPU (MIG-like): how many, and which counters each uses."""
+    """A partition shape of a partitionable GPU (MIG-like): how many, and which counters each uses.
+    `allowMultipleAllocations` makes each partition shareable; `capacity` adds to (or overrides) the
+    capacity a partition gets from what it consumes, with request policies as a device group's."""
 
     name: str
     count: int = 1
     consumes: dict[str, str | int]
     attributes: dict[str, AttributeValue] = msgspec.field(default_factory=dict)
+    capacity: dict[str, CapacityValue] = msgspec.field(default_factory=dict)
+    allow_multiple_allocations: bool | None = None
+
+
+WHOLE_DEVICE_POSITIONS = ("first", "last")
+DEFAULT_PARTITION_NAME = "{name}-{profile}-{k}"
 
 
 class Partitions(_Struct, kw_only=True):
     """Per physical GPU: one counter set `counters`, the whole device (unless `wholeDevice: false`)
-    consuming all of it, and `count` devices per profile consuming their share."""
+    consuming all of it, and `count` devices per profile consuming their share.
+
+    Naming and order, as upstream drivers publish them: `wholeDeviceName` (template, default
+    `{name}`, the GPU's own name `<namePrefix>-<i>`; also `{index}`), `wholeDevicePosition`
+    (`first`, default, or `last`: after the GPU's partitions), `partitionName` (template, default
+    `{name}-{profile}-{k}`; `{profile}` is the profile name made a DNS label, `{k}` the partition's
+    number within its profile, `{index}` the GPU's), `counterSetName` (template, default
+    `{name}-counters`; `{name}`, `{index}`)."""
 
     counters: dict[str, str | int]
     profiles: list[Profile]
     whole_device: bool = True
+    whole_device_name: str = "{name}"
+    whole_device_position: str = "first"
+    partition_name: str = DEFAULT_PARTITION_NAME
+    counter_set_name: str = "{name}-counters"
 
 
 class NicNetwork(_Struct, kw_only=True):
@@ -182,10 +201,14 @@ class Topology(_Struct, kw_only=True):
     pcie_roots: int | None = None  # default: one per NUMA node
 
 
+_COUNT_NOT_GIVEN = -(2**62)  # `count` left out: 1, or the number of `nodes`
+
+
 class NodePool(_Struct, kw_only=True):
     name: str
-    count: int = 1
+    count: int = _COUNT_NOT_GIVEN
     name_prefix: str | None = None  # node names <prefix>-<i>; default the pool name
+    nodes: list[str] = msgspec.field(default_factory=list)  # node names given one by one (then no prefix)
     instance_type: str | None = None  # node.kubernetes.io/instance-type; default sim.<pool name>
     labels: dict[str, str] = msgspec.field(default_factory=dict)
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
@@ -195,11 +218,19 @@ class NodePool(_Struct, kw_only=True):
     topology: Topology = msgspec.field(default_factory=Topology)
     drivers: list[Driver] = msgspec.field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.count == _COUNT_NOT_GIVEN:
+            self.count = len(self.nodes) if self.nodes else 1
+
     @property
     def prefix(self) -> str:
         return self.name_prefix if self.name_prefix is not None else self.name
 
     def node_name(self, i: int) -> str:
+        """Node `i` of the pool: `nodes[i]` when the pool lists its nodes (e.g. `kind-worker`,
+        `kind-worker2`), else `<namePrefix>-<i>`."""
+        if self.nodes:
+            return self.nodes[i]
         return f"{self.prefix}-{i}"
 
 

@@ -498,18 +498,21 @@ def _group_devices(plan: Plan, node: NodePlan, driver: Driver, g: DeviceGroup, t
             continue
         # Partitionable: one counter set per physical GPU, the whole GPU and its partitions consume it.
         p = g.partitions
-        counter_set = f"{name}-counters"
+        counter_set = p.counter_set_name.format(name=name, index=i)
         counters = {k: {"value": quantity.canonical(val)} for k, val in p.counters.items()}
         dd.counter_sets.append({"name": counter_set, "counters": counters})
+        whole: dict[str, Any] | None = None
         if p.whole_device:
             whole = dict(device)
+            whole["name"] = p.whole_device_name.format(name=name, index=i)
             whole["consumesCounters"] = [{"counterSet": counter_set, "counters": counters}]
-            dd.devices.append(whole)
+            if p.whole_device_position == "first":
+                dd.devices.append(whole)
         parent_uuid = attrs.get("uuid", {}).get("string", "")
         for prof in p.profiles:
-            slug = "".join(ch if ch.isalnum() else "-" for ch in prof.name.lower()).strip("-")
+            slug = profile_slug(prof.name)
             for k in range(prof.count):
-                pname = f"{name}-{slug}-{k}"
+                pname = p.partition_name.format(name=name, index=i, profile=slug, k=k)
                 pattrs = {key: val for key, val in attrs.items() if key not in ("uuid", "index")}
                 pattrs["type"] = {"string": "mig" if g.type == "gpu" else "partition"}
                 pattrs["profile"] = {"string": prof.name}
@@ -519,14 +522,27 @@ def _group_devices(plan: Plan, node: NodePlan, driver: Driver, g: DeviceGroup, t
                 pattrs["uuid"] = {"string": f"MIG-{stable_uuid(node.name, driver.name, pname)}"}
                 pattrs.update({key: _attr(val, env) for key, val in prof.attributes.items()})
                 used = {key: {"value": quantity.canonical(val)} for key, val in prof.consumes.items()}
-                pcaps = {key: val for key, val in used.items() if _c_identifier(key)}
+                # A shared partition's capacity is what `capacity` says only: a capacity without a
+                # request policy is taken whole by each allocation, which would forbid sharing.
+                pcaps: dict[str, Any] = {} if prof.allow_multiple_allocations else {
+                    key: val for key, val in used.items() if _c_identifier(key)}
+                pcaps.update({key: _capacity(val) for key, val in prof.capacity.items()})
                 part: dict[str, Any] = {"name": pname, "attributes": pattrs}
                 if pcaps:
                     part["capacity"] = pcaps
+                if prof.allow_multiple_allocations:
+                    part["allowMultipleAllocations"] = True
                 if device.get("taints"):
                     part["taints"] = device["taints"]
                 part["consumesCounters"] = [{"counterSet": counter_set, "counters": used}]
                 dd.devices.append(part)
+        if whole is not None and p.whole_device_position == "last":
+            dd.devices.append(whole)
+
+
+def profile_slug(profile: str) -> str:
+    """A partition profile's name as it appears in partition names: lower case, `-` for the rest."""
+    return "".join(ch if ch.isalnum() else "-" for ch in profile.lower()).strip("-")
 
 
 def _nic_ip(plan: Plan, node: NodePlan, g: DeviceGroup, i: int) -> str:

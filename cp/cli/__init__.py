@@ -9,6 +9,7 @@
     metrics      the values the metrics APIs serve                                         (metrics.py)
     device       simulated device health                                                  (device.py)
     node         stop and start a simulated node's kubelet                                (node.py)
+    pod          the devices each container of a pod gets (claims, CDI ids, edits)         (pod.py)
     why          why a pod does (not) schedule                                             (why.py)
 
 `render.py` is the terminal rendering, `target.py` how a client command finds its server. This package
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import argparse
 
-from cp.cli import clock, controllers, device, kubeconfig, log, metrics, node, replay, serve, why
+from cp.cli import clock, controllers, device, kubeconfig, log, metrics, node, pod, replay, serve, why
 
-COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, node, why)
+COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, node, pod, why)
 
 
 def build_parser() -> argparse.ArgumentParser:

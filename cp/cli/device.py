@@ -51,7 +51,8 @@ def add_health_cli(device_subparsers: argparse._SubParsersAction[argparse.Argume
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     """Register `cplane device health set|list` on the top-level `cplane` subparsers."""
     p = subparsers.add_parser("device", help="simulated DRA devices (health)",
-                              description="Simulated DRA devices.")
+                              description="Simulated DRA devices. What each container of a pod gets from its "
+                                          "devices (CDI ids, env, mounts...): `cplane pod devices NAME`.")
     dsub = p.add_subparsers(dest="device_command", metavar="COMMAND", required=True)
     add_health_cli(dsub)
     return p

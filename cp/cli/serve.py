@@ -182,7 +182,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
             overrides.update(controller_commands.gate_overrides(args.feature_gates))
-            identities = _controller_identities(srv) if srv.auth is not None else None
+            identities = controller_identities(srv) if srv.auth is not None else None
             ready = asyncio.Event()
             tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),
                                         name="controllers:tune-gc")
@@ -200,8 +200,9 @@ async def _serve_async(args: argparse.Namespace) -> int:
     return 0
 
 
-def _controller_identities(srv: Any) -> Any:
-    """Clients for in-process components of a secure server, each with its own identity (issue #10)."""
+def controller_identities(srv: Any) -> Any:
+    """Clients for in-process components of a secure server, each with its own identity (issue #10);
+    the test sandbox's `secure=True` runs its controllers with these too."""
     from api import auth
     from controllers.runtime import client as clients
 

@@ -27,17 +27,26 @@ def refresh_taint_times(new: Obj, old: Obj, now: float, _subresource: str = "") 
     defaulting.default_device_taints(new, now_rfc3339=clocks.rfc3339(now))
 
 
+def _device_key(entry: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    return (entry.get("driver"), entry.get("pool"), entry.get("device"), entry.get("shareID") or None)
+
+
+def still_allocated_status_devices(devices: list[Any], allocation: Any) -> list[dict[str, Any]]:
+    """The `status.devices` entries whose device (and share, for a shared device) `allocation` still
+    holds: what upstream's `dropDeallocatedStatusDevices` keeps."""
+    results = ((allocation.get("devices") or {}).get("results") or []) if isinstance(allocation, dict) else []
+    allocated = {_device_key(r) for r in results if isinstance(r, dict)}
+    return [d for d in devices if isinstance(d, dict) and _device_key(d) in allocated]
+
+
 def drop_deallocated_status_devices(claim: dict[str, Any]) -> None:
     """`status.devices` entries of devices that are not (or no longer) allocated are dropped, as the
-    upstream claim strategy does when a claim is deallocated."""
+    upstream claim strategy does when a claim is deallocated: the server removes the driver's
+    entries, not the client deallocating."""
     status = claim.get("status")
     if not isinstance(status, dict) or not status.get("devices"):
         return
-    allocation = status.get("allocation") or {}
-    allocated = {(r.get("driver"), r.get("pool"), r.get("device"))
-                 for r in (allocation.get("devices") or {}).get("results") or [] if isinstance(r, dict)}
-    kept = [d for d in status["devices"]
-            if isinstance(d, dict) and (d.get("driver"), d.get("pool"), d.get("device")) in allocated]
+    kept = still_allocated_status_devices(list(status["devices"]), status.get("allocation"))
     if kept:
         status["devices"] = kept
     else:

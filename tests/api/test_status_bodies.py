@@ -101,3 +101,46 @@ async def test_connection_level_answers(tmp_path: Path) -> None:
     assert rest == (b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
                     b'"message":"the request URI is too long (more than 8192 bytes)",'
                     b'"reason":"RequestURITooLong","code":414}\n')
+
+
+async def test_every_not_found_carries_details(http: aiohttp.ClientSession) -> None:
+    """Issue #23: kubectl dereferences `details` of a 404 (`kubectl debug` reads `details.name` after
+    a PATCH of pods/ephemeralcontainers), so every 404 has it: a missing object names itself and its
+    resource, an unknown path or subresource has `"details":{}`; in JSON and in protobuf."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    async with http.post("/api/v1/namespaces/default/pods", json=pod) as r:
+        assert r.status == 201
+    named = {"/api/v1/namespaces/default/pods/nosuch": {"name": "nosuch", "kind": "pods"},
+             "/api/v1/namespaces/default/pods/nosuch/ephemeralcontainers": {"name": "nosuch", "kind": "pods"},
+             "/api/v1/namespaces/default/pods/nosuch/status": {"name": "nosuch", "kind": "pods"},
+             "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/x/status":
+                 {"name": "x", "group": "resource.k8s.io", "kind": "resourceclaims"},
+             "/api/v1/namespaces/nosuch": {"name": "nosuch", "kind": "namespaces"}}
+    unnamed = ["/api/v1/namespaces/default/pods/p/nosuch", "/api/v1/nosuch", "/apis/nosuch.io/v1/foos",
+               "/nosuch", "/openapi/v3/apis/nosuch.io/v1"]
+    for path, details in [*named.items(), *((p, {}) for p in unnamed)]:
+        for method in ("GET", "PATCH"):
+            async with http.request(method, path, data=b"{}",
+                                    headers={"Content-Type": "application/strategic-merge-patch+json"}) as r:
+                body = await r.read()
+            if r.status == 405:
+                continue
+            assert r.status == 404, (method, path, body)
+            assert json.loads(body)["details"] == details, (method, path, body)
+        async with http.get(path, headers={"Accept": "application/vnd.kubernetes.protobuf"}) as r:
+            raw = await r.read()
+        assert r.status == 404 and raw.startswith(b"k8s\x00"), (path, raw)
+        # metav1.Status field 5 (details) is present, even when empty
+        assert b'"\x08NotFound*' in raw, (path, raw)
+
+
+def test_a_status_built_by_hand_gets_details_for_reasons_that_always_have_them() -> None:
+    from cp import errors
+
+    hand = errors.StatusError("nope")
+    hand.code, hand.reason = 404, "NotFound"
+    assert hand.status()["details"] == {}
+    other = errors.StatusError("slow down")
+    other.code, other.reason = 429, "TooManyRequests"
+    assert "details" not in other.status()

@@ -134,3 +134,34 @@ async def test_status_rbac_still_applies(secure: Secure) -> None:
     code, body = await call(alice, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": allocation("n")}},
                             "application/merge-patch+json")
     assert code == 403 and 'cannot patch resource "resourceclaims/status"' in body["message"]
+
+
+async def test_deallocation_drops_driver_entries_without_driver_grants(secure: Secure) -> None:
+    """Issue #23: the resourceclaim controller (binding, no driver grant) deallocates a claim that
+    holds drivers' status.devices entries; the server drops those entries itself, as upstream's
+    claim strategy does, so they are not the caller's change. Touching an entry of a device that
+    stays allocated still needs the driver grant."""
+    admin = secure.session("admin")
+    assert (await call(admin, "POST", CLAIMS, claim("c")))[0] == 201
+    devices = [device_status("gpu.example.com", "gpu-0", "node-1"), device_status("nic.example.com", "nic-0", "node-1")]
+    code, body = await call(admin, "PATCH", f"{CLAIMS}/c/status",
+                            {"status": {"allocation": allocation("node-1"), "devices": devices}},
+                            "application/merge-patch+json")
+    assert code == 200 and len(body["status"]["devices"]) == 2, body
+    role = {"metadata": {"name": "deallocator"}, "rules": [
+        {"apiGroups": [R], "resources": ["resourceclaims"], "verbs": ["get"]},
+        {"apiGroups": [R], "resources": ["resourceclaims/status"], "verbs": ["get", "patch", "update"]},
+        {"apiGroups": [R], "resources": ["resourceclaims/binding"], "verbs": ["patch", "update"]}]}
+    assert (await call(admin, "POST", rbac_path("clusterroles"), role))[0] == 201
+    crb = binding("deallocator", "deallocator")
+    crb["subjects"] = [{"kind": "ServiceAccount", "name": "deallocator", "namespace": "kube-system"}]
+    assert (await call(admin, "POST", rbac_path("clusterrolebindings"), crb))[0] == 201
+    ctl = secure.session(token=secure.config.authenticator.mint("kube-system", "deallocator"))
+    code, body = await call(ctl, "PATCH", f"{CLAIMS}/c/status", {"status": {"devices": devices[:1]}},
+                            "application/merge-patch+json")
+    assert code == 403 and '"resourceclaims/driver"' in body["message"] and "arbitrary-node:patch" in body["message"]
+    code, current = await call(ctl, "GET", f"{CLAIMS}/c")
+    current["status"].pop("allocation")
+    code, body = await call(ctl, "PUT", f"{CLAIMS}/c/status", current)
+    assert code == 200, body
+    assert "devices" not in body["status"] and "allocation" not in body["status"]

@@ -28,11 +28,12 @@ def clock() -> clocks.VirtualClock:
 
 @contextlib.asynccontextmanager
 async def running_fleet(srv: servers.Running, clock: clocks.Clock, fleet: fleets.Fleet | None, *,
-                        workers: int = 8) -> AsyncIterator[managers.Controller]:
-    """The fleet controller, alone under a Manager, until the block exits."""
+                        workers: int = 8, kubelet_root: Path | None = None) -> AsyncIterator[managers.Controller]:
+    """The fleet controller, alone under a Manager, until the block exits (with the nodes' kubelet
+    directories under `kubelet_root` when given)."""
     client = clients.Client(srv.url)
     manager = managers.Manager(client=client, clock=clock, name="test-fleet")
-    controller = fleets.new(manager.context(), fleet=fleet, workers=workers)
+    controller = fleets.new(manager.context(), fleet=fleet, workers=workers, kubelet_root=kubelet_root)
     manager.add(controller)
     stop = asyncio.Event()
     task = asyncio.get_running_loop().create_task(manager.run(stop), name="test:fleet-manager")

@@ -208,3 +208,75 @@ def test_the_allocator_matches_gpu_and_nic_on_a_pcie_root() -> None:
     (result,) = _allocate(plan, "gpu-node-1", [claim]) or pytest.fail("no allocation")
     assert _devices(result) == ["gpu-0", "gpu-1", "nic-0"]
     assert {r["pool"] for r in result["devices"]["results"]} == {"gpu-node-1"}
+
+
+NAMED = """
+nodePools:
+- name: workers
+  nodes: [kind-worker, kind-worker2]
+  drivers:
+  - name: gpu.example.com
+    devices:
+    - type: gpu
+      count: 2
+      partitions:
+        counters: {memory: 40Gi, slices: 4}
+        wholeDevicePosition: last
+        partitionName: "{name}-mig-{profile}-{k}"
+        profiles:
+        - name: 1g.10gb
+          count: 2
+          consumes: {memory: 10Gi, slices: 1}
+          allowMultipleAllocations: true
+          capacity:
+            compute: {value: "100", requestPolicy: {default: "10", validRange: {min: "10", max: "100", step: "10"}}}
+- name: named
+  nodes: [big]
+  drivers:
+  - name: gpu.example.com
+    devices:
+    - type: gpu
+      count: 1
+      partitions:
+        counters: {memory: 40Gi}
+        wholeDeviceName: "gpu-{index}-full"
+        counterSetName: "gpu-{index}-counter-set"
+        profiles: [{name: half, count: 2, consumes: {memory: 20Gi}}]
+"""
+
+
+def test_nodes_named_freely_and_partitions_named_ordered_and_shared() -> None:
+    """Issue #23: `nodes: [kind-worker, kind-worker2]`; the whole GPU after its partitions or named
+    by the user; shareable partitions with a capacity request policy — and the allocator shares them."""
+    plan = _plan(NAMED)
+    assert list(plan.nodes) == ["kind-worker", "kind-worker2", "big"]
+    assert [plan.index(n) for n in plan.nodes] == [0, 1, 2]
+    devices = plan.devices(plan.nodes["kind-worker2"])["gpu.example.com"].devices
+    assert [d["name"] for d in devices] == [
+        "gpu-0-mig-1g-10gb-0", "gpu-0-mig-1g-10gb-1", "gpu-0",
+        "gpu-1-mig-1g-10gb-0", "gpu-1-mig-1g-10gb-1", "gpu-1"]
+    part = devices[0]
+    assert part["allowMultipleAllocations"] is True
+    assert part["capacity"]["compute"] == {"value": "100", "requestPolicy": {
+        "default": "10", "validRange": {"min": "10", "max": "100", "step": "10"}}}
+    assert set(part["capacity"]) == {"compute"}  # what it consumes is counted once, in counters
+    assert devices[3]["capacity"] == part["capacity"]
+    assert "allowMultipleAllocations" not in devices[2]
+    (big,) = [s for s in objs.slices_for(plan, plan.nodes["big"]) if s["spec"].get("devices")]
+    assert [d["name"] for d in big["spec"]["devices"]] == ["gpu-0-full", "gpu-0-half-0", "gpu-0-half-1"]
+    assert big["spec"]["pool"]["name"] == "big" and big["spec"]["nodeName"] == "big"
+    assert {c["counterSet"] for d in big["spec"]["devices"] for c in d["consumesCounters"]} == {"gpu-0-counter-set"}
+    # Two claims share one partition (each 50 of its 100 compute); a third does not fit beside them
+    # on that partition and gets the next one.
+    sel = 'device.attributes["gpu.example.com"].type == "mig"'
+    req = {"name": "mig", "exactly": {"deviceClassName": "gpu.example.com", "selectors": [{"cel": {"expression": sel}}],
+                                      "capacity": {"requests": {"compute": "50"}}}}
+    (first,) = _allocate(plan, "kind-worker", [_claim("a", req)]) or pytest.fail("no allocation")
+    (r,) = first["devices"]["results"]
+    assert r["device"] == "gpu-0-mig-1g-10gb-0" and r["shareID"]
+    done = [_claim("a", req) | {"status": {"allocation": first}}]
+    (second,) = _allocate(plan, "kind-worker", [_claim("b", req)], done) or pytest.fail("no allocation")
+    assert _devices(second) == ["gpu-0-mig-1g-10gb-0"]
+    done.append(_claim("b", req) | {"status": {"allocation": second}})
+    (third,) = _allocate(plan, "kind-worker", [_claim("c", req)], done) or pytest.fail("no allocation")
+    assert _devices(third) == ["gpu-0-mig-1g-10gb-1"]
