@@ -59,8 +59,8 @@ from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
+from cp import cdi, errors
 from cp import clock as clocks
-from cp import errors
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
 
 NAME = "fleet"
@@ -331,8 +331,9 @@ class Simulator:
                                     container: Mapping[str, Any]) -> list[tuple[str, str]]:
         """The environment of a simulated container, as (name, value) in order: its pod spec's `envFrom`
         and `env` resolved as the kubelet does (`controllers/fleet/surface.py`, `resolve_env`: field
-        and resource references, ConfigMap and Secret keys, `$(VAR)`). What `kubectl logs` prints and
-        `kubectl exec -- env` answers; the devices' CDI edits are added here."""
+        and resource references, ConfigMap and Secret keys, `$(VAR)`), then the `env` edits of its
+        devices' CDI specs, as the runtime applies them (a name already set takes the CDI value).
+        What `kubectl logs` prints and `kubectl exec -- env` answers."""
         ns = str(meta_of(pod).get("namespace") or "")
         cm_names, secret_names = surface.referenced_objects(container)
         config_maps: dict[str, dict[str, Any]] = {}
@@ -343,11 +344,39 @@ class Simulator:
                     into[n] = await self.client.get(kind, n, namespace=ns)
                 except errors.StatusError as e:  # missing (optional) or not readable: skipped
                     self._log.debug("container_env_source_unreadable", kind=kind, namespace=ns, name=n, error=str(e))
-        return surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets)
+        env = dict(surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets))
+        edits = await self._cdi_edits(pod, container)
+        for entry in edits.env if edits is not None else ():
+            name, _, value = entry.partition("=")
+            env[name] = value
+        return list(env.items())
 
     async def container_files(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, bytes]:
-        """The files `cat` finds in a simulated container (`surface.known_files`; CDI mounts are added here)."""
-        return surface.known_files(pod)
+        """The files `cat` finds in a simulated container: `surface.known_files`, and the files its
+        devices' CDI specs mount (a mounted file, or the files of a mounted directory, read from the
+        host path)."""
+        files = surface.known_files(pod)
+        edits = await self._cdi_edits(pod, container)
+        if edits is not None and edits.mounts:
+            mounts = [(m.container_path, m.host_path) for m in edits.mounts if m.container_path and m.host_path]
+            files.update(await asyncio.to_thread(surface.mounted_files, mounts))
+        return files
+
+    async def _cdi_edits(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> cdi.ContainerEdits | None:
+        """The merged CDI edits of the container's prepared devices (the node's checkpoint and CDI
+        directory, `controllers/fleet/devices.py`); None without kubelet directories or when they do
+        not resolve (a runtime would not start the container; logged)."""
+        node = str(spec_of(pod).get("nodeName") or "")
+        if self.fake_devices is None or not node:
+            return None
+        node_dir = self.fake_devices.node_dir(node)
+        try:
+            return await asyncio.to_thread(fake_devices.container_edits, node_dir=node_dir, pod=pod,
+                                           container=str(container.get("name") or ""))
+        except fake_devices.DevicesError as e:
+            self._log.warning("container_cdi_unresolved", namespace=meta_of(pod).get("namespace"),
+                              pod=meta_of(pod).get("name"), container=container.get("name"), error=str(e))
+            return None
 
     @staticmethod
     def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:

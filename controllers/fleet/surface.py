@@ -333,6 +333,33 @@ def known_files(pod: Mapping[str, Any]) -> dict[str, bytes]:
             "/var/run/secrets/kubernetes.io/serviceaccount/namespace": str(meta.get("namespace") or "").encode()}
 
 
+MOUNTED_FILES = 256  # files read from one CDI mount of a directory
+MOUNTED_BYTES = 1 << 20  # bytes read of one mounted file
+
+
+def mounted_files(mounts: Sequence[tuple[str, str]]) -> dict[str, bytes]:
+    """The files CDI mounts put in a container, `(containerPath, hostPath)` each: a file as it is, a
+    directory's regular files below it (at most `MOUNTED_FILES`, each cut at `MOUNTED_BYTES`); a host
+    path that is missing gives nothing. Reads the host's files: call it off the event loop."""
+    from pathlib import Path
+
+    out: dict[str, bytes] = {}
+    for container_path, host_path in mounts:
+        host = Path(host_path)
+        try:
+            if host.is_file():
+                with host.open("rb") as f:
+                    out[container_path] = f.read(MOUNTED_BYTES)
+            elif host.is_dir():
+                found = sorted(p for p in host.rglob("*") if p.is_file())[:MOUNTED_FILES]
+                for p in found:
+                    with p.open("rb") as f:
+                        out[container_path.rstrip("/") + "/" + p.relative_to(host).as_posix()] = f.read(MOUNTED_BYTES)
+        except OSError:
+            continue
+    return out
+
+
 # ---------------------------------------------------------------------- the command set
 
 
