@@ -269,3 +269,13 @@ async def test_exec_over_the_v5_channel_protocol(cplane_sandbox: testing.Sandbox
         "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}}
     out = await frames([("command", "cat"), ("stdin", "true"), ("stdout", "true")], stdin=b"echo me")
     assert out == [b"\x01echo me", b'\x03{"metadata": {}, "status": "Success"}']
+
+
+@pytest.mark.cplane(fleet=FLEET, controllers=[], secure=True)
+async def test_secure_sandbox_logs_through_the_reviewed_kubelet_api(cplane_sandbox: testing.Sandbox) -> None:
+    """TLS and RBAC, the fleet with its own identity: the API server's call is reviewed by the kubelet
+    API (TokenReview, SubjectAccessReview of nodes/proxy), which answers."""
+    sb = cplane_sandbox
+    await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
+    await sb.wait_for(lambda: _running(sb, "web"))
+    assert await _log(sb, "web") == "[cplane] container c started (image nginx)\n"
