@@ -109,6 +109,8 @@ async def test_exec(kubectl: Kubectl) -> None:
     assert (await kubectl("exec", "web", "--", "true")).code == 0
     result = await kubectl("exec", "web", "--", "ls", "/", check=False)
     assert result.code == 127 and "ls /: command not found in the simulated container" in result.stderr
+    result = await kubectl("exec", "-i", "web", "--", "echo", "x", input="not read\n")  # stdin unused
+    assert (result.code, result.stdout) == (0, "x\n")
     result = await kubectl("exec", "-i", "web", "--", "cat", input="from stdin\n")
     assert result.stdout == "from stdin\n"
     result = await kubectl("exec", "-i", "web", "--", "sh", input="echo one\nprintenv APP\n")
