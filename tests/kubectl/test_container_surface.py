@@ -46,7 +46,7 @@ spec:
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: two, annotations: {sim.cplane.dev/stop-seconds: "3"}}
+metadata: {name: two, annotations: {sim.cplane.dev/stop-seconds: "5"}}
 spec:
   nodeName: node-0
   containers:
@@ -124,7 +124,7 @@ async def test_exec(kubectl: Kubectl) -> None:
 async def test_attach(kubectl: Kubectl) -> None:
     result = await kubectl("attach", "-i", "web", input="hello\nworld\n")
     assert result.stdout.endswith("hello\nworld\n"), result
-    # Without stdin: nothing until the run ends (the pod takes 3 s to stop), then its exit line.
+    # Without stdin: nothing until the run ends (the pod takes 5 s to stop), then its exit line.
     attached = await kubectl.start("attach", "two", "-c", "b")
     await kubectl("delete", "pod", "two", "--wait=false")
     result = await attached.wait()
