@@ -111,6 +111,13 @@ def _container(pod: Mapping[str, Any], given: str, *, logs: bool) -> str:
     raise errors.BadRequest(message)
 
 
+def _running(pod: Mapping[str, Any], container: str) -> bool:
+    status = pod.get("status") or {}
+    return any(isinstance(s, Mapping) and s.get("name") == container and "running" in (s.get("state") or {})
+               for field in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+               for s in status.get(field) or [])
+
+
 async def _kubelet_base(request: web.Request, pod: Mapping[str, Any]) -> str:
     name = str((pod.get("metadata") or {}).get("name") or "")
     node_name = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -235,6 +242,8 @@ async def serve(request: web.Request, target: reads.Target) -> web.StreamRespons
     container = _container(pod, query.get("container", ""), logs=False)
     if sub == "exec" and not query.getall("command", []):
         raise errors.BadRequest("you must specify at least 1 command")
+    if not _running(pod, container):  # said before the upgrade, where the kubelet's answer would be lost
+        raise errors.BadRequest(f'container not found ("{container}")')
     base = await _kubelet_base(request, pod)
     params = [(k, v) for k, v in query.items() if k in ("command", "stdin", "stdout", "stderr", "tty",
                                                         "input", "output", "error")]

@@ -563,8 +563,8 @@ async def forward_connection(session: spdy.Session, pod: Mapping[str, Any], data
 
 def _not_running(pod: Mapping[str, Any], container: str) -> web.Response | None:
     state = (surface.container_status(pod, container) or {}).get("state") or {}
-    if "running" not in state:
-        return _status(400, f'container "{container}" is not running', "BadRequest")
+    if "running" not in state:  # the runtime has no running container of that name (the kubelet's words)
+        return _status(400, f'container not found ("{container}")', "BadRequest")
     return None
 
 

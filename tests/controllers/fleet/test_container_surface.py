@@ -189,6 +189,26 @@ async def test_pod_log_options_and_errors(cplane_sandbox: testing.Sandbox) -> No
     with pytest.raises(errors.StatusError) as e:
         await sb.client.request("POST", "/api/v1/namespaces/default/pods/two/log")
     assert e.value.code == 405
+    # a container that has not started: logs say it waits, exec and attach find no container
+    await sb.client.create("pods", {**_pod("slow", [{"name": "main", "image": "nginx"}], **{
+        f"{lifecycle.RUN_SECONDS}.setup": "600"}), "spec": {
+            "nodeName": "node-0", "initContainers": [{"name": "setup", "image": "busybox"}],
+            "containers": [{"name": "main", "image": "nginx"}]}}, namespace="default")
+
+    async def initializing() -> bool:
+        pod = await sb.client.get("pods", "slow", namespace="default")
+        return any("running" in s.get("state", {}) for s in pod["status"].get("initContainerStatuses") or [])
+    await sb.wait_for(initializing)
+    with pytest.raises(errors.StatusError) as e:
+        await _log(sb, "slow", container="main")
+    assert (e.value.code, e.value.message) == (400, 'container "main" in pod "slow" is waiting to start: '
+                                                    "PodInitializing")
+    for sub in ("exec", "attach"):
+        with pytest.raises(errors.StatusError) as e:
+            await sb.client.request("GET", f"/api/v1/namespaces/default/pods/slow/{sub}",
+                                    params={"container": "main", "command": "env", "stdout": "true"})
+        assert (e.value.code, e.value.message) == (400, 'container not found ("main")')
+    assert (await _log(sb, "slow", container="setup")).startswith("[cplane] container setup started")
 
 
 @pytest.mark.cplane(fleet=FLEET, controllers=[], virtual_clock=True, clock_start=START)
