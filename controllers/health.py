@@ -624,19 +624,20 @@ async def server_now(client: clients.Client) -> float:
 
 async def set_health(client: clients.Client, driver: str, pool: str, device: str, health: str,
                      message: str = "", *, now: float | None = None,
-                     timeout_seconds: int | None = None) -> dict[str, Any]:
-    """Create or update the DeviceHealth of one device (what `cplane device health set` does).
-    `now` defaults to the server's clock. Returns the stored object."""
+                     timeout_seconds: int | None = None, field_manager: str = "cplane") -> dict[str, Any]:
+    """Create or update the DeviceHealth of one device (what `cplane device health set` does, and a
+    simulated kubelet with each report of a plugin's health stream). `now` defaults to the server's
+    clock. Returns the stored object."""
     if now is None:
         now = await server_now(client)
     obj = health_object(driver, pool, device, health, message, now, timeout_seconds=timeout_seconds)
     try:
-        return await client.create(DEVICE_HEALTHS, obj, field_manager="cplane")
+        return await client.create(DEVICE_HEALTHS, obj, field_manager=field_manager)
     except errors.AlreadyExists:
         pass
     spec = dict(obj["spec"])
     spec["message"] = message or None  # clear an old message
-    return await client.patch(DEVICE_HEALTHS, obj["metadata"]["name"], {"spec": spec}, field_manager="cplane")
+    return await client.patch(DEVICE_HEALTHS, obj["metadata"]["name"], {"spec": spec}, field_manager=field_manager)
 
 
 async def heartbeat(client: clients.Client, driver: str, pool: str, device: str, now: float, *,

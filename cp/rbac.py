@@ -730,15 +730,18 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "list"], groups=["custom.metrics.k8s.io", "external.metrics.k8s.io"], resources=["*"]),
             rule(["get", "list", "patch", "update", "create"], groups=["", "events.k8s.io"], resources=["events"])],
         # The fleet simulator stands in for kubelets and node-local DRA drivers: nodes and their
-        # leases, pod status, ResourceSlices, and status.devices of claims for any driver/node.
+        # leases, pod status, ResourceSlices, and status.devices of claims for any driver/node; the
+        # kubelets of real plugins wipe a dead driver's slices (deletecollection) and turn health
+        # streams into DeviceHealth reports.
         "fleet-simulator": [
             rule(["create", "get", "list", "patch", "update", "watch"], groups=[""], resources=["nodes"]),
             rule(["patch", "update"], groups=[""], resources=["nodes/status"]),
             rule(["delete", "get", "list", "watch"], groups=[""], resources=["pods"]),
             rule(["patch", "update"], groups=[""], resources=["pods/status"]),
             rule(["create", "get", "patch", "update"], groups=["coordination.k8s.io"], resources=["leases"]),
-            rule(["create", "delete", "get", "list", "update", "watch"], groups=[r],
+            rule(["create", "delete", "deletecollection", "get", "list", "update", "watch"], groups=[r],
                  resources=["resourceslices"]),
+            rule(["create", "get", "patch"], groups=["sim.cplane.dev"], resources=["devicehealths"]),
             rule(["create", "get", "list", "watch"], groups=[r], resources=["deviceclasses"]),
             rule(["create", "get"], groups=["storage.k8s.io"], resources=["storageclasses"]),
             rule(["get", "list", "watch"], groups=[r], resources=["resourceclaims"]),

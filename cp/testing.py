@@ -68,6 +68,7 @@ class Sandbox:
     client: Any  # controllers.runtime.client.Client
     event_log: Any  # storage.log.EventLog
     _stack: contextlib.AsyncExitStack
+    kubelet_root: Path | None = None  # with a fleet: the nodes' kubelet directories (DATA_DIR/nodes/<node>/)
 
     async def advance(self, seconds: float) -> None:
         """Move the virtual clock forward (an event in the log, like `cplane clock advance`)."""
@@ -143,12 +144,14 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
         stack.push_async_callback(client.close)
         names = list(controllers or ())
         overrides: dict[str, Any] = {}
+        kubelet_root: Path | None = None
         if fleet is not None:
             from controllers import fleet as fleets
 
             loaded = fleets.fleet_from_dict(dict(fleet)) if isinstance(fleet, Mapping) \
                 else fleets.load_fleet(fleet)
-            overrides[fleets.NAME] = fleets.factory(loaded)
+            kubelet_root = data_dir / "nodes"  # the kubelets' directories: real plugins register there
+            overrides[fleets.NAME] = fleets.factory(loaded, kubelet_root=kubelet_root)
             if fleets.NAME not in names:
                 names.append(fleets.NAME)
         if names:
@@ -169,7 +172,7 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
                 waiter.cancel()
                 task.result()  # raises the controllers' start-up error
         yield Sandbox(url=srv.url, kubeconfig=srv.kubeconfig, clock=clock, client=client,
-                      event_log=srv.event_log, _stack=stack)
+                      event_log=srv.event_log, _stack=stack, kubelet_root=kubelet_root)
 
 
 # ------------------------------------------------------------------------------------------ pytest

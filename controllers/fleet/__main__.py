@@ -1,5 +1,6 @@
-"""`python -m controllers.fleet --server URL [--fleet FILE]`: run the simulated fleet on its own
-against an API server; `--check FILE` validates a fleet file and prints a summary."""
+"""`python -m controllers.fleet --server URL [--fleet FILE] [--root-dir DIR]`: run the simulated fleet
+on its own against an API server (with `--root-dir`, its kubelets host real DRA kubelet plugins
+under DIR/<node>/); `--check FILE` validates a fleet file and prints a summary."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import argparse
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 from controllers.fleet import objects as objs
 from controllers.fleet.controller import DEFAULT_WORKERS, new
@@ -37,6 +39,9 @@ def main(argv: list[str] | None = None) -> int:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--server", metavar="URL")
     where.add_argument("--kubeconfig", metavar="FILE")
+    p.add_argument("--root-dir", type=Path, default=None, metavar="DIR",
+                   help="the kubelets' root directory: per node DIR/<node>/plugins_registry, plugins/, cdi/ "
+                        "(real DRA kubelet plugins register there; docs/fleet.md)")
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS)
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
@@ -69,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             collector.tune(thresholds=collector.CONTROLLERS)  # the start-up heap (fleet plan, schemas)
             manager = managers.Manager(client=client, clock=clocks.RealClock(), name="cplane-fleet")
-            controller = new(manager.context(), fleet=fleet, workers=args.workers)
+            controller = new(manager.context(), fleet=fleet, workers=args.workers, kubelet_root=args.root_dir)
             manager.add(controller)
             # Once every Node is registered the caches hold the fleet's Nodes and slices for good:
             # frozen, so the collector stops traversing them (as `cplane controllers` once synced).

@@ -27,6 +27,11 @@ What it does, per Request (`resource` says which kind the key names):
   (provisioner `sim.cplane.dev/hostpath`, `WaitForFirstConsumer`; `controllers/volumes.py`
   provisions and binds its claims) at start unless present.
 
+With a kubelet directory (`kubelet_root`), each node's kubelet also hosts real DRA kubelet plugins
+(`controllers.fleet.plugins`): a pod runs only after their NodePrepareResources, is unprepared when
+done, and the fake driver of a real plugin's driver steps aside on that node (docs/fleet.md,
+"Kubelet plugins").
+
 Everything runs on the injected clock; state kept in memory (lease renewals, pod IPs) is rebuilt
 from the caches after a restart. `new(ctx)` simulates kubelets for hand-made Nodes only;
 `factory(fleet)` (or `new(ctx, fleet=...)`) adds a fleet. `python -m controllers.fleet` runs it on
@@ -43,9 +48,9 @@ import heapq
 import ipaddress
 import math
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -63,6 +68,9 @@ from cp import cdi, errors
 from cp import clock as clocks
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
 
+if TYPE_CHECKING:
+    from controllers.fleet import plugins as kubelet_plugins
+
 NAME = "fleet"
 DEFAULT_WORKERS = 32
 KUBELET = "kubelet"  # field manager of node, lease and pod status writes
@@ -78,6 +86,7 @@ DELETED_NODES_REMEMBERED = 4096
 LEASE_TICK = 0.5  # seconds between two turns of the Lease renewal wheel
 LEASE_SENDERS = 64  # Lease renewals in flight at once
 LEASE_RETRY = 1.0  # seconds before a failed renewal is tried again
+PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to (un)prepare is synced again (the pod worker's back-off)
 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
@@ -105,9 +114,11 @@ class Simulator:
     """The reconciler: kubelets, fake DRA drivers and pod GC for simulated nodes."""
 
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None) -> None:
+                 clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None,
+                 recorder: managers.EventRecorder | None = None) -> None:
         self.client = client
         self.clock = clock
+        self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
         self.plan = objs.Plan(fleet)
         # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
         self.fake_devices = None if kubelet_root is None else fake_devices.FakeDevices(root=kubelet_root, plan=self.plan)
@@ -116,6 +127,17 @@ class Simulator:
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS)
         self.claims = informer_factory.informer(CLAIMS)
         self.slices = informer_factory.informer(SLICES, indexers=SLICE_INDEXERS)
+        # Real DRA kubelet plugins (`controllers.fleet.plugins`): only with a kubelet directory (and
+        # only then is gRPC imported).
+        self.plugins: kubelet_plugins.Plugins | None = None
+        self.dra: kubelet_plugins.KubeletDRA | None = None
+        if kubelet_root is not None:
+            from controllers.fleet import plugins as kubelet_plugins
+
+            self.plugins = kubelet_plugins.Plugins(root=kubelet_root, client=client, clock=clock,
+                                                   on_change=self._plugins_changed)
+            self.dra = kubelet_plugins.KubeletDRA(plugins=self.plugins, client=client, clock=clock,
+                                                  pods=self.pods.cache, recorder=recorder)
         self.classes = {c["metadata"]["name"]: c for c in objs.device_classes(self.plan.fleet)}
         self._log = logger.bind(fleet=self.plan.fleet.name)
         # What this kubelet remembers (rebuilt from the caches after a restart).
@@ -213,9 +235,21 @@ class Simulator:
             if isinstance(ref, Mapping) and ref.get("resource") == "pods" and not ref.get("apiGroup"):
                 keys.add((ns, str(ref.get("name") or "")))
         out = [Request(resource=R_POD, namespace=k[0], name=k[1]) for k in sorted(keys)]
-        if status.get("devices"):
+        if status.get("devices") or (self.plugins is not None and self.plugins.knows(ns, name)):
             out.append(Request(resource=R_CLAIM, namespace=ns, name=name))
         return out
+
+    def _plugins_changed(self, node: str) -> None:
+        """A real plugin (de)registered on the node, or its slices were wiped: the fake drivers
+        step aside or back in (slices), and pods waiting for their claims are synced again."""
+        self._slices_synced.discard(node)
+        if self.enqueue is not None:
+            for request in [Request(resource=R_NODE, name=node), *self._pods_on(node)]:
+                self.enqueue(request)
+
+    def _aside(self, node: str) -> frozenset[str]:
+        """The drivers whose fake driver steps aside on the node for a real plugin."""
+        return frozenset() if self.plugins is None else self.plugins.aside(node)
 
     def _map_slice(self, change: managers.Change) -> list[Request]:
         name = str(meta_of(change.obj).get("name") or "")
@@ -277,9 +311,13 @@ class Simulator:
             self._lease_renewed.pop(name, None)
             self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
+            if self.plugins is not None:
+                self.plugins.drop_node(name)
             return None
         assert node is not None
         node = await self._ensure_endpoint(node)
+        if self.plugins is not None:
+            self.plugins.ensure_node(name)
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
@@ -554,8 +592,18 @@ class Simulator:
         by_driver: dict[str, list[dict[str, Any]]] = collections.defaultdict(list)
         for s in desired:
             by_driver[s["spec"]["driver"]].append(s)
+        aside = self._aside(planned.name)
         for driver in sorted(drivers):
             want, have = by_driver.get(driver, []), present[driver]
+            if driver in aside:  # a real plugin publishes this driver's slices here: ours go
+                for s in want:
+                    current = have.get(s["metadata"]["name"])
+                    if current is not None:
+                        with contextlib.suppress(errors.NotFound, errors.Conflict):
+                            await self.client.delete(SLICES, s["metadata"]["name"],
+                                                     preconditions={"uid": str(meta_of(current).get("uid"))})
+                        self._slice_rv.pop(s["metadata"]["name"], None)
+                continue
             if any(self._slice_rv.get(s["metadata"]["name"], 0) > resource_version_of(have.get(s["metadata"]["name"]) or {})
                    for s in want):
                 synced = False
@@ -594,6 +642,8 @@ class Simulator:
         if pod is None:
             self._release_ip(key)
             self._orphan_seen.pop(key, None)
+            if self.dra is not None:
+                self.dra.forget(key)
             return None
         node_name = str(spec_of(pod).get("nodeName") or "")
         if not node_name:
@@ -608,7 +658,7 @@ class Simulator:
             return await self._terminate(pod, node)
         if status_of(pod).get("phase") in TERMINAL:
             self._release_ip(key)
-            return None
+            return await self._unprepare_pod(pod, node_name)
         now = self.clock.now()
         host_ip = _node_ip(node, self.plan.node_address(node_name))
         if not lifecycle.has_run(pod):  # once started, claim changes do not stop it
@@ -620,6 +670,12 @@ class Simulator:
                     self._log.debug("pod_waiting_for_claims", namespace=ns, name=name, node=node_name, reason=why)
                 return None
             await self._prepare(pod, node_name, claims, now)
+            if self.dra is not None and await self.dra.prepare(pod, node_name, claims):
+                # The kubelet's FailedPrepareDynamicResources is written; the pod stays Pending.
+                desired = lifecycle.pending_status(pod, now=now, host_ip=host_ip)
+                if objs.status_differs(pod, desired):
+                    await self._write_pod_status(pod, desired)
+                return Result(requeue_after=PREPARE_RETRY)
         pod_ip = self._pod_ip(pod, node, host_ip)
         step = lifecycle.advance(pod, now=now, kubelet=self.kubelet, host_ip=host_ip, pod_ip=pod_ip)
         if objs.status_differs(pod, step.status):
@@ -629,6 +685,13 @@ class Simulator:
             self._release_ip(key)
             return None
         return None if step.next_at is None else Result(requeue_after=max(step.next_at - now, MIN_REQUEUE))
+
+    async def _unprepare_pod(self, pod: Mapping[str, Any], node_name: str) -> Result | None:
+        """NodeUnprepareResources for the claims of a pod that is done (terminal or being removed)
+        which no other pod on the node still uses; an error delays the pod's removal (retried)."""
+        if self.dra is not None and await self.dra.unprepare_pod(pod, node_name):
+            return Result(requeue_after=PREPARE_RETRY)
+        return None
 
     async def _write_pod_status(self, pod: Mapping[str, Any], status: dict[str, Any]) -> dict[str, Any]:
         """One merge-patch of pods/status, guarded by the cached resourceVersion (409: requeued)."""
@@ -682,13 +745,13 @@ class Simulator:
         planned = self.plan.node(node_name)
         if planned is None:
             return  # no fake drivers on a Node made by hand: nothing to prepare, nothing blocks
-        drivers = {d.name for d in planned.pool.drivers}
+        drivers = {d.name for d in planned.pool.drivers} - self._aside(node_name)
         for claim in claims:
             ckey = caches.key_of(claim)
             if resource_version_of(claim) < self._prepared_rv.get(ckey, 0):
                 continue  # our write is not in the cache yet
             if self.fake_devices is not None:
-                self.fake_devices.prepare(claim=claim, node=node_name)
+                self.fake_devices.prepare(claim=claim, node=node_name, skip=self._aside(node_name))
             cstatus = status_of(claim)
             results = [r for r in ((cstatus.get("allocation") or {}).get("devices") or {}).get("results") or []
                        if isinstance(r, Mapping)]
@@ -734,6 +797,9 @@ class Simulator:
             if not step.stopped:
                 wait = (step.next_at if step.next_at is not None else now) - now
                 return Result(requeue_after=max(wait, MIN_REQUEUE))
+        retry = await self._unprepare_pod(pod, str(spec_of(pod).get("nodeName")))
+        if retry is not None:
+            return retry
         with contextlib.suppress(errors.NotFound, errors.Conflict):  # gone, or replaced (uid precondition)
             await self.client.delete(PODS, name, namespace=ns, grace_period_seconds=0,
                                      preconditions={"uid": str(meta.get("uid") or "")})
@@ -834,14 +900,18 @@ class Simulator:
         """NodeUnprepareResources: drop the fake drivers' status.devices entries once no pod that
         is still running uses the claim (and entries that no longer match the allocation)."""
         claim = self.claims.cache.get(ns, name)
+        # NodeUnprepareResources by real plugins on deallocation (gone, not allocated, another uid).
+        retry = Result(requeue_after=PREPARE_RETRY) if self.dra is not None and \
+            await self.dra.unprepare_claim(ns, name, claim) else None
         if self.fake_devices is not None and not self._claim_in_use(ns, name, claim):
-            self.fake_devices.unprepare(namespace=ns, name=name, claim=claim)
+            self.fake_devices.unprepare(namespace=ns, name=name, claim=claim, aside=self._aside)
         if claim is None:
             self._prepared_rv.pop((ns, name), None)
-            return None
+            return retry
         status = status_of(claim)
         entries = [e for e in status.get("devices") or [] if isinstance(e, Mapping)]
-        ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes]
+        ours = [e for e in entries if e.get("driver") in self.plan.drivers and e.get("pool") in self.plan.nodes
+                and e.get("driver") not in self._aside(str(e.get("pool")))]
         if not ours:
             return None
         results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
@@ -849,14 +919,14 @@ class Simulator:
         active = self._claim_in_use(ns, name, claim)
         keep = [e for e in entries if e not in ours or (active and objs.device_key(e) in allocated)]
         if len(keep) == len(entries):
-            return None
+            return retry
         patch = {"metadata": {"resourceVersion": meta_of(claim).get("resourceVersion")},
                  "status": {"devices": keep or None}}
         with contextlib.suppress(errors.NotFound):
             await self.client.patch(CLAIMS, name, patch, namespace=ns, subresource="status",
                                     field_manager=str(ours[0].get("driver")))
         self._log.debug("claim_unprepared", namespace=ns, name=name, devices=len(entries) - len(keep))
-        return None
+        return retry
 
     def _claim_in_use(self, ns: str, name: str, claim: Mapping[str, Any] | None) -> bool:
         """Some bound pod that has not ended uses the claim."""
@@ -899,6 +969,7 @@ class FleetController(managers.Controller):
 
         self._wheel: asyncio.Task[None] | None = None
         self._kubelet_api: asyncio.Task[None] | None = None
+        self._plugins: asyncio.Task[None] | None = None
 
     def on_start(self) -> None:
         if self._kubelet_api is None:
@@ -908,23 +979,32 @@ class FleetController(managers.Controller):
         if self.queue is not None:
             for request in requests:
                 self.queue.add(request)
-        self._wheel = asyncio.get_running_loop().create_task(self.simulator.heartbeats(),
-                                                             name=f"controller:{NAME}:lease-wheel")
+        loop = asyncio.get_running_loop()
+        self._wheel = loop.create_task(self.simulator.heartbeats(), name=f"controller:{NAME}:lease-wheel")
+        self.simulator.enqueue = self.enqueue
+        if self.simulator.plugins is not None:
+            self._plugins = loop.create_task(self.simulator.plugins.run(), name=f"controller:{NAME}:plugins")
 
     def on_stop(self) -> None:
+        self.simulator.enqueue = None
         if self._wheel is not None:
             self._wheel.cancel()
             self._wheel = None
         if self._kubelet_api is not None:
             self._kubelet_api.cancel()
             self._kubelet_api = None
+        if self._plugins is not None:
+            self._plugins.cancel()  # its registrations are closed as it ends
+            self._plugins = None
 
 
 def new(ctx: managers.ControllerContext, *, fleet: Fleet | None = None,
         workers: int = DEFAULT_WORKERS, kubelet_root: Path | None = None) -> managers.Controller:
-    """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only."""
+    """The fleet controller. Without a fleet it is the kubelet of Nodes made by hand only. With
+    `kubelet_root`, each node's kubelet has its directory `kubelet_root/<node>/` and hosts real DRA
+    kubelet plugins (`controllers.fleet.plugins`)."""
     sim = Simulator(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock, fleet=fleet,
-                    kubelet_root=kubelet_root)
+                    kubelet_root=kubelet_root, recorder=ctx.recorder(KUBELET))
     return FleetController(sim, workers=workers)
 
 

@@ -33,7 +33,7 @@ simulated pod) contributes nothing and is marked so; a CDI id that does not reso
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -212,9 +212,10 @@ class FakeDevices:
     def node_dir(self, node: str) -> nodedirs.NodeDir:
         return nodedirs.NodeDir(root=self.root, node=node)
 
-    def prepare(self, *, claim: Mapping[str, Any], node: str) -> None:
+    def prepare(self, *, claim: Mapping[str, Any], node: str, skip: Collection[str] = ()) -> None:
         """Write the specs of the claim's devices of the node's fake drivers and record them in the
-        node's checkpoint (nothing is written when the checkpoint already has them)."""
+        node's checkpoint (nothing is written when the checkpoint already has them). Drivers in
+        `skip` are left to the real kubelet plugins registered on the node."""
         planned = self.plan.node(node)
         if planned is None:
             return
@@ -226,7 +227,7 @@ class FakeDevices:
         have = nd.prepared().get(uid)
         for driver in planned.pool.drivers:
             mine = [r for r in results if r.get("driver") == driver.name]
-            if not mine:
+            if not mine or driver.name in skip:
                 continue
             file_name, spec, prepared = claim_spec(claim=claim, driver=driver, results=mine)
             self._prepared.setdefault((ns, name), set()).add((node, uid, driver.name, file_name))
@@ -239,8 +240,10 @@ class FakeDevices:
             logger.debug("cdi_spec_written", node=node, namespace=ns, name=name, driver=driver.name,
                          file=file_name, devices=len(prepared))
 
-    def unprepare(self, *, namespace: str, name: str, claim: Mapping[str, Any] | None = None) -> None:
-        """Remove what `prepare` wrote for the claim (from memory, or else from the claim's allocation)."""
+    def unprepare(self, *, namespace: str, name: str, claim: Mapping[str, Any] | None = None,
+                  aside: Callable[[str], Collection[str]] | None = None) -> None:
+        """Remove what `prepare` wrote for the claim (from memory, or else from the claim's allocation,
+        except for the drivers `aside(node)` names: a real plugin's, whose entries are its own)."""
         done = self._prepared.pop((namespace, name), set())
         if not done and claim is not None:
             uid = str(meta_of(claim).get("uid") or "")
@@ -249,7 +252,7 @@ class FakeDevices:
                 if planned is None or not isinstance(r, Mapping):
                     continue
                 for driver in planned.pool.drivers:
-                    if driver.name == r.get("driver"):
+                    if driver.name == r.get("driver") and (aside is None or driver.name not in aside(planned.name)):
                         file_name = cdi.transient_spec_name(vendor_of(driver.name), driver_class(driver), uid) + ".json"
                         done.add((planned.name, uid, driver.name, file_name))
         for node, uid, driver_name, file_name in sorted(done):

@@ -25,6 +25,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--fleet", type=Path, default=None, metavar="FILE",
                    help="YAML description of simulated nodes and their fake DRA drivers (run by the fleet "
                         "controller, as with `cplane serve --fleet`)")
+    p.add_argument("--root-dir", type=Path, default=None, metavar="DIR",
+                   help="the simulated kubelets' root directory: per node DIR/<node>/plugins_registry, plugins/, "
+                        "cdi/ — where real DRA kubelet plugins register (docs/fleet.md, \"Kubelet plugins\"); "
+                        "`cplane serve` uses DATA_DIR/nodes")
     add_scheduler_args(p)
     p.add_argument("--feature-gates", type=feature_gates, default=None, metavar="A=true,B=false",
                    help="feature gates of the scheduler and the ResourceClaim controller (as the API server's; "
@@ -68,14 +72,24 @@ def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
     return True
 
 
+def kubelet_root(args: argparse.Namespace) -> Path | None:
+    """The simulated kubelets' root directory: `--root-dir`, else DATA_DIR/nodes (`cplane serve`)."""
+    root = getattr(args, "root_dir", None)
+    if root is None and getattr(args, "data_dir", None) is not None:
+        root = Path(args.data_dir) / "nodes"
+    return None if root is None else Path(root)
+
+
 def fleet_overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The fleet controller bound to the loaded `--fleet`, and the scheduler bound to
-    `--scheduler-config` / `--scheduler-seed` / `--feature-gates`, as `run_controllers` overrides."""
+    """The fleet controller bound to the loaded `--fleet` and the kubelets' root directory, and the
+    scheduler bound to `--scheduler-config` / `--scheduler-seed` / `--feature-gates`, as
+    `run_controllers` overrides."""
     out: dict[str, Any] = {}
-    if getattr(args, "fleet", None) is not None:
+    root = kubelet_root(args)
+    if getattr(args, "fleet", None) is not None or root is not None:
         from controllers import fleet
 
-        out[fleet.NAME] = fleet.factory(args.loaded_fleet)
+        out[fleet.NAME] = fleet.factory(getattr(args, "loaded_fleet", None), kubelet_root=root)
     config = getattr(args, "loaded_scheduler_config", None)
     seed = getattr(args, "scheduler_seed", None)
     gates = getattr(args, "feature_gates", None)

@@ -151,3 +151,15 @@ def test_validation_of_rbac_objects() -> None:
     found = [(t, f) for t, f, _d, _v in rbac.validate(r, None)]
     assert found == [("Required", "rules[0].verbs"), ("Required", "rules[0].apiGroups"),
                      ("Invalid", "rules[1].nonResourceURLs")]
+
+
+def test_the_fleet_simulator_may_do_what_real_plugins_kubelets_do() -> None:
+    """Its kubelets wipe a dead plugin's slices (deletecollection), turn health streams into
+    DeviceHealth reports and write FailedPrepareDynamicResources events."""
+    policy = rbac.default_policy()
+    fleet = rbac.UserInfo(name=rbac.service_account_user("kube-system", "fleet-simulator"))
+    assert policy.authorize(attrs(fleet, "deletecollection", "resourceslices", group="resource.k8s.io")).allowed
+    for verb in ("create", "get", "patch"):
+        assert policy.authorize(attrs(fleet, verb, "devicehealths", group="sim.cplane.dev", name="x")).allowed
+    assert policy.authorize(attrs(fleet, "create", "events", ns="default")).allowed
+    assert not policy.authorize(attrs(fleet, "delete", "devicehealths", group="sim.cplane.dev", name="x")).allowed

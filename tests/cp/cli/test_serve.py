@@ -143,3 +143,18 @@ def test_the_watch_cache_budget_is_a_quantity_of_bytes(text: str, size: int) -> 
 def test_a_bad_watch_cache_budget_is_a_usage_error(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         serve._memory_size(text)
+
+
+def test_the_kubelets_root_directory_reaches_the_fleet_factory() -> None:
+    """`cplane serve` roots the simulated kubelets' directories at DATA_DIR/nodes; `cplane
+    controllers` takes `--root-dir` (and has none without it)."""
+    from controllers import fleet
+    from cp.cli import controllers
+
+    overrides = controllers.fleet_overrides(_args())
+    assert overrides[fleet.NAME].keywords["kubelet_root"] == Path("d") / "nodes"
+    parser = argparse.ArgumentParser()
+    controllers.add_parser(parser.add_subparsers())
+    args = parser.parse_args(["controllers", "--root-dir", "/srv/kubelets"])
+    assert controllers.fleet_overrides(args)[fleet.NAME].keywords["kubelet_root"] == Path("/srv/kubelets")
+    assert fleet.NAME not in controllers.fleet_overrides(parser.parse_args(["controllers"]))
