@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from pathlib import Path
 
 import aiohttp
@@ -29,6 +30,31 @@ spec:
     image: nginx
     ports: [{containerPort: 80}]
     env: [{name: GREETING, value: hello}, {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}]
+"""
+
+# The upstream example driver's quickstart, gpu-test1 style: one pod, one container, one GPU.
+GPU_POD = """
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: single-gpu}
+spec:
+  spec:
+    devices:
+      requests:
+      - name: gpu
+        exactly: {deviceClassName: gpu.example.com}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pod0}
+spec:
+  containers:
+  - name: ctr0
+    image: ubuntu:22.04
+    command: ["bash", "-c"]
+    args: ["export; trap 'exit 0' TERM; sleep 9999 & wait"]
+    resources: {claims: [{name: gpu}]}
+  resourceClaims: [{name: gpu, resourceClaimTemplateName: single-gpu}]
 """
 
 
@@ -72,6 +98,18 @@ async def test_logs_exec_and_port_forward_over_tls_with_rbac(tmp_path: Path) -> 
                 assert "Forbidden (user=alice, verb=get, resource=nodes, subresource=proxy)" in await resp.text()
             async with session.get(url, headers={"Authorization": "Bearer wrong"}) as resp:
                 assert resp.status == 401
+
+        # The example driver's verification step: the GPU the fake driver's CDI spec injected.
+        code, _, err = await k("apply", "-f", "-", stdin=GPU_POD)
+        assert code == 0, err
+        code, _, err = await k("wait", "--for=condition=Ready", "pod/pod0", "--timeout=30s")
+        assert code == 0, err
+        code, out, err = await k("logs", "pod0", "-c", "ctr0")
+        assert code == 0, err
+        gpus = [ln for ln in out.splitlines() if re.fullmatch(r"GPU_DEVICE_[0-9]+=gpu-[0-9]+", ln)]
+        assert len(gpus) == 1, out
+        code, out, err = await k("exec", "pod0", "-c", "ctr0", "--", "printenv", gpus[0].split("=")[0])
+        assert (code, out) == (0, gpus[0].split("=")[1] + "\n"), err
 
         # port-forward as the admin, over TLS.
         forward = await asyncio.create_subprocess_exec(
