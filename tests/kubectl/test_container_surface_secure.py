@@ -1,7 +1,9 @@
 """The container surface in the secure (default) mode: `cplane serve` with TLS, authentication and
 RBAC and the demo fleet; kubectl logs, exec and port-forward as the admin through the API server's
 proxy, a user with the `view` role may read logs but not exec, and the simulated kubelet's API
-refuses callers the API server did not send (no token: 401; a token without `nodes/proxy`: 403)."""
+refuses callers the API server did not send (no token: 403 as system:anonymous, an unknown token
+401, a token without `nodes/proxy` 403); the upstream example driver's quickstart check
+(`kubectl logs pod0 -c ctr0 | grep GPU_DEVICE`) shows the GPU the fake driver's CDI spec injected."""
 
 from __future__ import annotations
 
