@@ -1,4 +1,5 @@
-"""Reading a kubeconfig: the current context's server URL and credentials. Pure (takes the text)."""
+"""Kubeconfigs: reading the current context's server URL and credentials, and writing one. Pure (takes
+and gives the text)."""
 
 from __future__ import annotations
 
@@ -52,3 +53,41 @@ def load(path: str | Path | None = None, *, context: str | None = None) -> Endpo
         env = os.environ.get("KUBECONFIG", "")
         path = env.split(os.pathsep)[0] if env else Path.home() / ".kube" / "config"
     return parse(Path(path).read_text(), context=context)
+
+
+def kubeconfig_text(*, server: str, token: str = "", ca_data: str = "", client_cert_data: str = "",
+                    client_key_data: str = "", user_name: str = "cplane-admin") -> str:
+    """A kubeconfig for `server`; with TLS, `ca_data` (base64 PEM) and a token or a client certificate.
+
+    A plain-HTTP server's cluster entry says `insecure-skip-tls-verify: true`: @kubernetes/client-node
+    refuses an `http://` server without it ("HTTP protocol is not allowed when skipTLSVerify is not
+    set or false"); client-go and the Python clients use no TLS for `http://` either way. Never
+    together with a CA (client-go rejects that pair)."""
+    lines = [f"    token: {token}\n"] if token else []
+    if client_cert_data:
+        lines.append(f"    client-certificate-data: {client_cert_data}\n")
+        lines.append(f"    client-key-data: {client_key_data}\n")
+    user = "".join(lines) or "    {}\n"
+    ca = f"    certificate-authority-data: {ca_data}\n" if ca_data else ""
+    if server.startswith("http://") and not ca_data:
+        ca = "    insecure-skip-tls-verify: true\n"
+    return (
+        "apiVersion: v1\n"
+        "kind: Config\n"
+        "clusters:\n"
+        "- name: cplane\n"
+        "  cluster:\n"
+        + ca +
+        f"    server: {server}\n"
+        "contexts:\n"
+        "- name: cplane\n"
+        "  context:\n"
+        "    cluster: cplane\n"
+        "    namespace: default\n"
+        f"    user: {user_name}\n"
+        "current-context: cplane\n"
+        "preferences: {}\n"
+        "users:\n"
+        f"- name: {user_name}\n"
+        "  user:\n" + user
+    )

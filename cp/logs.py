@@ -20,6 +20,11 @@ if "structlog" not in sys.modules and "rich" not in sys.modules:
 
 import structlog
 
+# A process configures logging once, so each module's logger binds on first use and keeps it. A test
+# process configures it again and again (every in-process `cplane` command): it sets this to False,
+# or a logger first used under one test's level would filter every later test's events.
+CACHE_LOGGERS = True
+
 
 def exception_fields(_logger: Any, _name: str, event: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """For JSON lines: a logged exception (`exc_info`) as fixed keys a machine can read: `error_type`,
@@ -53,5 +58,5 @@ def configure(*, fmt: str = "console", level: str = "info") -> None:
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
+        cache_logger_on_first_use=CACHE_LOGGERS,
     )

@@ -752,6 +752,9 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
             rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"]),
             rule(["get"], groups=[""], resources=["configmaps", "secrets"]),
+            # Node-bound tokens of the DRA kubelet plugins' account (cp.kubeletplugins.ACCOUNT), as a
+            # kubelet asks for its pods' tokens: the credentials it writes into each node's kubeconfig.
+            rule(["create"], groups=[""], resources=["serviceaccounts/token"], names=["dra-kubelet-plugin"]),
             _events()],
     }
 

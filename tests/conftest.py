@@ -16,12 +16,14 @@ import pytest_asyncio
 import structlog
 
 from api import server as servers
+from cp import logs
 
 GRACE = 1.0  # seconds a test's leftover tasks get to finish before they count as leaked
 PG_URL = os.environ.get("CPLANE_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    logs.CACHE_LOGGERS = False  # each test's log configuration holds for the loggers it uses
     config.addinivalue_line(
         "markers",
         "leftover_tasks(*coroutines, reason): tasks running these coroutines (qualified names, e.g. "

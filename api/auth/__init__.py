@@ -52,7 +52,7 @@ from api.auth.credentials import (
     server_ssl_context,
     signing_key,
 )
-from api.auth.policy import bootstrap_policy
+from api.auth.policy import bootstrap_kubelet_plugins, bootstrap_policy
 from api.auth.requestinfo import RequestInfo, request_info
 from api.limits import Limits
 from api.store import Store
@@ -67,6 +67,7 @@ async def start(app: web.Application, *, write_defaults: bool) -> None:
         config.authenticator.lookup = config.lookup
     if write_defaults and config.secure and config.bootstrap_policy:
         await bootstrap_policy(store)
+        await bootstrap_kubelet_plugins(store)
     config.cache.follow(store.log)
 
 

@@ -144,7 +144,7 @@ class Authenticator:
         ns, _name = split
         sa_ref, pod_ref, secret_ref, node_ref = (_dict(k8s.get(k)) for k in ("serviceaccount", "pod", "secret",
                                                                             "node"))
-        problem = await self._check_bound(ns, sa_ref, pod_ref, secret_ref, now=now)
+        problem = await self._check_bound(ns, sa_ref, pod_ref, secret_ref, node_ref, now=now)
         if problem:
             return TokenResult(error=problem)
         extra: dict[str, tuple[str, ...]] = {}
@@ -163,9 +163,10 @@ class Authenticator:
         return TokenResult(user=user, audiences=auds)
 
     async def _check_bound(self, ns: str, sa_ref: dict[str, Any], pod_ref: dict[str, Any],
-                           secret_ref: dict[str, Any], *, now: float) -> str:
-        """Upstream's validator: the ServiceAccount (and the bound object) still exist with the uids
-        of the claims. Tokens without the SA's uid are this server's own (not checked)."""
+                           secret_ref: dict[str, Any], node_ref: dict[str, Any], *, now: float) -> str:
+        """Upstream's validator: the ServiceAccount (and the bound object: a Pod, a Secret, or a Node
+        when the token is bound to one itself) still exist with the uids of the claims. Tokens
+        without the SA's uid are this server's own (not checked)."""
         if self.lookup is None or not sa_ref.get("uid"):
             return ""
         name = str(sa_ref.get("name") or "")
@@ -185,6 +186,12 @@ class Authenticator:
             if _uid(obj) != ref.get("uid"):
                 return (f"{what} UID ({_uid(obj)}) does not match service account {what} ref claim "
                         f"({ref.get('uid')})")
+        if node_ref and not pod_ref and not secret_ref:  # bound to the Node (ServiceAccountTokenNodeBinding)
+            node = await self.lookup("nodes", "", str(node_ref.get("name") or ""))
+            if node is None or _deleted_before(node, now - _LEEWAY):
+                return "service account token has been invalidated"
+            if node_ref.get("uid") and _uid(node) != node_ref.get("uid"):
+                return f"node UID ({_uid(node)}) does not match service account node ref claim ({node_ref.get('uid')})"
         return ""
 
     async def authenticate(self, request: web.BaseRequest) -> rbac.UserInfo | None:

@@ -10,7 +10,7 @@ from typing import Any
 import msgspec
 
 from api import store as stores
-from cp import errors, rbac
+from cp import errors, kubeletplugins, rbac
 from cp import resources as res
 from storage import log
 
@@ -96,7 +96,8 @@ async def bootstrap_policy(store: stores.Store) -> None:
     those still annotated `rbac.authorization.kubernetes.io/autoupdate: "true"` (upstream's
     reconciliation, without removing anything an administrator added)."""
     ctx = stores.WriteContext(user=rbac.APISERVER, field_manager="kube-apiserver", user_agent="cplane")
-    for obj in [*rbac.default_cluster_roles(), *rbac.default_cluster_role_bindings()]:
+    for obj in [*rbac.default_cluster_roles(), kubeletplugins.cluster_role(),
+                *rbac.default_cluster_role_bindings(), kubeletplugins.cluster_role_binding()]:
         kind = res.lookup(rbac.GROUP, "v1", "clusterroles" if obj["kind"] == "ClusterRole" else "clusterrolebindings")
         assert kind is not None
         name = obj["metadata"]["name"]
@@ -123,3 +124,22 @@ async def bootstrap_policy(store: stores.Store) -> None:
 
         with contextlib.suppress(errors.StatusError):
             await store.guaranteed_update(kind, "", name, mutate, ctx)
+
+
+async def bootstrap_kubelet_plugins(store: stores.Store) -> None:
+    """The ServiceAccount DRA kubelet plugins on simulated nodes run as, and the ResourceSlice
+    admission policy on its node-name claim (`cp.kubeletplugins`), each created when missing
+    (an administrator's edits are kept)."""
+    ctx = stores.WriteContext(user=rbac.APISERVER, field_manager="kube-apiserver", user_agent="cplane")
+    for group, plural, obj in (
+            ("", "serviceaccounts", kubeletplugins.service_account()),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicies", kubeletplugins.admission_policy()),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicybindings",
+             kubeletplugins.admission_policy_binding())):
+        kind = res.lookup(group, "v1", plural)
+        assert kind is not None
+        meta = obj["metadata"]
+        namespace = str(meta.get("namespace") or "")
+        if await store.log.get(group=group, resource=plural, namespace=namespace, name=meta["name"]) is None:
+            with contextlib.suppress(errors.AlreadyExists):
+                await store.create(kind, namespace, obj, ctx)

@@ -55,8 +55,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controllers import volumes
+from controllers.fleet import credentials, kubelet_api, lifecycle, nodedirs, surface
 from controllers.fleet import devices as fake_devices
-from controllers.fleet import kubelet_api, lifecycle, surface
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
 from controllers.runtime import cache as caches
@@ -116,8 +116,11 @@ class Simulator:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
                  clock: clocks.Clock, fleet: Fleet | None = None, kubelet_root: Path | None = None,
                  recorder: managers.EventRecorder | None = None) -> None:
+        """`kubelet_root`: where each node's kubelet directory goes (`controllers.fleet.nodedirs`:
+        `ROOT/<node>/`, with the kubeconfig a real DRA kubelet plugin uses); None: none is made."""
         self.client = client
         self.clock = clock
+        self.kubelet_root = kubelet_root
         self.enqueue: Callable[[Request], None] | None = None  # set by the controller while it runs
         self.plan = objs.Plan(fleet)
         # The fake drivers' CDI specs and checkpoint in each node's kubelet dir (controllers/fleet/devices.py).
@@ -142,6 +145,8 @@ class Simulator:
         self._log = logger.bind(fleet=self.plan.fleet.name)
         # What this kubelet remembers (rebuilt from the caches after a restart).
         self._registered: set[str] = set()
+        self._credentials_written: set[str] = set()  # nodes whose kubeconfig was written this term
+        self._credentials = credentials.Credentials(client=client)
         self._lease_renewed: dict[str, float] = {}
         # The Lease renewal wheel (`heartbeats`): node -> when its next renewal is due, and a heap of
         # (due, node) entries (an entry whose time is no longer the node's due time is skipped).
@@ -176,6 +181,8 @@ class Simulator:
     def on_start(self) -> list[Request]:
         """Forget per-term memory; the Requests that (re)build the fleet: classes, then nodes."""
         self._registered.clear()
+        self._credentials_written.clear()
+        self._credentials = credentials.Credentials(client=self.client)  # ask the server again
         self._slices_synced.clear()
         self._lease_renewed.clear()
         self._lease_due.clear()
@@ -206,6 +213,7 @@ class Simulator:
             self._lease_due.pop(name, None)
             self._status_reported.pop(name, None)
             self._node_ips.pop(name, None)
+            self._credentials_written.discard(name)  # a Node made again gets a token bound to it
             out += self._pods_on(name)
         elif change.type == "add":
             self._deleted_nodes.pop(name, None)
@@ -316,6 +324,9 @@ class Simulator:
             return None
         assert node is not None
         node = await self._ensure_endpoint(node)
+        if self.kubelet_root is not None and name not in self._credentials_written:
+            await self._credentials.write(node=node, nodedir=nodedirs.NodeDir(root=self.kubelet_root, node=name))
+            self._credentials_written.add(name)
         if self.plugins is not None:
             self.plugins.ensure_node(name)
         if planned is not None:

@@ -515,6 +515,11 @@ class Client:
                 "target": {"kind": "Node", "apiVersion": "v1", "name": node}}
         await self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", body=body)
 
+    async def create_token(self, *, namespace: str, name: str, request: Mapping[str, Any]) -> dict[str, Any]:
+        """POST serviceaccounts/token (a TokenRequest): the TokenRequest back, its `status.token` set."""
+        return await self._json("POST", f"/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token",
+                                body=dict(request))
+
     async def finalize_namespace(self, namespace: Mapping[str, Any]) -> dict[str, Any]:
         """PUT /api/v1/namespaces/{name}/finalize with the namespace's (edited) spec.finalizers."""
         name = str((namespace.get("metadata") or {}).get("name") or "")

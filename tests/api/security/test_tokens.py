@@ -256,3 +256,26 @@ async def test_issuer_and_api_audiences_are_configurable(tmp_path: Path) -> None
                 await s.close()
     finally:
         await log.close()
+
+
+async def test_tokens_bound_to_a_node_end_with_it(secure: Secure) -> None:
+    """ServiceAccountTokenNodeBindingValidation: valid while the Node exists with the claimed uid."""
+    admin, _uid = await setup_team(secure)
+    code, node = await call(admin, "POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
+    assert code == 201, node
+    code, body = await request_token(admin, {"boundObjectRef": {"kind": "Node", "apiVersion": "v1", "name": "n1"}})
+    assert code == 201, body
+    token = body["status"]["token"]
+    assert claims(token)["kubernetes.io"]["node"] == {"name": "n1", "uid": node["metadata"]["uid"]}
+    extra = (await review(admin, token))["user"]["extra"]
+    assert extra["authentication.kubernetes.io/node-name"] == ["n1"]
+    assert extra["authentication.kubernetes.io/node-uid"] == [node["metadata"]["uid"]]
+    assert "authentication.kubernetes.io/pod-name" not in extra
+    assert (await call(admin, "DELETE", "/api/v1/nodes/n1"))[0] == 200
+    assert (await call(secure.session(token=token), "GET", "/version"))[0] == 401
+    assert (await review(admin, token))["error"] == "service account token has been invalidated"
+    code, again = await call(admin, "POST", "/api/v1/nodes", {"metadata": {"name": "n1"}})
+    assert code == 201, again
+    assert (await review(admin, token))["error"] == (
+        f"node UID ({again['metadata']['uid']}) does not match service account node ref claim "
+        f"({node['metadata']['uid']})")
