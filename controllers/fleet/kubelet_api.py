@@ -437,7 +437,8 @@ class KubeletServer:
             # The simulated process echoes what it reads; closing stdin detaches (the container runs on).
             async def echo(data: bytes) -> None:
                 if flags["stdout"]:
-                    await ws.send_bytes(bytes([STDOUT]) + data)
+                    # A terminal ends a typed line with \r; its echo moves to the next line.
+                    await ws.send_bytes(bytes([STDOUT]) + (data.replace(b"\r", b"\r\n") if flags["tty"] else data))
 
             with contextlib.suppress(ConnectionError):
                 await self._read_stdin(ws, echo)

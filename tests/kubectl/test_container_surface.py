@@ -6,6 +6,7 @@ debug` with an ephemeral container, through the API server's proxy to the fleet'
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pty
 from collections.abc import AsyncIterator
@@ -170,44 +171,72 @@ async def test_port_forward(kubectl: Kubectl) -> None:
         await forward.stop()
 
 
+class Terminal:
+    """kubectl on a pseudo-terminal (`-it` needs one): what it printed so far, and keys to type."""
+
+    def __init__(self, kubectl: Kubectl, *args: str) -> None:
+        self.kubectl, self.args = kubectl, args
+        self.seen = bytearray()
+        self._arrived = asyncio.Event()
+
+    async def __aenter__(self) -> Terminal:
+        self.master, slave = pty.openpty()
+        self.proc = await asyncio.create_subprocess_exec(
+            str(self.kubectl.binary), *self.args, stdin=slave, stdout=slave, stderr=slave, env=self.kubectl.env,
+            cwd=self.kubectl.workdir)
+        os.close(slave)
+        asyncio.get_running_loop().add_reader(self.master, self._readable)
+        return self
+
+    def _readable(self) -> None:
+        try:
+            self.seen.extend(os.read(self.master, 65536))
+        except OSError:  # the terminal closed with the process
+            asyncio.get_running_loop().remove_reader(self.master)
+        self._arrived.set()
+
+    async def expect(self, text: bytes) -> None:
+        async def found() -> None:
+            while text not in self.seen:
+                self._arrived.clear()
+                await self._arrived.wait()
+        try:
+            await asyncio.wait_for(found(), 15)
+        except TimeoutError:
+            raise AssertionError(f"{text!r} not seen in {bytes(self.seen)!r}") from None
+
+    def type(self, keys: bytes) -> None:
+        os.write(self.master, keys)
+
+    async def __aexit__(self, *exc: object) -> None:
+        asyncio.get_running_loop().remove_reader(self.master)
+        os.close(self.master)
+        if self.proc.returncode is None:
+            self.proc.kill()
+            await self.proc.wait()
+
+
 @pytest.mark.cplane(fleet=FLEET, controllers=[])
 async def test_exec_with_a_terminal(kubectl: Kubectl) -> None:
     """`kubectl exec -it pod -- sh` on a pseudo-terminal: a prompt, typed input echoed, `exit 4`."""
-    master, slave = pty.openpty()
-    proc = await asyncio.create_subprocess_exec(str(kubectl.binary), "exec", "-it", "web", "--", "sh", stdin=slave,
-                                                stdout=slave, stderr=slave, env=kubectl.env, cwd=kubectl.workdir)
-    os.close(slave)
-    seen = bytearray()
-    arrived = asyncio.Event()
+    async with Terminal(kubectl, "exec", "-it", "web", "--", "sh") as term:
+        await term.expect(b"$ ")
+        term.type(b"printenv GREETING\r")
+        await term.expect(b"printenv GREETING\r\nhello\r\n$ ")
+        term.type(b"exit 4\r")
+        assert await asyncio.wait_for(term.proc.wait(), 15) == 4
 
-    def readable() -> None:
-        try:
-            seen.extend(os.read(master, 65536))
-        except OSError:  # the terminal closed with the process
-            asyncio.get_running_loop().remove_reader(master)
-        arrived.set()
 
-    async def expect(text: bytes) -> None:
-        async def found() -> None:
-            while text not in seen:
-                arrived.clear()
-                await arrived.wait()
-        await asyncio.wait_for(found(), 15)
-
-    loop = asyncio.get_running_loop()
-    loop.add_reader(master, readable)
-    try:
-        await expect(b"$ ")
-        os.write(master, b"printenv GREETING\r")
-        await expect(b"printenv GREETING\r\nhello\r\n$ ")
-        os.write(master, b"exit 4\r")
-        assert await asyncio.wait_for(proc.wait(), 15) == 4
-    finally:
-        loop.remove_reader(master)
-        os.close(master)
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
+@pytest.mark.cplane(fleet=FLEET, controllers=[])
+async def test_debug_interactively(kubectl: Kubectl) -> None:
+    """`kubectl debug -it`: the ephemeral container runs, kubectl attaches with a terminal, and what is
+    typed comes back (the simulated process echoes its input)."""
+    async with Terminal(kubectl, "debug", "-it", "web", "--image=busybox", "-c", "shell") as term:
+        await term.expect(b"If you don't see a command prompt, try pressing enter.")
+        term.type(b"hello\r")
+        await term.expect(b"hello\r\n")
+    statuses = json.loads(await kubectl.jsonpath("pod", "web", path="{.status.ephemeralContainerStatuses}"))
+    assert [s["name"] for s in statuses] == ["shell"] and "running" in statuses[0]["state"]
 
 
 DEPLOYMENT = """\
