@@ -41,7 +41,7 @@ from cp import resources as res
 logger = structlog.get_logger("cplane.api.kubelet_proxy")
 
 SUBRESOURCES = ("log", "exec", "attach", "portforward")
-ENDPOINT_ANNOTATION = "sim.cplane.dev/kubelet-endpoint"
+ENDPOINT_ANNOTATION = "sim.cplane.dev/kubelet-endpoint"  # written by controllers.fleet.kubelet_api (same name)
 KUBELET_CLIENT_USER = rbac.KUBELET_API_CLIENT
 CONNECT_TIMEOUT = 10.0
 _tokens: weakref.WeakKeyDictionary[AuthConfig, str] = weakref.WeakKeyDictionary()

@@ -12,7 +12,8 @@ import json
 import aiohttp
 import pytest
 
-from controllers.fleet import lifecycle, surface
+from api import kubelet_proxy
+from controllers.fleet import kubelet_api, lifecycle, surface
 from cp import clock as clocks
 from cp import errors, testing
 from tests.controllers.support import START
@@ -246,8 +247,9 @@ async def test_a_stopped_kubelet_does_not_answer(cplane_sandbox: testing.Sandbox
     sb = cplane_sandbox
     await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
     await sb.wait_for(lambda: _running(sb, "web"))
+    assert kubelet_proxy.ENDPOINT_ANNOTATION == kubelet_api.ENDPOINT_ANNOTATION  # the one the server dials
     node = await sb.client.get("nodes", "node-0")
-    endpoint = node["metadata"]["annotations"]["sim.cplane.dev/kubelet-endpoint"]
+    endpoint = node["metadata"]["annotations"][kubelet_api.ENDPOINT_ANNOTATION]
     assert endpoint.startswith("127.0.0.1:")
     assert node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"] == int(endpoint.split(":")[1])
     await sb.client.patch("nodes", "node-0", {"metadata": {"annotations": {"sim.cplane.dev/kubelet": "stopped"}}})
