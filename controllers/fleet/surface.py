@@ -118,13 +118,11 @@ def current_run(status: Mapping[str, Any] | None) -> Run | None:
 
 
 def previous_run(status: Mapping[str, Any] | None) -> Run | None:
-    """The run before the current one (`previous=true`)."""
+    """The run `previous=true` prints: `lastState.terminated`, whatever the current state (the
+    kubelet's rule; while a container waits to restart, that is also the run it prints by default)."""
     if status is None:
         return None
-    state = status.get("state") or {}
-    if "running" in state or "terminated" in state:
-        return _terminated(status.get("lastState"))
-    return None  # waiting: its last run is the current one; the one before is gone
+    return _terminated(status.get("lastState"))
 
 
 def run_for_logs(pod: Mapping[str, Any], container: str, *, previous: bool) -> Run:

@@ -122,6 +122,9 @@ def test_runs_and_log_options() -> None:
         "reason": "ContainerCreating"}}}]}}
     with pytest.raises(surface.SurfaceError, match='container "c" in pod "p" is waiting to start: ContainerCreating'):
         surface.run_for_logs(waiting, "c", previous=False)
+    backoff = {**pod, "status": {"containerStatuses": [{**status, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}
+    assert surface.run_for_logs(backoff, "c", previous=False) == surface.run_for_logs(backoff, "c", previous=True) \
+        == previous  # waiting to restart: both are the run that ended, as the kubelet reads them
     fresh = {**pod, "status": {"containerStatuses": [{"name": "c", "state": status["state"]}]}}
     with pytest.raises(surface.SurfaceError, match='previous terminated container "c" in pod "p" not found'):
         surface.run_for_logs(fresh, "c", previous=True)
