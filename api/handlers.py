@@ -152,6 +152,10 @@ async def _dispatch(request: web.Request, group: str, version: str, segments: li
     request[st.TARGET] = target
     method = request.method
     kind = target.kind
+    if kind.group == "" and kind.plural == "pods" and target.subresource in ("log", "exec", "attach", "portforward"):
+        from api import kubelet_proxy  # a pod's container surface, served by its node's kubelet
+
+        return await kubelet_proxy.serve(request, target)
     # The response's media type, before any work (upstream answers 406 before it reads or writes).
     request[st.NEGOTIATED] = codec.negotiate(
         request.headers.get("Accept", ""), protobuf=kind.protobuf,

@@ -203,6 +203,9 @@ def _kind_paths(kind: res.ResourceKind, item_ref: str, list_ref: str) -> dict[st
                        params=list_params)}
     for sub in kind.subresources:
         sub_gvk = {"group": sub.group or kind.group, "version": sub.version or kind.version, "kind": sub.kind}
+        if (kind.group, kind.plural) == ("", "pods") and sub.name in _STREAMS:
+            paths[f"{base}/{{name}}/{sub.name}"] = _stream_entry(sub, tag, sub_gvk, ns_params + name_params)
+            continue
         ref = _sub_ref(kind, sub) or item_ref
         suffix = sub.name.capitalize()
         entry: dict[str, Any] = {"parameters": ns_params + name_params}
@@ -220,6 +223,33 @@ def _kind_paths(kind: res.ResourceKind, item_ref: str, list_ref: str) -> dict[st
                                 responses=_ok(ref, "200", "201", "202"), params=_WRITE_PARAMS, body=_body(ref))
         paths[f"{base}/{{name}}/{sub.name}"] = entry
     return paths
+
+
+# A pod's streaming subresources and their query parameters (upstream's connect operations, and
+# the log's GET), whose answers are a stream, not an object.
+_STREAMS = {
+    "log": ("container", "follow", "insecureSkipTLSVerifyBackend", "limitBytes", "previous", "sinceSeconds",
+            "sinceTime", "stream", "tailLines", "timestamps"),
+    "exec": ("command", "container", "stderr", "stdin", "stdout", "tty"),
+    "attach": ("container", "stderr", "stdin", "stdout", "tty"),
+    "portforward": ("ports",),
+}
+
+
+def _stream_entry(sub: res.Subresource, tag: str, gvk: dict[str, str],
+                  path_params: list[dict[str, Any]]) -> dict[str, Any]:
+    text = {"200": {"description": "OK", "content": {"*/*": {"schema": {"type": "string"}}}}}
+    params = [_param(p) for p in _STREAMS[sub.name]]
+    suffix = {"portforward": "Portforward"}.get(sub.name, sub.name.capitalize())
+    entry: dict[str, Any] = {"parameters": path_params}
+    if sub.name == "log":
+        entry["get"] = _op(action="get", op_id=f"read{tag}{suffix}", gvk=gvk, responses=text, params=params)
+        return entry
+    entry["get"] = _op(action="connect", op_id=f"connectGet{tag}{suffix}", gvk=gvk,
+                       responses=text, params=params)
+    entry["post"] = _op(action="connect", op_id=f"connectPost{tag}{suffix}", gvk=gvk,
+                        responses=text, params=params)
+    return entry
 
 
 def _sub_ref(kind: res.ResourceKind, sub: res.Subresource) -> str | None:
@@ -259,7 +289,8 @@ def _gv_kinds(group: str, version: str, kinds: list[res.ResourceKind]) -> dict[s
             else:
                 item, lst = item_name, list_name
                 roots.update((item, lst))
-        roots.update(ref for ref in (_sub_ref(kind, sub) for sub in kind.subresources) if ref)
+        roots.update(ref for ref in (_sub_ref(kind, sub) for sub in kind.subresources
+                                     if not ((kind.group, kind.plural) == ("", "pods") and sub.name in _STREAMS)) if ref)
         paths.update(_kind_paths(kind, item, lst))
     pending = sorted(roots)
     while pending:

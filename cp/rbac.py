@@ -747,6 +747,11 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "list", "watch"], groups=[r], resources=["resourceclaims"]),
             rule(["get", "patch", "update"], groups=[r], resources=["resourceclaims/status"]),
             rule(["arbitrary-node:patch", "arbitrary-node:update"], groups=[r], resources=["resourceclaims/driver"]),
+            # The simulated kubelets' API: reviews of its callers (webhook mode), and the
+            # ConfigMaps and Secrets a container's environment reads.
+            rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
+            rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"]),
+            rule(["get"], groups=[""], resources=["configmaps", "secrets"]),
             # Node-bound tokens of the DRA kubelet plugins' account (cp.kubeletplugins.ACCOUNT), as a
             # kubelet asks for its pods' tokens: the credentials it writes into each node's kubeconfig.
             rule(["create"], groups=[""], resources=["serviceaccounts/token"], names=["dra-kubelet-plugin"]),
@@ -847,12 +852,21 @@ def default_cluster_roles() -> list[dict[str, Any]]:
             rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"])]),
         _cluster_role("system:monitoring", [rule(["get"], urls=[
             "/healthz", "/healthz/*", "/livez", "/livez/*", "/metrics", "/metrics/slis", "/readyz", "/readyz/*"])]),
+        # What the API server may do on a kubelet (kubeadm binds its kubelet client to it).
+        _cluster_role("system:kubelet-api-admin", [
+            rule(["get", "list", "watch"], groups=[""], resources=["nodes"]),
+            rule(["proxy"], groups=[""], resources=["nodes"]),
+            rule(["*"], groups=[""], resources=["nodes/log", "nodes/metrics", "nodes/proxy", "nodes/stats"])]),
         _cluster_role(KUBE_CONTROLLER_MANAGER, _kcm_rules()),
         _cluster_role(KUBE_SCHEDULER, _scheduler_rules()),
     ]
     roles.extend(_cluster_role(f"system:controller:{account}", rules)
                  for account, rules in _controller_roles().items())
     return roles
+
+
+# The user of the API server's calls to kubelets (`api/kubelet_proxy.py`).
+KUBELET_API_CLIENT = "kube-apiserver-kubelet-client"
 
 
 def default_cluster_role_bindings() -> list[dict[str, Any]]:
@@ -865,6 +879,7 @@ def default_cluster_role_bindings() -> list[dict[str, Any]]:
         _cluster_binding("system:service-account-issuer-discovery", "system:service-account-issuer-discovery",
                          [("Group", SERVICE_ACCOUNTS)]),
         _cluster_binding(KUBE_CONTROLLER_MANAGER, KUBE_CONTROLLER_MANAGER, [("User", KUBE_CONTROLLER_MANAGER)]),
+        _cluster_binding(KUBELET_API_CLIENT, "system:kubelet-api-admin", [("User", KUBELET_API_CLIENT)]),
         _cluster_binding(KUBE_SCHEDULER, KUBE_SCHEDULER, [("User", KUBE_SCHEDULER)]),
     ]
     out.extend(_cluster_binding(f"system:controller:{account}", f"system:controller:{account}",

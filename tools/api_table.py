@@ -26,14 +26,11 @@ END = "<!-- served-resources: end -->"
 # Resources and subresources a default kube-apiserver 1.37 serves (stable group/versions; beta and alpha
 # APIs are off by default since 1.24) that the registry has no entry for, keyed (group/version, resource,
 # subresource or ""), with the reason.
-_NO_NODES = "no kubelet or container to connect to (the fleet's nodes are simulated)"
+_NO_PROXY = ("no HTTP proxying to a node or a pod (the simulated kubelets serve logs, exec, attach and "
+             "port-forward only: docs/fleet.md)")
 NOT_SERVED: dict[tuple[str, str, str], str] = {
-    ("v1", "nodes", "proxy"): _NO_NODES,
-    ("v1", "pods", "attach"): _NO_NODES,
-    ("v1", "pods", "exec"): _NO_NODES,
-    ("v1", "pods", "log"): _NO_NODES,
-    ("v1", "pods", "portforward"): _NO_NODES,
-    ("v1", "pods", "proxy"): _NO_NODES,
+    ("v1", "nodes", "proxy"): _NO_PROXY,
+    ("v1", "pods", "proxy"): _NO_PROXY,
     ("v1", "services", "proxy"): "no service network to proxy to",
 }
 

@@ -74,7 +74,8 @@ class AuthConfig:
     def from_credentials(cls, creds: Credentials, *, token_file: str | None = None,
                          limits: Limits | None = None, issuer: str | None = None,
                          audiences: tuple[str, ...] = ()) -> AuthConfig:
-        tokens = {creds.admin_token: rbac.UserInfo(name=ADMIN_USER, groups=(rbac.MASTERS,))}
+        tokens = {creds.admin_token: rbac.UserInfo(name=ADMIN_USER, groups=(rbac.MASTERS,)),
+                  creds.kubelet_client_token(): rbac.UserInfo(name=rbac.KUBELET_API_CLIENT)}
         if token_file:
             for token, user in parse_token_file(Path(token_file).read_text()).items():
                 tokens.setdefault(token, user)

@@ -27,6 +27,15 @@ class Credentials(msgspec.Struct, kw_only=True):
     sa_key: bytes
     admin_token: str
 
+    def kubelet_client_token(self) -> str:
+        """The bearer token the API server calls kubelets with (user `kube-apiserver-kubelet-client`):
+        derived from the ServiceAccount signing key, so every replica sharing these credentials
+        knows it (a kubelet's TokenReview may reach any of them); never written anywhere."""
+        import hashlib
+        import hmac
+
+        return hmac.new(self.sa_key, b"kube-apiserver-kubelet-client", hashlib.sha256).hexdigest()
+
     def ca_data(self) -> str:
         import base64
 

@@ -11,6 +11,11 @@ from api import codec
 from cp import errors, rbac
 
 LONG_RUNNING_VERBS = frozenset({"watch", "proxy"})
+# Subresources served as long-running requests (upstream's long-running check): no request timeout.
+LONG_RUNNING_SUBRESOURCES = frozenset({"attach", "exec", "proxy", "log", "portforward"})
+# A pod's streaming subresources opened with a WebSocket GET are authorized as `create` (upstream's
+# AuthorizePodWebsocketUpgradeCreatePermission, on by default): `get pods/exec` alone opens nothing.
+CREATE_ON_GET = frozenset({"attach", "exec", "portforward"})
 
 
 class RequestInfo(msgspec.Struct, kw_only=True):
@@ -28,7 +33,8 @@ class RequestInfo(msgspec.Struct, kw_only=True):
 
     @property
     def long_running(self) -> bool:
-        return self.resource_request and self.verb in LONG_RUNNING_VERBS
+        return self.resource_request and (self.verb in LONG_RUNNING_VERBS or
+                                          self.subresource in LONG_RUNNING_SUBRESOURCES)
 
     @property
     def mutating(self) -> bool:
@@ -94,6 +100,9 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
         selector = query.get("fieldSelector", "")
         if selector:
             info.name = _name_from_field_selector(selector)
+    if via_method and info.verb == "get" and info.resource == "pods" and info.subresource in CREATE_ON_GET \
+            and not group:
+        info.verb = "create"
     if via_method and not info.name and info.verb == "delete":
         info.verb = "deletecollection"
     return info

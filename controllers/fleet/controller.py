@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controllers import volumes
-from controllers.fleet import credentials, lifecycle, nodedirs
+from controllers.fleet import credentials, kubelet_api, lifecycle, nodedirs, surface
 from controllers.fleet import devices as fake_devices
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Fleet
@@ -64,8 +64,8 @@ from controllers.runtime import client as clients
 from controllers.runtime import informer as informers
 from controllers.runtime import manager as managers
 from controllers.runtime import reconcile
+from cp import cdi, errors
 from cp import clock as clocks
-from cp import errors
 from cp.objects import meta_of, resource_version_of, spec_of, status_of
 
 if TYPE_CHECKING:
@@ -165,6 +165,10 @@ class Simulator:
         self._slices_synced: set[str] = set()
         self._started_at = 0.0
         self.registered = asyncio.Event()  # every Node of the fleet registered (this term or before)
+        # The kubelets' HTTP API (logs, exec, attach, port-forward), one loopback server for all nodes;
+        # it authenticates its callers when this process authenticates to the API server.
+        self.kubelet_api = kubelet_api.KubeletServer(
+            host=self, secure=bool(client.token) or client.base_url.startswith("https:"))
 
     # ------------------------------------------------------------------ wiring
 
@@ -224,6 +228,7 @@ class Simulator:
         if not spec_of(pod).get("nodeName"):
             return []
         ns, name = caches.key_of(pod)
+        self.kubelet_api.changes.notify((ns, name))
         out = [Request(resource=R_POD, namespace=ns, name=name)]
         if change.type == "delete" or status_of(pod).get("phase") in TERMINAL:
             out += [Request(resource=R_CLAIM, namespace=ns, name=c) for c in caches.by_claim_name(pod)]
@@ -299,6 +304,9 @@ class Simulator:
 
     async def _reconcile_node(self, name: str) -> Result | None:
         node = self.nodes.cache.get("", name)
+        if not self.kubelet_api.started.is_set():
+            self.kubelet_api.request_start(_advertised_port(node))
+            await self.kubelet_api.started.wait()
         planned = self.plan.node(name)
         if planned is not None and name not in self._registered:
             node = await self._register(planned, node)
@@ -315,6 +323,7 @@ class Simulator:
                 self.plugins.drop_node(name)
             return None
         assert node is not None
+        node = await self._ensure_endpoint(node)
         if self.plugins is not None:
             self.plugins.ensure_node(name)
         if planned is not None:
@@ -342,6 +351,82 @@ class Simulator:
             await self._post_status(node, now)
             status_due = now + report
         return Result(requeue_after=max(status_due - now, MIN_REQUEUE))
+
+    async def _ensure_endpoint(self, node: dict[str, Any]) -> dict[str, Any]:
+        """The node names this process's kubelet API: the annotation the API server dials, and the
+        port in `status.daemonEndpoints` (a write only when they are not this server's)."""
+        endpoint, port = self.kubelet_api.endpoint, self.kubelet_api.port
+        if not endpoint:
+            return node
+        name = str(meta_of(node).get("name"))
+        with contextlib.suppress(errors.NotFound):
+            if (meta_of(node).get("annotations") or {}).get(kubelet_api.ENDPOINT_ANNOTATION) != endpoint:
+                node = await self.client.patch(NODES, name, {"metadata": {"annotations": {
+                    kubelet_api.ENDPOINT_ANNOTATION: endpoint}}}, field_manager=KUBELET)
+            have = ((status_of(node).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+            if have != port:
+                node = await self.client.patch(NODES, name, {"status": {"daemonEndpoints": {
+                    "kubeletEndpoint": {"Port": port}}}}, subresource="status", field_manager=KUBELET)
+        return node
+
+    # ------------------------------------------------------------------ the container surface
+
+    def cached_pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.pods.cache.get(namespace, name)
+
+    def kubelet_running(self, node: str) -> bool:
+        return self._kubelet_runs(self.nodes.cache.get("", node))
+
+    async def container_environment(self, pod: Mapping[str, Any],
+                                    container: Mapping[str, Any]) -> list[tuple[str, str]]:
+        """The environment of a simulated container, as (name, value) in order: its pod spec's `envFrom`
+        and `env` resolved as the kubelet does (`controllers/fleet/surface.py`, `resolve_env`: field
+        and resource references, ConfigMap and Secret keys, `$(VAR)`), then the `env` edits of its
+        devices' CDI specs, as the runtime applies them (a name already set takes the CDI value).
+        What `kubectl logs` prints and `kubectl exec -- env` answers."""
+        ns = str(meta_of(pod).get("namespace") or "")
+        cm_names, secret_names = surface.referenced_objects(container)
+        config_maps: dict[str, dict[str, Any]] = {}
+        secrets: dict[str, dict[str, Any]] = {}
+        for names, kind, into in ((cm_names, "configmaps", config_maps), (secret_names, "secrets", secrets)):
+            for n in sorted(names):
+                try:
+                    into[n] = await self.client.get(kind, n, namespace=ns)
+                except errors.StatusError as e:  # missing (optional) or not readable: skipped
+                    self._log.debug("container_env_source_unreadable", kind=kind, namespace=ns, name=n, error=str(e))
+        env = dict(surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets))
+        edits = await self._cdi_edits(pod, container)
+        for entry in edits.env if edits is not None else ():
+            name, _, value = entry.partition("=")
+            env[name] = value
+        return list(env.items())
+
+    async def container_files(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> dict[str, bytes]:
+        """The files `cat` finds in a simulated container: `surface.known_files`, and the files its
+        devices' CDI specs mount (a mounted file, or the files of a mounted directory, read from the
+        host path)."""
+        files = surface.known_files(pod)
+        edits = await self._cdi_edits(pod, container)
+        if edits is not None and edits.mounts:
+            mounts = [(m.container_path, m.host_path) for m in edits.mounts if m.container_path and m.host_path]
+            files.update(await asyncio.to_thread(surface.mounted_files, mounts))
+        return files
+
+    async def _cdi_edits(self, pod: Mapping[str, Any], container: Mapping[str, Any]) -> cdi.ContainerEdits | None:
+        """The merged CDI edits of the container's prepared devices (the node's checkpoint and CDI
+        directory, `controllers/fleet/devices.py`); None without kubelet directories or when they do
+        not resolve (a runtime would not start the container; logged)."""
+        node = str(spec_of(pod).get("nodeName") or "")
+        if self.fake_devices is None or not node:
+            return None
+        node_dir = self.fake_devices.node_dir(node)
+        try:
+            return await asyncio.to_thread(fake_devices.container_edits, node_dir=node_dir, pod=pod,
+                                           container=str(container.get("name") or ""))
+        except fake_devices.DevicesError as e:
+            self._log.warning("container_cdi_unresolved", namespace=meta_of(pod).get("namespace"),
+                              pod=meta_of(pod).get("name"), container=container.get("name"), error=str(e))
+            return None
 
     @staticmethod
     def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:
@@ -407,6 +492,9 @@ class Simulator:
         """Create the fleet Node (Ready at once) and its Lease, or bring an existing Node in line."""
         now = self.clock.now()
         desired = objs.node_object(self.plan, planned, now)
+        if self.kubelet_api.endpoint:  # where the API server finds this kubelet (`kubelet_api`)
+            desired["metadata"]["annotations"][kubelet_api.ENDPOINT_ANNOTATION] = self.kubelet_api.endpoint
+            desired["status"]["daemonEndpoints"] = {"kubeletEndpoint": {"Port": self.kubelet_api.port}}
         created = False
         if node is None:
             try:
@@ -861,6 +949,15 @@ class Simulator:
         return False
 
 
+def _advertised_port(node: Mapping[str, Any] | None) -> int:
+    """The port of the kubelet API a Node names (a previous incarnation of this fleet's), else 0."""
+    endpoint = str((meta_of(node or {}).get("annotations") or {}).get(kubelet_api.ENDPOINT_ANNOTATION) or "")
+    host, _, port = endpoint.rpartition(":")
+    if host in ("127.0.0.1", "[::1]") and port.isdigit():
+        return int(port)
+    return 0
+
+
 def _same_slice(current: Mapping[str, Any], want: Mapping[str, Any]) -> bool:
     """Same content, ignoring the generation; owned by the same Node incarnation."""
     a, b = dict(spec_of(current)), dict(want["spec"])
@@ -883,9 +980,13 @@ class FleetController(managers.Controller):
         super().__init__(name=NAME, reconciler=simulator, watches=simulator.watches(), workers=workers)
 
         self._wheel: asyncio.Task[None] | None = None
+        self._kubelet_api: asyncio.Task[None] | None = None
         self._plugins: asyncio.Task[None] | None = None
 
     def on_start(self) -> None:
+        if self._kubelet_api is None:
+            self._kubelet_api = asyncio.get_running_loop().create_task(self.simulator.kubelet_api.serve(),
+                                                                       name=f"controller:{NAME}:kubelet-api")
         requests = self.simulator.on_start()
         if self.queue is not None:
             for request in requests:
@@ -901,6 +1002,9 @@ class FleetController(managers.Controller):
         if self._wheel is not None:
             self._wheel.cancel()
             self._wheel = None
+        if self._kubelet_api is not None:
+            self._kubelet_api.cancel()
+            self._kubelet_api = None
         if self._plugins is not None:
             self._plugins.cancel()  # its registrations are closed as it ends
             self._plugins = None

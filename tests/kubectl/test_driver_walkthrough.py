@@ -2,7 +2,7 @@
 DRA driver as its own process on gpu-node-0 with the node's kubeconfig, and the real kubectl: the
 driver's slice, `examples/dra-driver/pod.yaml` Running after the kubelet had the driver prepare its
 claim (CDI spec and checkpoint on the node; the driver's `status.devices` entry written with the
-node's credentials), the claim unprepared and deleted when the pod goes, the driver
+node's credentials; `kubectl logs` showing the GPU its CDI spec injected), the claim unprepared and deleted when the pod goes, the driver
 deregistered when it stops, and no request refused on the way."""
 
 from __future__ import annotations
@@ -105,6 +105,12 @@ async def test_the_driver_development_walkthrough() -> None:
                     return out
 
                 assert await eventually(device_status, within=30, interval=0.2, what="status.devices") == device["device_name"]
+
+                # The upstream README's verification: the container's environment has the driver's GPU.
+                code, out, err = await kubectl("logs", "pod0", "-c", "ctr0")
+                assert code == 0, err
+                gpu = device["device_name"]
+                assert f"GPU_DEVICE_{gpu.removeprefix('gpu-')}={gpu}" in out.splitlines(), out
 
                 code, out, err = await kubectl("delete", "pod", "pod0")
                 assert code == 0, err
