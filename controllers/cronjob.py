@@ -156,15 +156,6 @@ def _finished(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return clocks.parse_time(str(value))
-    except ValueError:
-        return None
-
-
 # ---------------------------------------------------------------------- the controller
 
 
@@ -227,8 +218,8 @@ class CronJobController:
                 await self.recorder.normal(cj, "SawCompletedJob",
                                            f"Saw completed job: {rsc.name_of(job)}, condition: {outcome}")
             if outcome == "Complete":
-                done = _time(status_of(job).get("completionTime"))
-                current = _time(status.get("lastSuccessfulTime"))
+                done = clocks.time_of(status_of(job).get("completionTime"))
+                current = clocks.time_of(status.get("lastSuccessfulTime"))
                 if done is not None and (current is None or done > current):
                     status["lastSuccessfulTime"] = clocks.rfc3339(done)
         kept: list[dict[str, Any]] = []
@@ -257,7 +248,7 @@ class CronJobController:
             finished = [j for j in children if _finished(j) == outcome and not meta_of(j).get("deletionTimestamp")]
             if len(finished) <= int(limit):
                 continue
-            finished.sort(key=lambda j: (_time(status_of(j).get("startTime")) or rsc.creation_time(j), rsc.name_of(j)))
+            finished.sort(key=lambda j: (clocks.time_of(status_of(j).get("startTime")) or rsc.creation_time(j), rsc.name_of(j)))
             for job in finished[:len(finished) - int(limit)]:
                 await self._delete_job(cj, job)
 
@@ -293,7 +284,7 @@ class CronJobController:
             return None
         now = self.clock.now()
         wait = schedule.next_after(now) - now + NEXT_SLACK
-        earliest = _time(status.get("lastScheduleTime")) or rsc.creation_time(cj)
+        earliest = clocks.time_of(status.get("lastScheduleTime")) or rsc.creation_time(cj)
         deadline = spec.get("startingDeadlineSeconds")
         if deadline is not None:
             earliest = max(earliest, now - int(deadline))
@@ -310,7 +301,7 @@ class CronJobController:
             return wait
         name = job_name(cj, scheduled)
         active = status.get("active") or []
-        if any(r.get("name") == name for r in active) or _time(status.get("lastScheduleTime")) == scheduled:
+        if any(r.get("name") == name for r in active) or clocks.time_of(status.get("lastScheduleTime")) == scheduled:
             return wait
         policy = spec.get("concurrencyPolicy") or "Allow"
         if policy == "Forbid" and active:

@@ -12,7 +12,7 @@ import heapq
 import itertools
 import time
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 
 class Clock(Protocol):
@@ -97,6 +97,16 @@ def parse_time(text: str) -> float:
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=UTC)
     return dt.timestamp()
+
+
+def time_of(value: Any) -> float | None:
+    """An object's timestamp field as seconds, or None when it is absent or not RFC 3339."""
+    if not value:
+        return None
+    try:
+        return parse_time(str(value))
+    except ValueError:
+        return None
 
 
 _UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -81,23 +81,14 @@ def container_status(pod: Mapping[str, Any], name: str) -> Mapping[str, Any] | N
     return None
 
 
-def _time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return clocks.parse_time(str(value))
-    except ValueError:
-        return None
-
-
 def _terminated(state: Mapping[str, Any] | None) -> Run | None:
     t = (state or {}).get("terminated")
     if not isinstance(t, Mapping):
         return None
-    started = _time(t.get("startedAt"))
+    started = clocks.time_of(t.get("startedAt"))
     if started is None:
         return None
-    return Run(started=started, finished=_time(t.get("finishedAt")) or started,
+    return Run(started=started, finished=clocks.time_of(t.get("finishedAt")) or started,
                exit_code=int(t.get("exitCode") or 0), reason=str(t.get("reason") or ""))
 
 
@@ -108,7 +99,7 @@ def current_run(status: Mapping[str, Any] | None) -> Run | None:
     state = status.get("state") or {}
     running = state.get("running")
     if isinstance(running, Mapping):
-        started = _time(running.get("startedAt"))
+        started = clocks.time_of(running.get("startedAt"))
         if started is not None:
             return Run(started=started)
     run = _terminated(state)

@@ -134,15 +134,6 @@ def is_pod_ready(pod: Mapping[str, Any]) -> bool:
     return c is not None and c.get("status") == "True"
 
 
-def _time(value: Any) -> float | None:
-    if not value:
-        return None
-    try:
-        return clocks.parse_time(str(value))
-    except ValueError:
-        return None
-
-
 def group_pods(pods: Iterable[Mapping[str, Any]], metrics: Mapping[str, PodMetric], resource: str, *,
                now: float, cpu_initialization_period: float = DEFAULT_CPU_INITIALIZATION_PERIOD,
                initial_readiness_delay: float = DEFAULT_INITIAL_READINESS_DELAY,
@@ -172,11 +163,11 @@ def group_pods(pods: Iterable[Mapping[str, Any]], metrics: Mapping[str, PodMetri
             continue
         if resource == "cpu":
             cond = ready_condition(pod)
-            start = _time(status_of(pod).get("startTime"))
+            start = clocks.time_of(status_of(pod).get("startTime"))
             if cond is None or start is None:
                 is_unready = True
             else:
-                transition = _time(cond.get("lastTransitionTime")) or 0.0
+                transition = clocks.time_of(cond.get("lastTransitionTime")) or 0.0
                 if start + cpu_initialization_period > now:
                     # Still initializing: count only Ready pods sampled for a full window since.
                     is_unready = cond.get("status") == "False" or metric.timestamp < transition + metric.window
