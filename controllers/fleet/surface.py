@@ -4,8 +4,10 @@ API (`controllers/fleet/kubelet_api.py`) reads the pod from the fleet's cache, r
 container's environment (`Simulator.container_environment`) and asks this module for bytes.
 
 A container run prints, at its start, one line naming it and its image, then its environment
-(`NAME=value`, one variable a line, in the kubelet's order); when the run ends, one line with its
-exit code and reason. Each line's timestamp is the run's `startedAt` (the exit line: `finishedAt`),
+(`NAME=value`, one variable a line, in the kubelet's order — or, for a shell script that runs
+`export` on its own, as upstream's DRA demos do (`bash -c "export; ..."`), as that shell prints it:
+bash's `declare -x NAME="value"`, sh's `export NAME='value'`, sorted by name); when the run ends, one
+line with its exit code and reason. Each line's timestamp is the run's `startedAt` (the exit line: `finishedAt`),
 so the output of a run is the same whenever it is read.
 """
 
@@ -144,10 +146,34 @@ def run_lines(*, container: Mapping[str, Any], env: Sequence[tuple[str, str]], r
     """The lines one run of a container prints (the module's docstring says which)."""
     name, image = str(container.get("name") or ""), str(container.get("image") or "")
     lines = [Line(at=run.started, text=f"{PREFIX} container {name} started (image {image})")]
-    lines += [Line(at=run.started, text=f"{k}={v}") for k, v in env]
+    lines += [Line(at=run.started, text=t) for t in env_lines(container=container, env=env)]
     if run.finished is not None:
         lines.append(exit_line(container=container, run=run))
     return lines
+
+
+_STATEMENT = re.compile(r"\s*(?:;|&&|\|\||\n)\s*")
+_BASH_ESCAPED = re.compile(r'(["\\$`])')
+
+
+def _export_shell(container: Mapping[str, Any]) -> str:
+    """"bash" or "sh" when the container runs a shell script with a bare `export` statement."""
+    argv = [str(a) for a in (container.get("command") or []) + (container.get("args") or [])]
+    if len(argv) < 3 or argv[0] not in SHELLS or argv[1] != "-c":
+        return ""
+    if "export" not in _STATEMENT.split(argv[2].strip()):
+        return ""
+    return "bash" if argv[0].endswith("bash") else "sh"
+
+
+def env_lines(*, container: Mapping[str, Any], env: Sequence[tuple[str, str]]) -> list[str]:
+    """The environment a run prints (the module's docstring says how)."""
+    shell = _export_shell(container)
+    if shell == "bash":
+        return ['declare -x ' + k + '="' + _BASH_ESCAPED.sub(r"\\\1", v) + '"' for k, v in sorted(env)]
+    if shell == "sh":
+        return ["export " + k + "='" + v.replace("'", "'\\''") + "'" for k, v in sorted(env)]
+    return [f"{k}={v}" for k, v in env]
 
 
 def exit_line(*, container: Mapping[str, Any], run: Run) -> Line:

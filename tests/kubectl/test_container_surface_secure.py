@@ -108,10 +108,13 @@ async def test_logs_exec_and_port_forward_over_tls_with_rbac(tmp_path: Path) -> 
         assert code == 0, err
         code, out, err = await k("logs", "pod0", "-c", "ctr0")
         assert code == 0, err
-        gpus = [ln for ln in out.splitlines() if re.fullmatch(r"GPU_DEVICE_[0-9]+=gpu-[0-9]+", ln)]
+        # `grep -E "GPU_DEVICE_[0-9]+=" | grep -v "RESOURCE_CLAIM"` of upstream's README; the pod runs
+        # `bash -c "export; ..."`, so the environment is printed as bash's `export` prints it.
+        gpus = [m.groups() for ln in out.splitlines() if "RESOURCE_CLAIM" not in ln
+                for m in [re.fullmatch(r'declare -x (GPU_DEVICE_[0-9]+)="(gpu-[0-9]+)"', ln)] if m]
         assert len(gpus) == 1, out
-        code, out, err = await k("exec", "pod0", "-c", "ctr0", "--", "printenv", gpus[0].split("=")[0])
-        assert (code, out) == (0, gpus[0].split("=")[1] + "\n"), err
+        code, out, err = await k("exec", "pod0", "-c", "ctr0", "--", "printenv", gpus[0][0])
+        assert (code, out) == (0, gpus[0][1] + "\n"), err
 
         # port-forward as the admin, over TLS.
         forward = await asyncio.create_subprocess_exec(

@@ -304,3 +304,18 @@ async def test_secure_sandbox_logs_through_the_reviewed_kubelet_api(cplane_sandb
     await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
     await sb.wait_for(lambda: _running(sb, "web"))
     assert await _log(sb, "web") == "[cplane] container c started (image nginx)\n"
+
+
+def test_a_shell_script_that_runs_export_prints_the_environment_as_that_shell_does() -> None:
+    """Upstream's DRA demos run `bash -c "export; ..."` and grep its output for `GPU_DEVICE_[0-9]+=`."""
+    env = [("GPU_DEVICE_0", "gpu-0"), ("A", 'say "$HOME" `x` \\ it\'s')]
+    demo = {"name": "ctr0", "command": ["bash", "-c"], "args": ["export; trap 'exit 0' TERM; sleep 9999 & wait"]}
+    assert surface.env_lines(container=demo, env=env) == [
+        'declare -x A="say \\"\\$HOME\\" \\`x\\` \\\\ it\'s"', 'declare -x GPU_DEVICE_0="gpu-0"']
+    dash = {"name": "c", "command": ["/bin/sh", "-c", "export && sleep 10"]}
+    assert surface.env_lines(container=dash, env=env) == [
+        "export A='say \"$HOME\" `x` \\ it'\\''s'", "export GPU_DEVICE_0='gpu-0'"]
+    # Anything else prints `NAME=value` in the kubelet's order.
+    for other in ({"name": "c"}, {"name": "c", "command": ["bash", "-c", "exporter; env"]},
+                  {"name": "c", "command": ["python", "-c", "export"]}):
+        assert surface.env_lines(container=other, env=env) == ["GPU_DEVICE_0=gpu-0", f"A={env[1][1]}"]
