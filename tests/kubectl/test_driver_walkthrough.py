@@ -110,7 +110,8 @@ async def test_the_driver_development_walkthrough() -> None:
                 code, out, err = await kubectl("logs", "pod0", "-c", "ctr0")
                 assert code == 0, err
                 gpu = device["device_name"]
-                assert f"GPU_DEVICE_{gpu.removeprefix('gpu-')}={gpu}" in out.splitlines(), out
+                # pod0 runs `bash -c "export; ..."`: its environment as bash's `export` prints it.
+                assert f'declare -x GPU_DEVICE_{gpu.removeprefix("gpu-")}="{gpu}"' in out.splitlines(), out
 
                 code, out, err = await kubectl("delete", "pod", "pod0")
                 assert code == 0, err
