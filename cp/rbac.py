@@ -748,10 +748,11 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["get", "patch", "update"], groups=[r], resources=["resourceclaims/status"]),
             rule(["arbitrary-node:patch", "arbitrary-node:update"], groups=[r], resources=["resourceclaims/driver"]),
             # The simulated kubelets' API: reviews of its callers (webhook mode), and the
-            # ConfigMaps and Secrets a container's environment reads.
+            # ConfigMaps, Secrets and Services a container's environment reads (system:node's reads).
             rule(["create"], groups=["authentication.k8s.io"], resources=["tokenreviews"]),
             rule(["create"], groups=["authorization.k8s.io"], resources=["subjectaccessreviews"]),
             rule(["get"], groups=[""], resources=["configmaps", "secrets"]),
+            rule(["list"], groups=[""], resources=["services"]),
             # Node-bound tokens of the DRA kubelet plugins' account (cp.kubeletplugins.ACCOUNT), as a
             # kubelet asks for its pods' tokens: the credentials it writes into each node's kubeconfig.
             rule(["create"], groups=[""], resources=["serviceaccounts/token"], names=["dra-kubelet-plugin"]),

@@ -394,7 +394,16 @@ class Simulator:
                     into[n] = await self.client.get(kind, n, namespace=ns)
                 except errors.StatusError as e:  # missing (optional) or not readable: skipped
                     self._log.debug("container_env_source_unreadable", kind=kind, namespace=ns, name=n, error=str(e))
-        env = dict(surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets))
+        links = spec_of(pod).get("enableServiceLinks") is not False
+        services: list[dict[str, Any]] = []
+        for sns in dict.fromkeys((ns if links else "default", "default")):
+            try:
+                services += (await self.client.list("services", namespace=sns)).items
+            except errors.StatusError as e:  # not readable: no service variables from there
+                self._log.debug("container_env_services_unreadable", namespace=sns, error=str(e))
+        service_vars = surface.service_env(namespace=ns, services=services, service_links=links)
+        env = dict(surface.resolve_env(pod, container, config_maps=config_maps, secrets=secrets,
+                                       services=service_vars))
         edits = await self._cdi_edits(pod, container)
         for entry in edits.env if edits is not None else ():
             name, _, value = entry.partition("=")

@@ -260,14 +260,66 @@ def _expand(value: str, env: Mapping[str, str]) -> str:
     return _REF.sub(sub, value)
 
 
+MASTER_SERVICES = ("kubernetes",)  # default-namespace services every pod gets, links or not
+
+
+def _env_name(name: str) -> str:
+    return name.replace("-", "_").upper()
+
+
+def service_env(*, namespace: str, services: Sequence[Mapping[str, Any]],
+                service_links: bool) -> list[tuple[str, str]]:
+    """The kubelet's service variables (`getServiceEnvVarMap` + `envvars.FromServices`): for the
+    `kubernetes` service of the default namespace always, and, with `enableServiceLinks` (the
+    default), for every service of the pod's namespace that has a cluster IP — `NAME_SERVICE_HOST`,
+    `NAME_SERVICE_PORT` (the first port), `NAME_SERVICE_PORT_PORTNAME` per named port, then the
+    Docker link variables (`NAME_PORT`, `NAME_PORT_<port>_<PROTO>` and its `_PROTO`, `_PORT`, `_ADDR`).
+    Services in name order (upstream's comes from a map: no order to keep)."""
+    chosen: dict[str, Mapping[str, Any]] = {}
+    for svc in services:
+        meta, spec = svc.get("metadata") or {}, svc.get("spec") or {}
+        ip = str(spec.get("clusterIP") or "")
+        if not ip or ip == "None":
+            continue
+        name, ns = str(meta.get("name") or ""), str(meta.get("namespace") or "")
+        if ns == "default" and name in MASTER_SERVICES:
+            chosen.setdefault(name, svc)
+        elif ns == namespace and service_links:
+            chosen[name] = svc
+    out: list[tuple[str, str]] = []
+    for name in sorted(chosen):
+        spec = chosen[name].get("spec") or {}
+        ip, ports = str(spec["clusterIP"]), [p for p in spec.get("ports") or [] if isinstance(p, Mapping)]
+        prefix = _env_name(name)
+        out.append((f"{prefix}_SERVICE_HOST", ip))
+        if ports:
+            out.append((f"{prefix}_SERVICE_PORT", str(ports[0].get("port"))))
+        out += [(f"{prefix}_SERVICE_PORT_{_env_name(str(p['name']))}", str(p.get("port")))
+                for p in ports if p.get("name")]
+        host = f"[{ip}]" if ":" in ip else ip
+        for i, p in enumerate(ports):
+            proto = str(p.get("protocol") or "TCP")
+            url = f"{proto.lower()}://{host}:{p.get('port')}"
+            if i == 0:
+                out.append((f"{prefix}_PORT", url))
+            link = f"{prefix}_PORT_{p.get('port')}_{proto.upper()}"
+            out += [(link, url), (f"{link}_PROTO", proto.lower()), (f"{link}_PORT", str(p.get("port"))),
+                    (f"{link}_ADDR", ip)]
+    return out
+
+
 def resolve_env(pod: Mapping[str, Any], container: Mapping[str, Any], *,
                 config_maps: Mapping[str, Mapping[str, Any]],
-                secrets: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, str]]:
+                secrets: Mapping[str, Mapping[str, Any]],
+                services: Sequence[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The container's environment from its spec, as the kubelet builds it: `envFrom` first (each
     source's keys, with its prefix), then `env` in order (a later name replaces an earlier one's
     value, keeping its place), `$(VAR)` references expanded against what came before. `config_maps`
-    and `secrets` are the pod's namespace's objects it refers to (a missing one is skipped)."""
-    out: dict[str, str] = {}
+    and `secrets` are the pod's namespace's objects it refers to (a missing one is skipped).
+    `services` (`service_env`) come first: the pod's own variables replace them by name, as the
+    kubelet adds one only where the pod set no variable of its name (its order is a map's: none to
+    keep), and `$(VAR)` may refer to them."""
+    out: dict[str, str] = dict(services)
     for source in container.get("envFrom") or []:
         if not isinstance(source, Mapping):
             continue

@@ -56,6 +56,13 @@ spec:
 """
 
 
+# What the `kubernetes` service of the default namespace gives every container (the kubelet's
+# service variables), before the pod's own.
+KUBERNETES_VARS = ["KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "KUBERNETES_SERVICE_PORT_HTTPS",
+                   "KUBERNETES_PORT", "KUBERNETES_PORT_443_TCP", "KUBERNETES_PORT_443_TCP_PROTO",
+                   "KUBERNETES_PORT_443_TCP_PORT", "KUBERNETES_PORT_443_TCP_ADDR"]
+
+
 @pytest.fixture
 async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncIterator[Kubectl]:
     async with kubectl_on(cplane_sandbox, tmp_path) as k:
@@ -69,7 +76,9 @@ async def test_logs(kubectl: Kubectl) -> None:
     out = (await kubectl("logs", "web")).stdout
     lines = out.splitlines()
     assert lines[0] == "[cplane] container main started (image nginx:1.27)"
-    assert lines[1:] == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
+    # The `kubernetes` service's variables first (every container gets them), then the pod's own.
+    assert [ln.split("=")[0] for ln in lines[1:9]] == KUBERNETES_VARS
+    assert lines[9:] == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
     assert (await kubectl("logs", "web", "--tail=1")).stdout == "MODE=fast\n"
     assert (await kubectl("logs", "web", "--limit-bytes=9")).stdout == "[cplane] "
     stamped = (await kubectl("logs", "web", "--timestamps", "--tail=1")).stdout
@@ -100,7 +109,7 @@ async def test_logs_follow_until_the_container_stops(kubectl: Kubectl) -> None:
 @pytest.mark.cplane(fleet=FLEET, controllers=[])
 async def test_exec(kubectl: Kubectl) -> None:
     out = (await kubectl("exec", "web", "--", "env")).stdout
-    assert out.splitlines() == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
+    assert out.splitlines()[8:] == ["GREETING=hello", "POD_NAME=web", "APP=web", "MESSAGE=hello from web", "MODE=fast"]
     assert (await kubectl("exec", "web", "--", "printenv", "MESSAGE")).stdout == "hello from web\n"
     assert (await kubectl("exec", "web", "--", "echo", "a", "b")).stdout == "a b\n"
     assert (await kubectl("exec", "web", "--", "cat", "/etc/hostname")).stdout == "web\n"
@@ -264,6 +273,6 @@ async def test_the_readme_lines(kubectl: Kubectl) -> None:
     await kubectl("rollout", "status", "deploy/trainer", "--timeout=30s")
     logs = (await kubectl("logs", "deploy/trainer")).stdout.splitlines()
     assert logs[0] == "[cplane] container main started (image registry.example.com/trainer:1.0)"
-    assert logs[1].startswith("POD_NAME=trainer-")
+    assert logs[9].startswith("POD_NAME=trainer-")
     env = (await kubectl("exec", "deploy/trainer", "--", "env")).stdout
-    assert env.startswith("POD_NAME=trainer-")
+    assert env.splitlines()[8].startswith("POD_NAME=trainer-")

@@ -72,10 +72,14 @@ async def test_logs_exec_and_port_forward_over_tls_with_rbac(tmp_path: Path) -> 
 
         code, out, err = await k("logs", "web")
         assert code == 0, err
-        assert out.splitlines() == ["[cplane] container main started (image nginx)", "GREETING=hello",
-                                    f"NODE={node}"]
+        lines = out.splitlines()
+        assert lines[0] == "[cplane] container main started (image nginx)"
+        assert lines[-2:] == ["GREETING=hello", f"NODE={node}"]
+        # The `kubernetes` service's variables (the kubelet reads Services with the fleet's role).
+        kubernetes = json.loads((await k("get", "service", "kubernetes", "-o", "json"))[1])
+        assert f"KUBERNETES_SERVICE_HOST={kubernetes['spec']['clusterIP']}" in lines
         code, out, err = await k("exec", "web", "--", "env")
-        assert (code, out) == (0, f"GREETING=hello\nNODE={node}\n"), err
+        assert (code, out.splitlines()[-2:]) == (0, ["GREETING=hello", f"NODE={node}"]), err
         code, _, err = await k("exec", "web", "--", "sh", "-c", "exit 7")
         assert code == 7, err
 

@@ -141,6 +141,11 @@ def _pod(name: str, containers: list[dict[str, object]], **annotations: str) -> 
             "spec": {"nodeName": "node-0", "containers": containers}}
 
 
+def _own(text: str) -> str:
+    """A log without the `kubernetes` service's variables every container gets (tested on their own)."""
+    return "".join(ln for ln in text.splitlines(keepends=True) if not ln.startswith("KUBERNETES_"))
+
+
 async def _log(sb: testing.Sandbox, pod: str, **params: str) -> str:
     raw = await sb.client.request("GET", f"/api/v1/namespaces/default/pods/{pod}/log", params=params)
     return raw.decode()
@@ -181,7 +186,7 @@ async def test_pod_log_options_and_errors(cplane_sandbox: testing.Sandbox) -> No
         await _log(sb, "nope")
     assert e.value.code == 404
     assert await _log(sb, "unbound") == ""  # no node yet: an empty log, as upstream
-    assert await _log(sb, "two", container="b") == "[cplane] container b started (image busybox)\n"
+    assert _own(await _log(sb, "two", container="b")) == "[cplane] container b started (image busybox)\n"
     # exec: a command is required, and only over a WebSocket
     with pytest.raises(errors.StatusError) as e:
         await sb.client.request("GET", "/api/v1/namespaces/default/pods/two/exec", params={"container": "a"})
@@ -238,9 +243,9 @@ async def test_previous_and_follow_on_the_virtual_clock(cplane_sandbox: testing.
         return any(s.get("restartCount") for s in pod["status"].get("containerStatuses") or [])
 
     await sb.wait_for(restarted)
-    assert (await _log(sb, "crash", previous="true")).splitlines() == [
+    assert _own(await _log(sb, "crash", previous="true")).splitlines() == [
         "[cplane] container c started (image busybox)", "X=1", "[cplane] container c exited with code 3 (Error)"]
-    assert await _log(sb, "crash", sinceSeconds="5") == "[cplane] container c started (image busybox)\nX=1\n"
+    assert _own(await _log(sb, "crash", sinceSeconds="5")) == "[cplane] container c started (image busybox)\nX=1\n"
     await sb.advance(10)  # the current run's lines are 10 s old now
     assert await _log(sb, "crash", sinceSeconds="5") == ""
 
@@ -303,7 +308,7 @@ async def test_secure_sandbox_logs_through_the_reviewed_kubelet_api(cplane_sandb
     sb = cplane_sandbox
     await sb.client.create("pods", _pod("web", [{"name": "c", "image": "nginx"}]), namespace="default")
     await sb.wait_for(lambda: _running(sb, "web"))
-    assert await _log(sb, "web") == "[cplane] container c started (image nginx)\n"
+    assert _own(await _log(sb, "web")) == "[cplane] container c started (image nginx)\n"
 
 
 def test_a_shell_script_that_runs_export_prints_the_environment_as_that_shell_does() -> None:
@@ -319,3 +324,38 @@ def test_a_shell_script_that_runs_export_prints_the_environment_as_that_shell_do
     for other in ({"name": "c"}, {"name": "c", "command": ["bash", "-c", "exporter; env"]},
                   {"name": "c", "command": ["python", "-c", "export"]}):
         assert surface.env_lines(container=other, env=env) == ["GPU_DEVICE_0=gpu-0", f"A={env[1][1]}"]
+
+
+def test_service_variables_as_the_kubelet_makes_them() -> None:
+    def svc(ns: str, name: str, ip: str, *ports: dict[str, object]) -> dict[str, object]:
+        return {"metadata": {"namespace": ns, "name": name}, "spec": {"clusterIP": ip, "ports": list(ports)}}
+
+    services = [
+        svc("default", "kubernetes", "10.0.0.1", {"name": "https", "port": 443}),
+        svc("shop", "my-db", "10.0.0.7", {"port": 5432}, {"name": "metrics-udp", "port": 9125, "protocol": "UDP"}),
+        svc("shop", "headless", "None", {"port": 80}),
+        svc("other", "elsewhere", "10.0.0.9", {"port": 80}),
+        svc("shop", "v6", "fd00::5", {"port": 80}),
+    ]
+    env = dict(surface.service_env(namespace="shop", services=services, service_links=True))
+    assert env["KUBERNETES_SERVICE_HOST"] == "10.0.0.1" and env["KUBERNETES_SERVICE_PORT_HTTPS"] == "443"
+    assert env["KUBERNETES_PORT_443_TCP"] == "tcp://10.0.0.1:443"
+    assert {k: v for k, v in env.items() if k.startswith("MY_DB_")} == {
+        "MY_DB_SERVICE_HOST": "10.0.0.7", "MY_DB_SERVICE_PORT": "5432", "MY_DB_SERVICE_PORT_METRICS_UDP": "9125",
+        "MY_DB_PORT": "tcp://10.0.0.7:5432",
+        "MY_DB_PORT_5432_TCP": "tcp://10.0.0.7:5432", "MY_DB_PORT_5432_TCP_PROTO": "tcp",
+        "MY_DB_PORT_5432_TCP_PORT": "5432", "MY_DB_PORT_5432_TCP_ADDR": "10.0.0.7",
+        "MY_DB_PORT_9125_UDP": "udp://10.0.0.7:9125", "MY_DB_PORT_9125_UDP_PROTO": "udp",
+        "MY_DB_PORT_9125_UDP_PORT": "9125", "MY_DB_PORT_9125_UDP_ADDR": "10.0.0.7"}
+    assert env["V6_PORT"] == "tcp://[fd00::5]:80"
+    assert not any(k.startswith(("HEADLESS_", "ELSEWHERE_")) for k in env)
+    # enableServiceLinks: false keeps only the master service's variables.
+    assert {k.split("_")[0] for k, _ in surface.service_env(namespace="shop", services=services,
+                                                            service_links=False)} == {"KUBERNETES"}
+    # The pod's own variables win by name and may refer to the services' with $(VAR).
+    container = {"env": [{"name": "MY_DB_SERVICE_PORT", "value": "1"},
+                         {"name": "DSN", "value": "pg://$(MY_DB_SERVICE_HOST):$(MY_DB_SERVICE_PORT)"}]}
+    resolved = dict(surface.resolve_env({}, container, config_maps={}, secrets={},
+                                        services=surface.service_env(namespace="shop", services=services,
+                                                                     service_links=True)))
+    assert resolved["MY_DB_SERVICE_PORT"] == "1" and resolved["DSN"] == "pg://10.0.0.7:1"
