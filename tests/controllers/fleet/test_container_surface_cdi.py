@@ -57,7 +57,7 @@ async def test_the_example_drivers_quickstart_check(srv: servers.Running, client
         logs = (await kubectl("logs", "pod0", "-c", "ctr0")).stdout.splitlines()
         assert [ln for ln in logs if ln.startswith("GPU_DEVICE_") and "_RESOURCE_CLAIM" not in ln
                 and "=gpu-" in ln] == ["GPU_DEVICE_2=gpu-2", "GPU_DEVICE_3=gpu-3"]
-        assert logs[1] == "APP=demo" and "KUBERNETES_NODE_NAME=gpu-node-1" in logs
+        assert logs[9] == "APP=demo" and "KUBERNETES_NODE_NAME=gpu-node-1" in logs  # after the service variables
         result = await kubectl("exec", "pod0", "--", "printenv", "GPU_DEVICE_3", "GPU_DEVICE_3_SHARING_STRATEGY")
         assert result.stdout == "gpu-3\nTimeSlicing\n"
 
