@@ -1,6 +1,7 @@
 """Fleet at scale (issue #22): 10,000 simulated nodes, their Leases and ResourceSlices.
 
-Run: `.venv/bin/python -m bench.fleet_scale [--fleet FILE] [--nodes N] [--steady S] [--controllers]`.
+Run: `.venv/bin/python -m bench.fleet_scale [--fleet FILE] [--nodes N] [--steady S] [--controllers]
+[--kubelet-dirs]`.
 
 What runs (each its own process, on a fresh SQLite data dir):
 - the API server: `cplane serve --no-controllers --insecure`;
@@ -136,9 +137,10 @@ def _controllers(url: str, *, profile: Path | None, code: Path | None) -> subpro
                             stderr=subprocess.DEVNULL)
 
 
-def _fleet(url: str, fleet: Path, *, profile: Path | None, log: Path, code: Path | None) -> subprocess.Popen[bytes]:
+def _fleet(url: str, fleet: Path, *, profile: Path | None, log: Path, code: Path | None,
+           root_dir: Path | None = None) -> subprocess.Popen[bytes]:
     cmd = [*_python(profile, "fleet"), "-m", "controllers.fleet", "--server", url, "--fleet", str(fleet),
-           "--log-level", "warning"]
+           "--log-level", "warning", *(["--root-dir", str(root_dir)] if root_dir is not None else [])]
     with log.open("wb") as f:
         return subprocess.Popen(cmd, cwd=code or ROOT, env=_env(code), stdout=subprocess.DEVNULL, stderr=f)
 
@@ -195,7 +197,8 @@ async def run(args: argparse.Namespace, *, code: Path | None = None
             observer.start()
             cpu0 = _cpu(server, manager)
             t0 = time.perf_counter()
-            fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log", code=code)
+            fleet_proc = _fleet(url, fleet_path, profile=args.profile, log=tmp / "fleet.log", code=code,
+                                root_dir=data_dir / "nodes" if args.kubelet_dirs else None)
             startup_spies = _py_spy(args.py_spy, {"server-startup": server, "fleet-startup": fleet_proc})
             try:
                 await observer.until(lambda: len(observer.ready) >= n_nodes and len(observer.slices) >= n_slices,
@@ -297,6 +300,9 @@ def main() -> None:
     p.add_argument("--baseline", type=Path, default=None, metavar="DIR",
                    help="first measure the same with the cplane code in DIR (e.g. `git archive main | tar -x -C "
                         "DIR`), and print its figures beside this tree's")
+    p.add_argument("--kubelet-dirs", action="store_true",
+                   help="give the fleet its nodes' kubelet directories (`--root-dir DATA_DIR/nodes`, as "
+                        "`cplane serve` does): plugin registries watched, node kubeconfigs written")
     p.add_argument("--json", action="store_true", help="print the raw figures as JSON too")
     args = p.parse_args()
     for opt in ("profile", "py_spy"):
