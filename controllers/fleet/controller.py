@@ -325,7 +325,12 @@ class Simulator:
         assert node is not None
         node = await self._ensure_endpoint(node)
         if self.plugins is not None:
+            starting = name not in self.plugins.nodes
             self.plugins.ensure_node(name)
+            if starting:  # slices of real plugins from before this kubelet started go unless they return
+                fake = {d.name for d in planned.pool.drivers} if planned is not None else set()
+                self.plugins.wipe_unless_registered(name, {
+                    str(spec_of(s).get("driver")) for s in self.slices.cache.by_index(caches.NODE, name)} - fake)
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)
