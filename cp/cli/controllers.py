@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cp import features
 from cp.cli import endpoint
 
 
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_scheduler_args(p)
     p.add_argument("--feature-gates", type=feature_gates, default=None, metavar="A=true,B=false",
                    help="feature gates of the scheduler and the ResourceClaim controller (as the API server's; "
-                        "cp/features.py)")
+                        "cp/features.py). " + features.help_text())
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -40,8 +41,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def feature_gates(text: str) -> Any:
     """argparse type of `--feature-gates` (`cp.features.parse`)."""
-    from cp import features
-
     try:
         return features.parse(text)
     except features.FeatureGateError as exc:
