@@ -169,3 +169,37 @@ def test_serve_help_lists_the_gates(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["controllers", "--help"])
     out = " ".join(capsys.readouterr().out.split())
     assert "GangScheduling=true|false (ALPHA - default=false)" in out
+
+
+async def test_why_names_the_gate_that_would_make_a_pod_fit(tmp_path: Path) -> None:
+    """A slice written while DRADeviceBindingConditions was on, the server restarted with it off:
+    the pod cannot get the device, and `why` (with the server's gates) names the gate."""
+    from controllers.runtime import client as clients
+    from tests.cp.scheduling.explain.support import claim, device_class, gpus, node, pod, rslice
+
+    data, db = tmp_path / "data", f"sqlite+aiosqlite:///{tmp_path / 'log.db'}"
+    async with servers.running(data_dir=data, db_url=db) as srv, clients.Client(srv.url) as client:
+        n = node("node-1")
+        created = await client.create("nodes", {k: v for k, v in n.items() if k != "status"})
+        created["status"] = n["status"]
+        await client.update_status("nodes", created)
+        await client.create("deviceclasses.resource.k8s.io", device_class())
+        sl = rslice("node-1-gpus", "node-1", *gpus(1, bindingConditions=["Ready"],
+                                                    bindingFailureConditions=["Failed"]))
+        await client.create("resourceslices.resource.k8s.io", {"metadata": sl["metadata"], "spec": sl["spec"]})
+        mine = claim("web-0-gpu")
+        await client.create("resourceclaims.resource.k8s.io",
+                            {"metadata": {"name": "web-0-gpu", "namespace": "default"}, "spec": mine["spec"]})
+        p = pod("web-0", "web-0-gpu")
+        await client.create("pods", {"metadata": {"name": "web-0", "namespace": "default"}, "spec": p["spec"]})
+    why = "/apis/sim.cplane.dev/v1alpha1/namespaces/default/pods/web-0/why"
+    async with servers.running(data_dir=data, db_url=db, app_options={
+            "feature_gates": features.parse("DRADeviceBindingConditions=false")}) as srv, \
+            aiohttp.ClientSession(base_url=srv.url) as http:
+        status, doc = await call(http, "GET", why)
+        assert status == 200, doc
+        assert doc["verdict"] == "Unschedulable"
+        assert doc["suggestions"][0]["message"] == "node-1 would fit if the DRADeviceBindingConditions feature were enabled"
+    async with servers.running(data_dir=data, db_url=db) as srv, aiohttp.ClientSession(base_url=srv.url) as http:
+        status, doc = await call(http, "GET", why)
+        assert status == 200 and "DRADeviceBindingConditions" not in json.dumps(doc.get("suggestions", []))
