@@ -98,3 +98,14 @@ def test_workload_api_is_served_only_with_generic_workload() -> None:
     # custom resources come and go beside them
     on.set_custom("x", ())
     assert on.lookup("scheduling.k8s.io", "v1beta1", "workloads") is not None
+
+
+def test_docs_table_lists_every_gate() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    section = text[text.index("### Feature gates"):text.index("### One resource, several versions")]
+    for name, spec in features.SPECS.items():
+        row = next((line for line in section.splitlines() if line.startswith(f"| `{name}` |")), None)
+        assert row is not None, name
+        assert f"| {'true' if spec.default else 'false'} |" in row, name
