@@ -190,6 +190,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                                         name="controllers:tune-gc")
             controllers_task = asyncio.create_task(
                 registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
+                                         names=controller_commands.gated_names(args.feature_gates, None),
                                          overrides=overrides, identities=identities, ready=ready),
                 name="controllers")
         await stop.wait()
