@@ -331,11 +331,30 @@ def hpa_from_v1(v1: dict[str, Any]) -> dict[str, Any]:
             "spec": v2_spec, "status": v2_status}
 
 
+# ------------------------------------------------------------------------------ resource.k8s.io/v1beta2
+
+def _renamed(api_version: str) -> Converter:
+    """A conversion between two versions of one shape: only `apiVersion` changes (resource.k8s.io's
+    v1beta2 and v1 have the same fields, numbers and JSON names: upstream converts them field by
+    field with generated functions only, `pkg/apis/resource/v1beta2`)."""
+    def convert(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = api_version
+        return out
+
+    return convert
+
+
+_DRA_KINDS = ("DeviceClass", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+
+
 # ------------------------------------------------------------------------------ the registry
 
 _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
     ("events.k8s.io", "v1", "Event"): (event_to_v1, event_from_v1),
     ("autoscaling", "v1", "HorizontalPodAutoscaler"): (hpa_to_v1, hpa_from_v1),
+    **{("resource.k8s.io", "v1beta2", kind): (_renamed("resource.k8s.io/v1beta2"), _renamed("resource.k8s.io/v1"))
+       for kind in _DRA_KINDS},
 }
 
 
