@@ -263,6 +263,13 @@ OPTIONAL: tuple[ResourceKind, ...] = (
     _dra("v1beta2", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True,
          deprecated=(1, 36), removed=(1, 39)),
     _dra("v1beta2", "ResourceSlice", "resourceslices", namespaced=False, deprecated=(1, 36), removed=(1, 39)),
+    # resource.k8s.io/v1beta1 (deprecated in 1.35): flat requests and `basic` devices
+    _dra("v1beta1", "DeviceClass", "deviceclasses", namespaced=False, deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceClaim", "resourceclaims", namespaced=True, status=True,
+         deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True,
+         deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceSlice", "resourceslices", namespaced=False, deprecated=(1, 35), removed=(1, 38)),
 )
 
 # The release whose API this is (deprecation warnings: `ResourceKind.deprecated`).

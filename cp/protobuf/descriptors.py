@@ -52,6 +52,7 @@ ALIASES: dict[str, str] = {  # alias -> package
     'storagemigration.v1': 'io.k8s.api.storagemigration.v1',
     'scheduling.v1beta1': 'io.k8s.api.scheduling.v1beta1',
     'resource.v1beta2': 'io.k8s.api.resource.v1beta2',
+    'resource.v1beta1': 'io.k8s.api.resource.v1beta1',
     'events.v1': 'io.k8s.api.events.v1',
     'scheduling.v1alpha3': 'io.k8s.api.scheduling.v1alpha3',
 }
@@ -1263,6 +1264,81 @@ PACKAGES: dict[str, dict[str, str]] = {
         'CapacityRequirements': '1 requests:{Quantity}',
         'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
     },
+    'io.k8s.api.resource.v1beta1': {
+        'DeviceClass': '1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceClassSpec!',
+        'DeviceClassList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceClass]!',
+        'ResourceClaim': ('1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!, '
+                          '3 status:ResourceClaimStatus'),
+        'ResourceClaimList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaim]!',
+        'ResourceClaimTemplate': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimTemplateSpec!',
+        'ResourceClaimTemplateList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaimTemplate]!',
+        'ResourceSlice': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceSliceSpec!',
+        'ResourceSliceList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceSlice]!',
+        'DeviceClassSpec': ('1 selectors:[DeviceSelector], 2 config:[DeviceClassConfiguration], '
+                            '4 extendedResourceName:s*'),
+        'ResourceClaimSpec': '1 devices:DeviceClaim!',
+        'ResourceClaimStatus': ('1 allocation:AllocationResult*, '
+                                '2 reservedFor:[ResourceClaimConsumerReference], '
+                                '4 devices:[AllocatedDeviceStatus]'),
+        'ResourceClaimTemplateSpec': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!',
+        'ResourceSliceSpec': ('1 driver:s!, 2 pool:ResourcePool!, 3 nodeName, '
+                              '4 nodeSelector:core.v1.NodeSelector*, 5 allNodes:bool, 6 devices:[Device], '
+                              '7 perDeviceNodeSelection:bool*, 8 sharedCounters:[CounterSet], '
+                              '9 partitionTypeAttribute:s*, 10 skipNodeOperations:[s]'),
+        'DeviceSelector': '1 cel:CELDeviceSelector*',
+        'DeviceClassConfiguration': '1 ...DeviceConfiguration',
+        'DeviceClaim': ('1 requests:[DeviceRequest]!, 2 constraints:[DeviceConstraint], '
+                        '3 config:[DeviceClaimConfiguration]'),
+        'AllocationResult': ('1 devices:DeviceAllocationResult, 3 nodeSelector:core.v1.NodeSelector*, '
+                             '5 allocationTimestamp:Time*'),
+        'ResourceClaimConsumerReference': '1 apiGroup, 3 resource:s!, 4 name:s!, 5 uid:s!',
+        'AllocatedDeviceStatus': ('1 driver:s!, 2 pool:s!, 3 device:s!, 4 conditions:[meta.v1.Condition]!, '
+                                  '5 data:RawExtension*, 6 networkData:NetworkDeviceData*, 7 shareID:s*'),
+        'ResourcePool': '1 name:s!, 2 generation:i64!, 3 resourceSliceCount:i64!',
+        'Device': '1 name:s!, 2 basic:BasicDevice*',
+        'CounterSet': '1 name:s!, 2 counters:{Counter}',
+        'CELDeviceSelector': '1 expression:s!',
+        'DeviceConfiguration': '1 opaque:OpaqueDeviceConfiguration*',
+        'DeviceRequest': ('1 name:s!, 2 deviceClassName:s!, 3 selectors:[DeviceSelector], 4 allocationMode, '
+                          '5 count:i64, 6 adminAccess:bool*, 7 firstAvailable:[DeviceSubRequest], '
+                          '8 tolerations:[DeviceToleration], 9 capacity:CapacityRequirements*'),
+        'DeviceConstraint': '1 requests:[s], 2 matchAttribute:s*, 3 distinctAttribute:s*',
+        'DeviceClaimConfiguration': '1 requests:[s], 2 ...DeviceConfiguration',
+        'DeviceAllocationResult': ('1 results:[DeviceRequestAllocationResult], '
+                                   '2 config:[DeviceAllocationConfiguration]'),
+        'NetworkDeviceData': '1 interfaceName, 2 ips:[s], 3 hardwareAddress',
+        'BasicDevice': ('1 attributes:{DeviceAttribute}, 2 capacity:{DeviceCapacity}, '
+                        '3 consumesCounters:[DeviceCounterConsumption], 4 nodeName:s*, '
+                        '5 nodeSelector:core.v1.NodeSelector*, 6 allNodes:bool*, 7 taints:[DeviceTaint], '
+                        '8 bindsToNode:bool*, 9 bindingConditions:[s], 10 bindingFailureConditions:[s], '
+                        '11 allowMultipleAllocations:bool*, '
+                        '14 nodeAllocatableResources:{NodeAllocatableResource}'),
+        'Counter': '1 value:Quantity!',
+        'OpaqueDeviceConfiguration': '1 driver:s!, 2 parameters:RawExtension!',
+        'DeviceSubRequest': ('1 name:s!, 2 deviceClassName:s!, 3 selectors:[DeviceSelector], '
+                             '4 allocationMode, 5 count:i64, 7 tolerations:[DeviceToleration], '
+                             '8 capacity:CapacityRequirements*'),
+        'DeviceToleration': '1 key, 2 operator, 3 value, 4 effect, 5 tolerationSeconds:i64*',
+        'CapacityRequirements': '1 requests:{Quantity}',
+        'DeviceRequestAllocationResult': ('1 request:s!, 2 driver:s!, 3 pool:s!, 4 device:s!, '
+                                          '5 adminAccess:bool*, 6 tolerations:[DeviceToleration], '
+                                          '7 bindingConditions:[s], 8 bindingFailureConditions:[s], '
+                                          '9 shareID:s*, 10 consumedCapacity:{Quantity}, '
+                                          '11 skipNodeOperations:[s]'),
+        'DeviceAllocationConfiguration': '1 source:s!, 2 requests:[s], 3 ...DeviceConfiguration',
+        'DeviceAttribute': ('2 int:i64*, 3 bool:bool*, 4 string:s*, 5 version:s*, 6 ints:[i64], '
+                            '7 bools:[bool], 8 strings:[s], 9 versions:[s]'),
+        'DeviceCapacity': '1 value:Quantity!, 2 requestPolicy:CapacityRequestPolicy*',
+        'DeviceCounterConsumption': '1 counterSet:s!, 2 counters:{Counter}',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+        'NodeAllocatableResource': '3 mapping:NodeAllocatableMapping*, 4 overhead:NodeAllocatableOverhead*',
+        'CapacityRequestPolicy': ('1 default:Quantity*!, 3 validValues:[Quantity], '
+                                  '4 validRange:CapacityRequestPolicyRange*'),
+        'NodeAllocatableMapping': ('1 capacityKey:s*, 2 capacityMultiplier:Quantity*, '
+                                   '3 deviceMultiplier:Quantity*'),
+        'NodeAllocatableOverhead': '1 perPod:Quantity*, 2 perContainer:Quantity*',
+        'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
+    },
     'io.k8s.api.events.v1': {
         'Event': ('1 metadata:meta.v1.ObjectMeta!, 2 eventTime:MicroTime!, 3 series:EventSeries*, '
                   '4 reportingController, 5 reportingInstance, 6 action, 7 reason, '
@@ -1496,6 +1572,16 @@ KINDS: dict[str, dict[str, str]] = {
         'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta2.ResourceClaimTemplateList',
         'ResourceSlice': 'io.k8s.api.resource.v1beta2.ResourceSlice',
         'ResourceSliceList': 'io.k8s.api.resource.v1beta2.ResourceSliceList',
+    },
+    'resource.k8s.io/v1beta1': {
+        'DeviceClass': 'io.k8s.api.resource.v1beta1.DeviceClass',
+        'DeviceClassList': 'io.k8s.api.resource.v1beta1.DeviceClassList',
+        'ResourceClaim': 'io.k8s.api.resource.v1beta1.ResourceClaim',
+        'ResourceClaimList': 'io.k8s.api.resource.v1beta1.ResourceClaimList',
+        'ResourceClaimTemplate': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplate',
+        'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplateList',
+        'ResourceSlice': 'io.k8s.api.resource.v1beta1.ResourceSlice',
+        'ResourceSliceList': 'io.k8s.api.resource.v1beta1.ResourceSliceList',
     },
     'events.k8s.io/v1': {
         'Event': 'io.k8s.api.events.v1.Event',

@@ -250,3 +250,88 @@ async def test_a_default_version_switched_off(http: aiohttp.ClientSession) -> No
     assert any(p.startswith("/apis/autoscaling/v2/") for p in v2["paths"])
     status, _, _ = await call(http, "GET", V1BETA2)
     assert status == 404
+
+
+# ------------------------------------------------------------------------------ resource.k8s.io/v1beta1
+
+V1BETA1 = "/apis/resource.k8s.io/v1beta1"
+
+
+def _to_v1beta1(obj: dict[str, Any]) -> dict[str, Any]:
+    """One of the objects above as a v1beta1 client writes it: flat requests, `basic` devices."""
+    out = copy.deepcopy(obj)
+    spec = out["spec"]
+    claim_spec = spec["spec"] if obj["kind"] == "ResourceClaimTemplate" else spec
+    if obj["kind"] in ("ResourceClaim", "ResourceClaimTemplate"):
+        claim_spec["devices"]["requests"] = [
+            {"name": r["name"], **r["exactly"]} if "exactly" in r else r for r in claim_spec["devices"]["requests"]]
+    if obj["kind"] == "ResourceSlice":
+        spec["devices"] = [{"name": d["name"], "basic": {k: v for k, v in d.items() if k != "name"}}
+                           for d in spec["devices"]]
+    return out
+
+
+BETA1_OBJECTS = [o for o in OBJECTS if o[0] != "devicetaintrules"]
+
+
+@pytest.mark.parametrize("runtime", ["api/beta=true"])
+@pytest.mark.parametrize(("plural", "obj", "namespaced"), BETA1_OBJECTS, ids=[p for p, _o, _n in BETA1_OBJECTS])
+async def test_every_kind_written_in_v1beta1_reads_in_v1_and_v1beta2(
+        http: aiohttp.ClientSession, plural: str, obj: dict[str, Any], namespaced: bool) -> None:
+    beta1 = {**_to_v1beta1(obj), "apiVersion": "resource.k8s.io/v1beta1"}
+    status, created, warnings = await call(http, "POST", _path(V1BETA1, plural, namespaced), beta1)
+    assert status == 201, created
+    assert warnings == [f'299 - "resource.k8s.io/v1beta1 {obj["kind"]} is deprecated in v1.35+, '
+                        'unavailable in v1.38+"']
+    assert _contains(created["spec"], beta1["spec"])
+    name = obj["metadata"]["name"]
+    for version in ("v1", "v1beta2"):
+        status, other, _ = await call(http, "GET", f"{_path(f'/apis/resource.k8s.io/{version}', plural, namespaced)}/{name}")
+        assert status == 200 and other["apiVersion"] == f"resource.k8s.io/{version}"
+        assert _contains(other["spec"], obj["spec"]), version  # the v1 shape, field by field
+    # v1's object written back through v1beta1 as read there changes nothing
+    status, again, _ = await call(http, "PUT", f"{_path(V1BETA1, plural, namespaced)}/{name}", created)
+    assert status == 200, again
+    assert again["metadata"]["resourceVersion"] == created["metadata"]["resourceVersion"]
+    assert _comparable(again) == _comparable(created)
+
+
+@pytest.mark.parametrize("runtime", ["resource.k8s.io/v1beta1=true"])
+@pytest.mark.parametrize(("plural", "obj", "namespaced"), BETA1_OBJECTS, ids=[p for p, _o, _n in BETA1_OBJECTS])
+async def test_every_kind_written_in_v1_reads_flat_in_v1beta1(
+        http: aiohttp.ClientSession, plural: str, obj: dict[str, Any], namespaced: bool) -> None:
+    status, created, _ = await call(http, "POST", _path(V1, plural, namespaced),
+                                    {**copy.deepcopy(obj), "apiVersion": "resource.k8s.io/v1"})
+    assert status == 201, created
+    name = obj["metadata"]["name"]
+    status, beta1, _ = await call(http, "GET", f"{_path(V1BETA1, plural, namespaced)}/{name}")
+    assert status == 200 and beta1["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert _contains(beta1["spec"], _to_v1beta1(obj)["spec"])
+    if plural == "resourceclaims":  # the request with alternatives: Go writes its empty deviceClassName
+        assert beta1["spec"]["devices"]["requests"][1]["deviceClassName"] == ""
+        assert "exactly" not in beta1["spec"]["devices"]["requests"][0]
+    if plural == "resourceslices":
+        assert "attributes" not in beta1["spec"]["devices"][0]
+
+
+@pytest.mark.parametrize("runtime", ["resource.k8s.io/v1beta1=true"])
+async def test_v1beta1_discovery_and_watch(http: aiohttp.ClientSession) -> None:
+    status, group, _ = await call(http, "GET", "/apis/resource.k8s.io")
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta1"]
+    assert group["preferredVersion"]["version"] == "v1"
+    status, listing, _ = await call(http, "GET", V1BETA1)
+    assert [r["name"] for r in listing["resources"]] == [
+        "deviceclasses", "resourceclaims", "resourceclaims/status", "resourceclaimtemplates", "resourceslices"]
+    status, _, _ = await call(http, "GET", f"{V1BETA1}/devicetaintrules")
+    assert status == 404  # not a kind of v1beta1
+    status, listed, _ = await call(http, "GET", f"{V1BETA1}/resourceslices")
+    params = {"watch": "1", "resourceVersion": listed["metadata"]["resourceVersion"], "timeoutSeconds": "5"}
+    async with http.get(f"{V1BETA1}/resourceslices", params=params) as w:
+        status, _, _ = await call(http, "POST", f"{V1}/resourceslices", {**copy.deepcopy(SLICE),
+                                                                         "apiVersion": "resource.k8s.io/v1"})
+        assert status == 201
+        event = json.loads(await asyncio.wait_for(w.content.readline(), 5))
+    assert event["object"]["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert event["object"]["spec"]["devices"][0]["basic"]["attributes"]["model"] == {"string": "a100"}
+    status, index, _ = await call(http, "GET", "/openapi/v3")
+    assert "apis/resource.k8s.io/v1beta1" in index["paths"] and "apis/resource.k8s.io/v1beta2" not in index["paths"]

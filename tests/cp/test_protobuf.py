@@ -457,6 +457,9 @@ KNOWN_GAPS = {
     "io.k8s.api.resource.v1beta2.DeviceCounterConsumption": {"compatibilityGroups"},
     "io.k8s.api.resource.v1beta2.ExactDeviceRequest": {"derivedAttributes"},
     "io.k8s.api.resource.v1beta2.DeviceSubRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1beta1.DeviceCounterConsumption": {"compatibilityGroups"},
+    "io.k8s.api.resource.v1beta1.DeviceRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1beta1.DeviceSubRequest": {"derivedAttributes"},
 }
 SPECIAL_REFS = {
     table.TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",

@@ -79,7 +79,7 @@ def test_switching_a_default_version_off() -> None:
 def test_discovery_order_and_preferred_version() -> None:
     registry = res.Registry(runtime=parse("api/beta=true"))
     versions = [v for g, v in registry.group_versions() if g == "resource.k8s.io"]
-    assert versions == ["v1", "v1beta2"]  # v1 stays the preferred version
+    assert versions == ["v1", "v1beta2", "v1beta1"]  # v1 stays the preferred version
     only_beta = res.Registry(runtime=parse("resource.k8s.io/v1=false,resource.k8s.io/v1beta2=true"))
     assert [v for g, v in only_beta.group_versions() if g == "resource.k8s.io"] == ["v1beta2"]
 
