@@ -335,3 +335,24 @@ async def test_v1beta1_discovery_and_watch(http: aiohttp.ClientSession) -> None:
     assert event["object"]["spec"]["devices"][0]["basic"]["attributes"]["model"] == {"string": "a100"}
     status, index, _ = await call(http, "GET", "/openapi/v3")
     assert "apis/resource.k8s.io/v1beta1" in index["paths"] and "apis/resource.k8s.io/v1beta2" not in index["paths"]
+
+
+@pytest.mark.parametrize("runtime", ["api/beta=true"])
+async def test_field_selectors_tables_and_protobuf_per_version(http: aiohttp.ClientSession) -> None:
+    status, _, _ = await call(http, "POST", f"{V1}/resourceslices", {**copy.deepcopy(SLICE),
+                                                                     "apiVersion": "resource.k8s.io/v1"})
+    assert status == 201
+    for version in ("v1beta1", "v1beta2"):
+        base = f"/apis/resource.k8s.io/{version}/resourceslices"
+        status, listed, _ = await call(http, "GET", f"{base}?fieldSelector=spec.nodeName=node-0,spec.driver=gpu.example.com")
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["node-0-gpu"]
+        status, listed, _ = await call(http, "GET", f"{base}?fieldSelector=spec.nodeName=node-1")
+        assert listed["items"] == []
+        status, body, _ = await call(http, "GET", f"{base}?fieldSelector=spec.bogus=x")
+        assert (status, body["message"]) == (
+            400, f"field label not supported for resource.k8s.io/{version}, Kind=ResourceSlice: spec.bogus")
+        status, table, _ = await call(http, "GET", base, Accept="application/json;as=Table;v=v1;g=meta.k8s.io")
+        assert table["kind"] == "Table" and table["rows"][0]["cells"][:3] == ["node-0-gpu", "node-0", "gpu.example.com"]
+        async with http.get(base, headers={"Accept": "application/vnd.kubernetes.protobuf"}) as r:
+            body_bytes = await r.read()
+        assert body_bytes.startswith(b"k8s\x00") and f"resource.k8s.io/{version}".encode() in body_bytes[:40]
