@@ -453,6 +453,8 @@ _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
     **{("resource.k8s.io", "v1beta2", kind): (_renamed("resource.k8s.io/v1beta2"), _renamed("resource.k8s.io/v1"))
        for kind in _DRA_KINDS},
     ("resource.k8s.io", "v1beta1", "DeviceClass"): (_renamed(_V1BETA1), _renamed(_V1)),
+    # v1alpha3's DeviceTaintRule has v1's shape (upstream's v1alpha3 has generated conversions only)
+    ("resource.k8s.io", "v1alpha3", "DeviceTaintRule"): (_renamed("resource.k8s.io/v1alpha3"), _renamed(_V1)),
     ("resource.k8s.io", "v1beta1", "ResourceClaim"): (_claim(_V1BETA1, _request_to_v1beta1),
                                                       _claim(_V1, _request_from_v1beta1)),
     ("resource.k8s.io", "v1beta1", "ResourceClaimTemplate"): (_template(_V1BETA1, _request_to_v1beta1),

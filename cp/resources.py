@@ -270,6 +270,9 @@ OPTIONAL: tuple[ResourceKind, ...] = (
     _dra("v1beta1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True,
          deprecated=(1, 35), removed=(1, 38)),
     _dra("v1beta1", "ResourceSlice", "resourceslices", namespaced=False, deprecated=(1, 35), removed=(1, 38)),
+    # resource.k8s.io/v1alpha3 (alpha): DeviceTaintRule
+    _dra("v1alpha3", "DeviceTaintRule", "devicetaintrules", namespaced=False, status=True,
+         deprecated=(1, 36), removed=(1, 39)),
 )
 
 # The release whose API this is (deprecation warnings: `ResourceKind.deprecated`).

@@ -53,6 +53,7 @@ ALIASES: dict[str, str] = {  # alias -> package
     'scheduling.v1beta1': 'io.k8s.api.scheduling.v1beta1',
     'resource.v1beta2': 'io.k8s.api.resource.v1beta2',
     'resource.v1beta1': 'io.k8s.api.resource.v1beta1',
+    'resource.v1alpha3': 'io.k8s.api.resource.v1alpha3',
     'events.v1': 'io.k8s.api.events.v1',
     'scheduling.v1alpha3': 'io.k8s.api.scheduling.v1alpha3',
 }
@@ -1339,6 +1340,15 @@ PACKAGES: dict[str, dict[str, str]] = {
         'NodeAllocatableOverhead': '1 perPod:Quantity*, 2 perContainer:Quantity*',
         'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
     },
+    'io.k8s.api.resource.v1alpha3': {
+        'DeviceTaintRule': ('1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceTaintRuleSpec!, '
+                            '3 status:DeviceTaintRuleStatus'),
+        'DeviceTaintRuleList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceTaintRule]!',
+        'DeviceTaintRuleSpec': '1 deviceSelector:DeviceTaintSelector*, 2 taint:DeviceTaint',
+        'DeviceTaintRuleStatus': '1 conditions:[meta.v1.Condition]',
+        'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+    },
     'io.k8s.api.events.v1': {
         'Event': ('1 metadata:meta.v1.ObjectMeta!, 2 eventTime:MicroTime!, 3 series:EventSeries*, '
                   '4 reportingController, 5 reportingInstance, 6 action, 7 reason, '
@@ -1582,6 +1592,10 @@ KINDS: dict[str, dict[str, str]] = {
         'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplateList',
         'ResourceSlice': 'io.k8s.api.resource.v1beta1.ResourceSlice',
         'ResourceSliceList': 'io.k8s.api.resource.v1beta1.ResourceSliceList',
+    },
+    'resource.k8s.io/v1alpha3': {
+        'DeviceTaintRule': 'io.k8s.api.resource.v1alpha3.DeviceTaintRule',
+        'DeviceTaintRuleList': 'io.k8s.api.resource.v1alpha3.DeviceTaintRuleList',
     },
     'events.k8s.io/v1': {
         'Event': 'io.k8s.api.events.v1.Event',

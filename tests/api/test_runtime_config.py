@@ -356,3 +356,21 @@ async def test_field_selectors_tables_and_protobuf_per_version(http: aiohttp.Cli
         async with http.get(base, headers={"Accept": "application/vnd.kubernetes.protobuf"}) as r:
             body_bytes = await r.read()
         assert body_bytes.startswith(b"k8s\x00") and f"resource.k8s.io/{version}".encode() in body_bytes[:40]
+
+
+@pytest.mark.parametrize("runtime", ["api/all=true"])
+async def test_v1alpha3_device_taint_rule(http: aiohttp.ClientSession) -> None:
+    body = {**copy.deepcopy(RULE), "apiVersion": "resource.k8s.io/v1alpha3"}
+    status, created, warnings = await call(http, "POST", "/apis/resource.k8s.io/v1alpha3/devicetaintrules", body)
+    assert status == 201, created
+    assert warnings == ['299 - "resource.k8s.io/v1alpha3 DeviceTaintRule is deprecated in v1.36+, '
+                        'unavailable in v1.39+"']
+    assert created["spec"] == RULE["spec"]
+    for version in ("v1", "v1beta2"):
+        status, other, _ = await call(http, "GET", f"/apis/resource.k8s.io/{version}/devicetaintrules/rule")
+        assert _comparable(other) == _comparable(created)
+    status, group, _ = await call(http, "GET", "/apis/resource.k8s.io")
+    assert [v["version"] for v in group["versions"]] == ["v1", "v1beta2", "v1beta1", "v1alpha3"]
+    assert group["preferredVersion"]["version"] == "v1"
+    status, _, _ = await call(http, "GET", "/apis/resource.k8s.io/v1alpha3/resourceclaims")
+    assert status == 404

@@ -116,3 +116,15 @@ def test_deprecation_warnings() -> None:
 def test_gated_versions_are_known_keys() -> None:
     # scheduling.k8s.io/v1beta1 is served by its feature gate; upstream also needs it in --runtime-config
     assert not parse("scheduling.k8s.io/v1beta1=true").empty
+
+
+def test_alpha_device_taint_rules() -> None:
+    registry = res.Registry(runtime=parse("api/alpha=true"))
+    assert [k.plural for k in registry.kinds_in("resource.k8s.io", "v1alpha3")] == ["devicetaintrules"]
+    assert not served(parse("api/beta=true"), "resource.k8s.io", "v1alpha3", "devicetaintrules")
+    everything = res.Registry(runtime=parse("api/all=true"))
+    assert [v for g, v in everything.group_versions() if g == "resource.k8s.io"] == [
+        "v1", "v1beta2", "v1beta1", "v1alpha3"]
+    (kind,) = everything.kinds_in("resource.k8s.io", "v1alpha3")
+    assert res.deprecation_warning(kind) == ("resource.k8s.io/v1alpha3 DeviceTaintRule is deprecated in v1.36+, "
+                                             "unavailable in v1.39+")
