@@ -374,3 +374,26 @@ async def test_v1alpha3_device_taint_rule(http: aiohttp.ClientSession) -> None:
     assert group["preferredVersion"]["version"] == "v1"
     status, _, _ = await call(http, "GET", "/apis/resource.k8s.io/v1alpha3/resourceclaims")
     assert status == 404
+
+
+@pytest.mark.parametrize("runtime", ["api/beta=true"])
+async def test_bodies_are_decoded_as_their_own_version(http: aiohttp.ClientSession) -> None:
+    """An unknown field of v1beta1 (v1's `exactly`) is a warning and dropped, not converted; a wrong
+    type is v1beta1's 400."""
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "c"},
+             "spec": {"devices": {"requests": [{"name": "r", "deviceClassName": "gpu.example.com",
+                                                "exactly": {"deviceClassName": "other"}}]}}}
+    status, created, warnings = await call(http, "POST", f"{V1BETA1}/namespaces/default/resourceclaims", claim)
+    assert status == 201, created
+    assert '299 - "unknown field \\"spec.devices.requests[0].exactly\\""' in warnings
+    status, v1, _ = await call(http, "GET", f"{V1}/namespaces/default/resourceclaims/c")
+    assert v1["spec"]["devices"]["requests"][0]["exactly"]["deviceClassName"] == "gpu.example.com"
+    async with http.post(f"{V1BETA1}/namespaces/default/resourceclaims?fieldValidation=Strict", json={
+            **claim, "metadata": {"name": "d"}}) as r:
+        assert r.status == 400
+    slice_ = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+              "spec": {"driver": "d", "pool": {"name": "p", "resourceSliceCount": 1}, "nodeName": "n",
+                       "devices": [{"name": "a", "basic": 1}]}}
+    status, body, _ = await call(http, "POST", f"{V1BETA1}/resourceslices", slice_)
+    assert status == 400
+    assert body["message"].startswith('ResourceSlice in version "v1beta1" cannot be handled as a ResourceSlice')
