@@ -83,7 +83,7 @@ async def patch(store: stores.Store, target: reads.Target, body: bytes, content_
         shown = conversions.served_object(served, msgspec.json.encode(current))
         patched = patching.apply_patch(shown, body, content_type=content_type, group=served.group,
                                        version=served.version, kind=served.kind)
-        return conversions.to_storage(served, patched)
+        return to_storage(target, patched, ctx=ctx)
 
     return await store.guaranteed_update(target.kind, target.namespace, target.name, mutate, ctx,
                                          subresource=subresource)

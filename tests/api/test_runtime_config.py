@@ -397,3 +397,18 @@ async def test_bodies_are_decoded_as_their_own_version(http: aiohttp.ClientSessi
     status, body, _ = await call(http, "POST", f"{V1BETA1}/resourceslices", slice_)
     assert status == 400
     assert body["message"].startswith('ResourceSlice in version "v1beta1" cannot be handled as a ResourceSlice')
+
+
+@pytest.mark.parametrize("runtime", ["api/beta=true"])
+async def test_a_patch_through_v1beta1_is_decoded_as_v1beta1(http: aiohttp.ClientSession) -> None:
+    body = {**_to_v1beta1(SLICE), "apiVersion": "resource.k8s.io/v1beta1"}
+    status, _, _ = await call(http, "POST", f"{V1BETA1}/resourceslices", body)
+    assert status == 201
+    patch = {"spec": {"devices": [{"name": "gpu-0", "basic": {"attributes": {"model": {"string": "h100"}}},
+                                   "attributes": {"x": {"int": 1}}}]}}
+    async with http.patch(f"{V1BETA1}/resourceslices/node-0-gpu", data=json.dumps(patch),
+                          headers={"Content-Type": "application/merge-patch+json"}) as r:
+        assert r.status == 200, await r.text()
+        assert '299 - "unknown field \\"spec.devices[0].attributes\\""' in r.headers.getall("Warning", [])
+    status, v1, _ = await call(http, "GET", f"{V1}/resourceslices/node-0-gpu")
+    assert v1["spec"]["devices"] == [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}]
