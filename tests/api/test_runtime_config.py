@@ -412,3 +412,24 @@ async def test_a_patch_through_v1beta1_is_decoded_as_v1beta1(http: aiohttp.Clien
         assert '299 - "unknown field \\"spec.devices[0].attributes\\""' in r.headers.getall("Warning", [])
     status, v1, _ = await call(http, "GET", f"{V1}/resourceslices/node-0-gpu")
     assert v1["spec"]["devices"] == [{"name": "gpu-0", "attributes": {"model": {"string": "h100"}}}]
+
+
+@pytest.mark.parametrize("runtime", ["resource.k8s.io/v1beta1=true"])
+async def test_a_v1beta1_claim_in_protobuf_as_client_go_sends_it(http: aiohttp.ClientSession) -> None:
+    from cp import protobuf
+
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim", "metadata": {"name": "pb"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com", "count": 2}]}}}
+    body = protobuf.encode(claim, api_version="resource.k8s.io/v1beta1", kind="ResourceClaim")
+    async with http.post(f"{V1BETA1}/namespaces/default/resourceclaims", data=body, headers={
+            "Content-Type": "application/vnd.kubernetes.protobuf",
+            "Accept": "application/vnd.kubernetes.protobuf,application/json"}) as r:
+        assert r.status == 201, await r.read()
+        assert r.headers["Content-Type"] == "application/vnd.kubernetes.protobuf"
+        created = protobuf.decode(await r.read())
+    assert created["apiVersion"] == "resource.k8s.io/v1beta1"
+    assert created["spec"]["devices"]["requests"] == [
+        {"name": "gpu", "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}]
+    _, v1, _ = await call(http, "GET", f"{V1}/namespaces/default/resourceclaims/pb")
+    assert v1["spec"]["devices"]["requests"] == [{"name": "gpu", "exactly": {
+        "deviceClassName": "gpu.example.com", "allocationMode": "ExactCount", "count": 2}}]
