@@ -315,7 +315,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     if auth is not None:
         app[auths.AUTH] = auth
     app[st.WATCHES] = set()
-    app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision))
+    app[st.METRICS] = metrics.Metrics(revision=lambda: float(event_log.revision),
+                                       features=app[st.STORE].registry.features)
     app[st.READY] = asyncio.Event()
     app[st.TABLE_ROWS] = (tables.RowCache() if table_cache_bytes is None
                           else tables.RowCache(max_bytes=table_cache_bytes))

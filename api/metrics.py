@@ -7,13 +7,22 @@ from typing import Any
 
 import prometheus_client as prom
 
+from cp import features as gates
+
 # Upstream apiserver_request_duration_seconds buckets, trimmed to the range a sandbox sees.
 _BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
 
 class Metrics:
-    def __init__(self, *, revision: Callable[[], float]) -> None:
+    def __init__(self, *, revision: Callable[[], float], features: gates.FeatureGates = gates.DEFAULT) -> None:
         self.registry = prom.CollectorRegistry(auto_describe=True)
+        # component-base's feature metric: one series per gate, 1 when on (GA's stage label is "").
+        enabled = prom.Gauge(
+            "kubernetes_feature_enabled",
+            "[BETA] This metric records the data about the stage and enablement of a k8s feature.",
+            ["name", "stage"], registry=self.registry)
+        for name, stage, on in features.states():
+            enabled.labels(name, gates.stage_label(stage)).set(1 if on else 0)
         self.requests = prom.Counter(
             "apiserver_request", "Requests by verb, group, resource, subresource and HTTP code.",
             ["verb", "group", "resource", "subresource", "code"], registry=self.registry)

@@ -28,7 +28,7 @@ from aiohttp import web
 
 from api import codec, storage_errors
 from api import state as st
-from cp import errors, options
+from cp import errors, features, options
 from storage import log
 
 PATH = "/apis/sim.cplane.dev/v1alpha1/namespaces/{namespace}/pods/{name}/why"
@@ -57,27 +57,31 @@ def _log_lister(event_log: log.EventLog) -> ListAt:
     return list_at
 
 
-def _explain(snap: Any, namespace: str, name: str, node: str | None, suggest: bool) -> dict[str, Any]:
+def _explain(snap: Any, namespace: str, name: str, node: str | None, suggest: bool,
+             gates: features.FeatureGates = features.DEFAULT) -> dict[str, Any]:
     global _cel_cache
+    from cp.dra.allocator import allocator_features
     from cp.dra.celenv import CelCache
     from cp.scheduling import explain
 
     if _cel_cache is None:
         _cel_cache = CelCache()
     return explain.explain_pod(snap, namespace=namespace, name=name, node=node, cel_cache=_cel_cache,
-                               suggest=suggest)
+                               suggest=suggest, features=allocator_features(gates=gates))
 
 
 async def explain(event_log: log.EventLog, *, namespace: str, name: str, node: str | None = None,
-                  at: int | None = None, suggest: bool = True) -> dict[str, Any]:
-    """The diagnosis over an event log (a server's, or one opened read-only)."""
+                  at: int | None = None, suggest: bool = True,
+                  gates: features.FeatureGates = features.DEFAULT) -> dict[str, Any]:
+    """The diagnosis over an event log (a server's, or one opened read-only), with the allocator
+    features of `gates` (a server's `--feature-gates`)."""
     revision = at if at is not None else event_log.revision
     try:
         snap = await read_snapshot(_log_lister(event_log), revision)
     except (log.ExpiredError, log.FutureRevisionError) as exc:
         raise storage_errors.status_of(exc) from None
     try:
-        return await asyncio.to_thread(_explain, snap, namespace, name, node, suggest)
+        return await asyncio.to_thread(_explain, snap, namespace, name, node, suggest, gates)
     except KeyError as exc:
         what = str(exc.args[0]) if exc.args else name
         if what.startswith("node "):
@@ -128,7 +132,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     if at is not None and at <= 0:
         raise errors.BadRequest(f"at: must be a positive revision, got {at_text!r}")
     doc = await explain(request.app[st.STORE].log, namespace=namespace, name=name, node=q.get("node") or None,
-                        at=at, suggest=_flag(request, "suggest", True))
+                        at=at, suggest=_flag(request, "suggest", True),
+                        gates=request.app[st.STORE].registry.features)
     if q.get("output") == "text" or codec.media_type(request.headers.get("Accept")) == "text/plain":
         from cp.scheduling import explain_text
 

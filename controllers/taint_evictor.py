@@ -478,14 +478,16 @@ def _rule_request(name: str) -> Request:
 
 class TaintEvictor:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 recorder: managers.EventRecorder, clock: clocks.Clock) -> None:
+                 recorder: managers.EventRecorder, clock: clocks.Clock, use_rules: bool = True) -> None:
         self.client = client
         self.clock = clock
         self.recorder = recorder
         self.pods = informer_factory.informer(PODS, indexers=POD_INDEXERS).cache
         self.claims = informer_factory.informer(CLAIMS, indexers=CLAIM_INDEXERS).cache
         self.slices = informer_factory.informer(SLICES, indexers=SLICE_INDEXERS).cache
-        self.rules = informer_factory.informer(RULES).cache
+        # DRADeviceTaintRules off: no rule informer, DeviceTaintRules taint nothing (upstream passes none).
+        self.use_rules = use_rules
+        self.rules = informer_factory.informer(RULES).cache if use_rules else caches.Cache()
         self.controller: managers.Controller | None = None
         # Pods with an eviction scheduled: (namespace, name) → (uid, eviction).
         self.pending: dict[tuple[str, str], tuple[str, Eviction]] = {}
@@ -498,7 +500,7 @@ class TaintEvictor:
             managers.Watch(kind=clients.resolve(PODS), map=self.map_pod, indexers=POD_INDEXERS),
             managers.Watch(kind=clients.resolve(CLAIMS), map=self.map_claim, indexers=CLAIM_INDEXERS),
             managers.Watch(kind=clients.resolve(SLICES), map=self.map_slice, indexers=SLICE_INDEXERS),
-            managers.Watch(kind=clients.resolve(RULES), map=self.map_rule),
+            *([managers.Watch(kind=clients.resolve(RULES), map=self.map_rule)] if self.use_rules else []),
         ]
 
     def view(self, override: Mapping[str, Mapping[str, Any]] | None = None) -> TaintView:
@@ -780,9 +782,11 @@ def _has_no_execute(slice_: Mapping[str, Any]) -> bool:
                for t in _list(_dict(d).get("taints")))
 
 
-def new(ctx: managers.ControllerContext, *, workers: int = 2) -> managers.Controller:
+def new(ctx: managers.ControllerContext, *, workers: int = 2, use_rules: bool = True) -> managers.Controller:
+    """The controller; `use_rules=False` with DRADeviceTaintRules off (kube-controller-manager does not
+    start it at all with DRADeviceTaints off: `cp.cli.controllers.gated_out`)."""
     evictor = TaintEvictor(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
-                           recorder=ctx.recorder(COMPONENT))
+                           recorder=ctx.recorder(COMPONENT), use_rules=use_rules)
     controller = managers.Controller(name=NAME, reconciler=evictor, watches=evictor.watches(),
                                      workers=workers)
     evictor.controller = controller

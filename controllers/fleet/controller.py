@@ -255,6 +255,10 @@ class Simulator:
             for request in [Request(resource=R_NODE, name=node), *self._pods_on(node)]:
                 self.enqueue(request)
 
+    def _claim_exists(self, namespace: str, name: str, uid: str) -> bool:
+        claim = self.claims.cache.get(namespace, name)
+        return claim is not None and str(meta_of(claim).get("uid") or "") == uid
+
     def _aside(self, node: str) -> frozenset[str]:
         """The drivers whose fake driver steps aside on the node for a real plugin."""
         return frozenset() if self.plugins is None else self.plugins.aside(node)
@@ -325,7 +329,14 @@ class Simulator:
         assert node is not None
         node = await self._ensure_endpoint(node)
         if self.plugins is not None:
+            starting = name not in self.plugins.nodes
             self.plugins.ensure_node(name)
+            if starting:  # slices of real plugins from before this kubelet started go unless they return
+                fake = {d.name for d in planned.pool.drivers} if planned is not None else set()
+                self.plugins.wipe_unless_registered(name, {
+                    str(spec_of(s).get("driver")) for s in self.slices.cache.by_index(caches.NODE, name)} - fake)
+                if self.fake_devices is not None:  # what the fake drivers prepared for claims deleted since
+                    self.fake_devices.sweep(node=name, live=self._claim_exists, aside=self._aside(name))
         if planned is not None:
             if name not in self._slices_synced and await self._sync_slices(planned, node):
                 self._slices_synced.add(name)

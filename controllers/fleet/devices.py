@@ -263,6 +263,28 @@ class FakeDevices:
             logger.debug("cdi_spec_removed", node=node, namespace=namespace, name=name, driver=driver_name,
                          file=file_name)
 
+    def sweep(self, *, node: str, live: Callable[[str, str, str], bool], aside: Collection[str] = ()) -> int:
+        """At a kubelet's start: drop the fake drivers' specs and checkpoint entries of claims that are
+        gone (`live(namespace, name, uid)` is False) — deleted while no kubelet ran. Returns how many."""
+        planned = self.plan.node(node)
+        if planned is None:
+            return 0
+        drivers = {d.name: d for d in planned.pool.drivers if d.name not in aside}
+        nd = self.node_dir(node)
+        swept = 0
+        for uid, prepared in sorted(nd.prepared().items()):
+            if live(prepared.namespace, prepared.name, uid):
+                continue
+            for driver_name in sorted(set(prepared.drivers) & set(drivers)):
+                driver = drivers[driver_name]
+                file_name = cdi.transient_spec_name(vendor_of(driver_name), driver_class(driver), uid) + ".json"
+                (nd.cdi / file_name).unlink(missing_ok=True)
+                nd.forget(uid=uid, driver=driver_name)
+                swept += 1
+                logger.debug("cdi_spec_swept", node=node, namespace=prepared.namespace, name=prepared.name,
+                             driver=driver_name, file=file_name)
+        return swept
+
     def prepared_claims(self) -> list[tuple[str, str]]:
         return sorted(self._prepared)
 

@@ -22,11 +22,14 @@ from cp.objects import meta_of, resource_version_of, spec_of, status_of, uid_of
 
 class AssumeCache:
     def __init__(self, *, claims: informers.Informer, slices: informers.Informer, classes: informers.Informer,
-                 rules: informers.Informer, nodes: NodeCache, features: Features) -> None:
+                 rules: informers.Informer, nodes: NodeCache, features: Features, use_taint_rules: bool = True
+                 ) -> None:
         self.claims = claims
         self.slices = slices
         self.classes = classes
         self.rules = rules
+        # DRADeviceTaintRules off: DeviceTaintRules taint nothing (upstream's slice tracker ignores them).
+        self.use_taint_rules = use_taint_rules
         self.node_cache = nodes
         self.features = features
         self.cel_cache = CelCache()
@@ -164,7 +167,8 @@ class AssumeCache:
             self.class_map = {str(meta_of(c).get("name")): c for c in self.classes.cache.list()}
             self.ext_mapping = ext.extended_resource_class_mapping(self.class_map)
             self.allocator = Allocator(slices=slices, classes=self.class_map, allocated=self.state,
-                                       taint_rules=self.rules.cache.list(), features=self.features,
+                                       taint_rules=self.rules.cache.list() if self.use_taint_rules else (),
+                                       features=self.features,
                                        cel_cache=self.cel_cache, deadline=None)
             self.allocator_gen += 1
             shared: set[str] = set()

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from controllers.runtime import manager as managers
@@ -20,6 +21,7 @@ from controllers.scheduler.config import (
 from controllers.scheduler.core import Scheduler
 from cp import clock as clocks
 from cp import features as gates
+from cp.dra.allocator import allocator_features
 from cp.scheduling import profiles as scheduling_profiles
 
 
@@ -54,15 +56,19 @@ def new(ctx: managers.ControllerContext, *, workers: int = DEFAULT_WORKERS, filt
         ) -> managers.Controller:
     """The scheduler controller; `config` (a parsed KubeSchedulerConfiguration) gives its profiles,
     backoff and `percentageOfNodesToScore`; `seed` makes the choice among equally scored nodes
-    reproducible; `feature_gates`: kube-scheduler's `--feature-gates`."""
+    reproducible; `feature_gates`: kube-scheduler's `--feature-gates` (they also give the allocator's
+    `Features`, `allocator_features`, and DRASchedulerFilterTimeout the per-node time limit)."""
     profiles = scheduling_profiles.build_profiles(config) if config is not None else None
     if config is not None and config.percentage_of_nodes_to_score is not None:
         percentage_of_nodes_to_score = config.percentage_of_nodes_to_score
     initial, maximum = INITIAL_BACKOFF, MAX_BACKOFF
     if config is not None:
         initial, maximum = float(config.pod_initial_backoff_seconds), float(config.pod_max_backoff_seconds)
+    if not feature_gates.enabled(gates.DRA_SCHEDULER_FILTER_TIMEOUT):
+        filter_timeout = math.inf  # upstream: no per-node Filter time limit with the gate off
     sched = Scheduler(client=ctx.client, informer_factory=ctx.informers, clock=ctx.clock,
                       recorder=ctx.recorder(COMPONENT), filter_timeout=filter_timeout,
+                      features=allocator_features(gates=feature_gates),
                       pod_filter_timeout=pod_filter_timeout,
                       percentage_of_nodes_to_score=percentage_of_nodes_to_score, seed=seed, profiles=profiles,
                       initial_backoff=initial, max_backoff=maximum, binding_timeout=binding_timeout,

@@ -179,7 +179,8 @@ class Scheduler:
         self.node_cache = NodeCache()
         # DRA: what is in use (informer + assumptions), and the allocator over slices/classes/rules.
         self.assume = AssumeCache(claims=self.claims, slices=self.slices, classes=self.classes, rules=self.rules,
-                                  nodes=self.node_cache, features=features)
+                                  nodes=self.node_cache, features=features,
+                                  use_taint_rules=feature_gates.enabled(gates.DRA_DEVICE_TAINT_RULES))
         # One scheduling cycle per profile, by schedulerName; pods naming another are left alone.
         self.profiles = list(profiles) if profiles else [scheduling_profiles.default_profile()]
         volumes = InformerVolumes(pvcs=self.pvcs, pvs=self.pvs, classes=self.storage_classes)

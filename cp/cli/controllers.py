@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cp import features
 from cp.cli import endpoint
 
 
@@ -32,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     add_scheduler_args(p)
     p.add_argument("--feature-gates", type=feature_gates, default=None, metavar="A=true,B=false",
                    help="feature gates of the scheduler and the ResourceClaim controller (as the API server's; "
-                        "cp/features.py)")
+                        "cp/features.py). " + features.help_text())
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -40,8 +41,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def feature_gates(text: str) -> Any:
     """argparse type of `--feature-gates` (`cp.features.parse`)."""
-    from cp import features
-
     try:
         return features.parse(text)
     except features.FeatureGateError as exc:
@@ -55,9 +54,21 @@ def gate_overrides(gates: Any) -> dict[str, Any]:
         return {}
     import functools
 
-    from controllers import resourceclaim
+    from controllers import resourceclaim, taint_evictor
 
-    return {resourceclaim.NAME: functools.partial(resourceclaim.new, feature_gates=gates)}
+    return {resourceclaim.NAME: functools.partial(resourceclaim.new, feature_gates=gates),
+            taint_evictor.NAME: functools.partial(
+                taint_evictor.new, use_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES))}
+
+
+def gated_names(gates: Any, names: list[str] | None) -> list[str] | None:
+    """`names` (None: every controller) without those kube-controller-manager does not start with
+    `gates`: the device taint eviction controller needs DRADeviceTaints."""
+    if gates is None or gates.enabled(features.DRA_DEVICE_TAINTS):
+        return names
+    from controllers import taint_evictor
+
+    return [*(names or ["*"]), f"-{taint_evictor.NAME}"]
 
 
 def load_fleet(args: argparse.Namespace, *, command: str) -> bool:
@@ -144,7 +155,7 @@ async def _controllers_async(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    names = [n for n in (args.only or "").split(",") if n] or None
+    names = gated_names(args.feature_gates, [n for n in (args.only or "").split(",") if n] or None)
     kwargs: dict[str, object] = {"server_url": args.server} if args.server else {"kubeconfig": args.kubeconfig}
     ready = asyncio.Event()
     tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS), name="controllers:tune-gc")

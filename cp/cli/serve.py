@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from cp import features
 from cp.cli import controllers as controller_commands
 
 LOOPBACK_NAMES = ("localhost",)
@@ -95,8 +96,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "are evicted (NoExecute) and rescheduled on healthy devices")
     controller_commands.add_scheduler_args(p)
     p.add_argument("--feature-gates", type=controller_commands.feature_gates, default=None, metavar="A=true,B=false",
-                   help="feature gates of the API server and the scheduler (cp/features.py; default: 1.37's "
-                        "defaults, e.g. GenericWorkload=true,GangScheduling=true for gang scheduling)")
+                   help="feature gates of the API server, the scheduler and the controllers (cp/features.py; "
+                        "default: 1.37's defaults, e.g. GenericWorkload=true,GangScheduling=true for gang "
+                        "scheduling). " + features.help_text())
     p.add_argument("--runtime-config", type=_runtime_config, default=None, metavar="KEY=VALUE,...",
                    help="built-in API versions switched on or off, as kube-apiserver's flag: "
                         "GROUP/VERSION=true|false (a bare GROUP/VERSION is true; the core group is api/v1), "
@@ -206,6 +208,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                                         name="controllers:tune-gc")
             controllers_task = asyncio.create_task(
                 registry.run_controllers(server_url=srv.url, clock=the_clock, stop_event=stop,
+                                         names=controller_commands.gated_names(args.feature_gates, None),
                                          overrides=overrides, identities=identities, ready=ready),
                 name="controllers")
         await stop.wait()

@@ -47,6 +47,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from cp import features as feature_names
 from cp.dra.celenv import CelCache, CelError, CompiledExpression
 from cp.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
 from cp.dra.model import (
@@ -61,6 +62,7 @@ from cp.dra.model import (
 from cp.dra.nodeselector import NodeSelectorError, node_matches
 from cp.dra.pools import GatherError, Pool, gather_pools
 from cp.dra.state import AllocatedState
+from cp.features import FeatureGates
 from cp.quantity import BINARY_SI, Quantity, QuantityError
 
 __all__ = [
@@ -75,6 +77,7 @@ __all__ = [
     "Recorder",
     "Stats",
     "allocation_uses_admin_access",
+    "allocator_features",
     "claim_requests_admin_access",
     "namespace_allows_admin_access",
 ]
@@ -98,6 +101,20 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
 
 
 DEFAULT_FEATURES = Features()
+
+
+def allocator_features(*, gates: FeatureGates) -> Features:
+    """The allocator features a scheduler running with `gates` has (upstream's scheduler builds its
+    allocator's `Features` from the same gates)."""
+    return Features(
+        admin_access=gates.enabled(feature_names.DRA_ADMIN_ACCESS),
+        prioritized_list=gates.enabled(feature_names.DRA_PRIORITIZED_LIST),
+        partitionable_devices=gates.enabled(feature_names.DRA_PARTITIONABLE_DEVICES),
+        device_taints=gates.enabled(feature_names.DRA_DEVICE_TAINTS),
+        consumable_capacity=gates.enabled(feature_names.DRA_CONSUMABLE_CAPACITY),
+        device_binding_and_status=gates.enabled(feature_names.DRA_DEVICE_BINDING_CONDITIONS),
+        list_type_attributes=gates.enabled(feature_names.DRA_LIST_TYPE_ATTRIBUTES),
+    )
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -980,6 +997,8 @@ class _Run:
         return undo
 
     def _taint_prevents(self, dev: DeviceInfo, rd: _Request) -> bool:
+        if not self.f.device_taints:  # upstream skips the check with DRADeviceTaints off
+            return False
         for taint in self.a._taints(dev):
             if taint.get("effect") not in ("NoSchedule", "NoExecute"):
                 continue

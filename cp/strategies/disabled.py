@@ -6,6 +6,19 @@ object written while the gate was on keeps working after it is turned off).
 - Pods and pod templates: `spec.schedulingGroup` (GenericWorkload).
 - PodGroups: `spec.resourceClaims` and `status.resourceClaimStatuses`; Workloads:
   `spec.podGroupTemplates[].resourceClaims` (DRAWorkloadResourceClaims).
+- ResourceSlices (`pkg/registry/resource/resourceslice/strategy.go`): devices' `taints`
+  (DRADeviceTaints); `sharedCounters`, `perDeviceNodeSelection` and devices' `consumesCounters`,
+  `nodeName`, `nodeSelector`, `allNodes` (DRAPartitionableDevices); devices' `bindsToNode`,
+  `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
+  `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity).
+- ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
+  and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
+  `distinctAttribute` (DRAConsumableCapacity). A claim's status: results' `shareID` and
+  `consumedCapacity`, `status.devices[].shareID` (DRAConsumableCapacity); results'
+  `bindingConditions` and `bindingFailureConditions` (DRADeviceBindingConditions).
+
+The gates locked on in 1.37 (DRAAdminAccess, DRAPrioritizedList, DRAResourceClaimDeviceStatus,
+DRAExtendedResource) never drop anything; DeviceClass has no field behind an unlocked gate.
 
 Pure.
 """
@@ -77,9 +90,127 @@ def _drop_workload_fields(new: Obj, old: Obj | None, features: gates.FeatureGate
             template.pop("resourceClaims", None)
 
 
+def _dicts(value: Any) -> list[Obj]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _pop_all(objs: list[Obj], *keys: str) -> None:
+    for obj in objs:
+        for key in keys:
+            obj.pop(key, None)
+
+
+def _any_has(objs: list[Obj], *keys: str) -> bool:
+    return any(obj.get(key) is not None for obj in objs for key in keys)
+
+
+# -- ResourceSlice ---------------------------------------------------------------------------------
+
+_SLICE_PARTITIONABLE = ("consumesCounters", "nodeName", "nodeSelector", "allNodes")
+_SLICE_BINDING = ("bindsToNode", "bindingConditions", "bindingFailureConditions")
+
+
+def _slice_devices(obj: Obj | None) -> list[Obj]:
+    return _dicts(_at(obj, "spec", "devices"))
+
+
+def _capacities(devices: list[Obj]) -> list[Obj]:
+    return [c for d in devices if isinstance(d.get("capacity"), dict)
+            for c in d["capacity"].values() if isinstance(c, dict)]
+
+
+_SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
+                gates.DRA_CONSUMABLE_CAPACITY)
+_CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS)
+
+
+def _all_on(features: gates.FeatureGates, names: tuple[str, ...]) -> bool:
+    return all(features.enabled(name) for name in names)
+
+
+def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
+    if _all_on(features, _SLICE_GATES):  # a default cluster: nothing to do
+        return
+    devices, old_devices = _slice_devices(new), _slice_devices(old)
+    if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_devices, "taints"):
+        _pop_all(devices, "taints")
+    if not features.enabled(gates.DRA_PARTITIONABLE_DEVICES):
+        spec, old_spec = new.get("spec"), _at(old, "spec")
+        in_use = (isinstance(old_spec, dict) and _any_has([old_spec], "sharedCounters", "perDeviceNodeSelection")) \
+            or _any_has(old_devices, *_SLICE_PARTITIONABLE)
+        if not in_use:
+            if isinstance(spec, dict):
+                _pop_all([spec], "sharedCounters", "perDeviceNodeSelection")
+            _pop_all(devices, *_SLICE_PARTITIONABLE)
+    if not features.enabled(gates.DRA_DEVICE_BINDING_CONDITIONS) and not _any_has(old_devices, *_SLICE_BINDING):
+        _pop_all(devices, *_SLICE_BINDING)
+    if not features.enabled(gates.DRA_CONSUMABLE_CAPACITY) \
+            and not _any_has(old_devices, "allowMultipleAllocations") \
+            and not _any_has(_capacities(old_devices), "requestPolicy"):
+        _pop_all(devices, "allowMultipleAllocations")
+        _pop_all(_capacities(devices), "requestPolicy")
+
+
+# -- ResourceClaim, ResourceClaimTemplate ----------------------------------------------------------
+
+
+def _requests(spec: Any) -> tuple[list[Obj], list[Obj]]:
+    """The `exactly` parts of a claim spec's requests, and its subrequests."""
+    requests = _dicts(_at(spec, "devices", "requests"))
+    exactly = [r["exactly"] for r in requests if isinstance(r.get("exactly"), dict)]
+    subs = [s for r in requests for s in _dicts(r.get("firstAvailable"))]
+    return exactly, subs
+
+
+def _drop_claim_spec_fields(new_spec: Any, old_spec: Any, features: gates.FeatureGates) -> None:
+    """`resourceclaimspec.DropDisabledFields`: a claim's or a template's claim spec."""
+    exactly, subs = _requests(new_spec)
+    old_exactly, old_subs = _requests(old_spec)
+    if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_exactly + old_subs, "tolerations"):
+        _pop_all(exactly + subs, "tolerations")
+    if not features.enabled(gates.DRA_CONSUMABLE_CAPACITY) \
+            and not _any_has(old_exactly + old_subs, "capacity") \
+            and not _any_has(_dicts(_at(old_spec, "devices", "constraints")), "distinctAttribute"):
+        _pop_all(exactly + subs, "capacity")
+        _pop_all(_dicts(_at(new_spec, "devices", "constraints")), "distinctAttribute")
+
+
+def _results(claim: Obj | None) -> list[Obj]:
+    return _dicts(_at(claim, "status", "allocation", "devices", "results"))
+
+
+def _drop_claim_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
+    if _all_on(features, _CLAIM_GATES):
+        return
+    old_spec = _at(old, "spec")
+    _drop_claim_spec_fields(new.get("spec"), old_spec, features)
+    results, old_results = _results(new), _results(old)
+    status_devices, old_status_devices = _dicts(_at(new, "status", "devices")), _dicts(_at(old, "status", "devices"))
+    if not features.enabled(gates.DRA_CONSUMABLE_CAPACITY):
+        old_exactly, old_subs = _requests(old_spec)
+        in_use = (_any_has(old_exactly + old_subs, "capacity")
+                  or _any_has(_dicts(_at(old_spec, "devices", "constraints")), "distinctAttribute")
+                  or _any_has(old_results, "shareID", "consumedCapacity") or _any_has(old_status_devices, "shareID"))
+        if not in_use:
+            _pop_all(results, "shareID", "consumedCapacity")
+            _pop_all(status_devices, "shareID")
+    if not features.enabled(gates.DRA_DEVICE_BINDING_CONDITIONS) \
+            and not _any_has(old_results, "bindingConditions", "bindingFailureConditions"):
+        _pop_all(results, "bindingConditions", "bindingFailureConditions")
+
+
+def _drop_claim_template_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
+    if _all_on(features, _CLAIM_GATES):
+        return
+    _drop_claim_spec_fields(_at(new, "spec", "spec"), _at(old, "spec", "spec"), features)
+
+
 _OWN: dict[tuple[str, str], Callable[[Obj, Obj | None, gates.FeatureGates], None]] = {
     ("scheduling.k8s.io", "PodGroup"): _drop_podgroup_fields,
     ("scheduling.k8s.io", "Workload"): _drop_workload_fields,
+    ("resource.k8s.io", "ResourceSlice"): _drop_slice_fields,
+    ("resource.k8s.io", "ResourceClaim"): _drop_claim_fields,
+    ("resource.k8s.io", "ResourceClaimTemplate"): _drop_claim_template_fields,
 }
 
 

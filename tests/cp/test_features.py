@@ -25,13 +25,60 @@ def test_parse() -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     ("Nope=true", "unrecognized feature gate: Nope"),
-    ("GenericWorkload", "invalid value of GenericWorkload: want NAME=true|false"),
-    ("GenericWorkload=yes", "invalid value of GenericWorkload=yes"),
+    ("GenericWorkload", "missing bool value for GenericWorkload"),
+    ("GenericWorkload=yes", 'invalid value of GenericWorkload=yes, err: strconv.ParseBool: parsing "yes": invalid syntax'),
+    ("DRAAdminAccess=false", "cannot set feature gate DRAAdminAccess to false, feature is locked to true"),
+    ("DynamicResourceAllocation=false", "cannot set feature gate DynamicResourceAllocation to false, feature is locked "
+                                        "to true"),
+    ("DRADeviceBindingConditions=true,DRAExtendedResource=false,Nope=1",
+     r"\[cannot set feature gate DRAExtendedResource to false, feature is locked to true, unrecognized feature gate: "
+     r"Nope\]"),
     ("GangScheduling=true", "feature gate GangScheduling requires GenericWorkload to be enabled"),
 ])
 def test_parse_errors(text: str, message: str) -> None:
     with pytest.raises(features.FeatureGateError, match=message):
         features.parse(text)
+
+
+def test_1_37_specs() -> None:
+    specs = features.SPECS
+    assert specs["DRAPrioritizedList"] == features.Spec(default=True, stage="GA", locked=True)
+    assert specs["DRADeviceTaints"] == features.Spec(default=True, stage="GA", locked=False)
+    assert specs["DRAPartitionableDevices"] == features.Spec(default=True, stage="BETA")
+    assert specs["DRAConsumableCapacity"] == features.Spec(default=True, stage="BETA")
+    assert specs["DRAListTypeAttributes"] == features.Spec(default=False, stage="ALPHA")
+    assert features.DEFAULTS["GenericWorkload"] == (False, "BETA")
+
+
+def test_values_as_go_parse_them_and_locked_gates_at_their_default() -> None:
+    gates = features.parse("DRAPartitionableDevices=0,DRAListTypeAttributes=T,DRAAdminAccess=true")
+    assert not gates.enabled(features.DRA_PARTITIONABLE_DEVICES)
+    assert gates.enabled(features.DRA_LIST_TYPE_ATTRIBUTES) and gates.enabled(features.DRA_ADMIN_ACCESS)
+    assert gates.overrides() == {"DRAPartitionableDevices": False, "DRAListTypeAttributes": True}
+
+
+def test_all_alpha_and_all_beta() -> None:
+    gates = features.parse("AllBeta=false,DRAConsumableCapacity=true")
+    assert not gates.enabled(features.DRA_PARTITIONABLE_DEVICES)  # beta, set by AllBeta
+    assert gates.enabled(features.DRA_CONSUMABLE_CAPACITY)  # named explicitly
+    assert gates.enabled(features.DRA_PRIORITIZED_LIST)  # GA: not touched
+    alpha = features.parse("AllAlpha=true,GenericWorkload=true")
+    assert alpha.enabled(features.GANG_SCHEDULING) and alpha.enabled(features.DRA_LIST_TYPE_ATTRIBUTES)
+    assert ("AllAlpha", "ALPHA", True) in alpha.states()
+
+
+def test_help_lists_alpha_and_beta_gates_as_component_base() -> None:
+    lines = features.known_features()
+    assert lines == sorted(lines)
+    assert "DRAPartitionableDevices=true|false (BETA - default=true)" in lines
+    assert "DRAListTypeAttributes=true|false (ALPHA - default=false)" in lines
+    assert "AllAlpha=true|false (ALPHA - default=false)" in lines
+    assert not any(line.startswith(("DRAAdminAccess=", "DRADeviceTaints=")) for line in lines)  # GA: hidden
+
+
+def test_binding_conditions_need_device_status() -> None:
+    assert features.DEPENDENCIES[features.DRA_DEVICE_BINDING_CONDITIONS] == (
+        features.DRA_RESOURCE_CLAIM_DEVICE_STATUS,)
 
 
 def test_a_gate_whose_dependency_is_off_is_off() -> None:
@@ -51,3 +98,14 @@ def test_workload_api_is_served_only_with_generic_workload() -> None:
     # custom resources come and go beside them
     on.set_custom("x", ())
     assert on.lookup("scheduling.k8s.io", "v1beta1", "workloads") is not None
+
+
+def test_docs_table_lists_every_gate() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    section = text[text.index("### Feature gates"):text.index("### One resource, several versions")]
+    for name, spec in features.SPECS.items():
+        row = next((line for line in section.splitlines() if line.startswith(f"| `{name}` |")), None)
+        assert row is not None, name
+        assert f"| {'true' if spec.default else 'false'} |" in row, name

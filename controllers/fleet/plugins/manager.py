@@ -425,6 +425,17 @@ class Plugins:
                 np.wipes[driver] = self.spawn(np._wipe(driver, self.wipe_due()), name=f"plugin:{node}:{driver}:wipe")
         return np
 
+    def wipe_unless_registered(self, node: str, drivers: Iterable[str]) -> None:
+        """A kubelet that starts wipes its node's ResourceSlices after the grace delay unless a plugin
+        of their driver is connected by then (upstream's registration handler at kubelet start): for
+        the drivers of slices left on the node that no fake driver of the fleet publishes there."""
+        np = self.nodes.get(node)
+        if np is None:
+            return
+        for driver in sorted(drivers):
+            if not np.usable(driver):
+                np._ensure_wipe(driver)
+
     def drop_node(self, node: str) -> None:
         """The node's kubelet stopped or the node went: its registrations are forgotten (which
         drivers were real is remembered for a restart)."""

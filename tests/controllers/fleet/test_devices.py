@@ -250,3 +250,24 @@ def test_partitions_and_generic_devices(tmp_path: Path) -> None:
     fpga = cdi.read_spec(cdi_dir / f"k8s.fpga.example.com-device_{uid}.json")
     assert fpga.kind == "k8s.fpga.example.com/device"
     assert fpga.devices[0].container_edits.env == [f"DEVICE_DEVICE_FPGA_0_RESOURCE_CLAIM={uid}", "DRA_ADMIN_ACCESS=false"]
+
+
+async def test_a_starting_kubelet_sweeps_what_was_prepared_for_claims_deleted_meanwhile(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, demo: fleets.Fleet,
+        tmp_path: Path) -> None:
+    """A claim prepared by a fake driver and deleted while no fleet ran: its spec and checkpoint entry
+    go when the node's kubelet starts; a claim that still exists keeps them."""
+    root = tmp_path / "nodes"
+    kept = await client.create(CLAIMS, {"metadata": {"name": "devs", "namespace": "default"},
+                                        "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {
+                                            "deviceClassName": "gpu.example.com"}}]}}})
+    fake = devices.FakeDevices(root=root, plan=objs.Plan(demo))
+    fake.prepare(claim=_claim(), node="gpu-node-0")  # uid UID: no such claim
+    fake.prepare(claim=_claim(kept["metadata"]["uid"]), node="gpu-node-0")
+    nd = nodedirs.NodeDir(root=root, node="gpu-node-0")
+    assert sorted(nd.prepared()) == sorted([UID, kept["metadata"]["uid"]])
+    async with running_fleet(srv, clock, demo, kubelet_root=root):
+        await eventually(lambda: UID not in nd.prepared(), what="the deleted claim's entry swept")
+        assert sorted(nd.prepared()) == [kept["metadata"]["uid"]]
+        names = sorted(p.name for p in nd.cdi.iterdir())
+        assert not any(UID in n for n in names) and any(kept["metadata"]["uid"] in n for n in names)

@@ -589,3 +589,22 @@ async def test_health_v1_is_preferred_and_carries_its_message_and_timeout(
 async def _health_of(status: Any) -> str:
     got = await status
     return str(got[0]["resources"][0]["health"]) if got else ""
+
+
+async def test_a_starting_kubelet_wipes_slices_its_plugins_left_unless_they_register_again(
+        srv: servers.Running, client: clients.Client, clock: clocks.VirtualClock, root: Path) -> None:
+    """Slices of real plugins from before the kubelet started (a fleet restarted while a plugin was
+    gone) are wiped after the grace delay, as upstream's kubelet does at start; a plugin that registers
+    in time keeps its slices; the fake drivers' own slices are never wiped so."""
+    for driver in ("gone.example.dev", "back.example.dev"):
+        await client.create(SLICES, {"metadata": {"name": f"{NODE}-{driver}"},
+                                     "spec": {"driver": driver, "nodeName": NODE,
+                                              "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                                              "devices": [{"name": "dev-0"}]}})
+    async with fleet_with_plugins(srv, clock, root) as sim, plugin_on(root, driver="back.example.dev") as plugin:
+        await register(sim, plugin)
+        await eventually(lambda: slices_of(client, NODE, DRIVER), what="fake slices published")
+        clock.advance(kubelet_plugins.WIPE_DELAY)
+        await eventually(lambda: _eq(slices_of(client, NODE, "gone.example.dev"), []), what="left-over slices wiped")
+        assert await slices_of(client, NODE, "back.example.dev") == [f"{NODE}-back.example.dev"]
+        assert await slices_of(client, NODE, DRIVER)  # the fake driver's

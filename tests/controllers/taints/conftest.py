@@ -65,12 +65,13 @@ async def start_controllers(srv: servers.Running, clock: clocks.VirtualClock) ->
     """`await start_controllers(evictor=True, health=True, taint_unhealthy=None)`."""
     stops: list[tuple[asyncio.Event, asyncio.Task[None], clients.Client]] = []
 
-    async def start(*, evictor: bool = True, reporter: bool = True, taint_unhealthy: str | None = None) -> Running:
+    async def start(*, evictor: bool = True, reporter: bool = True, taint_unhealthy: str | None = None,
+                    use_rules: bool = True) -> Running:
         client = clients.Client(srv.url)
         manager = managers.Manager(client=client, clock=clock)
         ctx = manager.context()
         if evictor:
-            manager.add(taint_evictor.new(ctx))
+            manager.add(taint_evictor.new(ctx, use_rules=use_rules))
         if reporter:
             manager.add(health.new(ctx, taint_unhealthy=taint_unhealthy))
         stop = asyncio.Event()

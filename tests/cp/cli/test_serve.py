@@ -118,14 +118,14 @@ async def test_bad_feature_gates_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_feature_gates_reach_the_scheduler_and_the_claim_controller() -> None:
-    from controllers import resourceclaim, scheduler
+    from controllers import resourceclaim, scheduler, taint_evictor
     from cp import features
     from cp.cli import controllers
 
     args = _args("--feature-gates", "GenericWorkload=true,GangScheduling=true")
     assert args.feature_gates.enabled(features.GANG_SCHEDULING)
     overrides = controllers.gate_overrides(args.feature_gates)
-    assert set(overrides) == {resourceclaim.NAME}
+    assert set(overrides) == {resourceclaim.NAME, taint_evictor.NAME}
     assert overrides[resourceclaim.NAME].keywords == {"feature_gates": args.feature_gates}
     assert controllers.gate_overrides(_args().feature_gates) == {}
     # the scheduler takes them with --scheduler-config / --scheduler-seed, in one override

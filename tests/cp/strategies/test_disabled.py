@@ -1,0 +1,156 @@
+"""cp/strategies/disabled.py: the fields of a disabled DRA gate are dropped on create and on updates
+whose old object did not use them, as upstream's resource strategies and `resourceclaimspec` do."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from cp import features
+from cp.strategies.disabled import drop_disabled_fields
+
+Obj = dict[str, Any]
+GROUP = "resource.k8s.io"
+
+
+def gates(text: str) -> features.FeatureGates:
+    return features.parse(text)
+
+
+def full_slice() -> Obj:
+    return {"spec": {
+        "driver": "gpu.example.com", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+        "perDeviceNodeSelection": True,
+        "sharedCounters": [{"name": "set", "counters": {"mem": {"value": "8Gi"}}}],
+        "devices": [{
+            "name": "d0", "nodeName": "n1",
+            "taints": [{"key": "k", "effect": "NoSchedule"}],
+            "consumesCounters": [{"counterSet": "set", "counters": {"mem": {"value": "4Gi"}}}],
+            "bindsToNode": True, "bindingConditions": ["Ready"], "bindingFailureConditions": ["Failed"],
+            "allowMultipleAllocations": True,
+            "capacity": {"mem": {"value": "4Gi", "requestPolicy": {"default": "1Gi"}}},
+        }],
+    }}
+
+
+def full_claim() -> Obj:
+    return {
+        "spec": {"devices": {
+            "requests": [
+                {"name": "a", "exactly": {"deviceClassName": "c", "tolerations": [{"operator": "Exists"}],
+                                          "capacity": {"requests": {"mem": "1Gi"}}}},
+                {"name": "b", "firstAvailable": [{"name": "s", "deviceClassName": "c",
+                                                  "tolerations": [{"operator": "Exists"}],
+                                                  "capacity": {"requests": {"mem": "1Gi"}}}]},
+            ],
+            "constraints": [{"requests": ["a"], "distinctAttribute": "gpu.example.com/index"}],
+        }},
+        "status": {
+            "allocation": {"devices": {"results": [{
+                "request": "a", "driver": "gpu.example.com", "pool": "p", "device": "d0",
+                "shareID": "7b3c1e9a-0000-4000-8000-000000000000", "consumedCapacity": {"mem": "1Gi"},
+                "bindingConditions": ["Ready"], "bindingFailureConditions": ["Failed"],
+                "tolerations": [{"operator": "Exists"}]}]}},
+            "devices": [{"driver": "gpu.example.com", "pool": "p", "device": "d0",
+                         "shareID": "7b3c1e9a-0000-4000-8000-000000000000"}],
+        },
+    }
+
+
+def dropped(kind: str, obj: Obj, *, gate_text: str, old: Obj | None = None) -> Obj:
+    new = copy.deepcopy(obj)
+    drop_disabled_fields(new, old, group=GROUP, kind=kind, features=gates(gate_text))
+    return new
+
+
+@pytest.mark.parametrize("kind,obj", [("ResourceSlice", full_slice()), ("ResourceClaim", full_claim()),
+                                      ("ResourceClaimTemplate", {"spec": full_claim()}),
+                                      ("DeviceClass", {"spec": {"extendedResourceName": "example.com/gpu"}})])
+def test_a_default_cluster_keeps_everything(kind: str, obj: Obj) -> None:
+    assert dropped(kind, obj, gate_text="") == obj
+
+
+def test_slice_device_taints_off() -> None:
+    out = dropped("ResourceSlice", full_slice(), gate_text="DRADeviceTaints=false")
+    assert "taints" not in out["spec"]["devices"][0]
+    assert out["spec"]["devices"][0]["consumesCounters"]  # other gates' fields stay
+
+
+def test_slice_partitionable_devices_off() -> None:
+    out = dropped("ResourceSlice", full_slice(), gate_text="DRAPartitionableDevices=false")
+    assert "sharedCounters" not in out["spec"] and "perDeviceNodeSelection" not in out["spec"]
+    device = out["spec"]["devices"][0]
+    assert not {"consumesCounters", "nodeName"} & set(device)
+    assert device["taints"] and device["bindingConditions"]
+
+
+def test_slice_binding_conditions_off() -> None:
+    out = dropped("ResourceSlice", full_slice(), gate_text="DRADeviceBindingConditions=false")
+    assert not {"bindsToNode", "bindingConditions", "bindingFailureConditions"} & set(out["spec"]["devices"][0])
+
+
+def test_slice_consumable_capacity_off() -> None:
+    out = dropped("ResourceSlice", full_slice(), gate_text="DRAConsumableCapacity=false")
+    device = out["spec"]["devices"][0]
+    assert "allowMultipleAllocations" not in device and device["capacity"] == {"mem": {"value": "4Gi"}}
+
+
+def test_slice_update_keeps_fields_the_old_object_used() -> None:
+    old = full_slice()
+    new = full_slice()
+    new["spec"]["devices"].append({"name": "d1", "taints": [{"key": "k2", "effect": "NoExecute"}],
+                                   "consumesCounters": [{"counterSet": "set", "counters": {}}]})
+    text = "DRADeviceTaints=false,DRAPartitionableDevices=false,DRAConsumableCapacity=false"
+    assert dropped("ResourceSlice", new, gate_text=text, old=old) == new
+    # an old object without them: the update drops them
+    bare = {"spec": {"driver": "gpu.example.com", "devices": [{"name": "d0"}]}}
+    out = dropped("ResourceSlice", new, gate_text=text, old=bare)
+    assert all(set(d) <= {"name", "bindsToNode", "bindingConditions", "bindingFailureConditions", "capacity"}
+               for d in out["spec"]["devices"])
+
+
+def test_claim_device_taints_off() -> None:
+    out = dropped("ResourceClaim", full_claim(), gate_text="DRADeviceTaints=false")
+    requests = out["spec"]["devices"]["requests"]
+    assert "tolerations" not in requests[0]["exactly"] and "tolerations" not in requests[1]["firstAvailable"][0]
+    assert requests[0]["exactly"]["capacity"]
+
+
+def test_claim_consumable_capacity_off() -> None:
+    out = dropped("ResourceClaim", full_claim(), gate_text="DRAConsumableCapacity=false")
+    requests = out["spec"]["devices"]["requests"]
+    assert "capacity" not in requests[0]["exactly"] and "capacity" not in requests[1]["firstAvailable"][0]
+    assert out["spec"]["devices"]["constraints"] == [{"requests": ["a"]}]
+    result = out["status"]["allocation"]["devices"]["results"][0]
+    assert "shareID" not in result and "consumedCapacity" not in result
+    assert "shareID" not in out["status"]["devices"][0]
+
+
+def test_claim_binding_conditions_off() -> None:
+    out = dropped("ResourceClaim", full_claim(), gate_text="DRADeviceBindingConditions=false")
+    result = out["status"]["allocation"]["devices"]["results"][0]
+    assert "bindingConditions" not in result and "bindingFailureConditions" not in result
+    assert result["shareID"]
+
+
+def test_claim_status_update_keeps_what_the_old_claim_used() -> None:
+    text = "DRAConsumableCapacity=false,DRADeviceBindingConditions=false"
+    old = full_claim()
+    assert dropped("ResourceClaim", full_claim(), gate_text=text, old=old) == full_claim()
+    # the spec used capacity: the status's shareID is kept too (upstream looks at the whole claim)
+    spec_only = {"spec": full_claim()["spec"]}
+    out = dropped("ResourceClaim", full_claim(), gate_text=text, old=spec_only)
+    result = out["status"]["allocation"]["devices"]["results"][0]
+    assert result["shareID"] and "bindingConditions" not in result
+
+
+def test_template_claim_spec() -> None:
+    out = dropped("ResourceClaimTemplate", {"spec": full_claim()},
+                  gate_text="DRADeviceTaints=false,DRAConsumableCapacity=false")
+    exactly = out["spec"]["spec"]["devices"]["requests"][0]["exactly"]
+    assert exactly == {"deviceClassName": "c"}
+    old = {"spec": full_claim()}
+    assert dropped("ResourceClaimTemplate", {"spec": full_claim()}, gate_text="DRADeviceTaints=false",
+                   old=old) == {"spec": full_claim()}
