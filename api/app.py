@@ -252,11 +252,22 @@ async def _shutdown_watches(app: web.Application) -> None:
         task.cancel()
 
 
+async def _deprecation_warning(request: web.Request, response: web.StreamResponse) -> None:
+    """Upstream's warning on every request of a deprecated API version (`deprecation.WarningMessage`,
+    e.g. resource.k8s.io/v1beta2 while `--runtime-config` serves it); registered only when the server
+    serves one."""
+    target = request.get(st.TARGET)
+    if target is not None:
+        text = res.deprecation_warning(target.kind)
+        if text:
+            response.headers.add("Warning", f'299 - "{text}"')
+
+
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
              auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
              service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset(),
-             feature_gates: features.FeatureGates | None = None,
+             feature_gates: features.FeatureGates | None = None, runtime_config: Any = None,
              table_cache_bytes: int | None = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
@@ -273,6 +284,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     - `disabled_admission`: built-in admission plugins left out (`--disable-admission-plugins`).
     - `feature_gates`: the gates the server runs with (`--feature-gates`; None: 1.37's defaults): which
       gated API versions are served and which gated fields are kept (`cp.features`).
+    - `runtime_config`: the API versions switched on or off (`--runtime-config`, a
+      `cp.runtimeconfig.RuntimeConfig`; None: the default ones).
     - `table_cache_bytes`: the memory budget of the Table rows kept between requests
       (`cp.tables.RowCache`; None: its default; `cplane serve` gives half of `--watch-cache-memory`).
     """
@@ -289,7 +302,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     the_clock = clock or clocks.RealClock()
     app[st.CLOCK] = the_clock
     app[st.STORE] = auths.store_class(auth)(event_log=event_log, clock=the_clock,
-                                            registry=res.Registry(features=feature_gates))
+                                            registry=res.Registry(features=feature_gates,
+                                                                              runtime=runtime_config))
     ranges = service_ranges or allocation.ServiceRanges()
     app[st.SERVICE_RANGES] = ranges
     app[st.BOOTSTRAP] = bootstrap_objects
@@ -326,6 +340,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
 
     app.on_startup.append(_on_startup)
     app.on_cleanup.append(_on_cleanup)
+    if any(res.deprecation_warning(k) for k in app[st.STORE].registry.gated_kinds()):
+        app.on_response_prepare.append(_deprecation_warning)
     app.on_shutdown.append(_shutdown_watches)
     app.on_cleanup.append(_close_webhook_client)
     if auth is not None:

@@ -95,7 +95,8 @@ async def openapi_v2(request: web.Request) -> web.StreamResponse:
         return web.Response(status=406, headers={"Vary": "Accept"})
     registry = request.app[st.STORE].registry
     custom = registry.custom_kinds()
-    if not custom:
+    builtin, off = registry.gated_kinds(), registry.off_kinds()
+    if not custom and not builtin and not off:
         doc = await asyncio.to_thread(v2.served, protobuf=chosen)  # about 0.3 s the first time
     else:
         # Built off the event loop from a snapshot of the custom resources, and kept for this registry
@@ -104,7 +105,8 @@ async def openapi_v2(request: web.Request) -> web.StreamResponse:
         kept: dict[bool, v2.Served] = registry.cached("openapi.v2.served", dict)
         found = kept.get(chosen)
         if found is None:
-            found = kept[chosen] = await asyncio.to_thread(v2.served, protobuf=chosen, custom=tuple(custom))
+            found = kept[chosen] = await asyncio.to_thread(v2.served, protobuf=chosen, custom=tuple(custom),
+                                                           builtin=builtin, off=off)
         doc = found
     headers = {"Vary": "Accept, Accept-Encoding", "Etag": f'"{doc.etag}"'}
     if _not_modified(request, etag=doc.etag, last_modified=doc.last_modified):

@@ -84,10 +84,11 @@ def decode_continue(token: str) -> tuple[int | None, tuple[str, str]]:
 
 
 def custom_field_labels(kind: res.ResourceKind) -> fieldlabels.FieldLabels | None:
-    """A custom resource version's field labels (its `selectableFields`); None for a built-in kind."""
+    """A custom resource version's field labels (its `selectableFields`); for a built-in kind, those of
+    its version where they differ (`fieldlabels.version_field_labels`), else None."""
     custom = kind.custom
     if custom is None:
-        return None
+        return fieldlabels.version_field_labels(group=kind.group, version=kind.version, resource=kind.plural)
     return fieldlabels.custom_field_labels(key=(custom.key(), kind.version), selectable=custom.selectable,
                                            namespaced=kind.namespaced)
 

@@ -37,11 +37,21 @@ def served_event(kind: res.ResourceKind, ev: log.Event) -> log.Event:
     return msgspec.structs.replace(ev, object=conversions.served_json(kind, ev.object))
 
 
-def to_storage(target: reads.Target, obj: dict[str, Any], *, create: bool = False) -> dict[str, Any]:
+def to_storage(target: reads.Target, obj: dict[str, Any], *, create: bool = False,
+               ctx: stores.WriteContext | None = None) -> dict[str, Any]:
     """A request body of the client's version as the stored version (on create, checked first by the
-    rules that version adds: events.k8s.io/v1's for new Events)."""
+    rules that version adds: events.k8s.io/v1's for new Events). With the write's `ctx`, the body is
+    first decoded as its own version's type, as upstream decodes it into that version's Go struct:
+    wrong types are that version's 400, unknown fields its warnings (or errors, `fieldValidation`) and
+    are dropped before the conversion."""
     if target.served is None:
         return obj
+    if ctx is not None and target.served.custom is None:
+        from cp import validation
+
+        obj, warnings = validation.check_structure(obj, group=target.served.group, version=target.served.version,
+                                                   kind=target.served.kind, field_validation=ctx.field_validation)
+        ctx.warnings.extend(warnings)
     stored = conversions.to_storage(target.served, obj)
     if create and (target.served.group, target.served.kind) == ("events.k8s.io", "Event"):
         from cp.validation import core
@@ -73,7 +83,7 @@ async def patch(store: stores.Store, target: reads.Target, body: bytes, content_
         shown = conversions.served_object(served, msgspec.json.encode(current))
         patched = patching.apply_patch(shown, body, content_type=content_type, group=served.group,
                                        version=served.version, kind=served.kind)
-        return conversions.to_storage(served, patched)
+        return to_storage(target, patched, ctx=ctx)
 
     return await store.guaranteed_update(target.kind, target.namespace, target.name, mutate, ctx,
                                          subresource=subresource)
@@ -129,10 +139,10 @@ async def served_events(client: Any, kind: res.ResourceKind, events: list[log.Ev
 
 
 async def to_storage_converted(client: Any, target: reads.Target, obj: dict[str, Any], *,
-                               create: bool = False) -> dict[str, Any]:
+                               create: bool = False, ctx: stores.WriteContext | None = None) -> dict[str, Any]:
     """`to_storage`, through the definition's conversion webhook where it has one."""
     if not uses_webhook(target):
-        return to_storage(target, obj, create=create)
+        return to_storage(target, obj, create=create, ctx=ctx)
     assert target.served is not None
     custom = target.served.custom
     (stored,) = await _convert(client, _webhook(target.served), [obj],

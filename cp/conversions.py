@@ -331,11 +331,136 @@ def hpa_from_v1(v1: dict[str, Any]) -> dict[str, Any]:
             "spec": v2_spec, "status": v2_status}
 
 
+# ------------------------------------------------------------------------------ resource.k8s.io/v1beta2
+
+def _renamed(api_version: str) -> Converter:
+    """A conversion between two versions of one shape: only `apiVersion` changes (resource.k8s.io's
+    v1beta2 and v1 have the same fields, numbers and JSON names: upstream converts them field by
+    field with generated functions only, `pkg/apis/resource/v1beta2`)."""
+    def convert(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = api_version
+        return out
+
+    return convert
+
+
+_DRA_KINDS = ("DeviceClass", "DeviceTaintRule", "ResourceClaim", "ResourceClaimTemplate", "ResourceSlice")
+
+
+# ------------------------------------------------------------------------------ resource.k8s.io/v1beta1
+# Upstream's `pkg/apis/resource/v1beta1/conversion.go`: a request's `exactly` is flat in v1beta1 (its
+# fields beside `name` and `firstAvailable`), a device's fields are in its `basic` wrapper, and a
+# slice's `nodeName` and `allNodes` are a plain string and bool there (empty and false are unset).
+# Nothing v1 can say is lost in v1beta1 but those unset values, so no annotation carries anything.
+
+# The fields of v1's ExactDeviceRequest, flat in a v1beta1 DeviceRequest.
+_EXACT = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+# A v1beta1 request says something of `exactly` when one of these is set (Go's zero is unset; a slice
+# is set when present, even empty: `hasAnyMainRequestFieldsSet`).
+_SET: dict[str, Callable[[Any], bool]] = {
+    "deviceClassName": lambda v: bool(v), "selectors": lambda v: v is not None,
+    "allocationMode": lambda v: bool(v), "count": lambda v: bool(v), "adminAccess": lambda v: v is not None,
+    "tolerations": lambda v: v is not None, "capacity": lambda v: v is not None}
+
+
+def _request_to_v1beta1(request: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: copy.deepcopy(v) for k, v in request.items() if k != "exactly"}
+    exactly = request.get("exactly")
+    if isinstance(exactly, Mapping):
+        out.update({k: copy.deepcopy(exactly[k]) for k in _EXACT if k in exactly})
+    return out
+
+
+def _request_from_v1beta1(request: Mapping[str, Any]) -> dict[str, Any]:
+    out = {k: copy.deepcopy(v) for k, v in request.items() if k not in _EXACT}
+    if any(_SET[k](request.get(k)) for k in _EXACT):
+        out["exactly"] = {k: copy.deepcopy(request[k]) for k in _EXACT if request.get(k) is not None}
+    return out
+
+
+def _claim_spec(spec: Any, convert: Converter) -> Any:
+    if not isinstance(spec, Mapping) or not isinstance(spec.get("devices"), Mapping):
+        return copy.deepcopy(spec)
+    devices = dict(copy.deepcopy(spec["devices"]))
+    if isinstance(devices.get("requests"), list):
+        devices["requests"] = [convert(r) if isinstance(r, dict) else r for r in devices["requests"]]
+    return {**copy.deepcopy(dict(spec)), "devices": devices}
+
+
+def _claim(api_version: str, convert: Converter) -> Converter:
+    def run(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = api_version
+        if "spec" in obj:
+            out["spec"] = _claim_spec(obj["spec"], convert)
+        return out
+
+    return run
+
+
+def _template(api_version: str, convert: Converter) -> Converter:
+    def run(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = api_version
+        spec = obj.get("spec")
+        if isinstance(spec, Mapping) and "spec" in spec:
+            out["spec"] = {**copy.deepcopy(dict(spec)), "spec": _claim_spec(spec["spec"], convert)}
+        return out
+
+    return run
+
+
+def _device_to_v1beta1(device: Mapping[str, Any]) -> dict[str, Any]:
+    return {"name": device.get("name", ""),
+            "basic": {k: copy.deepcopy(v) for k, v in device.items() if k != "name"}}
+
+
+def _device_from_v1beta1(device: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": device.get("name", "")}
+    basic = device.get("basic")
+    if isinstance(basic, Mapping):
+        out.update(copy.deepcopy(dict(basic)))
+    return out
+
+
+def _slice(api_version: str, convert: Converter) -> Converter:
+    def run(obj: dict[str, Any]) -> dict[str, Any]:
+        out = copy.deepcopy(obj)
+        out["apiVersion"] = api_version
+        spec = out.get("spec")
+        if isinstance(spec, dict):
+            if not spec.get("nodeName"):  # "" and unset are one (a string in v1beta1, a pointer in v1)
+                spec.pop("nodeName", None)
+            if not spec.get("allNodes"):  # false and unset are one
+                spec.pop("allNodes", None)
+            if isinstance(spec.get("devices"), list):
+                spec["devices"] = [convert(d) if isinstance(d, dict) else d for d in spec["devices"]]
+        return out
+
+    return run
+
+
+_V1BETA1 = "resource.k8s.io/v1beta1"
+_V1 = "resource.k8s.io/v1"
+
+
 # ------------------------------------------------------------------------------ the registry
 
 _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
     ("events.k8s.io", "v1", "Event"): (event_to_v1, event_from_v1),
     ("autoscaling", "v1", "HorizontalPodAutoscaler"): (hpa_to_v1, hpa_from_v1),
+    **{("resource.k8s.io", "v1beta2", kind): (_renamed("resource.k8s.io/v1beta2"), _renamed("resource.k8s.io/v1"))
+       for kind in _DRA_KINDS},
+    ("resource.k8s.io", "v1beta1", "DeviceClass"): (_renamed(_V1BETA1), _renamed(_V1)),
+    # v1alpha3's DeviceTaintRule has v1's shape (upstream's v1alpha3 has generated conversions only)
+    ("resource.k8s.io", "v1alpha3", "DeviceTaintRule"): (_renamed("resource.k8s.io/v1alpha3"), _renamed(_V1)),
+    ("resource.k8s.io", "v1beta1", "ResourceClaim"): (_claim(_V1BETA1, _request_to_v1beta1),
+                                                      _claim(_V1, _request_from_v1beta1)),
+    ("resource.k8s.io", "v1beta1", "ResourceClaimTemplate"): (_template(_V1BETA1, _request_to_v1beta1),
+                                                              _template(_V1, _request_from_v1beta1)),
+    ("resource.k8s.io", "v1beta1", "ResourceSlice"): (_slice(_V1BETA1, _device_to_v1beta1),
+                                                      _slice(_V1, _device_from_v1beta1)),
 }
 
 

@@ -196,6 +196,23 @@ _FIELDS: dict[tuple[str, str], FieldLabels] = {
 _DEFAULT = _labels(_META, _default_rejection)
 
 
+_VERSIONED: dict[tuple[str, str, str], FieldLabels] = {}
+
+
+def version_field_labels(*, group: str, version: str, resource: str) -> FieldLabels | None:
+    """The field labels of another served version of a built-in resource when they differ from
+    `field_labels`' (None otherwise): ResourceSlice's versions accept the same labels, each naming
+    itself when it refuses one (upstream registers a label conversion per version)."""
+    if (group, resource) != ("resource.k8s.io", "resourceslices") or version == "v1":
+        return None
+    found = _VERSIONED.get((group, version, resource))
+    if found is None:
+        base = _FIELDS[(group, resource)]
+        found = _VERSIONED[(group, version, resource)] = _labels(
+            base.getters, _not_supported_for(f"{group}/{version}, Kind=ResourceSlice"))
+    return found
+
+
 def field_labels(*, group: str, resource: str) -> FieldLabels:
     """The field labels of a resource (`resource` is the plural)."""
     return _FIELDS.get((group, resource), _DEFAULT)

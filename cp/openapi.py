@@ -323,10 +323,15 @@ def build_spec(group: str, version: str, kinds: list[res.ResourceKind]) -> dict[
 
 def _custom_gvs(registry: res.Registry) -> dict[str, tuple[str, str]]:
     """The group/versions (document paths) that serve custom resources or built-in kinds served because
-    a feature gate is on (`Registry.gated_kinds`), per registry revision."""
-    found: dict[str, tuple[str, str]] = registry.cached(
-        "openapi.custom_gvs", lambda: {gv_path(k.group, k.version): (k.group, k.version)
-                                       for k in (*registry.gated_kinds(), *registry.custom_kinds())})
+    a feature gate or the runtime config is on (`Registry.gated_kinds`), or whose kinds the runtime
+    config switches off (`Registry.off_group_versions`), per registry revision."""
+    def build() -> dict[str, tuple[str, str]]:
+        found = {gv_path(k.group, k.version): (k.group, k.version)
+                 for k in (*registry.gated_kinds(), *registry.custom_kinds())}
+        found.update({gv_path(g, v): (g, v) for g, v in registry.off_group_versions()})
+        return found
+
+    found: dict[str, tuple[str, str]] = registry.cached("openapi.custom_gvs", build)
     return found
 
 
@@ -338,8 +343,9 @@ def spec(path: str, *, registry: res.Registry | None = None) -> dict[str, Any] |
     if registry is not None:
         gv = _custom_gvs(registry).get(path)
         if gv is not None:
-            built: dict[str, Any] = registry.cached(
-                ("openapi.v3.spec", path), lambda: _gv_kinds(gv[0], gv[1], registry.kinds_in(*gv)))
+            built: dict[str, Any] | None = registry.cached(
+                ("openapi.v3.spec", path),
+                lambda: _gv_kinds(gv[0], gv[1], kinds) if (kinds := registry.kinds_in(*gv)) else None)
             return built
     return _spec(path)
 

@@ -153,17 +153,32 @@ def _builtin() -> dict[str, Any]:
     return _document(paths, definitions)
 
 
-def swagger(*, custom: Sequence[res.ResourceKind] = ()) -> dict[str, Any]:
+def swagger(*, custom: Sequence[res.ResourceKind] = (), builtin: Sequence[res.ResourceKind] = (),
+            off: Sequence[res.ResourceKind] = ()) -> dict[str, Any]:
     """The whole document as a dict: the built-in resources (cached: not to be modified) and, when
     given, the served versions of custom resources (`Registry.custom_kinds()`), whose definitions are
-    made for v2 as upstream's v2 controller makes them (`cp.crd.openapi.item_schema(v2=True)`)."""
+    made for v2 as upstream's v2 controller makes them (`cp.crd.openapi.item_schema(v2=True)`); the
+    built-in kinds served beside the default ones (`builtin`: `Registry.gated_kinds()`, a feature gate
+    or `--runtime-config` on) and without the paths of the default ones switched `off`."""
     base = _builtin()
-    if not custom:
+    if not custom and not builtin and not off:
         return base
     from cp.crd import openapi as crd_openapi
 
     paths = dict(base["paths"])
     definitions = dict(base["definitions"])
+    for kind in off:
+        prefix = kind.path_prefix()
+        for path in [p for p in paths if any(p == f"{prefix}{mid}/{kind.plural}" or p.startswith(f"{prefix}{mid}/{kind.plural}/")
+                                             for mid in ("", "/namespaces/{namespace}", "/watch",
+                                                         "/watch/namespaces/{namespace}"))]:
+            del paths[path]
+    extra: dict[tuple[str, str], list[res.ResourceKind]] = {}
+    for kind in builtin:
+        extra.setdefault((kind.group, kind.version), []).append(kind)
+    for (group, version), kinds in extra.items():
+        _add_group_version(paths, definitions, openapi.build_spec(group, version, kinds), group=group,
+                           version=version)
     by_gv: dict[tuple[str, str], list[res.ResourceKind]] = {}
     for kind in custom:
         by_gv.setdefault((kind.group, kind.version), []).append(kind)
@@ -218,13 +233,14 @@ def _builtin_served(protobuf: bool) -> Served:
     return _made(_json(), _builtin(), protobuf=protobuf, etag=etag(), last_modified=_built_at())
 
 
-def served(*, protobuf: bool, custom: Sequence[res.ResourceKind] = ()) -> Served:
+def served(*, protobuf: bool, custom: Sequence[res.ResourceKind] = (), builtin: Sequence[res.ResourceKind] = (),
+           off: Sequence[res.ResourceKind] = ()) -> Served:
     """The JSON or protobuf form. The built-in document is built on the first call and cached; with
-    custom resources (a snapshot of `Registry.custom_kinds()`) it is built anew, for the caller to keep
-    per registry revision (`api.openapi`), with its own ETag."""
-    if not custom:
+    custom resources (a snapshot of `Registry.custom_kinds()`) or other built-in kinds (`swagger`) it
+    is built anew, for the caller to keep per registry revision (`api.openapi`), with its own ETag."""
+    if not custom and not builtin and not off:
         return _builtin_served(protobuf)
-    doc = swagger(custom=custom)
+    doc = swagger(custom=custom, builtin=builtin, off=off)
     body = _enc.encode(doc)
     return _made(body, doc, protobuf=protobuf, etag=_hash(body),
                  last_modified=datetime.datetime.now(datetime.UTC).replace(microsecond=0))

@@ -55,6 +55,13 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     # What a CustomResourceDefinition says of this served version (`cp.crd.custom.CustomVersion`): its
     # schema, printer columns, subresource paths. None for built-in kinds.
     custom: Any = None
+    # Whether a server serves it without `--runtime-config` (`cp.runtimeconfig`): the built-in beta and
+    # alpha versions upstream leaves off (`OPTIONAL`) are not.
+    enabled_by_default: bool = True
+    # Upstream's prerelease lifecycle of the version (`zz_generated.prerelease-lifecycle.go`): the
+    # release (major, minor) it is deprecated in and the one it is removed in; () when it has none.
+    deprecated: tuple[int, ...] = ()
+    removed: tuple[int, ...] = ()
 
     @property
     def group_version(self) -> str:
@@ -231,6 +238,64 @@ GATED: tuple[tuple[str, ResourceKind], ...] = (
                                      plural="workloads", singular="workload", namespaced=True)),
 )
 
+
+def _dra(version: str, kind: str, plural: str, *, namespaced: bool, status: bool = False,
+         deprecated: tuple[int, ...], removed: tuple[int, ...], default: bool = False) -> ResourceKind:
+    return ResourceKind(group="resource.k8s.io", version=version, kind=kind, plural=plural,
+                        singular=kind.lower(), namespaced=namespaced,
+                        subresources=(_status(kind),) if status else (),
+                        storage_of=("resource.k8s.io", plural), enabled_by_default=default,
+                        deprecated=deprecated, removed=removed)
+
+
+# The built-in versions a 1.37 kube-apiserver has compiled in but does not serve by default (beta and
+# alpha APIs are off upstream), each served from its stored version's objects by conversion
+# (`cp.conversions`); `--runtime-config` switches them on (`Registry(runtime=...)`). In each group's
+# version priority (a beta before an alpha, higher numbers first): discovery lists them in this order
+# after the group's default versions.
+OPTIONAL: tuple[ResourceKind, ...] = (
+    # resource.k8s.io/v1beta2 (deprecated in 1.36, DeviceTaintRule new in 1.36)
+    _dra("v1beta2", "DeviceClass", "deviceclasses", namespaced=False, deprecated=(1, 36), removed=(1, 39)),
+    _dra("v1beta2", "DeviceTaintRule", "devicetaintrules", namespaced=False, status=True,
+         deprecated=(1, 39), removed=(1, 42)),
+    _dra("v1beta2", "ResourceClaim", "resourceclaims", namespaced=True, status=True,
+         deprecated=(1, 36), removed=(1, 39)),
+    _dra("v1beta2", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True,
+         deprecated=(1, 36), removed=(1, 39)),
+    _dra("v1beta2", "ResourceSlice", "resourceslices", namespaced=False, deprecated=(1, 36), removed=(1, 39)),
+    # resource.k8s.io/v1beta1 (deprecated in 1.35): flat requests and `basic` devices
+    _dra("v1beta1", "DeviceClass", "deviceclasses", namespaced=False, deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceClaim", "resourceclaims", namespaced=True, status=True,
+         deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceClaimTemplate", "resourceclaimtemplates", namespaced=True,
+         deprecated=(1, 35), removed=(1, 38)),
+    _dra("v1beta1", "ResourceSlice", "resourceslices", namespaced=False, deprecated=(1, 35), removed=(1, 38)),
+    # resource.k8s.io/v1alpha3 (alpha): DeviceTaintRule
+    _dra("v1alpha3", "DeviceTaintRule", "devicetaintrules", namespaced=False, status=True,
+         deprecated=(1, 36), removed=(1, 39)),
+)
+
+# The release whose API this is (deprecation warnings: `ResourceKind.deprecated`).
+RELEASE = (1, 37)
+
+
+def deprecation_warning(kind: ResourceKind) -> str:
+    """Upstream's warning for a request of a deprecated version (`deprecation.WarningMessage`), or ""
+    while `kind` is not deprecated in this release."""
+    if not kind.deprecated or tuple(kind.deprecated) > RELEASE:
+        return ""
+    text = f"{kind.group_version} {kind.kind} is deprecated in v{kind.deprecated[0]}.{kind.deprecated[1]}+"
+    if kind.removed:
+        text += f", unavailable in v{kind.removed[0]}.{kind.removed[1]}+"
+    return text
+
+
+def builtin_group_versions() -> list[tuple[str, str]]:
+    """Every built-in group/version a server has, served by default or not (`--runtime-config`'s keys)."""
+    return list(dict.fromkeys([*group_versions(), *((k.group, k.version) for _g, k in GATED),
+                               *((k.group, k.version) for k in OPTIONAL)]))
+
+
 _BY_PATH: dict[tuple[str, str, str], ResourceKind] = {(k.group, k.version, k.plural): k for k in SERVED}
 _BY_GR: dict[tuple[str, str], ResourceKind] = {(k.group, k.plural): k for k in KINDS}
 _BY_KIND: dict[tuple[str, str], ResourceKind] = {(k.group, k.kind): k for k in KINDS}
@@ -288,13 +353,23 @@ class Registry:
     the custom resources, so documents built from the registry (discovery, OpenAPI) can be cached per
     revision (`cached`)."""
 
-    def __init__(self, *, features: Any = None) -> None:
+    def __init__(self, *, features: Any = None, runtime: Any = None) -> None:
         from cp import features as gates
+        from cp import runtimeconfig
 
         # The feature gates the server runs with (`cp.features.FeatureGates`; None: the defaults).
         self.features: gates.FeatureGates = features if features is not None else gates.DEFAULT
-        # The gated built-in kinds (`GATED`) whose gate is on.
+        # The API versions `--runtime-config` switches on or off (`cp.runtimeconfig`; None: the defaults).
+        self.runtime: runtimeconfig.RuntimeConfig = runtime if runtime is not None else runtimeconfig.DEFAULT
+        # The built-in kinds served beside `SERVED`: the gated ones (`GATED`) whose gate is on, and the
+        # versions off by default (`OPTIONAL`) the runtime config switches on.
         self._gated: tuple[ResourceKind, ...] = tuple(k for gate, k in GATED if self.features.enabled(gate))
+        # The (group, version, plural) of default kinds the runtime config switches off (not routed,
+        # discovered or documented); empty without one, so a default server does no work per kind.
+        self._off: frozenset[tuple[str, str, str]] = frozenset()
+        if not self.runtime.empty:
+            self._gated = tuple(k for k in (*self._gated, *OPTIONAL) if self._runtime_enabled(k))
+            self._off = frozenset((k.group, k.version, k.plural) for k in SERVED if not self._runtime_enabled(k))
         self._custom: dict[str, tuple[ResourceKind, ...]] = {}  # CRD name -> its served versions
         self._path: dict[tuple[str, str, str], ResourceKind] = {}
         self._gr: dict[tuple[str, str], ResourceKind] = {}
@@ -302,6 +377,10 @@ class Registry:
         self.revision = 0
         self._cache: dict[Any, Any] = {}
         self._index()
+
+    def _runtime_enabled(self, kind: ResourceKind) -> bool:
+        return bool(self.runtime.enabled(group=kind.group, version=kind.version, plural=kind.plural,
+                                         default=kind.enabled_by_default))
 
     def _index(self) -> None:
         extra = [*self._gated, *(k for ks in self._custom.values() for k in ks)]
@@ -342,6 +421,8 @@ class Registry:
     # -------------------------------------------------------------- lookups
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceKind | None:
+        if self._off and (group, version, plural) in self._off:
+            return None
         return _BY_PATH.get((group, version, plural)) or (self._path.get((group, version, plural))
                                                           if self._path else None)
 
@@ -375,8 +456,17 @@ class Registry:
         """The built-in kinds served because their feature gate is on (`GATED`)."""
         return self._gated
 
+    def off_kinds(self) -> tuple[ResourceKind, ...]:
+        """The default kinds the runtime config switches off."""
+        return tuple(k for k in SERVED if (k.group, k.version, k.plural) in self._off) if self._off else ()
+
+    def off_group_versions(self) -> set[tuple[str, str]]:
+        """The default group/versions the runtime config switches some or all kinds of off."""
+        return {(g, v) for g, v, _p in self._off}
+
     def served(self) -> list[ResourceKind]:
-        return [*SERVED, *self._gated, *self.custom_kinds()] if self._path else list(SERVED)
+        builtin = [k for k in SERVED if (k.group, k.version, k.plural) not in self._off] if self._off else SERVED
+        return [*builtin, *self._gated, *self.custom_kinds()] if self._path else list(builtin)
 
     def kinds(self) -> list[ResourceKind]:
         """The kinds whose objects the event log holds, one per resource."""
@@ -385,13 +475,16 @@ class Registry:
     def group_versions(self) -> list[tuple[str, str]]:
         """As `group_versions()`, custom groups after the built-in ones with each CRD's versions in
         kube's version priority (a GA version before a beta before an alpha, higher numbers first)."""
-        if not self._path:
+        if not self._path and not self._off:
             return group_versions()
         found: list[tuple[str, str]] = self.cached("group_versions", self._group_versions)
         return found
 
     def _group_versions(self) -> list[tuple[str, str]]:
         seen = group_versions()
+        if self._off:  # a version whose every kind is switched off is not served
+            seen = [gv for gv in seen if kinds_in(*gv) and any(
+                (k.group, k.version, k.plural) not in self._off for k in kinds_in(*gv))]
         for k in self._gated:  # a built-in group's other versions after its preferred one
             gv = (k.group, k.version)
             if gv not in seen:
@@ -407,6 +500,8 @@ class Registry:
 
     def kinds_in(self, group: str, version: str) -> list[ResourceKind]:
         builtin = kinds_in(group, version)
+        if self._off:
+            builtin = [k for k in builtin if (k.group, k.version, k.plural) not in self._off]
         if not self._path:
             return builtin
         builtin += sorted((k for k in self._gated if k.group == group and k.version == version),

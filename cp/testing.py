@@ -115,9 +115,11 @@ class Sandbox:
 async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | None = DEFAULT_CONTROLLERS,
                   fleet: str | os.PathLike[str] | Mapping[str, Any] | None = None,
                   virtual_clock: bool = False, clock_start: float | None = None,
-                  db_url: str | None = None, secure: bool = False) -> AsyncIterator[Sandbox]:
+                  db_url: str | None = None, secure: bool = False,
+                  runtime_config: str | None = None) -> AsyncIterator[Sandbox]:
     """Start a sandbox; `controllers=None` or `()` runs none; `fleet` is a fleet file or dict
-    (docs/fleet.md) and adds the `fleet` controller. `secure=True` serves as `cplane serve` does by
+    (docs/fleet.md) and adds the `fleet` controller; `runtime_config` is `cplane serve
+    --runtime-config`'s text (e.g. "resource.k8s.io/v1beta1=true"). `secure=True` serves as `cplane serve` does by
     default: TLS, authentication and RBAC, each controller with its own identity and role
     (`cp.cli.serve.controller_identities`); the sandbox's client and kubeconfig are the admin's."""
     from api import server
@@ -128,8 +130,14 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
     async with contextlib.AsyncExitStack() as stack:
         if data_dir is None:
             data_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="cplane-")))
+        app_options: dict[str, Any] = {}
+        if runtime_config is not None:
+            from cp import resources, runtimeconfig
+
+            app_options["runtime_config"] = runtimeconfig.parse(
+                runtime_config, group_versions=resources.builtin_group_versions())
         srv = await stack.enter_async_context(server.running(data_dir=data_dir, db_url=db_url, clock=clock,
-                                                             secure=secure))
+                                                             secure=secure, app_options=app_options))
         identities = None
         if secure:
             from api import auth
@@ -181,7 +189,8 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "cplane(controllers=..., fleet=None, virtual_clock=False, clock_start=None, secure=False): options of the "
+        "cplane(controllers=..., fleet=None, virtual_clock=False, clock_start=None, secure=False, "
+        "runtime_config=None): options of the "
         "cplane_sandbox fixture")
 
 

@@ -510,14 +510,17 @@ def served_kinds() -> dict[tuple[str, str], list[str]]:
         if kind not in kinds:
             kinds.append(kind)
 
-    # Built-in kinds a feature gate serves (cp.resources.GATED) are served as protobuf too.
-    for k in (*resources.KINDS, *(kind for _gate, kind in resources.GATED)):
+    # Built-in kinds a feature gate (cp.resources.GATED) or --runtime-config (cp.resources.OPTIONAL)
+    # serves are served as protobuf too.
+    for k in (*resources.KINDS, *(kind for _gate, kind in resources.GATED), *resources.OPTIONAL):
         if not k.protobuf:
             continue
         add(k.group, k.version, k.kind)
         if "list" in k.verbs:
             add(k.group, k.version, k.list_kind)
         for sub in k.subresources:
+            if sub.kind.endswith("Options"):  # a connect subresource's options (exec, attach): a query, no body
+                continue
             add(sub.group or k.group, sub.version or k.version, sub.kind)
     for api_version, kinds in EXTRA_KINDS.items():
         group, _, version = api_version.rpartition("/")

@@ -70,6 +70,10 @@ def _reader_parsers(lsub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     show.add_argument("-n", "--namespace", help="one namespace only")
     show.add_argument("-A", "--all-namespaces", action="store_true", help="every namespace (the default)")
     show.add_argument("-o", "--output", choices=("table", "wide", "yaml", "json", "name"), default="table")
+    show.add_argument("--api-version", metavar="GROUP/VERSION",
+                      help="with RESOURCE and -o yaml|json: the objects as that served version of it reads them "
+                           "(e.g. resource.k8s.io/v1beta1, autoscaling/v1), converted as the server converts "
+                           "them; tables are the stored version's, as the server's")
     show.set_defaults(func=run_reader)
 
     hist = lsub.add_parser("history", help="every version of one object, with who changed what",
@@ -268,6 +272,23 @@ async def _target_revision(source: recording.Source, at: int | None, at_time: st
     return recording.check_revision(source, source.last if at is None else at)
 
 
+def _served_version(kinds: Sequence[res.ResourceKind], api_version: str) -> res.ResourceKind:
+    """`--api-version`: the built-in served kind of that version whose objects are the one stored kind
+    of `kinds` (itself for its own version). Raises SourceError."""
+    from cp import resources as res
+    from storage import recording
+
+    if len(kinds) != 1:
+        raise recording.SourceError("--api-version needs a RESOURCE (e.g. resourceclaims.resource.k8s.io)")
+    (kind,) = kinds
+    versions = [kind, *(k for k in (*res.SERVED, *res.OPTIONAL) if k.storage_of == (kind.group, kind.plural))]
+    for k in versions:
+        if k.api_version == api_version:
+            return k
+    raise recording.SourceError(f"{res.resource_name(kind)} is not served in {api_version} (its versions: "
+                                f"{', '.join(k.api_version for k in versions)})")
+
+
 async def log_show(args: argparse.Namespace) -> int:
     import msgspec
 
@@ -280,6 +301,7 @@ async def log_show(args: argparse.Namespace) -> int:
     async with recording.opened(spec, expect=expect) as source:
         revision = await _target_revision(source, args.at, args.at_time)
         kinds = await _kinds(source, args.resource, revision)
+        served = _served_version(kinds, args.api_version) if args.api_version else None
         namespace = None if args.all_namespaces else args.namespace
         groups = await recording.state_at(source, revision, kinds, namespace)
         now = await recording.cluster_time(source, revision)
@@ -294,6 +316,11 @@ async def log_show(args: argparse.Namespace) -> int:
         decoded = [(kind, [msgspec.json.decode(ev.object) for ev in evs]) for kind, evs in groups]
     total = sum(len(objs) for _, objs in decoded)
     if fmt in ("yaml", "json"):
+        if served is not None and served.storage_of:
+            from cp import conversions
+
+            with collector.paused():
+                decoded = [(kind, [conversions.served_object(served, ev.object) for ev in evs]) for kind, evs in groups]
         body = render.list_object((o for _, objs in decoded for o in objs), revision=revision)
         _out(render.yaml_text(body) if fmt == "yaml" else render.json_text(body))
         return 0

@@ -99,6 +99,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="feature gates of the API server, the scheduler and the controllers (cp/features.py; "
                         "default: 1.37's defaults, e.g. GenericWorkload=true,GangScheduling=true for gang "
                         "scheduling). " + features.help_text())
+    p.add_argument("--runtime-config", type=_runtime_config, default=None, metavar="KEY=VALUE,...",
+                   help="built-in API versions switched on or off, as kube-apiserver's flag: "
+                        "GROUP/VERSION=true|false (a bare GROUP/VERSION is true; the core group is api/v1), "
+                        "GROUP/VERSION/RESOURCE=true|false, and api/all, api/ga, api/beta, api/alpha=true|false "
+                        "(versions of the form v1, v1beta1, v1alpha1). Off by default, as upstream: "
+                        "resource.k8s.io/v1beta2, v1beta1 and v1alpha3 (docs/api.md, \"One resource, several versions\"); "
+                        "e.g. resource.k8s.io/v1beta2=true")
     p.add_argument("--watch-cache-memory", type=_memory_size, default=None, metavar="SIZE",
                    help="memory budget of the objects kept for LISTs and GETs (the watch cache), a quantity "
                         "such as 512Mi or 4Gi (default 2Gi; 0 keeps none: every read goes to the database). "
@@ -108,6 +115,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
+
+
+def _runtime_config(text: str) -> Any:
+    """argparse type of `--runtime-config` (`cp.runtimeconfig.parse` against the built-in versions)."""
+    from cp import resources, runtimeconfig
+
+    try:
+        return runtimeconfig.parse(text, group_versions=resources.builtin_group_versions())
+    except runtimeconfig.RuntimeConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _memory_size(text: str) -> int:
@@ -167,6 +184,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                               app_options={"service_accounts": _service_accounts(args),
                                            "disabled_admission": frozenset(args.disable_admission_plugins),
                                            "feature_gates": args.feature_gates,
+                                           "runtime_config": args.runtime_config,
                                            "service_ranges": allocation.ServiceRanges(
                                                cluster_ip_range=args.service_cluster_ip_range,
                                                node_port_range=args.service_node_port_range)}) as srv:

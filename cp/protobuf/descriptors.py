@@ -29,16 +29,16 @@ from __future__ import annotations
 ALIASES: dict[str, str] = {  # alias -> package
     'meta.v1': 'io.k8s.apimachinery.pkg.apis.meta.v1',
     'core.v1': 'io.k8s.api.core.v1',
+    'policy.v1': 'io.k8s.api.policy.v1',
     'autoscaling.v1': 'io.k8s.api.autoscaling.v1',
+    'authentication.v1': 'io.k8s.api.authentication.v1',
     'apiregistration.v1': 'io.k8s.kube-aggregator.pkg.apis.apiregistration.v1',
     'apps.v1': 'io.k8s.api.apps.v1',
-    'authentication.v1': 'io.k8s.api.authentication.v1',
     'authorization.v1': 'io.k8s.api.authorization.v1',
     'autoscaling.v2': 'io.k8s.api.autoscaling.v2',
     'batch.v1': 'io.k8s.api.batch.v1',
     'certificates.v1': 'io.k8s.api.certificates.v1',
     'networking.v1': 'io.k8s.api.networking.v1',
-    'policy.v1': 'io.k8s.api.policy.v1',
     'rbac.v1': 'io.k8s.api.rbac.v1',
     'storage.v1': 'io.k8s.api.storage.v1',
     'admissionregistration.v1': 'io.k8s.api.admissionregistration.v1',
@@ -51,6 +51,9 @@ ALIASES: dict[str, str] = {  # alias -> package
     'flowcontrol.v1': 'io.k8s.api.flowcontrol.v1',
     'storagemigration.v1': 'io.k8s.api.storagemigration.v1',
     'scheduling.v1beta1': 'io.k8s.api.scheduling.v1beta1',
+    'resource.v1beta2': 'io.k8s.api.resource.v1beta2',
+    'resource.v1beta1': 'io.k8s.api.resource.v1beta1',
+    'resource.v1alpha3': 'io.k8s.api.resource.v1alpha3',
     'events.v1': 'io.k8s.api.events.v1',
     'scheduling.v1alpha3': 'io.k8s.api.scheduling.v1alpha3',
 }
@@ -531,6 +534,18 @@ PACKAGES: dict[str, dict[str, str]] = {
                                      '7 userAnnotations:{s}, 8 user:i64*'),
         'HTTPHeader': '1 name:s!, 2 value:s!',
     },
+    'io.k8s.api.policy.v1': {
+        'Eviction': '1 metadata:meta.v1.ObjectMeta, 2 deleteOptions:meta.v1.DeleteOptions*',
+        'PodDisruptionBudget': ('1 metadata:meta.v1.ObjectMeta, 2 spec:PodDisruptionBudgetSpec, '
+                                '3 status:PodDisruptionBudgetStatus'),
+        'PodDisruptionBudgetList': '1 metadata:meta.v1.ListMeta, 2 items:[PodDisruptionBudget]!',
+        'PodDisruptionBudgetSpec': ('1 minAvailable:IntOrString*, 2 selector:meta.v1.LabelSelector*, '
+                                    '3 maxUnavailable:IntOrString*, 4 unhealthyPodEvictionPolicy:s*'),
+        'PodDisruptionBudgetStatus': ('1 observedGeneration:i64, 2 disruptedPods:{Time}, '
+                                      '3 disruptionsAllowed:i32!, 4 currentHealthy:i32!, '
+                                      '5 desiredHealthy:i32!, 6 expectedPods:i32!, '
+                                      '7 conditions:[meta.v1.Condition]'),
+    },
     'io.k8s.api.autoscaling.v1': {
         'Scale': '1 metadata:meta.v1.ObjectMeta, 2 spec:ScaleSpec, 3 status:ScaleStatus',
         'HorizontalPodAutoscaler': ('1 metadata:meta.v1.ObjectMeta, 2 spec:HorizontalPodAutoscalerSpec, '
@@ -544,6 +559,22 @@ PACKAGES: dict[str, dict[str, str]] = {
                                           '3 currentReplicas:i32!, 4 desiredReplicas:i32!, '
                                           '5 currentCPUUtilizationPercentage:i32*'),
         'CrossVersionObjectReference': '1 kind:s!, 2 name:s!, 3 apiVersion',
+    },
+    'io.k8s.api.authentication.v1': {
+        'TokenRequest': ('1 metadata:meta.v1.ObjectMeta, 2 spec:TokenRequestSpec!, '
+                         '3 status:TokenRequestStatus'),
+        'SelfSubjectReview': '1 metadata:meta.v1.ObjectMeta, 2 status:SelfSubjectReviewStatus',
+        'TokenReview': '1 metadata:meta.v1.ObjectMeta, 2 spec:TokenReviewSpec!, 3 status:TokenReviewStatus',
+        'TokenRequestSpec': ('1 audiences:[s]!, 3 boundObjectRef:BoundObjectReference*!, '
+                             '4 expirationSeconds:i64*!, 5 attestations:{AttestationValue}'),
+        'TokenRequestStatus': '1 token:s!, 2 expirationTimestamp:Time!',
+        'SelfSubjectReviewStatus': '1 userInfo:UserInfo',
+        'TokenReviewSpec': '1 token, 2 audiences:[s]',
+        'TokenReviewStatus': '1 authenticated:bool, 2 user:UserInfo, 3 error, 4 audiences:[s]',
+        'BoundObjectReference': '1 kind, 2 apiVersion, 3 name, 4 uid',
+        'AttestationValue': '1 items:[s]',
+        'UserInfo': '1 username, 2 uid, 3 groups:[s], 4 extra:{ExtraValue}',
+        'ExtraValue': '1 items:[s]',
     },
     'io.k8s.kube-aggregator.pkg.apis.apiregistration.v1': {
         'APIService': '1 metadata:meta.v1.ObjectMeta, 2 spec:APIServiceSpec, 3 status:APIServiceStatus',
@@ -609,22 +640,6 @@ PACKAGES: dict[str, dict[str, str]] = {
         'RollingUpdateDaemonSet': '1 maxUnavailable:IntOrString*, 2 maxSurge:IntOrString*',
         'RollingUpdateDeployment': '1 maxUnavailable:IntOrString*, 2 maxSurge:IntOrString*',
         'RollingUpdateStatefulSetStrategy': '1 partition:i32*, 2 maxUnavailable:IntOrString*',
-    },
-    'io.k8s.api.authentication.v1': {
-        'SelfSubjectReview': '1 metadata:meta.v1.ObjectMeta, 2 status:SelfSubjectReviewStatus',
-        'TokenReview': '1 metadata:meta.v1.ObjectMeta, 2 spec:TokenReviewSpec!, 3 status:TokenReviewStatus',
-        'TokenRequest': ('1 metadata:meta.v1.ObjectMeta, 2 spec:TokenRequestSpec!, '
-                         '3 status:TokenRequestStatus'),
-        'SelfSubjectReviewStatus': '1 userInfo:UserInfo',
-        'TokenReviewSpec': '1 token, 2 audiences:[s]',
-        'TokenReviewStatus': '1 authenticated:bool, 2 user:UserInfo, 3 error, 4 audiences:[s]',
-        'TokenRequestSpec': ('1 audiences:[s]!, 3 boundObjectRef:BoundObjectReference*!, '
-                             '4 expirationSeconds:i64*!, 5 attestations:{AttestationValue}'),
-        'TokenRequestStatus': '1 token:s!, 2 expirationTimestamp:Time!',
-        'UserInfo': '1 username, 2 uid, 3 groups:[s], 4 extra:{ExtraValue}',
-        'BoundObjectReference': '1 kind, 2 apiVersion, 3 name, 4 uid',
-        'AttestationValue': '1 items:[s]',
-        'ExtraValue': '1 items:[s]',
     },
     'io.k8s.api.authorization.v1': {
         'LocalSubjectAccessReview': ('1 metadata:meta.v1.ObjectMeta, 2 spec:SubjectAccessReviewSpec!, '
@@ -795,18 +810,6 @@ PACKAGES: dict[str, dict[str, str]] = {
         'IngressPortStatus': '1 port:i32!, 2 protocol:s!, 3 error:s*',
         'IPBlock': '1 cidr:s!, 2 except:[s]',
         'HTTPIngressPath': '1 path, 2 backend:IngressBackend!, 3 pathType:s*!',
-    },
-    'io.k8s.api.policy.v1': {
-        'PodDisruptionBudget': ('1 metadata:meta.v1.ObjectMeta, 2 spec:PodDisruptionBudgetSpec, '
-                                '3 status:PodDisruptionBudgetStatus'),
-        'PodDisruptionBudgetList': '1 metadata:meta.v1.ListMeta, 2 items:[PodDisruptionBudget]!',
-        'Eviction': '1 metadata:meta.v1.ObjectMeta, 2 deleteOptions:meta.v1.DeleteOptions*',
-        'PodDisruptionBudgetSpec': ('1 minAvailable:IntOrString*, 2 selector:meta.v1.LabelSelector*, '
-                                    '3 maxUnavailable:IntOrString*, 4 unhealthyPodEvictionPolicy:s*'),
-        'PodDisruptionBudgetStatus': ('1 observedGeneration:i64, 2 disruptedPods:{Time}, '
-                                      '3 disruptionsAllowed:i32!, 4 currentHealthy:i32!, '
-                                      '5 desiredHealthy:i32!, 6 expectedPods:i32!, '
-                                      '7 conditions:[meta.v1.Condition]'),
     },
     'io.k8s.api.rbac.v1': {
         'ClusterRoleBinding': '1 metadata:meta.v1.ObjectMeta, 2 subjects:[Subject], 3 roleRef:RoleRef!',
@@ -1181,6 +1184,171 @@ PACKAGES: dict[str, dict[str, str]] = {
         'SingleCompositeDisruptionMode': '',
         'AllCompositeDisruptionMode': '',
     },
+    'io.k8s.api.resource.v1beta2': {
+        'DeviceClass': '1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceClassSpec!',
+        'DeviceClassList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceClass]!',
+        'DeviceTaintRule': ('1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceTaintRuleSpec!, '
+                            '3 status:DeviceTaintRuleStatus'),
+        'DeviceTaintRuleList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceTaintRule]!',
+        'ResourceClaim': ('1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!, '
+                          '3 status:ResourceClaimStatus'),
+        'ResourceClaimList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaim]!',
+        'ResourceClaimTemplate': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimTemplateSpec!',
+        'ResourceClaimTemplateList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaimTemplate]!',
+        'ResourceSlice': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceSliceSpec!',
+        'ResourceSliceList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceSlice]!',
+        'DeviceClassSpec': ('1 selectors:[DeviceSelector], 2 config:[DeviceClassConfiguration], '
+                            '4 extendedResourceName:s*'),
+        'DeviceTaintRuleSpec': '1 deviceSelector:DeviceTaintSelector*, 2 taint:DeviceTaint',
+        'DeviceTaintRuleStatus': '1 conditions:[meta.v1.Condition]',
+        'ResourceClaimSpec': '1 devices:DeviceClaim!',
+        'ResourceClaimStatus': ('1 allocation:AllocationResult*, '
+                                '2 reservedFor:[ResourceClaimConsumerReference], '
+                                '4 devices:[AllocatedDeviceStatus]'),
+        'ResourceClaimTemplateSpec': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!',
+        'ResourceSliceSpec': ('1 driver:s!, 2 pool:ResourcePool!, 3 nodeName:s*, '
+                              '4 nodeSelector:core.v1.NodeSelector*, 5 allNodes:bool*, 6 devices:[Device], '
+                              '7 perDeviceNodeSelection:bool*, 8 sharedCounters:[CounterSet], '
+                              '9 partitionTypeAttribute:s*, 10 skipNodeOperations:[s]'),
+        'DeviceSelector': '1 cel:CELDeviceSelector*',
+        'DeviceClassConfiguration': '1 ...DeviceConfiguration',
+        'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+        'DeviceClaim': ('1 requests:[DeviceRequest]!, 2 constraints:[DeviceConstraint], '
+                        '3 config:[DeviceClaimConfiguration]'),
+        'AllocationResult': ('1 devices:DeviceAllocationResult, 3 nodeSelector:core.v1.NodeSelector*, '
+                             '5 allocationTimestamp:Time*'),
+        'ResourceClaimConsumerReference': '1 apiGroup, 3 resource:s!, 4 name:s!, 5 uid:s!',
+        'AllocatedDeviceStatus': ('1 driver:s!, 2 pool:s!, 3 device:s!, 4 conditions:[meta.v1.Condition]!, '
+                                  '5 data:RawExtension*, 6 networkData:NetworkDeviceData*, 7 shareID:s*'),
+        'ResourcePool': '1 name:s!, 2 generation:i64!, 3 resourceSliceCount:i64!',
+        'Device': ('1 name:s!, 2 attributes:{DeviceAttribute}, 3 capacity:{DeviceCapacity}, '
+                   '4 consumesCounters:[DeviceCounterConsumption], 5 nodeName:s*, '
+                   '6 nodeSelector:core.v1.NodeSelector*, 7 allNodes:bool*, 8 taints:[DeviceTaint], '
+                   '9 bindsToNode:bool*, 10 bindingConditions:[s], 11 bindingFailureConditions:[s], '
+                   '12 allowMultipleAllocations:bool*, '
+                   '14 nodeAllocatableResources:{NodeAllocatableResource}'),
+        'CounterSet': '1 name:s!, 2 counters:{Counter}',
+        'CELDeviceSelector': '1 expression:s!',
+        'DeviceConfiguration': '1 opaque:OpaqueDeviceConfiguration*',
+        'DeviceRequest': '1 name:s!, 2 exactly:ExactDeviceRequest*, 3 firstAvailable:[DeviceSubRequest]',
+        'DeviceConstraint': '1 requests:[s], 2 matchAttribute:s*, 3 distinctAttribute:s*',
+        'DeviceClaimConfiguration': '1 requests:[s], 2 ...DeviceConfiguration',
+        'DeviceAllocationResult': ('1 results:[DeviceRequestAllocationResult], '
+                                   '2 config:[DeviceAllocationConfiguration]'),
+        'NetworkDeviceData': '1 interfaceName, 2 ips:[s], 3 hardwareAddress',
+        'DeviceAttribute': ('2 int:i64*, 3 bool:bool*, 4 string:s*, 5 version:s*, 6 ints:[i64], '
+                            '7 bools:[bool], 8 strings:[s], 9 versions:[s]'),
+        'DeviceCapacity': '1 value:Quantity!, 2 requestPolicy:CapacityRequestPolicy*',
+        'DeviceCounterConsumption': '1 counterSet:s!, 2 counters:{Counter}',
+        'NodeAllocatableResource': '3 mapping:NodeAllocatableMapping*, 4 overhead:NodeAllocatableOverhead*',
+        'Counter': '1 value:Quantity!',
+        'OpaqueDeviceConfiguration': '1 driver:s!, 2 parameters:RawExtension!',
+        'ExactDeviceRequest': ('1 deviceClassName:s!, 2 selectors:[DeviceSelector], 3 allocationMode, '
+                               '4 count:i64, 5 adminAccess:bool*, 6 tolerations:[DeviceToleration], '
+                               '7 capacity:CapacityRequirements*'),
+        'DeviceSubRequest': ('1 name:s!, 2 deviceClassName:s!, 3 selectors:[DeviceSelector], '
+                             '4 allocationMode, 5 count:i64, 6 tolerations:[DeviceToleration], '
+                             '7 capacity:CapacityRequirements*'),
+        'DeviceRequestAllocationResult': ('1 request:s!, 2 driver:s!, 3 pool:s!, 4 device:s!, '
+                                          '5 adminAccess:bool*, 6 tolerations:[DeviceToleration], '
+                                          '7 bindingConditions:[s], 8 bindingFailureConditions:[s], '
+                                          '9 shareID:s*, 10 consumedCapacity:{Quantity}, '
+                                          '11 skipNodeOperations:[s]'),
+        'DeviceAllocationConfiguration': '1 source:s!, 2 requests:[s], 3 ...DeviceConfiguration',
+        'CapacityRequestPolicy': ('1 default:Quantity*!, 3 validValues:[Quantity], '
+                                  '4 validRange:CapacityRequestPolicyRange*'),
+        'NodeAllocatableMapping': ('1 capacityKey:s*, 2 capacityMultiplier:Quantity*, '
+                                   '3 deviceMultiplier:Quantity*'),
+        'NodeAllocatableOverhead': '1 perPod:Quantity*, 2 perContainer:Quantity*',
+        'DeviceToleration': '1 key, 2 operator, 3 value, 4 effect, 5 tolerationSeconds:i64*',
+        'CapacityRequirements': '1 requests:{Quantity}',
+        'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
+    },
+    'io.k8s.api.resource.v1beta1': {
+        'DeviceClass': '1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceClassSpec!',
+        'DeviceClassList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceClass]!',
+        'ResourceClaim': ('1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!, '
+                          '3 status:ResourceClaimStatus'),
+        'ResourceClaimList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaim]!',
+        'ResourceClaimTemplate': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimTemplateSpec!',
+        'ResourceClaimTemplateList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceClaimTemplate]!',
+        'ResourceSlice': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceSliceSpec!',
+        'ResourceSliceList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourceSlice]!',
+        'DeviceClassSpec': ('1 selectors:[DeviceSelector], 2 config:[DeviceClassConfiguration], '
+                            '4 extendedResourceName:s*'),
+        'ResourceClaimSpec': '1 devices:DeviceClaim!',
+        'ResourceClaimStatus': ('1 allocation:AllocationResult*, '
+                                '2 reservedFor:[ResourceClaimConsumerReference], '
+                                '4 devices:[AllocatedDeviceStatus]'),
+        'ResourceClaimTemplateSpec': '1 metadata:meta.v1.ObjectMeta, 2 spec:ResourceClaimSpec!',
+        'ResourceSliceSpec': ('1 driver:s!, 2 pool:ResourcePool!, 3 nodeName, '
+                              '4 nodeSelector:core.v1.NodeSelector*, 5 allNodes:bool, 6 devices:[Device], '
+                              '7 perDeviceNodeSelection:bool*, 8 sharedCounters:[CounterSet], '
+                              '9 partitionTypeAttribute:s*, 10 skipNodeOperations:[s]'),
+        'DeviceSelector': '1 cel:CELDeviceSelector*',
+        'DeviceClassConfiguration': '1 ...DeviceConfiguration',
+        'DeviceClaim': ('1 requests:[DeviceRequest]!, 2 constraints:[DeviceConstraint], '
+                        '3 config:[DeviceClaimConfiguration]'),
+        'AllocationResult': ('1 devices:DeviceAllocationResult, 3 nodeSelector:core.v1.NodeSelector*, '
+                             '5 allocationTimestamp:Time*'),
+        'ResourceClaimConsumerReference': '1 apiGroup, 3 resource:s!, 4 name:s!, 5 uid:s!',
+        'AllocatedDeviceStatus': ('1 driver:s!, 2 pool:s!, 3 device:s!, 4 conditions:[meta.v1.Condition]!, '
+                                  '5 data:RawExtension*, 6 networkData:NetworkDeviceData*, 7 shareID:s*'),
+        'ResourcePool': '1 name:s!, 2 generation:i64!, 3 resourceSliceCount:i64!',
+        'Device': '1 name:s!, 2 basic:BasicDevice*',
+        'CounterSet': '1 name:s!, 2 counters:{Counter}',
+        'CELDeviceSelector': '1 expression:s!',
+        'DeviceConfiguration': '1 opaque:OpaqueDeviceConfiguration*',
+        'DeviceRequest': ('1 name:s!, 2 deviceClassName:s!, 3 selectors:[DeviceSelector], 4 allocationMode, '
+                          '5 count:i64, 6 adminAccess:bool*, 7 firstAvailable:[DeviceSubRequest], '
+                          '8 tolerations:[DeviceToleration], 9 capacity:CapacityRequirements*'),
+        'DeviceConstraint': '1 requests:[s], 2 matchAttribute:s*, 3 distinctAttribute:s*',
+        'DeviceClaimConfiguration': '1 requests:[s], 2 ...DeviceConfiguration',
+        'DeviceAllocationResult': ('1 results:[DeviceRequestAllocationResult], '
+                                   '2 config:[DeviceAllocationConfiguration]'),
+        'NetworkDeviceData': '1 interfaceName, 2 ips:[s], 3 hardwareAddress',
+        'BasicDevice': ('1 attributes:{DeviceAttribute}, 2 capacity:{DeviceCapacity}, '
+                        '3 consumesCounters:[DeviceCounterConsumption], 4 nodeName:s*, '
+                        '5 nodeSelector:core.v1.NodeSelector*, 6 allNodes:bool*, 7 taints:[DeviceTaint], '
+                        '8 bindsToNode:bool*, 9 bindingConditions:[s], 10 bindingFailureConditions:[s], '
+                        '11 allowMultipleAllocations:bool*, '
+                        '14 nodeAllocatableResources:{NodeAllocatableResource}'),
+        'Counter': '1 value:Quantity!',
+        'OpaqueDeviceConfiguration': '1 driver:s!, 2 parameters:RawExtension!',
+        'DeviceSubRequest': ('1 name:s!, 2 deviceClassName:s!, 3 selectors:[DeviceSelector], '
+                             '4 allocationMode, 5 count:i64, 7 tolerations:[DeviceToleration], '
+                             '8 capacity:CapacityRequirements*'),
+        'DeviceToleration': '1 key, 2 operator, 3 value, 4 effect, 5 tolerationSeconds:i64*',
+        'CapacityRequirements': '1 requests:{Quantity}',
+        'DeviceRequestAllocationResult': ('1 request:s!, 2 driver:s!, 3 pool:s!, 4 device:s!, '
+                                          '5 adminAccess:bool*, 6 tolerations:[DeviceToleration], '
+                                          '7 bindingConditions:[s], 8 bindingFailureConditions:[s], '
+                                          '9 shareID:s*, 10 consumedCapacity:{Quantity}, '
+                                          '11 skipNodeOperations:[s]'),
+        'DeviceAllocationConfiguration': '1 source:s!, 2 requests:[s], 3 ...DeviceConfiguration',
+        'DeviceAttribute': ('2 int:i64*, 3 bool:bool*, 4 string:s*, 5 version:s*, 6 ints:[i64], '
+                            '7 bools:[bool], 8 strings:[s], 9 versions:[s]'),
+        'DeviceCapacity': '1 value:Quantity!, 2 requestPolicy:CapacityRequestPolicy*',
+        'DeviceCounterConsumption': '1 counterSet:s!, 2 counters:{Counter}',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+        'NodeAllocatableResource': '3 mapping:NodeAllocatableMapping*, 4 overhead:NodeAllocatableOverhead*',
+        'CapacityRequestPolicy': ('1 default:Quantity*!, 3 validValues:[Quantity], '
+                                  '4 validRange:CapacityRequestPolicyRange*'),
+        'NodeAllocatableMapping': ('1 capacityKey:s*, 2 capacityMultiplier:Quantity*, '
+                                   '3 deviceMultiplier:Quantity*'),
+        'NodeAllocatableOverhead': '1 perPod:Quantity*, 2 perContainer:Quantity*',
+        'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
+    },
+    'io.k8s.api.resource.v1alpha3': {
+        'DeviceTaintRule': ('1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceTaintRuleSpec!, '
+                            '3 status:DeviceTaintRuleStatus'),
+        'DeviceTaintRuleList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceTaintRule]!',
+        'DeviceTaintRuleSpec': '1 deviceSelector:DeviceTaintSelector*, 2 taint:DeviceTaint',
+        'DeviceTaintRuleStatus': '1 conditions:[meta.v1.Condition]',
+        'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+    },
     'io.k8s.api.events.v1': {
         'Event': ('1 metadata:meta.v1.ObjectMeta!, 2 eventTime:MicroTime!, 3 series:EventSeries*, '
                   '4 reportingController, 5 reportingInstance, 6 action, 7 reason, '
@@ -1250,10 +1418,20 @@ KINDS: dict[str, dict[str, str]] = {
         'ServiceList': 'io.k8s.api.core.v1.ServiceList',
         'Status': 'io.k8s.apimachinery.pkg.apis.meta.v1.Status',
     },
+    'policy/v1': {
+        'Eviction': 'io.k8s.api.policy.v1.Eviction',
+        'PodDisruptionBudget': 'io.k8s.api.policy.v1.PodDisruptionBudget',
+        'PodDisruptionBudgetList': 'io.k8s.api.policy.v1.PodDisruptionBudgetList',
+    },
     'autoscaling/v1': {
         'Scale': 'io.k8s.api.autoscaling.v1.Scale',
         'HorizontalPodAutoscaler': 'io.k8s.api.autoscaling.v1.HorizontalPodAutoscaler',
         'HorizontalPodAutoscalerList': 'io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerList',
+    },
+    'authentication.k8s.io/v1': {
+        'TokenRequest': 'io.k8s.api.authentication.v1.TokenRequest',
+        'SelfSubjectReview': 'io.k8s.api.authentication.v1.SelfSubjectReview',
+        'TokenReview': 'io.k8s.api.authentication.v1.TokenReview',
     },
     'apiregistration.k8s.io/v1': {
         'APIService': 'io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService',
@@ -1270,11 +1448,6 @@ KINDS: dict[str, dict[str, str]] = {
         'ReplicaSetList': 'io.k8s.api.apps.v1.ReplicaSetList',
         'StatefulSet': 'io.k8s.api.apps.v1.StatefulSet',
         'StatefulSetList': 'io.k8s.api.apps.v1.StatefulSetList',
-    },
-    'authentication.k8s.io/v1': {
-        'SelfSubjectReview': 'io.k8s.api.authentication.v1.SelfSubjectReview',
-        'TokenReview': 'io.k8s.api.authentication.v1.TokenReview',
-        'TokenRequest': 'io.k8s.api.authentication.v1.TokenRequest',
     },
     'authorization.k8s.io/v1': {
         'LocalSubjectAccessReview': 'io.k8s.api.authorization.v1.LocalSubjectAccessReview',
@@ -1311,11 +1484,6 @@ KINDS: dict[str, dict[str, str]] = {
         'NetworkPolicyList': 'io.k8s.api.networking.v1.NetworkPolicyList',
         'ServiceCIDR': 'io.k8s.api.networking.v1.ServiceCIDR',
         'ServiceCIDRList': 'io.k8s.api.networking.v1.ServiceCIDRList',
-    },
-    'policy/v1': {
-        'PodDisruptionBudget': 'io.k8s.api.policy.v1.PodDisruptionBudget',
-        'PodDisruptionBudgetList': 'io.k8s.api.policy.v1.PodDisruptionBudgetList',
-        'Eviction': 'io.k8s.api.policy.v1.Eviction',
     },
     'rbac.authorization.k8s.io/v1': {
         'ClusterRoleBinding': 'io.k8s.api.rbac.v1.ClusterRoleBinding',
@@ -1402,6 +1570,32 @@ KINDS: dict[str, dict[str, str]] = {
         'PodGroupList': 'io.k8s.api.scheduling.v1beta1.PodGroupList',
         'Workload': 'io.k8s.api.scheduling.v1beta1.Workload',
         'WorkloadList': 'io.k8s.api.scheduling.v1beta1.WorkloadList',
+    },
+    'resource.k8s.io/v1beta2': {
+        'DeviceClass': 'io.k8s.api.resource.v1beta2.DeviceClass',
+        'DeviceClassList': 'io.k8s.api.resource.v1beta2.DeviceClassList',
+        'DeviceTaintRule': 'io.k8s.api.resource.v1beta2.DeviceTaintRule',
+        'DeviceTaintRuleList': 'io.k8s.api.resource.v1beta2.DeviceTaintRuleList',
+        'ResourceClaim': 'io.k8s.api.resource.v1beta2.ResourceClaim',
+        'ResourceClaimList': 'io.k8s.api.resource.v1beta2.ResourceClaimList',
+        'ResourceClaimTemplate': 'io.k8s.api.resource.v1beta2.ResourceClaimTemplate',
+        'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta2.ResourceClaimTemplateList',
+        'ResourceSlice': 'io.k8s.api.resource.v1beta2.ResourceSlice',
+        'ResourceSliceList': 'io.k8s.api.resource.v1beta2.ResourceSliceList',
+    },
+    'resource.k8s.io/v1beta1': {
+        'DeviceClass': 'io.k8s.api.resource.v1beta1.DeviceClass',
+        'DeviceClassList': 'io.k8s.api.resource.v1beta1.DeviceClassList',
+        'ResourceClaim': 'io.k8s.api.resource.v1beta1.ResourceClaim',
+        'ResourceClaimList': 'io.k8s.api.resource.v1beta1.ResourceClaimList',
+        'ResourceClaimTemplate': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplate',
+        'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplateList',
+        'ResourceSlice': 'io.k8s.api.resource.v1beta1.ResourceSlice',
+        'ResourceSliceList': 'io.k8s.api.resource.v1beta1.ResourceSliceList',
+    },
+    'resource.k8s.io/v1alpha3': {
+        'DeviceTaintRule': 'io.k8s.api.resource.v1alpha3.DeviceTaintRule',
+        'DeviceTaintRuleList': 'io.k8s.api.resource.v1alpha3.DeviceTaintRuleList',
     },
     'events.k8s.io/v1': {
         'Event': 'io.k8s.api.events.v1.Event',

@@ -120,3 +120,102 @@ def test_hpa_v1_defaults_and_bad_annotations() -> None:
         "averageUtilization": 12}}}]
     assert "annotations" not in v2["metadata"]
     assert conversions.hpa_to_v1(v2)["spec"]["targetCPUUtilizationPercentage"] == 80
+
+
+# ------------------------------------------------------------------------------ resource.k8s.io/v1beta1
+# Upstream's cases (pkg/apis/resource/v1beta1/conversion_test.go) and the other manual conversions of
+# conversion.go: requests with and without alternatives, a device's `basic`, a slice's node fields.
+
+def _beta1(kind: str) -> Any:
+    from cp import resources
+
+    return next(k for k in resources.OPTIONAL if k.version == "v1beta1" and k.kind == kind)
+
+
+SELECTOR = [{"cel": {"expression": 'device.attributes["driver-a"].exists'}}]
+
+
+def _claim(version: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"apiVersion": f"resource.k8s.io/{version}", "kind": "ResourceClaim", "metadata": {"name": "c"},
+            "spec": {"devices": {"requests": requests}}}
+
+
+def test_v1beta1_request_without_alternatives() -> None:
+    beta = _claim("v1beta1", [{"name": "foo", "deviceClassName": "class-a", "selectors": SELECTOR,
+                               "allocationMode": "ExactCount", "count": 2}])
+    v1 = _claim("v1", [{"name": "foo", "exactly": {"deviceClassName": "class-a", "selectors": SELECTOR,
+                                                   "allocationMode": "ExactCount", "count": 2}}])
+    assert conversions.to_storage(_beta1("ResourceClaim"), beta) == v1
+    assert conversions.to_served(_beta1("ResourceClaim"), v1) == beta
+
+
+def test_v1beta1_request_with_alternatives() -> None:
+    subs = [{"name": "sub-1", "deviceClassName": "class-a", "selectors": SELECTOR, "allocationMode": "ExactCount",
+             "count": 2},
+            {"name": "sub-2", "deviceClassName": "class-a", "selectors": SELECTOR, "allocationMode": "ExactCount",
+             "count": 1}]
+    beta = _claim("v1beta1", [{"name": "foo", "firstAvailable": subs}])
+    v1 = _claim("v1", [{"name": "foo", "firstAvailable": subs}])
+    assert conversions.to_storage(_beta1("ResourceClaim"), beta) == v1
+    assert conversions.to_served(_beta1("ResourceClaim"), v1) == beta
+    # as Go writes it: deviceClassName has no omitempty
+    served = conversions.served_object(_beta1("ResourceClaim"), json.dumps(v1).encode())
+    assert served["spec"]["devices"]["requests"] == [{"name": "foo", "deviceClassName": "", "firstAvailable": subs}]
+    assert conversions.to_storage(_beta1("ResourceClaim"), served)["spec"] == v1["spec"]
+
+
+def test_v1beta1_request_tolerations_capacity_admin_access_move_into_exactly() -> None:
+    tolerations = [{"key": "k", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]
+    beta = _claim("v1beta1", [{"name": "r", "deviceClassName": "c", "adminAccess": False,
+                               "tolerations": tolerations, "capacity": {"requests": {"memory": "1Gi"}}}])
+    (request,) = conversions.to_storage(_beta1("ResourceClaim"), beta)["spec"]["devices"]["requests"]
+    assert request == {"name": "r", "exactly": {"deviceClassName": "c", "adminAccess": False,
+                                                "tolerations": tolerations,
+                                                "capacity": {"requests": {"memory": "1Gi"}}}}
+    # any main field makes an `exactly` (an empty selector list too); none makes none
+    (only_selectors,) = conversions.to_storage(_beta1("ResourceClaim"), _claim(
+        "v1beta1", [{"name": "r", "selectors": []}]))["spec"]["devices"]["requests"]
+    assert only_selectors == {"name": "r", "exactly": {"selectors": []}}
+    (nothing,) = conversions.to_storage(_beta1("ResourceClaim"), _claim(
+        "v1beta1", [{"name": "r", "deviceClassName": "", "count": 0}]))["spec"]["devices"]["requests"]
+    assert nothing == {"name": "r"}
+
+
+def test_v1beta1_template_requests() -> None:
+    beta = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
+            "spec": {"metadata": {"labels": {"a": "b"}},
+                     "spec": {"devices": {"requests": [{"name": "r", "deviceClassName": "c"}]}}}}
+    v1 = conversions.to_storage(_beta1("ResourceClaimTemplate"), beta)
+    assert v1["apiVersion"] == "resource.k8s.io/v1"
+    assert v1["spec"] == {"metadata": {"labels": {"a": "b"}},
+                          "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "c"}}]}}}
+    assert conversions.to_served(_beta1("ResourceClaimTemplate"), v1) == beta
+
+
+def test_v1beta1_devices_are_basic() -> None:
+    device = {"name": "gpu-0", "attributes": {"model": {"string": "a100"}}, "capacity": {"memory": {"value": "40Gi"}},
+              "consumesCounters": [{"counterSet": "s", "counters": {"memory": {"value": "40Gi"}}}],
+              "nodeName": "n", "taints": [{"key": "k", "effect": "NoSchedule", "timeAdded": "2026-01-01T00:00:00Z"}],
+              "bindsToNode": True, "bindingConditions": ["c"], "bindingFailureConditions": ["f"],
+              "allowMultipleAllocations": True}
+    v1 = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+          "spec": {"driver": "d", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                   "perDeviceNodeSelection": True, "devices": [device, {"name": "bare"}]}}
+    beta = conversions.to_served(_beta1("ResourceSlice"), v1)
+    assert beta["spec"]["devices"] == [{"name": "gpu-0", "basic": {k: v for k, v in device.items() if k != "name"}},
+                                       {"name": "bare", "basic": {}}]
+    assert conversions.to_storage(_beta1("ResourceSlice"), beta) == v1
+    served = conversions.served_object(_beta1("ResourceSlice"), json.dumps(v1).encode())
+    assert served["spec"]["devices"][1] == {"name": "bare", "basic": {}}
+
+
+def test_v1beta1_slice_node_fields_are_plain() -> None:
+    v1 = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+          "spec": {"driver": "d", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}, "allNodes": True}}
+    beta = conversions.to_served(_beta1("ResourceSlice"), v1)
+    assert beta["spec"]["allNodes"] is True and "nodeName" not in beta["spec"]
+    assert conversions.to_storage(_beta1("ResourceSlice"), beta) == v1
+    # "" and false are unset in v1beta1 (a string and a bool there)
+    written = {**beta, "spec": {**beta["spec"], "nodeName": "", "allNodes": False}}
+    assert conversions.to_storage(_beta1("ResourceSlice"), written)["spec"] == {
+        "driver": "d", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}}

@@ -453,6 +453,13 @@ KNOWN_GAPS = {
     "io.k8s.api.resource.v1.DeviceCounterConsumption": {"compatibilityGroups"},
     "io.k8s.api.resource.v1.ExactDeviceRequest": {"derivedAttributes"},
     "io.k8s.api.resource.v1.DeviceSubRequest": {"derivedAttributes"},
+    # resource.k8s.io/v1beta2 (served with --runtime-config) has v1's shape, and its gaps
+    "io.k8s.api.resource.v1beta2.DeviceCounterConsumption": {"compatibilityGroups"},
+    "io.k8s.api.resource.v1beta2.ExactDeviceRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1beta2.DeviceSubRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1beta1.DeviceCounterConsumption": {"compatibilityGroups"},
+    "io.k8s.api.resource.v1beta1.DeviceRequest": {"derivedAttributes"},
+    "io.k8s.api.resource.v1beta1.DeviceSubRequest": {"derivedAttributes"},
 }
 SPECIAL_REFS = {
     table.TIME: "io.k8s.apimachinery.pkg.apis.meta.v1.Time",

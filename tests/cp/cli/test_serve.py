@@ -158,3 +158,21 @@ def test_the_kubelets_root_directory_reaches_the_fleet_factory() -> None:
     args = parser.parse_args(["controllers", "--root-dir", "/srv/kubelets"])
     assert controllers.fleet_overrides(args)[fleet.NAME].keywords["kubelet_root"] == Path("/srv/kubelets")
     assert fleet.NAME not in controllers.fleet_overrides(parser.parse_args(["controllers"]))
+
+
+async def test_bad_runtime_config_is_a_usage_error(tmp_path: Path) -> None:
+    code, err = await _serve("--data-dir", str(tmp_path), "--runtime-config", "example.com/v1=true")
+    assert code == 2 and "argument --runtime-config: unknown api groups example.com/v1" in err
+    assert "Traceback" not in err
+
+
+def test_runtime_config_reaches_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    from cp import resources
+
+    args = _args("--runtime-config", "resource.k8s.io/v1beta2=true")
+    registry = resources.Registry(runtime=args.runtime_config)
+    assert registry.lookup("resource.k8s.io", "v1beta2", "resourceclaims") is not None
+    assert _args().runtime_config is None
+    with pytest.raises(SystemExit):
+        _args("--help")
+    assert "--runtime-config" in capsys.readouterr().out
