@@ -63,6 +63,16 @@ def _kubelet_headers(request: web.Request) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}"}
 
 
+async def _copy_frames(source: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+                       sink: web.WebSocketResponse | aiohttp.ClientWebSocketResponse) -> None:
+    """Copy one side's data frames to the other, as they come, until the source closes."""
+    async for msg in source:
+        if msg.type == aiohttp.WSMsgType.BINARY:
+            await sink.send_bytes(msg.data)
+        elif msg.type == aiohttp.WSMsgType.TEXT:
+            await sink.send_str(msg.data)
+
+
 def _status_error(code: int, message: str, reason: str) -> errors.StatusError:
     err = errors.StatusError(message)
     err.code, err.reason = code, reason
@@ -292,21 +302,7 @@ async def _relay(request: web.Request, url: str, params: list[tuple[str, str]]) 
             ws = web.WebSocketResponse(protocols=(chosen,) if chosen else (), max_msg_size=0)
             await ws.prepare(request)
 
-            async def to_kubelet() -> None:
-                async for msg in ws:
-                    if msg.type == aiohttp.WSMsgType.BINARY:
-                        await upstream.send_bytes(msg.data)
-                    elif msg.type == aiohttp.WSMsgType.TEXT:
-                        await upstream.send_str(msg.data)
-
-            async def to_client() -> None:
-                async for msg in upstream:
-                    if msg.type == aiohttp.WSMsgType.BINARY:
-                        await ws.send_bytes(msg.data)
-                    elif msg.type == aiohttp.WSMsgType.TEXT:
-                        await ws.send_str(msg.data)
-
-            tasks = [asyncio.create_task(to_kubelet()), asyncio.create_task(to_client())]
+            tasks = [asyncio.create_task(_copy_frames(ws, upstream)), asyncio.create_task(_copy_frames(upstream, ws))]
             try:
                 await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
             finally:

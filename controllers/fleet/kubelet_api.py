@@ -322,13 +322,18 @@ class KubeletServer:
 
     # ------------------------------------------------------------------ exec, attach
 
-    async def _websocket(self, request: web.Request) -> web.WebSocketResponse | web.Response:
-        ws = web.WebSocketResponse(protocols=PROTOCOLS, max_msg_size=0)
+    async def _websocket(self, request: web.Request, *, protocols: tuple[str, ...] = PROTOCOLS
+                         ) -> web.WebSocketResponse | web.Response:
+        """The upgraded connection (closed at once when the client offers none of `protocols`), or
+        the 400 of a request that is not an upgrade."""
+        ws = web.WebSocketResponse(protocols=protocols, max_msg_size=0)
         if not ws.can_prepare(request).ok:
             return _status(400, "Upgrade request required", "BadRequest")
         await ws.prepare(request)
         if ws.ws_protocol is None:
-            await ws.close(message=f"one of the subprotocols {', '.join(PROTOCOLS)} is required".encode())
+            wanted = f"one of the subprotocols {', '.join(protocols)}" if len(protocols) > 1 \
+                else f"the subprotocol {protocols[0]}"
+            await ws.close(message=f"{wanted} is required".encode())
         return ws
 
     async def _read_stdin(self, ws: web.WebSocketResponse, on_data: Callable[[bytes], Awaitable[None]] | None
@@ -468,12 +473,8 @@ class KubeletServer:
         if isinstance(target, web.Response):
             return target
         pod, _ = target
-        ws = web.WebSocketResponse(protocols=(PORT_FORWARD_PROTOCOL,), max_msg_size=0)
-        if not ws.can_prepare(request).ok:
-            return _status(400, "Upgrade request required", "BadRequest")
-        await ws.prepare(request)
-        if ws.ws_protocol is None:
-            await ws.close(message=f"the subprotocol {PORT_FORWARD_PROTOCOL} is required".encode())
+        ws = await self._websocket(request, protocols=(PORT_FORWARD_PROTOCOL,))
+        if not isinstance(ws, web.WebSocketResponse) or ws.ws_protocol is None:
             return ws
         errors_by_request: dict[str, spdy.Stream] = {}
 
