@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,134 +20,50 @@ from tests.kubectl.conftest import Kubectl, kubectl_on
 pytestmark = pytest.mark.kubectl
 
 DEMO = Path(__file__).resolve().parents[2] / "examples/fleets/demo.yaml"
-RUN = """["bash", "-c"]
-    args: ["export; trap 'exit 0' TERM; sleep 9999 & wait"]"""
+COMMAND = ["bash", "-c", "export; trap 'exit 0' TERM; sleep 9999 & wait"]  # upstream's demo pods
 
-WORKLOADS = f"""\
-apiVersion: v1
-kind: Namespace
-metadata: {{name: gpu-test1}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: single-gpu, namespace: gpu-test1}}
-spec:
-  spec:
-    devices:
-      requests:
-      - {{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod0, namespace: gpu-test1}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: gpu}}]}}
-  resourceClaims: [{{name: gpu, resourceClaimTemplateName: single-gpu}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod1, namespace: gpu-test1}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: gpu}}]}}
-  resourceClaims: [{{name: gpu, resourceClaimTemplateName: single-gpu}}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: gpu-test2}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: single-gpu, namespace: gpu-test2}}
-spec:
-  spec:
-    devices:
-      requests:
-      - {{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod0, namespace: gpu-test2}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: shared-gpu}}]}}
-  - name: ctr1
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: shared-gpu}}]}}
-  resourceClaims: [{{name: shared-gpu, resourceClaimTemplateName: single-gpu}}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: gpu-test3}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaim
-metadata: {{name: single-gpu, namespace: gpu-test3}}
-spec:
-  devices:
-    requests:
-    - {{name: gpu, exactly: {{deviceClassName: gpu.example.com}}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod0, namespace: gpu-test3}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: shared-gpu}}]}}
-  resourceClaims: [{{name: shared-gpu, resourceClaimName: single-gpu}}]
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod1, namespace: gpu-test3}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: shared-gpu}}]}}
-  resourceClaims: [{{name: shared-gpu, resourceClaimName: single-gpu}}]
----
-apiVersion: v1
-kind: Namespace
-metadata: {{name: gpu-test4}}
----
-apiVersion: resource.k8s.io/v1
-kind: ResourceClaimTemplate
-metadata: {{name: two-gpus, namespace: gpu-test4}}
-spec:
-  spec:
-    devices:
-      requests:
-      - {{name: gpus, exactly: {{deviceClassName: gpu.example.com, allocationMode: ExactCount, count: 2}}}}
----
-apiVersion: v1
-kind: Pod
-metadata: {{name: pod0, namespace: gpu-test4}}
-spec:
-  containers:
-  - name: ctr0
-    image: ubuntu:22.04
-    command: {RUN}
-    resources: {{claims: [{{name: gpus}}]}}
-  - name: ctr1
-    image: ubuntu:22.04
-    command: {RUN}
-  resourceClaims: [{{name: gpus, resourceClaimTemplateName: two-gpus}}]
-"""
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+
+
+def _claim_spec(request: str, **exactly: Any) -> dict[str, Any]:
+    return {"devices": {"requests": [{"name": request, "exactly": {"deviceClassName": "gpu.example.com",
+                                                                   **exactly}}]}}
+
+
+def _template(ns: str, name: str, request: str, **exactly: Any) -> dict[str, Any]:
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": ns}, "spec": {"spec": _claim_spec(request, **exactly)}}
+
+
+def _pod(ns: str, name: str, claim: dict[str, str], *containers: bool) -> dict[str, Any]:
+    """A pod with one pod claim (`{name, resourceClaimName|resourceClaimTemplateName}`) and one
+    container per entry of `containers`, using that claim when the entry is True."""
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": ns}, "spec": {
+        "containers": [{"name": f"ctr{i}", "image": "ubuntu:22.04", "command": COMMAND,
+                        **({"resources": {"claims": [{"name": claim["name"]}]}} if uses else {})}
+                       for i, uses in enumerate(containers)],
+        "resourceClaims": [claim]}}
+
+
+# gpu-test1: a GPU per pod; gpu-test2: one GPU shared by a pod's two containers; gpu-test3: one claim
+# shared by two pods; gpu-test4: two GPUs for one container, its sibling without the claim.
+WORKLOADS = [
+    _namespace("gpu-test1"), _template("gpu-test1", "single-gpu", "gpu"),
+    *(_pod("gpu-test1", p, {"name": "gpu", "resourceClaimTemplateName": "single-gpu"}, True)
+      for p in ("pod0", "pod1")),
+    _namespace("gpu-test2"), _template("gpu-test2", "single-gpu", "gpu"),
+    _pod("gpu-test2", "pod0", {"name": "shared-gpu", "resourceClaimTemplateName": "single-gpu"}, True, True),
+    _namespace("gpu-test3"),
+    {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+     "metadata": {"name": "single-gpu", "namespace": "gpu-test3"}, "spec": _claim_spec("gpu")},
+    *(_pod("gpu-test3", p, {"name": "shared-gpu", "resourceClaimName": "single-gpu"}, True)
+      for p in ("pod0", "pod1")),
+    _namespace("gpu-test4"),
+    _template("gpu-test4", "two-gpus", "gpus", allocationMode="ExactCount", count=2),
+    _pod("gpu-test4", "pod0", {"name": "gpus", "resourceClaimTemplateName": "two-gpus"}, True, False),
+]
 
 GPU_LINE = re.compile(r'declare -x GPU_DEVICE_[0-9]+="(gpu-[0-9]+)"')
 
@@ -159,7 +76,8 @@ async def kubectl(cplane_sandbox: testing.Sandbox, tmp_path: Path) -> AsyncItera
 
 @pytest.mark.cplane(fleet=DEMO, controllers=["resourceclaim", "scheduler"])
 async def test_the_quickstart_verification_shows_each_containers_gpus(kubectl: Kubectl) -> None:
-    await kubectl("apply", "-f", kubectl.write("workloads.yaml", WORKLOADS))
+    await kubectl("apply", "-f", kubectl.write("workloads.json", json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                          "items": WORKLOADS})))
     for ns in ("gpu-test1", "gpu-test2", "gpu-test3", "gpu-test4"):
         await kubectl("wait", "-n", ns, "--for=condition=Ready", "pods", "--all", "--timeout=30s")
 
