@@ -188,7 +188,7 @@ class Store:
                 strategies.prepare_for_create(kind, obj, now=now,
                                               user=ctx.user_info or rbac.UserInfo(name=ctx.user))
                 validation.validate_create(obj, group=kind.group, version=kind.version, kind=kind.kind,
-                                           namespaced=kind.namespaced)
+                                           namespaced=kind.namespaced, features=self.registry.features)
                 ctx.warnings.extend(strategies.warnings(kind, obj))
             if kind.group == res.SIM_GROUP:
                 sim.validate(obj, None, kind=kind.kind)
@@ -591,7 +591,7 @@ class Store:
         if not meta.get("finalizers"):
             meta.pop("finalizers", None)
         validation.validate_update(new, old, group=kind.group, version=kind.version, kind=kind.kind,
-                                   subresource=subresource)
+                                   subresource=subresource, features=self.registry.features)
         if kind.custom is not None:
             causes = crds.validate(kind.custom, new, old, subresource=subresource, warnings=ctx.warnings)
             if causes:

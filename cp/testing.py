@@ -116,10 +116,11 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
                   fleet: str | os.PathLike[str] | Mapping[str, Any] | None = None,
                   virtual_clock: bool = False, clock_start: float | None = None,
                   db_url: str | None = None, secure: bool = False,
-                  runtime_config: str | None = None) -> AsyncIterator[Sandbox]:
+                  runtime_config: str | None = None, feature_gates: str | None = None) -> AsyncIterator[Sandbox]:
     """Start a sandbox; `controllers=None` or `()` runs none; `fleet` is a fleet file or dict
     (docs/fleet.md) and adds the `fleet` controller; `runtime_config` is `cplane serve
-    --runtime-config`'s text (e.g. "resource.k8s.io/v1beta1=true"). `secure=True` serves as `cplane serve` does by
+    --runtime-config`'s text (e.g. "resource.k8s.io/v1beta1=true"), `feature_gates` its `--feature-gates`
+    (e.g. "HPAScaleToZero=true": the server's and the controllers' gates). `secure=True` serves as `cplane serve` does by
     default: TLS, authentication and RBAC, each controller with its own identity and role
     (`cp.cli.serve.controller_identities`); the sandbox's client and kubeconfig are the admin's."""
     from api import server
@@ -136,6 +137,11 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
 
             app_options["runtime_config"] = runtimeconfig.parse(
                 runtime_config, group_versions=resources.builtin_group_versions())
+        gates = None
+        if feature_gates is not None:
+            from cp import features
+
+            gates = app_options["feature_gates"] = features.parse(feature_gates)
         srv = await stack.enter_async_context(server.running(data_dir=data_dir, db_url=db_url, clock=clock,
                                                              secure=secure, app_options=app_options))
         identities = None
@@ -152,6 +158,12 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
         stack.push_async_callback(client.close)
         names = list(controllers or ())
         overrides: dict[str, Any] = {}
+        if gates is not None:
+            from cp.cli import controllers as controller_commands
+
+            overrides.update(controller_commands.gate_overrides(gates))
+            off = {n[1:] for n in controller_commands.gated_names(gates, names) or () if n.startswith("-")}
+            names = [n for n in names if n not in off]
         kubelet_root: Path | None = None
         if fleet is not None:
             from controllers import fleet as fleets
@@ -190,7 +202,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
         "cplane(controllers=..., fleet=None, virtual_clock=False, clock_start=None, secure=False, "
-        "runtime_config=None): options of the "
+        "runtime_config=None, feature_gates=None): options of the "
         "cplane_sandbox fixture")
 
 

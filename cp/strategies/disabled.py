@@ -10,7 +10,8 @@ object written while the gate was on keeps working after it is turned off).
   (DRADeviceTaints); `sharedCounters`, `perDeviceNodeSelection` and devices' `consumesCounters`,
   `nodeName`, `nodeSelector`, `allNodes` (DRAPartitionableDevices); devices' `bindsToNode`,
   `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
-  `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity).
+  `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity); attributes'
+  list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
   `distinctAttribute` (DRAConsumableCapacity). A claim's status: results' `shareID` and
@@ -120,7 +121,9 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
-                gates.DRA_CONSUMABLE_CAPACITY)
+                gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES)
+# The list-type values of a device attribute (DRAListTypeAttributes).
+_LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS)
 
 
@@ -128,10 +131,19 @@ def _all_on(features: gates.FeatureGates, names: tuple[str, ...]) -> bool:
     return all(features.enabled(name) for name in names)
 
 
+def _attributes(devices: list[Obj]) -> list[Obj]:
+    return [a for d in devices if isinstance(d.get("attributes"), dict)
+            for a in d["attributes"].values() if isinstance(a, dict)]
+
+
 def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
-    if _all_on(features, _SLICE_GATES):  # a default cluster: nothing to do
+    if _all_on(features, _SLICE_GATES):  # every gate on: nothing to do
         return
     devices, old_devices = _slice_devices(new), _slice_devices(old)
+    if not features.enabled(gates.DRA_LIST_TYPE_ATTRIBUTES) and devices \
+            and not _any_has(_attributes(old_devices), *_LIST_VALUES):
+        # an attribute left with no value is then refused by validation, as upstream's is
+        _pop_all(_attributes(devices), *_LIST_VALUES)
     if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_devices, "taints"):
         _pop_all(devices, "taints")
     if not features.enabled(gates.DRA_PARTITIONABLE_DEVICES):

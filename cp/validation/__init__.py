@@ -26,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from cp import errors, structure
+from cp import features as gates
 from cp.errors import Cause
 from cp.validation import (
     accounts,
@@ -84,7 +85,9 @@ def check_structure(obj: dict[str, Any], *, group: str, version: str, kind: str,
     return structure.check(obj, group=group, version=version, kind=kind, field_validation=field_validation)
 
 
-def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str, namespaced: bool) -> None:
+def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str, namespaced: bool,
+                    features: gates.FeatureGates = gates.DEFAULT) -> None:
+    """`features` are the server's gates (a default 1.37 cluster's unless given)."""
     errs: list[Cause] = []
     rules = rules_for(group=group, kind=kind)
     meta = meta_of(obj)
@@ -93,11 +96,13 @@ def validate_create(obj: dict[str, Any], *, group: str, version: str, kind: str,
                              kube_finalizers=False)
     else:
         rules.create(obj, meta, errs, namespaced)
+        if rules.gated is not None:
+            rules.gated(obj, None, errs, features)
     _raise(errs, obj, group=group, kind=kind)
 
 
 def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, version: str, kind: str,
-                    subresource: str = "") -> None:
+                    subresource: str = "", features: gates.FeatureGates = gates.DEFAULT) -> None:
     errs: list[Cause] = []
     rules = rules_for(group=group, kind=kind)
     meta, old_meta = meta_of(new), meta_of(old)
@@ -111,8 +116,11 @@ def validate_update(new: dict[str, Any], old: dict[str, Any], *, group: str, ver
             check = rules.subresource_updates.get(subresource)
             if check is not None:
                 check(new, old, errs)
-        elif rules.update is not None:
-            rules.update(new, old, errs)
+        else:
+            if rules.update is not None:
+                rules.update(new, old, errs)
+            if rules.gated is not None:
+                rules.gated(new, old, errs, features)
     _raise(errs, new, group=group, kind=kind)
 
 

@@ -13,25 +13,32 @@ from collections.abc import Callable
 from typing import Any
 
 from cp.errors import Cause
+from cp.features import FeatureGates
 
 CreateFn = Callable[[dict[str, Any], dict[str, Any], list[Cause], bool], None]
 UpdateFn = Callable[[dict[str, Any], dict[str, Any], list[Cause]], None]
+# (new, old or None on create, errs, the server's feature gates)
+GatedFn = Callable[[dict[str, Any], dict[str, Any] | None, list[Cause], FeatureGates], None]
 
 
 class Rules:
     """One kind's checks: `create(obj, meta, errs, namespaced)`, `update(new, old, errs)` and
-    `status_update(new, old, errs)` (the last two optional), and the update checks of other
-    subresources that write part of the object (`subresource_updates`, e.g. a CSR's `approval`)."""
+    `status_update(new, old, errs)` (the last two optional), the update checks of other
+    subresources that write part of the object (`subresource_updates`, e.g. a CSR's `approval`), and
+    the checks whose options upstream's strategy derives from feature gates and the stored object
+    (`gated(new, old, errs, features)`, run after `create` or `update`; e.g. an HPA's
+    `MinReplicasLowerBound`)."""
 
-    __slots__ = ("create", "status_update", "subresource_updates", "update")
+    __slots__ = ("create", "gated", "status_update", "subresource_updates", "update")
 
     def __init__(self, create: CreateFn, update: UpdateFn | None = None,
                  status_update: UpdateFn | None = None, *,
-                 subresource_updates: dict[str, UpdateFn] | None = None) -> None:
+                 subresource_updates: dict[str, UpdateFn] | None = None, gated: GatedFn | None = None) -> None:
         self.create = create
         self.update = update
         self.status_update = status_update
         self.subresource_updates = subresource_updates or {}
+        self.gated = gated
 
 
 _RULES: dict[tuple[str, str], Rules] = {}

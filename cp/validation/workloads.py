@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cp import features as gates
 from cp.errors import Cause
 from cp.validation.common import (
     PERCENT,
@@ -342,12 +343,15 @@ def _validate_hpa_spec(spec: dict[str, Any], errs: list[Cause], *, min_lower_bou
 
 def _validate_hpa_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
     validate_object_meta(meta, errs, namespaced=namespaced, name_fn=name_is_dns_subdomain)
-    # HPAScaleToZero semantics are enabled: minReplicas may be 0 (with an Object/External metric).
-    _validate_hpa_spec(as_dict(obj.get("spec")), errs, min_lower_bound=0)
 
 
-def _validate_hpa_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
-    _validate_hpa_spec(as_dict(new.get("spec")), errs, min_lower_bound=0)
+def _validate_hpa_spec_gated(new: dict[str, Any], old: dict[str, Any] | None, errs: list[Cause],
+                             features: gates.FeatureGates) -> None:
+    """The spec, with upstream's `MinReplicasLowerBound`: 0 while HPAScaleToZero is on, or when the
+    stored HPA already has `minReplicas: 0` (it stays valid after the gate is turned off); else 1."""
+    old_min = as_dict(old.get("spec")).get("minReplicas") if old is not None else None
+    zero = features.enabled(gates.HPA_SCALE_TO_ZERO) or old_min == 0
+    _validate_hpa_spec(as_dict(new.get("spec")), errs, min_lower_bound=0 if zero else 1)
 
 
 def _validate_hpa_status(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
@@ -361,6 +365,6 @@ def _validate_hpa_status(new: dict[str, Any], old: dict[str, Any], errs: list[Ca
 RULES = {
     ("apps", "Deployment"): Rules(_validate_deployment_create, _validate_deployment_update, _validate_workload_status),
     ("apps", "ReplicaSet"): Rules(_validate_replicaset_create, _validate_replicaset_update, _validate_workload_status),
-    ("autoscaling", "HorizontalPodAutoscaler"): Rules(_validate_hpa_create, _validate_hpa_update,
-                                                      _validate_hpa_status),
+    ("autoscaling", "HorizontalPodAutoscaler"): Rules(_validate_hpa_create, None, _validate_hpa_status,
+                                                      gated=_validate_hpa_spec_gated),
 }

@@ -51,7 +51,8 @@ def _metric(value: int) -> dict[str, Any]:
 
 
 @pytest.mark.cplane(controllers=["garbage-collector", "replicaset", "deployment", "resourceclaim", "scheduler",
-                                 "horizontal-pod-autoscaler"], fleet=FLEET, virtual_clock=True)
+                                 "horizontal-pod-autoscaler"], fleet=FLEET, virtual_clock=True,
+                    feature_gates="HPAScaleToZero=true")
 async def test_queue_consumer_scales_to_zero_and_back_on_gpus(cplane_sandbox: testing.Sandbox) -> None:
     sb = cplane_sandbox
     c = sb.client

@@ -18,7 +18,7 @@ from controllers import hpa
 from controllers.runtime import client as clients
 from controllers.runtime import manager as managers
 from cp import clock as clocks
-from cp import errors
+from cp import errors, features
 from tests.waiting import eventually
 
 DEPLOYMENTS = "deployments.apps"
@@ -77,11 +77,14 @@ def condition(hpa_obj: dict[str, Any], type_: str) -> tuple[str, str, str]:
 
 
 @contextlib.asynccontextmanager
-async def cluster(tmp_path: Path, *, start: float | None = None) -> AsyncIterator[Cluster]:
+async def cluster(tmp_path: Path, *, start: float | None = None,
+                  gates: str = "HPAScaleToZero=true") -> AsyncIterator[Cluster]:
     """An API server on a virtual clock (an hour behind wall time, so kubectl prints sane ages) with
-    the HPA controller running in-process."""
+    the HPA controller running in-process; `gates` are its `--feature-gates` (scaling to zero needs
+    the alpha HPAScaleToZero, as upstream)."""
     clock = clocks.VirtualClock(start=start if start is not None else float(int(time.time()) - 3600))
-    async with servers.running(data_dir=tmp_path / "data", db_url="memory:", clock=clock) as srv:
+    async with servers.running(data_dir=tmp_path / "data", db_url="memory:", clock=clock,
+                               app_options={"feature_gates": features.parse(gates)}) as srv:
         client = clients.Client(srv.url)
         manager = managers.Manager(client=client, clock=clock)
         controller = hpa.new(manager.context())

@@ -97,6 +97,22 @@ def test_slice_consumable_capacity_off() -> None:
     assert "allowMultipleAllocations" not in device and device["capacity"] == {"mem": {"value": "4Gi"}}
 
 
+def list_slice() -> Obj:
+    return {"spec": {"driver": "cpu.example.com", "devices": [{"name": "d0", "attributes": {
+        "cores": {"ints": [0, 1, 2, 3]}, "model": {"string": "x"}, "numa": {"ints": [0], "int": 0}}}]}}
+
+
+def test_slice_list_type_attributes_are_dropped_while_the_alpha_gate_is_off() -> None:
+    out = dropped("ResourceSlice", list_slice(), gate_text="")
+    # `cores` is left with no value: validation then refuses the slice, as upstream's does
+    assert out["spec"]["devices"][0]["attributes"] == {"cores": {}, "model": {"string": "x"}, "numa": {"int": 0}}
+    assert dropped("ResourceSlice", list_slice(), gate_text="DRAListTypeAttributes=true") == list_slice()
+
+
+def test_slice_list_type_attributes_stay_on_update_of_a_slice_using_them() -> None:
+    assert dropped("ResourceSlice", list_slice(), gate_text="", old=list_slice()) == list_slice()
+
+
 def test_slice_update_keeps_fields_the_old_object_used() -> None:
     old = full_slice()
     new = full_slice()
