@@ -39,6 +39,7 @@ GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
 HPA_SCALE_TO_ZERO = "HPAScaleToZero"
+DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -65,6 +66,7 @@ SPECS: dict[str, Spec] = {
     DRA_DEVICE_BINDING_CONDITIONS: Spec(default=True, stage=BETA),
     DRA_SCHEDULER_FILTER_TIMEOUT: Spec(default=True, stage=BETA),
     DRA_LIST_TYPE_ATTRIBUTES: Spec(default=False, stage=ALPHA),
+    DRA_OPTIONAL_NODE_OPERATIONS: Spec(default=False, stage=ALPHA),
     GENERIC_WORKLOAD: Spec(default=False, stage=BETA),
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),

@@ -159,9 +159,11 @@ async def sandbox(*, data_dir: Path | None = None, controllers: Sequence[str] | 
         names = list(controllers or ())
         overrides: dict[str, Any] = {}
         if gates is not None:
+            from controllers import scheduler
             from cp.cli import controllers as controller_commands
 
             overrides.update(controller_commands.gate_overrides(gates))
+            overrides[scheduler.NAME] = scheduler.factory(feature_gates=gates)
             off = {n[1:] for n in controller_commands.gated_names(gates, names) or () if n.startswith("-")}
             names = [n for n in names if n not in off]
         kubelet_root: Path | None = None

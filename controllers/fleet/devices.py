@@ -44,6 +44,7 @@ from controllers.fleet import nodedirs
 from controllers.fleet import objects as objs
 from controllers.fleet.model import Driver, group_prefix
 from cp import cdi, quantity
+from cp.dra import nodeops
 from cp.objects import meta_of, spec_of, status_of
 
 COMMON = "common"
@@ -225,9 +226,10 @@ class FakeDevices:
                    if isinstance(r, Mapping) and r.get("pool") == node]
         nd = self.node_dir(node)
         have = nd.prepared().get(uid)
+        no_prepare = nodeops.skipped(results, nodeops.PREPARE)  # DRAOptionalNodeOperations
         for driver in planned.pool.drivers:
             mine = [r for r in results if r.get("driver") == driver.name]
-            if not mine or driver.name in skip:
+            if not mine or driver.name in skip or driver.name in no_prepare:
                 continue
             file_name, spec, prepared = claim_spec(claim=claim, driver=driver, results=mine)
             self._prepared.setdefault((ns, name), set()).add((node, uid, driver.name, file_name))

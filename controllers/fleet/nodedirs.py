@@ -48,6 +48,8 @@ class PreparedClaim(msgspec.Struct, kw_only=True):
     namespace: str
     name: str
     drivers: dict[str, list[PreparedDevice]] = msgspec.field(default_factory=dict)
+    # the drivers whose NodeUnprepareResources the claim's allocation skips (DRAOptionalNodeOperations)
+    skip_unprepare: list[str] = msgspec.field(default_factory=list)
 
 
 class _State(msgspec.Struct, kw_only=True):
@@ -101,10 +103,12 @@ class NodeDir:
             return {}  # a torn or foreign file: the kubelet prepares again, as after a lost checkpoint
 
     def record(self, *, uid: str, namespace: str, name: str, driver: str,
-               devices: Iterable[PreparedDevice]) -> None:
+               devices: Iterable[PreparedDevice], skip_unprepare: bool = False) -> None:
         claims = self.prepared()
         claim = claims.setdefault(uid, PreparedClaim(uid=uid, namespace=namespace, name=name))
         claim.drivers[driver] = list(devices)
+        if skip_unprepare and driver not in claim.skip_unprepare:
+            claim.skip_unprepare.append(driver)
         self._write(claims)
 
     def forget(self, *, uid: str, driver: str | None = None) -> None:
@@ -117,6 +121,8 @@ class NodeDir:
             del claims[uid]
         else:
             claim.drivers.pop(driver, None)
+            if driver in claim.skip_unprepare:
+                claim.skip_unprepare.remove(driver)
             if not claim.drivers:
                 del claims[uid]
         self._write(claims)

@@ -8,7 +8,8 @@ from typing import Any
 
 from controllers.runtime import cache as caches
 from controllers.runtime import client as clients
-from cp.dra import Features
+from cp.dra.allocator import allocator_features
+from cp.features import DEFAULT
 
 NAME = "scheduler"
 COMPONENT = "default-scheduler"  # Event source, field manager and the schedulerName we serve
@@ -25,7 +26,7 @@ UNSCHEDULABLE_MAX = 300.0  # podMaxInUnschedulablePodsDuration
 DEFAULT_WORKERS = 16
 EVENT_REPEAT_INTERVAL = 60.0  # seconds: an identical FailedScheduling Event is written at most this often
 CONFLICT_RETRIES = 5  # retry.DefaultRetry steps
-FEATURES = Features(list_type_attributes=False)  # a default 1.37 cluster: ListTypeAttributes is alpha/off
+FEATURES = allocator_features(gates=DEFAULT)  # a default 1.37 cluster's: its alpha features are off
 TERMINAL = ("Succeeded", "Failed")
 DRA_PLUGIN = "DynamicResources"
 

@@ -98,6 +98,7 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
     consumable_capacity: bool = True
     device_binding_and_status: bool = True
     list_type_attributes: bool = True
+    optional_node_operations: bool = True
 
 
 DEFAULT_FEATURES = Features()
@@ -114,6 +115,7 @@ def allocator_features(*, gates: FeatureGates) -> Features:
         consumable_capacity=gates.enabled(feature_names.DRA_CONSUMABLE_CAPACITY),
         device_binding_and_status=gates.enabled(feature_names.DRA_DEVICE_BINDING_CONDITIONS),
         list_type_attributes=gates.enabled(feature_names.DRA_LIST_TYPE_ATTRIBUTES),
+        optional_node_operations=gates.enabled(feature_names.DRA_OPTIONAL_NODE_OPERATIONS),
     )
 
 
@@ -1082,6 +1084,10 @@ class _Run:
                 r["shareID"] = p.share_id
             if p.consumed:
                 r["consumedCapacity"] = {k: v.canonical() for k, v in p.consumed.items()}
+            if f.optional_node_operations:
+                skip = (d.slice.raw.get("spec") or {}).get("skipNodeOperations")
+                if skip:  # the slice's node operations the kubelet skips for this device
+                    r["skipNodeOperations"] = list(skip)
             results.append(r)
 
         # Configs: class configs once per class (in request order, chosen subrequest's class),

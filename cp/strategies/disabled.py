@@ -11,12 +11,14 @@ object written while the gate was on keeps working after it is turned off).
   `nodeName`, `nodeSelector`, `allNodes` (DRAPartitionableDevices); devices' `bindsToNode`,
   `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
   `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity); attributes'
-  list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes).
+  list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes); `spec.skipNodeOperations`
+  (DRAOptionalNodeOperations).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
   `distinctAttribute` (DRAConsumableCapacity). A claim's status: results' `shareID` and
   `consumedCapacity`, `status.devices[].shareID` (DRAConsumableCapacity); results'
-  `bindingConditions` and `bindingFailureConditions` (DRADeviceBindingConditions).
+  `bindingConditions` and `bindingFailureConditions` (DRADeviceBindingConditions), results'
+  `skipNodeOperations` (DRAOptionalNodeOperations).
 
 The gates locked on in 1.37 (DRAAdminAccess, DRAPrioritizedList, DRAResourceClaimDeviceStatus,
 DRAExtendedResource) never drop anything; DeviceClass has no field behind an unlocked gate.
@@ -121,10 +123,11 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
-                gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES)
+                gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS)
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
-_CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS)
+_CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
+                gates.DRA_OPTIONAL_NODE_OPERATIONS)
 
 
 def _all_on(features: gates.FeatureGates, names: tuple[str, ...]) -> bool:
@@ -144,6 +147,9 @@ def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
             and not _any_has(_attributes(old_devices), *_LIST_VALUES):
         # an attribute left with no value is then refused by validation, as upstream's is
         _pop_all(_attributes(devices), *_LIST_VALUES)
+    if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and isinstance(new.get("spec"), dict) \
+            and _at(old, "spec", "skipNodeOperations") is None:
+        new["spec"].pop("skipNodeOperations", None)
     if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_devices, "taints"):
         _pop_all(devices, "taints")
     if not features.enabled(gates.DRA_PARTITIONABLE_DEVICES):
@@ -209,6 +215,8 @@ def _drop_claim_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
     if not features.enabled(gates.DRA_DEVICE_BINDING_CONDITIONS) \
             and not _any_has(old_results, "bindingConditions", "bindingFailureConditions"):
         _pop_all(results, "bindingConditions", "bindingFailureConditions")
+    if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and not _any_has(old_results, "skipNodeOperations"):
+        _pop_all(results, "skipNodeOperations")
 
 
 def _drop_claim_template_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:

@@ -47,6 +47,7 @@ from controllers.fleet.plugins.client import Plugin
 from controllers.runtime import client as clients
 from cp import clock as clocks
 from cp import errors
+from cp.dra import nodeops
 
 SCAN_INTERVAL = 1.0  # seconds (real time) between two scans of the registry directories
 WIPE_DELAY = 30.0  # seconds (fleet clock) before a dead driver's slices are wiped (upstream's default)
@@ -315,13 +316,17 @@ class NodePlugins:
 
     # ------------------------------------------------------------------ DRA calls
 
-    async def prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
+    async def prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]], *,
+                      no_unprepare: Mapping[str, frozenset[str]] | None = None) -> str:
         """NodePrepareResources, per driver with a real plugin here, for the claims not yet prepared
-        (per the checkpoint); what succeeded is recorded. The kubelet's error text, or ""."""
+        (per the checkpoint); what succeeded is recorded, with whether the claim's allocation skips
+        its NodeUnprepareResources (`no_unprepare`: claim uid -> drivers). The kubelet's error text,
+        or ""."""
         async with self.calls:
-            return await self._prepare(claims)
+            return await self._prepare(claims, no_unprepare or {})
 
-    async def _prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]]) -> str:
+    async def _prepare(self, claims: Iterable[tuple[Claim, Sequence[str]]],
+                       no_unprepare: Mapping[str, frozenset[str]]) -> str:
         wanted = [(claim, sorted(set(drivers) & self.aside)) for claim, drivers in claims]
         if not any(drivers for _claim, drivers in wanted):
             return ""
@@ -350,7 +355,8 @@ class NodePlugins:
                     return f"NodePrepareResources failed for ResourceClaim {asked[1]}: {result.error}"
                 done.append((asked, result.devices))
             for (ns, name, uid), devices in done:
-                self.dir.record(uid=uid, namespace=ns, name=name, driver=driver, devices=devices)
+                self.dir.record(uid=uid, namespace=ns, name=name, driver=driver, devices=devices,
+                                skip_unprepare=driver in no_unprepare.get(uid, ()))
                 self.owner.note(ns, name, self.node, present=True)
                 self._log.info("claim_prepared", namespace=ns, name=name, uid=uid, driver=driver,
                                devices=len(devices))
@@ -369,6 +375,9 @@ class NodePlugins:
         for entry in entries:
             claim = (entry.namespace, entry.name, entry.uid)
             for driver in sorted(entry.drivers):
+                if driver in entry.skip_unprepare:  # DRAOptionalNodeOperations: no call, forgotten
+                    self.dir.forget(uid=entry.uid, driver=driver)
+                    continue
                 plugin = self.get(driver) if driver in self.aside else None
                 if plugin is None:
                     continue
@@ -536,13 +545,16 @@ class Plugins:
         if np is None or not np.aside:
             return ""
         wanted: list[tuple[Claim, list[str]]] = []
+        no_unprepare: dict[str, frozenset[str]] = {}
         for claim in claims:
             meta = claim.get("metadata") or {}
-            results = (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get("results")
-            drivers = [str(r.get("driver") or "") for r in results or [] if isinstance(r, Mapping)]
-            wanted.append(((str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-                            str(meta.get("uid") or "")), drivers))
-        return await np.prepare(wanted)
+            results = nodeops.results_of(claim)
+            skip = nodeops.skipped(results, nodeops.PREPARE)  # DRAOptionalNodeOperations
+            drivers = [str(r.get("driver") or "") for r in results if r.get("driver") not in skip]
+            uid = str(meta.get("uid") or "")
+            no_unprepare[uid] = nodeops.skipped(results, nodeops.UNPREPARE)
+            wanted.append(((str(meta.get("namespace") or ""), str(meta.get("name") or ""), uid), drivers))
+        return await np.prepare(wanted, no_unprepare=no_unprepare)
 
     async def unprepare(self, node: str, namespace: str, names: Iterable[str], *,
                         in_use: Callable[[str, str], bool], keep_uid: Callable[[str, str], str] | None = None) -> str:

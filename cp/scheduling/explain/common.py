@@ -11,12 +11,13 @@ import msgspec
 from cp import objects
 from cp.dra.allocator import (
     ALLOCATION_RESULTS_MAX_SIZE,
-    Features,
+    allocator_features,
 )
 from cp.dra.constraints import (
     attribute_as_set,
 )
 from cp.dra.model import DeviceID
+from cp.features import DEFAULT
 from cp.quantity import BINARY_SI, Quantity
 
 API_VERSION = "sim.cplane.dev/v1alpha1"
@@ -27,7 +28,7 @@ KIND = "PodSchedulingExplanation"
 
 # The scheduler's settings (controllers/scheduler/config.py; tests/cp/scheduling/explain/test_recorder.py
 # checks they stay equal).
-FEATURES = Features(list_type_attributes=False)
+FEATURES = allocator_features(gates=DEFAULT)
 
 
 FILTER_TIMEOUT = 10.0

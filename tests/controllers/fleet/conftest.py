@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import shutil
+import tempfile
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,6 +26,16 @@ EXAMPLES = ROOT / "examples" / "fleets"
 @pytest.fixture
 def clock() -> clocks.VirtualClock:
     return clocks.VirtualClock(start=START)
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A short kubelet root: unix socket paths must stay under 108 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="cp-", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.asynccontextmanager

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
-import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -167,16 +165,6 @@ class _V1beta1(dra_v1beta1_pb2_grpc.DRAPluginServicer):
 @pytest.fixture
 def clock() -> clocks.VirtualClock:
     return clocks.VirtualClock(start=1_800_000_000.0)
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    """A short kubelet root: unix socket paths must stay under 108 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="cp-", dir="/tmp"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @contextlib.asynccontextmanager

@@ -14,14 +14,16 @@ from tests.cp.dra.test_allocator import CASES, Case, _normalize, _run
 
 def test_default_gates_give_a_default_schedulers_features() -> None:
     assert allocator_features(gates=features.DEFAULT) == FEATURES
-    assert allocator_features(gates=features.parse("DRAListTypeAttributes=true")) == Features()
+    assert allocator_features(gates=features.parse("AllAlpha=true,AllBeta=true")) == Features()
 
 
 @pytest.mark.parametrize(("gate_text", "expected"), [
-    ("DRAPartitionableDevices=false", Features(partitionable_devices=False, list_type_attributes=False)),
-    ("DRADeviceTaints=false", Features(device_taints=False, list_type_attributes=False)),
-    ("DRAConsumableCapacity=false", Features(consumable_capacity=False, list_type_attributes=False)),
-    ("DRADeviceBindingConditions=false", Features(device_binding_and_status=False, list_type_attributes=False)),
+    ("DRAPartitionableDevices=false", msgspec.structs.replace(FEATURES, partitionable_devices=False)),
+    ("DRADeviceTaints=false", msgspec.structs.replace(FEATURES, device_taints=False)),
+    ("DRAConsumableCapacity=false", msgspec.structs.replace(FEATURES, consumable_capacity=False)),
+    ("DRADeviceBindingConditions=false", msgspec.structs.replace(FEATURES, device_binding_and_status=False)),
+    ("DRAListTypeAttributes=true", msgspec.structs.replace(FEATURES, list_type_attributes=True)),
+    ("DRAOptionalNodeOperations=true", msgspec.structs.replace(FEATURES, optional_node_operations=True)),
 ])
 def test_each_gate_turns_off_its_feature(gate_text: str, expected: Features) -> None:
     assert allocator_features(gates=features.parse(gate_text)) == expected

@@ -113,6 +113,18 @@ def test_slice_list_type_attributes_stay_on_update_of_a_slice_using_them() -> No
     assert dropped("ResourceSlice", list_slice(), gate_text="", old=list_slice()) == list_slice()
 
 
+def test_skip_node_operations_need_their_alpha_gate() -> None:
+    slice_ = {"spec": {"driver": "cp.example.com", "skipNodeOperations": ["*"], "devices": [{"name": "d0"}]}}
+    assert "skipNodeOperations" not in dropped("ResourceSlice", slice_, gate_text="")["spec"]
+    assert dropped("ResourceSlice", slice_, gate_text="DRAOptionalNodeOperations=true") == slice_
+    assert dropped("ResourceSlice", slice_, gate_text="", old=slice_) == slice_
+    claim = full_claim()
+    claim["status"]["allocation"]["devices"]["results"][0]["skipNodeOperations"] = ["*"]
+    assert "skipNodeOperations" not in dropped("ResourceClaim", claim, gate_text="")[
+        "status"]["allocation"]["devices"]["results"][0]
+    assert dropped("ResourceClaim", claim, gate_text="", old=claim) == claim
+
+
 def test_slice_update_keeps_fields_the_old_object_used() -> None:
     old = full_slice()
     new = full_slice()
