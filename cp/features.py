@@ -40,6 +40,7 @@ GANG_SCHEDULING = "GangScheduling"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
 HPA_SCALE_TO_ZERO = "HPAScaleToZero"
 DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
+DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -67,6 +68,7 @@ SPECS: dict[str, Spec] = {
     DRA_SCHEDULER_FILTER_TIMEOUT: Spec(default=True, stage=BETA),
     DRA_LIST_TYPE_ATTRIBUTES: Spec(default=False, stage=ALPHA),
     DRA_OPTIONAL_NODE_OPERATIONS: Spec(default=False, stage=ALPHA),
+    DRA_DEVICE_COMPATIBILITY_GROUPS: Spec(default=False, stage=ALPHA),
     GENERIC_WORKLOAD: Spec(default=False, stage=BETA),
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),
@@ -81,6 +83,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     GANG_SCHEDULING: (GENERIC_WORKLOAD,),
     DRA_WORKLOAD_RESOURCE_CLAIMS: (GENERIC_WORKLOAD,),
     DRA_DEVICE_BINDING_CONDITIONS: (DRA_RESOURCE_CLAIM_DEVICE_STATUS,),
+    DRA_DEVICE_COMPATIBILITY_GROUPS: (DRA_PARTITIONABLE_DEVICES,),
 }
 
 # The pseudo-gates of component-base, with their stage (both off by default).

@@ -99,6 +99,7 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
     device_binding_and_status: bool = True
     list_type_attributes: bool = True
     optional_node_operations: bool = True
+    compatibility_groups: bool = True
 
 
 DEFAULT_FEATURES = Features()
@@ -116,7 +117,14 @@ def allocator_features(*, gates: FeatureGates) -> Features:
         device_binding_and_status=gates.enabled(feature_names.DRA_DEVICE_BINDING_CONDITIONS),
         list_type_attributes=gates.enabled(feature_names.DRA_LIST_TYPE_ATTRIBUTES),
         optional_node_operations=gates.enabled(feature_names.DRA_OPTIONAL_NODE_OPERATIONS),
+        compatibility_groups=gates.enabled(feature_names.DRA_DEVICE_COMPATIBILITY_GROUPS),
     )
+
+
+def compatibility_groups(dev: DeviceInfo) -> list[tuple[str, frozenset[str]]]:
+    """(counter set, its compatibility groups) of each of a device's `consumesCounters` entries."""
+    return [(str(c.get("counterSet") or ""), frozenset(c.get("compatibilityGroups") or ()))
+            for c in dev.raw.get("consumesCounters") or () if isinstance(c, Mapping)]
 
 
 class Stats(msgspec.Struct, kw_only=True):
@@ -474,6 +482,7 @@ class _Run:
         # In-flight consumed capacity per device: (number of live shares, capacity in nano units).
         self.allocating_capacity: dict[DeviceID, tuple[int, dict[str, int]]] = {}
         self.consumed_counters: dict[str, dict[str, dict[str, int]]] = {}
+        self._compat_in_use: dict[tuple[str, str], list[tuple[DeviceID, frozenset[str]]]] = {}
         self.pools: list[Pool] = []
         self.pools_by_id: dict[tuple[str, str], Pool] = {}
         # The devices ExactCount requests scan, in allocation order: one list per device slice of
@@ -912,6 +921,17 @@ class _Run:
             if self.rec is not None:
                 self.rec.reject(self, rd, dev, "partitionable-disabled")
             return None
+        if dev.consumes:
+            groups = compatibility_groups(dev)
+            if not f.compatibility_groups:
+                if any(g for _s, g in groups):  # devices declaring groups are not used with the gate off
+                    if self.rec is not None:
+                        self.rec.reject(self, rd, dev, "compatibility-groups-disabled")
+                    return None
+            elif not self._compatible(dev, groups):
+                if self.rec is not None:
+                    self.rec.reject(self, rd, dev, "compatibility-groups")
+                return None
 
         counters_reserved = False
         if dev.consumes and not (allow_multi and self._capacity_in_use(did)):
@@ -1007,6 +1027,46 @@ class _Run:
             if not any(tolerates_taint(t, taint) for t in rd.tolerations):
                 return True
         return False
+
+    # -- compatibility groups (DRADeviceCompatibilityGroups) ----------------------------------
+
+    def _groups_in_use(self, pool: Pool, counter_set: str) -> list[tuple[DeviceID, frozenset[str]]]:
+        """The groups of the devices already allocated (by other claims) that consume `counter_set`."""
+        key = (pool.name, counter_set)
+        cached = self._compat_in_use.get(key)
+        if cached is None:
+            is_allocated = self.state.is_allocated
+            cached = [(d.id, g) for group in (pool.slices, pool.slices_not_targeting) for s in group
+                      for d in s.devices if d.consumes and is_allocated(d.id)
+                      for name, g in compatibility_groups(d) if name == counter_set]
+            self._compat_in_use[key] = cached
+        return cached
+
+    def _compatible(self, dev: DeviceInfo, groups: list[tuple[str, frozenset[str]]]) -> bool:
+        """Whether `dev` may be co-allocated with the devices already on its counter sets: all of them
+        declare no group, or all declare groups with a common one (the intersection is not empty)."""
+        pool = self.pools_by_id.get((dev.id[0], dev.id[1]))
+        if pool is None:
+            return True
+        for counter_set, mine in groups:
+            members = [g for did, g in self._groups_in_use(pool, counter_set) if did != dev.id]
+            for picked in self.results:
+                for p in picked:
+                    other = p.device
+                    if other.id != dev.id and other.id[:2] == dev.id[:2] and other.consumes:
+                        members += [g for name, g in compatibility_groups(other) if name == counter_set]
+            if not members:
+                continue
+            if not mine:
+                if any(members):
+                    return False
+                continue
+            common = set(mine)
+            for g in members:
+                common &= g
+                if not common:
+                    return False
+        return True
 
     # -- shared counters --------------------------------------------------------------------
 

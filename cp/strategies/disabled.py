@@ -12,7 +12,8 @@ object written while the gate was on keeps working after it is turned off).
   `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
   `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity); attributes'
   list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes); `spec.skipNodeOperations`
-  (DRAOptionalNodeOperations).
+  (DRAOptionalNodeOperations); devices' `consumesCounters[].compatibilityGroups`
+  (DRADeviceCompatibilityGroups).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
   `distinctAttribute` (DRAConsumableCapacity). A claim's status: results' `shareID` and
@@ -123,7 +124,8 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
-                gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS)
+                gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS,
+                gates.DRA_DEVICE_COMPATIBILITY_GROUPS)
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
@@ -139,6 +141,10 @@ def _attributes(devices: list[Obj]) -> list[Obj]:
             for a in d["attributes"].values() if isinstance(a, dict)]
 
 
+def _consumptions(devices: list[Obj]) -> list[Obj]:
+    return [c for d in devices for c in _dicts(d.get("consumesCounters"))]
+
+
 def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
     if _all_on(features, _SLICE_GATES):  # every gate on: nothing to do
         return
@@ -147,6 +153,9 @@ def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
             and not _any_has(_attributes(old_devices), *_LIST_VALUES):
         # an attribute left with no value is then refused by validation, as upstream's is
         _pop_all(_attributes(devices), *_LIST_VALUES)
+    if not features.enabled(gates.DRA_DEVICE_COMPATIBILITY_GROUPS) and devices \
+            and not _any_has(_consumptions(old_devices), "compatibilityGroups"):
+        _pop_all(_consumptions(devices), "compatibilityGroups")
     if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and isinstance(new.get("spec"), dict) \
             and _at(old, "spec", "skipNodeOperations") is None:
         new["spec"].pop("skipNodeOperations", None)

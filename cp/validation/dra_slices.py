@@ -29,6 +29,7 @@ from cp.validation.dra_fields import (
     MAX_ATTR_VALUE_LEN,
     MAX_ATTRIBUTE_VALUES,
     MAX_ATTRS_AND_CAPACITY,
+    MAX_COMPATIBILITY_GROUPS,
     MAX_CONSUMPTIONS_PER_DEVICE,
     MAX_COUNTER_SETS,
     MAX_COUNTERS_PER_CONSUMPTION,
@@ -265,6 +266,9 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: str, per_d
             else:
                 dns_label(counter_set, f"{ipath}.counterSet", errs)
             _counters(c.get("counters"), f"{ipath}.counters", MAX_COUNTERS_PER_CONSUMPTION, errs)
+            groups = as_list(c.get("compatibilityGroups"))
+            if not too_many_items(groups, MAX_COMPATIBILITY_GROUPS, f"{ipath}.compatibilityGroups", errs):
+                duplicates([as_str(g) for g in groups], f"{ipath}.compatibilityGroups", errs)
         duplicates([as_str(as_dict(c).get("counterSet")) for c in consumes], cpath, errs)
     node_fields = [k for k in ("nodeName", "nodeSelector", "allNodes") if device.get(k) is not None]
     if per_device:

@@ -672,6 +672,23 @@ def test_resource_slice_rules(spec: dict[str, Any], expected: list[str]) -> None
     assert texts(create_causes(obj)) == expected
 
 
+def _grouped(*groups: str) -> dict[str, Any]:
+    return {"devices": [{"name": "gpu-0", "consumesCounters": [
+        {"counterSet": "gpu", "counters": {"mem": {"value": "1Gi"}}, "compatibilityGroups": list(groups)}]}]}
+
+
+@pytest.mark.parametrize(("spec", "expected"), [
+    (_grouped("mig", "vgpu"), []),
+    (_grouped("a", "b", "c"), ["spec.devices[0].consumesCounters[0].compatibilityGroups: Too many: 3: must have at "
+                                "most 2 items"]),
+    (_grouped("mig", "mig"), ['spec.devices[0].consumesCounters[0].compatibilityGroups[1]: Duplicate value: "mig"']),
+])
+def test_resource_slice_compatibility_groups(spec: dict[str, Any], expected: list[str]) -> None:
+    obj = slice_(**spec)
+    obj["spec"] = {k: val for k, val in obj["spec"].items() if val is not None}
+    assert texts(create_causes(obj)) == expected
+
+
 def test_resource_slice_immutable_fields() -> None:
     old = slice_()
     new = mutate(old, lambda o: (o["spec"].update(driver="other.example.com", nodeName="node-2"),

@@ -60,6 +60,9 @@ REASONS: dict[str, str] = {
     "capacity-exhausted": "not enough capacity left on the device",
     "partitionable-disabled": "the device consumes counters and DRAPartitionableDevices is off",
     "counters": "a shared counter of the pool is exhausted",
+    "compatibility-groups-disabled": "the device declares compatibility groups and DRADeviceCompatibilityGroups "
+                                     "is off",
+    "compatibility-groups": "no compatibility group in common with the devices already on its counter set",
     "taint": "untolerated device taint",
     "constraint": "a claim constraint cannot be satisfied",
 }
@@ -74,7 +77,8 @@ STOPS: dict[str, str] = {
 
 
 # Kinds of device rejections that depend on what else was picked in the attempt.
-DYNAMIC = frozenset({"in-use-attempt", "counters", "constraint", "capacity-exhausted", "shared"})
+DYNAMIC = frozenset({"in-use-attempt", "counters", "constraint", "capacity-exhausted", "shared",
+                     "compatibility-groups"})
 
 
 MAX_LISTED = 6  # devices / names listed per group before "…"

@@ -271,6 +271,11 @@ def _group_message(g: _Group, node: str) -> str:
         return f"{plural(n, 'device')} without {d['requested']} of {d['capacity']} left ({per})"
     if r == "partitionable-disabled":
         return f"{plural(n, 'device')} consume counters while DRAPartitionableDevices is off ({devs})"
+    if r == "compatibility-groups-disabled":
+        return f"{plural(n, 'device')} declare compatibility groups while DRADeviceCompatibilityGroups is off ({devs})"
+    if r == "compatibility-groups":
+        return (f"{plural(n, 'device')} without a compatibility group in common with the devices already on "
+                f"their counter sets ({devs})")
     if r == "counters":
         if "counter" not in d:
             return f"{plural(n, 'device')}: shared counters of pool {d.get('pool', '?')} exhausted ({devs})"

@@ -175,6 +175,11 @@ def _relaxations(ctx: Context, node: str, dra: Mapping[str, Any], claims_by_name
                                change="the DRADeviceBindingConditions feature were enabled",
                                features=msgspec.structs.replace(ctx.features, device_binding_and_status=True)),
                         ("feature", "binding"))
+                elif reason == "compatibility-groups-disabled":
+                    add(_Relax(rank=8, kind="feature", node=node,
+                               change="the DRADeviceCompatibilityGroups feature were enabled",
+                               features=msgspec.structs.replace(ctx.features, compatibility_groups=True)),
+                        ("feature", "compatibility-groups"))
                 elif reason == "partitionable-disabled":
                     add(_Relax(rank=8, kind="feature", node=node,
                                change="the DRAPartitionableDevices feature were enabled",

@@ -125,6 +125,15 @@ def test_skip_node_operations_need_their_alpha_gate() -> None:
     assert dropped("ResourceClaim", claim, gate_text="", old=claim) == claim
 
 
+def test_compatibility_groups_need_their_alpha_gate() -> None:
+    slice_ = {"spec": {"driver": "gpu.example.com", "devices": [{"name": "d0", "consumesCounters": [
+        {"counterSet": "gpu", "counters": {}, "compatibilityGroups": ["mig"]}]}]}}
+    out = dropped("ResourceSlice", slice_, gate_text="")
+    assert out["spec"]["devices"][0]["consumesCounters"] == [{"counterSet": "gpu", "counters": {}}]
+    assert dropped("ResourceSlice", slice_, gate_text="DRADeviceCompatibilityGroups=true") == slice_
+    assert dropped("ResourceSlice", slice_, gate_text="", old=slice_) == slice_
+
+
 def test_slice_update_keeps_fields_the_old_object_used() -> None:
     old = full_slice()
     new = full_slice()
