@@ -355,13 +355,15 @@ _DRA_KINDS = ("DeviceClass", "DeviceTaintRule", "ResourceClaim", "ResourceClaimT
 # Nothing v1 can say is lost in v1beta1 but those unset values, so no annotation carries anything.
 
 # The fields of v1's ExactDeviceRequest, flat in a v1beta1 DeviceRequest.
-_EXACT = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity")
+_EXACT = ("deviceClassName", "selectors", "allocationMode", "count", "adminAccess", "tolerations", "capacity",
+          "derivedAttributes")
 # A v1beta1 request says something of `exactly` when one of these is set (Go's zero is unset; a slice
 # is set when present, even empty: `hasAnyMainRequestFieldsSet`).
 _SET: dict[str, Callable[[Any], bool]] = {
     "deviceClassName": lambda v: bool(v), "selectors": lambda v: v is not None,
     "allocationMode": lambda v: bool(v), "count": lambda v: bool(v), "adminAccess": lambda v: v is not None,
-    "tolerations": lambda v: v is not None, "capacity": lambda v: v is not None}
+    "tolerations": lambda v: v is not None, "capacity": lambda v: v is not None,
+    "derivedAttributes": lambda v: v is not None}
 
 
 def _request_to_v1beta1(request: Mapping[str, Any]) -> dict[str, Any]:

@@ -41,6 +41,7 @@ DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
 HPA_SCALE_TO_ZERO = "HPAScaleToZero"
 DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
+DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -69,6 +70,7 @@ SPECS: dict[str, Spec] = {
     DRA_LIST_TYPE_ATTRIBUTES: Spec(default=False, stage=ALPHA),
     DRA_OPTIONAL_NODE_OPERATIONS: Spec(default=False, stage=ALPHA),
     DRA_DEVICE_COMPATIBILITY_GROUPS: Spec(default=False, stage=ALPHA),
+    DRA_DERIVED_ATTRIBUTES: Spec(default=False, stage=ALPHA),
     GENERIC_WORKLOAD: Spec(default=False, stage=BETA),
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),

@@ -48,7 +48,7 @@ from typing import Any, Protocol
 import msgspec
 
 from cp import features as feature_names
-from cp.dra.celenv import CelCache, CelError, CompiledExpression
+from cp.dra.celenv import SKEY, CelCache, CelError, CompiledExpression
 from cp.dra.constraints import Constraint, DistinctAttributeConstraint, MatchAttributeConstraint
 from cp.dra.model import (
     CapInfo,
@@ -100,6 +100,7 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
     list_type_attributes: bool = True
     optional_node_operations: bool = True
     compatibility_groups: bool = True
+    derived_attributes: bool = True
 
 
 DEFAULT_FEATURES = Features()
@@ -118,7 +119,37 @@ def allocator_features(*, gates: FeatureGates) -> Features:
         list_type_attributes=gates.enabled(feature_names.DRA_LIST_TYPE_ATTRIBUTES),
         optional_node_operations=gates.enabled(feature_names.DRA_OPTIONAL_NODE_OPERATIONS),
         compatibility_groups=gates.enabled(feature_names.DRA_DEVICE_COMPATIBILITY_GROUPS),
+        derived_attributes=gates.enabled(feature_names.DRA_DERIVED_ATTRIBUTES),
     )
+
+
+def derived_attribute(value: Any) -> dict[str, Any] | None:
+    """A derived attribute's CEL value as a device attribute (`{"int": 1}`, `{"strings": [...]}`), or
+    None for a value of another type."""
+    for kind, test in _SCALARS:
+        if test(value):
+            return {kind: _attribute_text(kind, value)}
+    if isinstance(value, list) and value:
+        for kind, test in _SCALARS:
+            if all(test(v) for v in value):
+                return {kind + "s": [_attribute_text(kind, v) for v in value]}
+    return None
+
+
+def _is_semver_value(v: Any) -> bool:
+    return isinstance(v, dict) and len(v) == 1 and SKEY in v
+
+
+_SCALARS: tuple[tuple[str, Callable[[Any], bool]], ...] = (
+    ("bool", lambda v: isinstance(v, bool)),
+    ("int", lambda v: isinstance(v, int) and not isinstance(v, bool)),
+    ("string", lambda v: isinstance(v, str)),
+    ("version", _is_semver_value),
+)
+
+
+def _attribute_text(kind: str, value: Any) -> Any:
+    return value[SKEY] if kind == "version" else value
 
 
 def compatibility_groups(dev: DeviceInfo) -> list[tuple[str, frozenset[str]]]:
@@ -217,7 +248,8 @@ class _Request:
 
     __slots__ = (
         "admin", "all_devices", "cand_positions", "capacities", "claim_index", "class_", "class_name",
-        "class_selectors", "count", "evaluable", "evaluated", "failures", "has_admin", "key", "match", "mode",
+        "class_selectors", "count", "derived", "derived_values", "evaluable", "evaluated", "failures",
+        "has_admin", "key", "match", "mode",
         "name", "num_devices", "parent", "parent_name", "raw", "request_index", "selectors",
         "sub_index", "tolerations",
     )
@@ -244,6 +276,9 @@ class _Request:
         self.class_: Mapping[str, Any] | None = None
         self.class_selectors: list[CompiledExpression | None] = []
         self.selectors: list[CompiledExpression | None] = []
+        # DRADerivedAttributes: (name, expression), and their values per device once computed
+        self.derived: list[tuple[str, CompiledExpression]] = []
+        self.derived_values: dict[DeviceID, dict[str, Mapping[str, Any]]] = {}
         self.num_devices = 0
         self.all_devices: list[DeviceInfo] = []
         self.match: dict[DeviceID, bool] = {}
@@ -592,6 +627,10 @@ class _Run:
                 raise AllocationError(f"claim {kobj}, request {rd.name}, selector #{i}: CEL expression empty "
                                       "(unsupported selector type?)")
             rd.selectors.append(self.cel.compile(expr))
+        if self.f.derived_attributes:
+            for d in spec.get("derivedAttributes") or []:
+                rd.derived.append((str((d or {}).get("name") or ""), self.cel.compile(str((d or {}).get("expression")
+                                                                                          or ""))))
         if not self.f.admin_access and rd.has_admin:
             raise AllocationError(f"claim {kobj}, request {rd.name}: admin access is requested, but the "
                                   "feature is disabled")
@@ -952,8 +991,9 @@ class _Run:
             return None
 
         constraints = self.constraints[ci]
+        derived = self._derived(rd, dev) if rd.derived and constraints else None
         for i, c in enumerate(constraints):
-            if not c.add(base, sub, dev):
+            if not c.add(base, sub, dev, derived):
                 for j in range(i):
                     constraints[j].remove(base, sub, dev)
                 if counters_reserved:
@@ -1027,6 +1067,33 @@ class _Run:
             if not any(tolerates_taint(t, taint) for t in rd.tolerations):
                 return True
         return False
+
+    # -- derived attributes (DRADerivedAttributes) ---------------------------------------------
+
+    def _derived(self, rd: _Request, dev: DeviceInfo) -> dict[str, Mapping[str, Any]]:
+        """The request's derived attributes for a device that passed its selectors, as attributes. A
+        runtime error, or a value of another type than a scalar or a list of scalars, fails the
+        allocation (upstream aborts scheduling of the pod rather than match silently)."""
+        values = rd.derived_values.get(dev.id)
+        if values is None:
+            values = {}
+            cel_dev = dev.cel_device()
+            for name, compiled in rd.derived:
+                owner = f"claim {_kobj(self.claims[rd.claim_index])}, request {rd.name}, derived attribute {name}"
+                try:
+                    value = self.cel.value(compiled, cel_dev)
+                except CelError as e:
+                    if compiled.error is not None:
+                        raise AllocationError(f"{owner}: CEL compile error: {e}") from None
+                    raise AllocationError(f"{owner} on device {device_id_str(dev.id)}: CEL runtime error: "
+                                          f"{e}") from None
+                attribute = derived_attribute(value)
+                if attribute is None:
+                    raise AllocationError(f"{owner} on device {device_id_str(dev.id)}: the expression must "
+                                          "evaluate to a string, int, bool or semver, or a list of one of them")
+                values[name] = attribute
+            rd.derived_values[dev.id] = values
+        return values
 
     # -- compatibility groups (DRADeviceCompatibilityGroups) ----------------------------------
 

@@ -519,7 +519,8 @@ def _undeclared(expression: str, name: str) -> str:
 class CelDevice:
     """The CEL view of one device, built once and reused for every expression.
 
-    `results` caches outcomes per expression: True/False, or the CelError to re-raise.
+    `results` caches outcomes per expression: the value (True/False for a selector), or the CelError
+    to re-raise.
     """
 
     __slots__ = ("attr_domains", "cap_domains", "ctx", "fn_names", "input_error", "lock",
@@ -527,7 +528,7 @@ class CelDevice:
 
     def __init__(self, *, driver: str, attributes: Mapping[str, Any] | None,
                  capacity: Mapping[str, Any] | None, allow_multiple_allocations: bool | None = False) -> None:
-        self.results: dict[str, bool | CelError] = {}
+        self.results: dict[str, Any] = {}
         self.input_error: str | None = None
         self.ctx: Any = None
         self.fn_names: set[str] = set()
@@ -603,6 +604,9 @@ _PY_FN_ERR = re.compile(r"Python function call failed: (?:\w+\.)*(\w+): (.*?)(?:
                         re.DOTALL)
 
 
+_NULL = object()  # a cached null result (None means "not evaluated yet")
+
+
 class CelCache:
     """Compiled expressions (one per expression text) and per-device CEL state.
 
@@ -655,9 +659,23 @@ class CelCache:
             device.results[compiled.expression] = r
         if r is True or r is False:
             return r
-        raise r
+        if isinstance(r, CelError):
+            raise r
+        raise CelError(f"CEL result of type {_cel_type_name(None if r is _NULL else r)} could not be converted to "
+                       "bool")
 
-    def _evaluate(self, compiled: CompiledExpression, device: CelDevice) -> bool | CelError:
+    def value(self, compiled: CompiledExpression, device: CelDevice) -> Any:
+        """The value of a compiled expression for a device (a derived attribute's); raises CelError on
+        runtime errors (and on compile errors). The outcome is cached on the device."""
+        r = device.results.get(compiled.expression)
+        if r is None:
+            r = self._evaluate(compiled, device)
+            device.results[compiled.expression] = r
+        if isinstance(r, CelError):
+            raise r
+        return None if r is _NULL else r
+
+    def _evaluate(self, compiled: CompiledExpression, device: CelDevice) -> Any:
         if compiled.error is not None:
             return CelError(compiled.error)
         if device.input_error is not None:
@@ -700,9 +718,7 @@ class CelCache:
                 return CelError("integer overflow")
             except Exception as e:
                 return CelError(_runtime_message(e))
-            if result is True or result is False:
-                return result
-            return CelError(f"CEL result of type {_cel_type_name(result)} could not be converted to bool")
+            return _NULL if result is None else result
         return CelError("too many unknown map keys")
 
 

@@ -74,8 +74,20 @@ class Constraint:
             return request in self.requests
         return request in self.requests or f"{request}/{sub_request}" in self.requests
 
-    def add(self, request: str, sub_request: str, device: DeviceInfo) -> bool:
+    def add(self, request: str, sub_request: str, device: DeviceInfo,
+            derived: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
+        """Whether `device`, picked for the request, keeps the constraint satisfied (and record it).
+        `derived` holds the request's derived attributes for the device (DRADerivedAttributes): one
+        named like the constraint's attribute is used instead of the device's own."""
         raise NotImplementedError
+
+    def attribute_of(self, device: DeviceInfo, derived: Mapping[str, Mapping[str, Any]] | None
+                     ) -> Mapping[str, Any] | None:
+        if derived:
+            value = derived.get(self.attribute)
+            if value is not None:
+                return value
+        return lookup_attribute(device, self.attribute)
 
     def remove(self, request: str, sub_request: str, device: DeviceInfo) -> None:
         raise NotImplementedError
@@ -89,10 +101,11 @@ class MatchAttributeConstraint(Constraint):
         self.first: Mapping[str, Any] | None = None
         self.intersection: tuple[str, frozenset[Any]] | None = None
 
-    def add(self, request: str, sub_request: str, device: DeviceInfo) -> bool:
+    def add(self, request: str, sub_request: str, device: DeviceInfo,
+            derived: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
         if not self.applies(request, sub_request):
             return True
-        attr = lookup_attribute(device, self.attribute)
+        attr = self.attribute_of(device, derived)
         if attr is None:
             return False
         if self.num_devices == 0:
@@ -137,10 +150,11 @@ class DistinctAttributeConstraint(Constraint):
         super().__init__(attribute, requests, list_mode)
         self.values: dict[str, Mapping[str, Any]] = {}
 
-    def add(self, request: str, sub_request: str, device: DeviceInfo) -> bool:
+    def add(self, request: str, sub_request: str, device: DeviceInfo,
+            derived: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
         if not self.applies(request, sub_request):
             return True
-        attr = lookup_attribute(device, self.attribute)
+        attr = self.attribute_of(device, derived)
         if attr is None:
             return False
         if self.num_devices == 0:

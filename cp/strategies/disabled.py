@@ -16,7 +16,7 @@ object written while the gate was on keeps working after it is turned off).
   (DRADeviceCompatibilityGroups).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
-  `distinctAttribute` (DRAConsumableCapacity). A claim's status: results' `shareID` and
+  `distinctAttribute` (DRAConsumableCapacity); their `derivedAttributes` (DRADerivedAttributes). A claim's status: results' `shareID` and
   `consumedCapacity`, `status.devices[].shareID` (DRAConsumableCapacity); results'
   `bindingConditions` and `bindingFailureConditions` (DRADeviceBindingConditions), results'
   `skipNodeOperations` (DRAOptionalNodeOperations).
@@ -129,7 +129,7 @@ _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
-                gates.DRA_OPTIONAL_NODE_OPERATIONS)
+                gates.DRA_OPTIONAL_NODE_OPERATIONS, gates.DRA_DERIVED_ATTRIBUTES)
 
 
 def _all_on(features: gates.FeatureGates, names: tuple[str, ...]) -> bool:
@@ -200,6 +200,8 @@ def _drop_claim_spec_fields(new_spec: Any, old_spec: Any, features: gates.Featur
             and not _any_has(_dicts(_at(old_spec, "devices", "constraints")), "distinctAttribute"):
         _pop_all(exactly + subs, "capacity")
         _pop_all(_dicts(_at(new_spec, "devices", "constraints")), "distinctAttribute")
+    if not features.enabled(gates.DRA_DERIVED_ATTRIBUTES) and not _any_has(old_exactly + old_subs, "derivedAttributes"):
+        _pop_all(exactly + subs, "derivedAttributes")
 
 
 def _results(claim: Obj | None) -> list[Obj]:

@@ -28,6 +28,7 @@ from cp.validation.common import (
 from cp.validation.dra_fields import (
     MAX_CONFIG,
     MAX_CONSTRAINTS,
+    MAX_DERIVED_ATTRIBUTES,
     MAX_DEVICE_CONDITIONS,
     MAX_FIRST_AVAILABLE,
     MAX_HARDWARE_ADDRESS,
@@ -38,6 +39,7 @@ from cp.validation.dra_fields import (
     MAX_RESULTS,
     STATUS_DATA_MAX_LEN,
     binding_conditions,
+    cel_expression,
     device_class_ref,
     device_configuration,
     device_selectors,
@@ -133,21 +135,49 @@ def _capacity_requests(body: dict[str, Any], path: str, errs: list[Cause]) -> No
         qualified_name(key, f"{path}.capacity.requests", errs)
 
 
-def _exact_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool) -> None:
+def _derived_attributes(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool,
+                        used: frozenset[str]) -> None:
+    """DRADerivedAttributes: at most 32, each a fully qualified name used by a constraint, with a CEL
+    expression."""
+    items = as_list(body.get("derivedAttributes"))
+    dpath = f"{path}.derivedAttributes"
+    if too_many_items(items, MAX_DERIVED_ATTRIBUTES, dpath, errs):
+        return
+    for i, item in enumerate(items):
+        item = as_dict(item)
+        ipath = f"{dpath}[{i}]"
+        name = as_str(item.get("name"))
+        if not name:
+            errs.append(Cause("Required", f"{ipath}.name", ""))
+        else:
+            fully_qualified_name(name, f"{ipath}.name", errs)
+            if name not in used:
+                errs.append(Cause("Invalid", f"{ipath}.name", "must be referenced by at least one matchAttribute or "
+                                  "distinctAttribute constraint", name))
+        cel_expression(item.get("expression"), f"{ipath}.expression", errs, stored=stored)
+    duplicates([as_str(as_dict(d).get("name")) for d in items], dpath, errs)
+
+
+def _exact_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool,
+                   used: frozenset[str] = frozenset()) -> None:
     device_class_ref(body.get("deviceClassName"), f"{path}.deviceClassName", errs)
     device_selectors(body.get("selectors"), f"{path}.selectors", errs, stored=stored)
+    if body.get("derivedAttributes") is not None:
+        _derived_attributes(body, path, errs, stored=stored, used=used)
     _allocation_mode(body, path, errs)
     device_tolerations(body.get("tolerations"), f"{path}.tolerations", errs)
     _capacity_requests(body, path, errs)
 
 
-def _sub_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool) -> None:
+def _sub_request(body: dict[str, Any], path: str, errs: list[Cause], *, stored: bool,
+                 used: frozenset[str]) -> None:
     """A firstAvailable subrequest: a named exact request."""
     dns_label(as_str(body.get("name")), f"{path}.name", errs)
-    _exact_request(body, path, errs, stored=stored)
+    _exact_request(body, path, errs, stored=stored, used=used)
 
 
-def _device_request(req: dict[str, Any], path: str, errs: list[Cause], *, stored: bool) -> None:
+def _device_request(req: dict[str, Any], path: str, errs: list[Cause], *, stored: bool,
+                    used: frozenset[str]) -> None:
     dns_label(as_str(req.get("name")), f"{path}.name", errs)
     first = req.get("firstAvailable")
     has_first = bool(as_list(first))
@@ -163,11 +193,11 @@ def _device_request(req: dict[str, Any], path: str, errs: list[Cause], *, stored
         fpath = f"{path}.firstAvailable"
         if not too_many_items(subs, MAX_FIRST_AVAILABLE, fpath, errs):
             for i, sub in enumerate(subs):
-                _sub_request(as_dict(sub), f"{fpath}[{i}]", errs, stored=stored)
+                _sub_request(as_dict(sub), f"{fpath}[{i}]", errs, stored=stored, used=used)
             duplicates([as_str(as_dict(s).get("name")) for s in subs], fpath, errs)
     else:
         assert isinstance(exactly, dict)
-        _exact_request(exactly, f"{path}.exactly", errs, stored=stored)
+        _exact_request(exactly, f"{path}.exactly", errs, stored=stored, used=used)
 
 
 def validate_claim_spec(spec: Any, path: str, errs: list[Cause], *, stored: bool = False) -> None:
@@ -176,9 +206,11 @@ def validate_claim_spec(spec: Any, path: str, errs: list[Cause], *, stored: bool
     names = _RequestNames(devices)
     requests = as_list(devices.get("requests"))
     rpath = f"{dpath}.requests"
+    used = frozenset(as_str(as_dict(c).get(k)) for c in as_list(devices.get("constraints"))
+                     for k in ("matchAttribute", "distinctAttribute") if as_dict(c).get(k) is not None)
     if not too_many_items(requests, MAX_REQUESTS, rpath, errs):
         for i, req in enumerate(requests):
-            _device_request(as_dict(req), f"{rpath}[{i}]", errs, stored=stored)
+            _device_request(as_dict(req), f"{rpath}[{i}]", errs, stored=stored, used=used)
         duplicates([as_str(as_dict(r).get("name")) for r in requests], rpath, errs)
     constraints = as_list(devices.get("constraints"))
     cpath = f"{dpath}.constraints"

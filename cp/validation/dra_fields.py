@@ -55,6 +55,7 @@ MAX_DEVICES_ADVANCED = 64
 MAX_COUNTER_SETS = 8
 MAX_COUNTERS_PER_SET = 32
 MAX_CONSUMPTIONS_PER_DEVICE = 2
+MAX_DERIVED_ATTRIBUTES = 32  # per request (DRADerivedAttributes)
 MAX_COMPATIBILITY_GROUPS = 2  # per consumesCounters entry (DRADeviceCompatibilityGroups)
 MAX_COUNTERS_PER_CONSUMPTION = 32
 MAX_ATTRS_AND_CAPACITY = 32
@@ -188,6 +189,11 @@ def duplicates(keys: list[Any], path: str, errs: list[Cause]) -> None:
 
 
 # ---------------------------------------------------------------- CEL
+
+def cel_expression(expression: Any, path: str, errs: list[Cause], *, stored: bool) -> None:
+    """A CEL expression of the allocator's environment: required, at most 10 Ki, compiling."""
+    _cel(expression, path, errs, stored=stored)
+
 
 def _cel(expression: Any, path: str, errs: list[Cause], *, stored: bool) -> None:
     if stored:

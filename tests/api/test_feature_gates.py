@@ -221,3 +221,35 @@ async def test_list_type_attributes_with_the_gate_on(http: aiohttp.ClientSession
     status, created = await call(http, "POST", SLICES, a_slice(attributes=LIST_ATTRIBUTES))
     assert status == 201, created
     assert created["spec"]["devices"][0]["attributes"]["cores"] == {"ints": [0, 1]}
+
+
+DERIVED = [{"name": "derived/numa", "expression": 'device.attributes["gpu.example.com"].numa'}]
+
+
+@pytest.mark.parametrize("gates", [features.DEFAULT])
+async def test_derived_attributes_are_dropped_while_the_gate_is_off(http: aiohttp.ClientSession) -> None:
+    body = a_claim(derivedAttributes=DERIVED)
+    body["spec"]["devices"]["constraints"] = [{"matchAttribute": "derived/numa"}]
+    status, created = await call(http, "POST", CLAIMS, body)
+    assert status == 201, created
+    assert "derivedAttributes" not in created["spec"]["devices"]["requests"][0]["exactly"]
+
+
+@pytest.mark.parametrize("gates", [features.parse("DRADerivedAttributes=true")])
+async def test_derived_attributes_with_the_gate_on(http: aiohttp.ClientSession) -> None:
+    body = a_claim(derivedAttributes=DERIVED)
+    status, refused = await call(http, "POST", CLAIMS, body)  # used by no constraint
+    assert status == 422
+    assert [(c["field"], c["message"]) for c in refused["details"]["causes"]] == [
+        ("spec.devices.requests[0].exactly.derivedAttributes[0].name",
+         'Invalid value: "derived/numa": must be referenced by at least one matchAttribute or distinctAttribute '
+         "constraint")]
+    body["spec"]["devices"]["constraints"] = [{"matchAttribute": "derived/numa"}]
+    bad = a_claim("bad", derivedAttributes=[{"name": "derived/numa", "expression": "device.("}])
+    bad["spec"]["devices"]["constraints"] = [{"matchAttribute": "derived/numa"}]
+    status, refused = await call(http, "POST", CLAIMS, bad)
+    assert status == 422 and refused["details"]["causes"][0]["field"] == (
+        "spec.devices.requests[0].exactly.derivedAttributes[0].expression")
+    status, created = await call(http, "POST", CLAIMS, body)
+    assert status == 201, created
+    assert created["spec"]["devices"]["requests"][0]["exactly"]["derivedAttributes"] == DERIVED

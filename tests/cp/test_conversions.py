@@ -181,6 +181,15 @@ def test_v1beta1_request_tolerations_capacity_admin_access_move_into_exactly() -
     assert nothing == {"name": "r"}
 
 
+def test_v1beta1_derived_attributes_are_flat_too() -> None:
+    derived = [{"name": "derived/numa", "expression": "1"}]
+    beta = _claim("v1beta1", [{"name": "r", "deviceClassName": "c", "derivedAttributes": derived}])
+    v1 = conversions.to_storage(_beta1("ResourceClaim"), beta)
+    assert v1["spec"]["devices"]["requests"] == [
+        {"name": "r", "exactly": {"deviceClassName": "c", "derivedAttributes": derived}}]
+    assert conversions.to_served(_beta1("ResourceClaim"), v1)["spec"] == beta["spec"]
+
+
 def test_v1beta1_template_requests() -> None:
     beta = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaimTemplate", "metadata": {"name": "t"},
             "spec": {"metadata": {"labels": {"a": "b"}},
