@@ -447,6 +447,34 @@ _V1BETA1 = "resource.k8s.io/v1beta1"
 _V1 = "resource.k8s.io/v1"
 
 
+# ------------------------------------------------------------------------------ the other groups
+# The optional versions whose every field is the stored version's (the 1.37 schemas of both agree
+# field by field; upstream converts them with generated functions only): only `apiVersion` changes.
+_SAME_SHAPE = (
+    ("admissionregistration.k8s.io", "v1beta1", "v1", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "v1beta1", "v1", "MutatingAdmissionPolicyBinding"),
+    ("admissionregistration.k8s.io", "v1alpha1", "v1", "MutatingAdmissionPolicy"),
+    ("admissionregistration.k8s.io", "v1alpha1", "v1", "MutatingAdmissionPolicyBinding"),
+    ("certificates.k8s.io", "v1beta1", "v1", "ClusterTrustBundle"),
+    ("scheduling.k8s.io", "v1alpha3", "v1beta1", "PodGroup"),
+    ("scheduling.k8s.io", "v1alpha3", "v1beta1", "Workload"),
+    ("storagemigration.k8s.io", "v1beta1", "v1", "StorageVersionMigration"),
+)
+
+# certificates.k8s.io/v1beta1's PodCertificateRequest has two fields v1 dropped (`pkixPublicKey` and
+# `proofOfPossession`, deprecated for `stubPKCS10Request`): the stored v1 object cannot hold them.
+_PCR_V1BETA1_ONLY = ("pkixPublicKey", "proofOfPossession")
+
+
+def _pcr_from_v1beta1(obj: dict[str, Any]) -> dict[str, Any]:
+    out = _renamed("certificates.k8s.io/v1")(obj)
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        for key in _PCR_V1BETA1_ONLY:
+            spec.pop(key, None)
+    return out
+
+
 # ------------------------------------------------------------------------------ the registry
 
 _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
@@ -463,6 +491,10 @@ _CONVERTERS: dict[tuple[str, str, str], tuple[Converter, Converter]] = {
                                                               _template(_V1, _request_from_v1beta1)),
     ("resource.k8s.io", "v1beta1", "ResourceSlice"): (_slice(_V1BETA1, _device_to_v1beta1),
                                                       _slice(_V1, _device_from_v1beta1)),
+    **{(group, version, kind): (_renamed(f"{group}/{version}"), _renamed(f"{group}/{stored}"))
+       for group, version, stored, kind in _SAME_SHAPE},
+    ("certificates.k8s.io", "v1beta1", "PodCertificateRequest"): (_renamed("certificates.k8s.io/v1beta1"),
+                                                                  _pcr_from_v1beta1),
 }
 
 

@@ -62,6 +62,12 @@ class ResourceKind(msgspec.Struct, frozen=True, kw_only=True):
     # release (major, minor) it is deprecated in and the one it is removed in; () when it has none.
     deprecated: tuple[int, ...] = ()
     removed: tuple[int, ...] = ()
+    # The group/version and kind upstream's lifecycle names in its place (`APILifecycleReplacement`),
+    # `admissionregistration.k8s.io/v1 MutatingAdmissionPolicy`; "" when it names none.
+    replacement: str = ""
+    # The feature gate an optional version also needs (`cp.features`), as upstream's storage serves
+    # scheduling.k8s.io/v1alpha3 only with GenericWorkload on; "" for none.
+    gate: str = ""
 
     @property
     def group_version(self) -> str:
@@ -248,6 +254,18 @@ def _dra(version: str, kind: str, plural: str, *, namespaced: bool, status: bool
                         deprecated=deprecated, removed=removed)
 
 
+def _other(group: str, version: str, kind: str, plural: str, *, namespaced: bool = False, status: bool = False,
+           deprecated: tuple[int, ...] = (), removed: tuple[int, ...] = (), replaced: bool = False,
+           categories: tuple[str, ...] = (), has_spec: bool = True, gate: str = "") -> ResourceKind:
+    """An optional version of the stored `group`/`plural`; `replaced`: upstream names the group's v1
+    kind as its replacement."""
+    return ResourceKind(group=group, version=version, kind=kind, plural=plural, singular=kind.lower(),
+                        namespaced=namespaced, categories=categories,
+                        subresources=(_status(kind),) if status else (), has_spec=has_spec,
+                        storage_of=(group, plural), enabled_by_default=False, deprecated=deprecated,
+                        removed=removed, replacement=f"{group}/v1 {kind}" if replaced else "", gate=gate)
+
+
 # The built-in versions a 1.37 kube-apiserver has compiled in but does not serve by default (beta and
 # alpha APIs are off upstream), each served from its stored version's objects by conversion
 # (`cp.conversions`); `--runtime-config` switches them on (`Registry(runtime=...)`). In each group's
@@ -273,6 +291,29 @@ OPTIONAL: tuple[ResourceKind, ...] = (
     # resource.k8s.io/v1alpha3 (alpha): DeviceTaintRule
     _dra("v1alpha3", "DeviceTaintRule", "devicetaintrules", namespaced=False, status=True,
          deprecated=(1, 36), removed=(1, 39)),
+    # admissionregistration.k8s.io/v1beta1 and v1alpha1: MutatingAdmissionPolicy(Binding), v1's shape
+    _other("admissionregistration.k8s.io", "v1beta1", "MutatingAdmissionPolicy", "mutatingadmissionpolicies",
+           deprecated=(1, 37), removed=(1, 40), replaced=True, categories=("api-extensions",)),
+    _other("admissionregistration.k8s.io", "v1beta1", "MutatingAdmissionPolicyBinding",
+           "mutatingadmissionpolicybindings", deprecated=(1, 37), removed=(1, 40), replaced=True,
+           categories=("api-extensions",)),
+    _other("admissionregistration.k8s.io", "v1alpha1", "MutatingAdmissionPolicy", "mutatingadmissionpolicies",
+           deprecated=(1, 35), removed=(1, 38), categories=("api-extensions",)),
+    _other("admissionregistration.k8s.io", "v1alpha1", "MutatingAdmissionPolicyBinding",
+           "mutatingadmissionpolicybindings", deprecated=(1, 35), removed=(1, 38), categories=("api-extensions",)),
+    # certificates.k8s.io/v1beta1: ClusterTrustBundle and PodCertificateRequest
+    _other("certificates.k8s.io", "v1beta1", "ClusterTrustBundle", "clustertrustbundles", deprecated=(1, 37),
+           removed=(1, 40), replaced=True, has_spec=False),
+    _other("certificates.k8s.io", "v1beta1", "PodCertificateRequest", "podcertificaterequests", namespaced=True,
+           status=True, deprecated=(1, 37), removed=(1, 40), replaced=True),
+    # scheduling.k8s.io/v1alpha3: Workload and PodGroup in v1beta1's shape (also needs GenericWorkload;
+    # no prerelease lifecycle upstream, so no warning)
+    _other("scheduling.k8s.io", "v1alpha3", "PodGroup", "podgroups", namespaced=True, status=True,
+           gate="GenericWorkload"),
+    _other("scheduling.k8s.io", "v1alpha3", "Workload", "workloads", namespaced=True, gate="GenericWorkload"),
+    # storagemigration.k8s.io/v1beta1: StorageVersionMigration
+    _other("storagemigration.k8s.io", "v1beta1", "StorageVersionMigration", "storageversionmigrations",
+           status=True, deprecated=(1, 37), removed=(1, 40), replaced=True),
 )
 
 # The release whose API this is (deprecation warnings: `ResourceKind.deprecated`).
@@ -287,6 +328,8 @@ def deprecation_warning(kind: ResourceKind) -> str:
     text = f"{kind.group_version} {kind.kind} is deprecated in v{kind.deprecated[0]}.{kind.deprecated[1]}+"
     if kind.removed:
         text += f", unavailable in v{kind.removed[0]}.{kind.removed[1]}+"
+    if kind.replacement:
+        text += f"; use {kind.replacement}"
     return text
 
 
@@ -368,7 +411,8 @@ class Registry:
         # discovered or documented); empty without one, so a default server does no work per kind.
         self._off: frozenset[tuple[str, str, str]] = frozenset()
         if not self.runtime.empty:
-            self._gated = tuple(k for k in (*self._gated, *OPTIONAL) if self._runtime_enabled(k))
+            self._gated = tuple(k for k in (*self._gated, *OPTIONAL) if self._runtime_enabled(k)
+                                and (not k.gate or self.features.enabled(k.gate)))
             self._off = frozenset((k.group, k.version, k.plural) for k in SERVED if not self._runtime_enabled(k))
         self._custom: dict[str, tuple[ResourceKind, ...]] = {}  # CRD name -> its served versions
         self._path: dict[tuple[str, str, str], ResourceKind] = {}

@@ -128,14 +128,28 @@ _EMPTY_STRUCT = re.compile(r"^type (\w+) struct ?\{\}$")
 _GO_FIELD = re.compile(r"^\t(?:(\w+)\s+)?([^\s`]+)\s+`([^`]*)`\s*(?://.*)?$")
 _NAMED = re.compile(r"^type (\w+) (\[\]|map\[)")
 _TAG = re.compile(r'(\w+):"([^"]*)"')
+# `type MatchCondition v1.MatchCondition`: a struct type defined from another package's (same fields).
+_DEFINED = re.compile(r"^type (\w+) (\w+)\.(\w+)$")
+_IMPORT = re.compile(r'^\s*(?:import\s+)?(\w+)\s+"k8s\.io/api/([\w/]+)"$')
 
 
-def parse_go(text: str, *, structs: dict[str, dict[int, GoField]], named: dict[str, str]) -> None:
+def parse_go(text: str, *, structs: dict[str, dict[int, GoField]], named: dict[str, str],
+             defined: dict[str, tuple[str, str]] | None = None) -> None:
     """Add the struct fields that carry a `protobuf` tag (by field number) and the named slice and map
-    types of one Go file."""
+    types of one Go file; `defined`: the struct types defined from another k8s.io/api package's, as
+    (that package's folder, its type)."""
     current: dict[int, GoField] | None = None
+    imports: dict[str, str] = {}
     for line in text.splitlines():
         if current is None:
+            m = _IMPORT.match(line)
+            if m:
+                imports[m.group(1)] = m.group(2)
+                continue
+            m = _DEFINED.match(line)
+            if m and defined is not None and m.group(2) in imports:
+                defined[m.group(1)] = (imports[m.group(2)], m.group(3))
+                continue
             m = _STRUCT.match(line)
             if m:
                 current = structs.setdefault(m.group(1), {})
@@ -188,6 +202,7 @@ class Package:
     messages: dict[str, list[ProtoField]] = dataclasses.field(default_factory=dict)
     structs: dict[str, dict[int, GoField]] = dataclasses.field(default_factory=dict)
     named: dict[str, str] = dataclasses.field(default_factory=dict)
+    defined: dict[str, tuple[str, str]] = dataclasses.field(default_factory=dict)
     kinds: list[str] = dataclasses.field(default_factory=list)  # registered upstream (register.go)
     served: list[str] = dataclasses.field(default_factory=list)  # read or written by the server
 
@@ -197,7 +212,7 @@ class Package:
             if path.endswith(".go") and not path.endswith("_test.go") and "/zz_generated" not in path \
                     and not path.endswith(".pb.go"):
                 text = self.source.read(path)
-                parse_go(text, structs=self.structs, named=self.named)
+                parse_go(text, structs=self.structs, named=self.named, defined=self.defined)
                 if path.endswith("/register.go"):
                     self.kinds = registered_kinds(text)
 
@@ -364,6 +379,10 @@ class Generator:
             (field,) = p.messages[message]
             table_type, _, _ = self.resolve(field.type, proto=proto)
             return f"{field.number} items:[{table_type}]"
+        if go is None and message in p.defined:  # the struct of the package it is defined from
+            folder, name = p.defined[message]
+            go = next((q.structs.get(name) for q in self.pkgs.values()
+                       if q.source is p.source and q.folder == folder), None)
         if go is None:
             raise SystemExit(f"{proto}.{message}: no Go struct")
         tokens = []

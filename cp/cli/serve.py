@@ -104,7 +104,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "GROUP/VERSION=true|false (a bare GROUP/VERSION is true; the core group is api/v1), "
                         "GROUP/VERSION/RESOURCE=true|false, and api/all, api/ga, api/beta, api/alpha=true|false "
                         "(versions of the form v1, v1beta1, v1alpha1). Off by default, as upstream: "
-                        "resource.k8s.io/v1beta2, v1beta1 and v1alpha3 (docs/api.md, \"One resource, several versions\"); "
+                        "resource.k8s.io/v1beta2, v1beta1 and v1alpha3, admissionregistration.k8s.io/v1beta1 and "
+                        "v1alpha1, certificates.k8s.io/v1beta1, storagemigration.k8s.io/v1beta1, "
+                        "scheduling.k8s.io/v1alpha3 (docs/api.md, \"One resource, several versions\"); "
                         "e.g. resource.k8s.io/v1beta2=true")
     p.add_argument("--watch-cache-memory", type=_memory_size, default=None, metavar="SIZE",
                    help="memory budget of the objects kept for LISTs and GETs (the watch cache), a quantity "

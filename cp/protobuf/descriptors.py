@@ -54,8 +54,12 @@ ALIASES: dict[str, str] = {  # alias -> package
     'resource.v1beta2': 'io.k8s.api.resource.v1beta2',
     'resource.v1beta1': 'io.k8s.api.resource.v1beta1',
     'resource.v1alpha3': 'io.k8s.api.resource.v1alpha3',
-    'events.v1': 'io.k8s.api.events.v1',
+    'admissionregistration.v1beta1': 'io.k8s.api.admissionregistration.v1beta1',
+    'admissionregistration.v1alpha1': 'io.k8s.api.admissionregistration.v1alpha1',
+    'certificates.v1beta1': 'io.k8s.api.certificates.v1beta1',
     'scheduling.v1alpha3': 'io.k8s.api.scheduling.v1alpha3',
+    'storagemigration.v1beta1': 'io.k8s.api.storagemigration.v1beta1',
+    'events.v1': 'io.k8s.api.events.v1',
 }
 
 PACKAGES: dict[str, dict[str, str]] = {
@@ -1349,6 +1353,135 @@ PACKAGES: dict[str, dict[str, str]] = {
         'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
         'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
     },
+    'io.k8s.api.admissionregistration.v1beta1': {
+        'MutatingAdmissionPolicy': '1 metadata:meta.v1.ObjectMeta, 2 spec:MutatingAdmissionPolicySpec',
+        'MutatingAdmissionPolicyList': '1 metadata:meta.v1.ListMeta, 2 items:[MutatingAdmissionPolicy]!',
+        'MutatingAdmissionPolicyBinding': ('1 metadata:meta.v1.ObjectMeta, '
+                                           '2 spec:MutatingAdmissionPolicyBindingSpec'),
+        'MutatingAdmissionPolicyBindingList': ('1 metadata:meta.v1.ListMeta, '
+                                               '2 items:[MutatingAdmissionPolicyBinding]!'),
+        'MutatingAdmissionPolicySpec': ('1 paramKind:ParamKind*, 2 matchConstraints:MatchResources*, '
+                                        '3 variables:[Variable], 4 mutations:[Mutation], 5 failurePolicy:s*, '
+                                        '6 matchConditions:[MatchCondition], 7 reinvocationPolicy'),
+        'MutatingAdmissionPolicyBindingSpec': ('1 policyName, 2 paramRef:ParamRef*, '
+                                               '3 matchResources:MatchResources*'),
+        'ParamKind': '1 apiVersion, 2 kind',
+        'MatchResources': ('1 namespaceSelector:meta.v1.LabelSelector*, '
+                           '2 objectSelector:meta.v1.LabelSelector*, '
+                           '3 resourceRules:[NamedRuleWithOperations], '
+                           '4 excludeResourceRules:[NamedRuleWithOperations], 7 matchPolicy:s*'),
+        'Variable': '1 name:s!, 2 expression:s!',
+        'Mutation': '2 patchType:s!, 3 applyConfiguration:ApplyConfiguration*, 4 jsonPatch:JSONPatch*',
+        'MatchCondition': '1 name:s!, 2 expression:s!',
+        'ParamRef': '1 name, 2 namespace, 3 selector:meta.v1.LabelSelector*, 4 parameterNotFoundAction:s*',
+        'NamedRuleWithOperations': '1 resourceNames:[s], 2 ...admissionregistration.v1.RuleWithOperations',
+        'ApplyConfiguration': '1 expression',
+        'JSONPatch': '1 expression',
+    },
+    'io.k8s.api.admissionregistration.v1alpha1': {
+        'MutatingAdmissionPolicy': '1 metadata:meta.v1.ObjectMeta, 2 spec:MutatingAdmissionPolicySpec',
+        'MutatingAdmissionPolicyList': '1 metadata:meta.v1.ListMeta, 2 items:[MutatingAdmissionPolicy]!',
+        'MutatingAdmissionPolicyBinding': ('1 metadata:meta.v1.ObjectMeta, '
+                                           '2 spec:MutatingAdmissionPolicyBindingSpec'),
+        'MutatingAdmissionPolicyBindingList': ('1 metadata:meta.v1.ListMeta, '
+                                               '2 items:[MutatingAdmissionPolicyBinding]!'),
+        'MutatingAdmissionPolicySpec': ('1 paramKind:ParamKind*, 2 matchConstraints:MatchResources*, '
+                                        '3 variables:[Variable], 4 mutations:[Mutation], 5 failurePolicy:s*, '
+                                        '6 matchConditions:[MatchCondition], 7 reinvocationPolicy'),
+        'MutatingAdmissionPolicyBindingSpec': ('1 policyName, 2 paramRef:ParamRef*, '
+                                               '3 matchResources:MatchResources*'),
+        'ParamKind': '1 apiVersion, 2 kind',
+        'MatchResources': ('1 namespaceSelector:meta.v1.LabelSelector*, '
+                           '2 objectSelector:meta.v1.LabelSelector*, '
+                           '3 resourceRules:[NamedRuleWithOperations], '
+                           '4 excludeResourceRules:[NamedRuleWithOperations], 7 matchPolicy:s*'),
+        'Variable': '1 name:s!, 2 expression:s!',
+        'Mutation': '2 patchType:s!, 3 applyConfiguration:ApplyConfiguration*, 4 jsonPatch:JSONPatch*',
+        'MatchCondition': '1 name:s!, 2 expression:s!',
+        'ParamRef': '1 name, 2 namespace, 3 selector:meta.v1.LabelSelector*, 4 parameterNotFoundAction:s*',
+        'NamedRuleWithOperations': '1 resourceNames:[s], 2 ...admissionregistration.v1.RuleWithOperations',
+        'ApplyConfiguration': '1 expression',
+        'JSONPatch': '1 expression',
+    },
+    'io.k8s.api.certificates.v1beta1': {
+        'ClusterTrustBundle': '1 metadata:meta.v1.ObjectMeta, 2 spec:ClusterTrustBundleSpec!',
+        'ClusterTrustBundleList': '1 metadata:meta.v1.ListMeta, 2 items:[ClusterTrustBundle]!',
+        'PodCertificateRequest': ('1 metadata:meta.v1.ObjectMeta, 2 spec:PodCertificateRequestSpec!, '
+                                  '3 status:PodCertificateRequestStatus'),
+        'PodCertificateRequestList': '1 metadata:meta.v1.ListMeta, 2 items:[PodCertificateRequest]!',
+        'ClusterTrustBundleSpec': '1 signerName, 2 trustBundle:s!',
+        'PodCertificateRequestSpec': ('1 signerName:s!, 2 podName:s!, 3 podUID:s!, 4 serviceAccountName:s!, '
+                                      '5 serviceAccountUID:s!, 6 nodeName:s!, 7 nodeUID:s!, '
+                                      '8 maxExpirationSeconds:i32*, 9 pkixPublicKey:bytes!, '
+                                      '10 proofOfPossession:bytes!, 11 unverifiedUserAnnotations:{s}, '
+                                      '12 stubPKCS10Request:bytes!'),
+        'PodCertificateRequestStatus': ('1 conditions:[meta.v1.Condition], 2 certificateChain, '
+                                        '4 notBefore:Time*, 5 beginRefreshAt:Time*, 6 notAfter:Time*'),
+    },
+    'io.k8s.api.scheduling.v1alpha3': {
+        'PodGroup': '1 metadata:meta.v1.ObjectMeta, 2 spec:PodGroupSpec!, 3 status:PodGroupStatus',
+        'PodGroupList': '1 metadata:meta.v1.ListMeta, 2 items:[PodGroup]!',
+        'Workload': '1 metadata:meta.v1.ObjectMeta, 2 spec:WorkloadSpec!',
+        'WorkloadList': '1 metadata:meta.v1.ListMeta, 2 items:[Workload]!',
+        'PodGroupSpec': ('1 parentCompositePodGroupName:s*, 2 workloadRef:WorkloadReference*, '
+                         '3 schedulingPolicy:PodGroupSchedulingPolicy!, '
+                         '4 schedulingConstraints:PodGroupSchedulingConstraints*, '
+                         '5 resourceClaims:[PodGroupResourceClaim], 6 disruptionMode:DisruptionMode*, '
+                         '7 priorityClassName, 8 priority:i32*, 9 preemptionPolicy:s*'),
+        'PodGroupStatus': ('1 conditions:[meta.v1.Condition], '
+                           '2 resourceClaimStatuses:[PodGroupResourceClaimStatus]'),
+        'WorkloadSpec': ('1 controllerRef:TypedLocalObjectReference*, '
+                         '2 podGroupTemplates:[PodGroupTemplate]!, '
+                         '3 compositePodGroupTemplates:[CompositePodGroupTemplate]'),
+        'WorkloadReference': '1 workloadName:s!, 2 templateName:s!',
+        'PodGroupSchedulingPolicy': '1 basic:BasicSchedulingPolicy*, 2 gang:GangSchedulingPolicy*',
+        'PodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
+        'PodGroupResourceClaim': '1 name:s!, 2 resourceClaimName:s*, 3 resourceClaimTemplateName:s*',
+        'DisruptionMode': '1 single:SingleDisruptionMode*, 2 all:AllDisruptionMode*',
+        'PodGroupResourceClaimStatus': '1 name:s!, 2 resourceClaimName:s*',
+        'TypedLocalObjectReference': '1 apiGroup, 2 kind:s!, 3 name:s!',
+        'PodGroupTemplate': ('1 name:s!, 2 schedulingPolicy:PodGroupSchedulingPolicy!, '
+                             '3 schedulingConstraints:PodGroupSchedulingConstraints*!, '
+                             '4 resourceClaims:[PodGroupResourceClaim], 5 disruptionMode:DisruptionMode*, '
+                             '6 priorityClassName, 7 priority:i32*, 8 preemptionPolicy:s*'),
+        'CompositePodGroupTemplate': ('1 name:s!, 2 schedulingPolicy:CompositePodGroupSchedulingPolicy!, '
+                                      '3 schedulingConstraints:CompositePodGroupSchedulingConstraints*, '
+                                      '4 disruptionMode:CompositeDisruptionMode*, 5 priorityClassName, '
+                                      '6 priority:i32*, 7 preemptionPolicy:s*, '
+                                      '8 podGroupTemplates:[PodGroupTemplate], '
+                                      '9 compositePodGroupTemplates:[CompositePodGroupTemplate]'),
+        'WorkloadPodGroupSchedulingPolicy': ('1 basic:WorkloadPodGroupBasicSchedulingPolicy*, '
+                                             '2 gang:WorkloadPodGroupGangSchedulingPolicy*'),
+        'WorkloadPodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
+        'WorkloadPodGroupDisruptionMode': ('1 single:WorkloadPodGroupSingleDisruptionMode*, '
+                                           '2 all:WorkloadPodGroupAllDisruptionMode*'),
+        'WorkloadPodGroupResourceClaim': '1 name:s!, 2 resourceClaimName:s*, 3 resourceClaimTemplateName:s*',
+        'BasicSchedulingPolicy': '',
+        'GangSchedulingPolicy': '1 minCount:i32!',
+        'TopologyConstraint': '1 key:s!',
+        'SingleDisruptionMode': '',
+        'AllDisruptionMode': '',
+        'CompositePodGroupSchedulingPolicy': ('1 basic:CompositeBasicSchedulingPolicy*, '
+                                              '2 gang:CompositeGangSchedulingPolicy*'),
+        'CompositePodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
+        'CompositeDisruptionMode': ('1 single:SingleCompositeDisruptionMode*, '
+                                    '2 all:AllCompositeDisruptionMode*'),
+        'WorkloadPodGroupBasicSchedulingPolicy': '',
+        'WorkloadPodGroupGangSchedulingPolicy': '1 minCount:i32*',
+        'WorkloadPodGroupSingleDisruptionMode': '',
+        'WorkloadPodGroupAllDisruptionMode': '',
+        'CompositeBasicSchedulingPolicy': '',
+        'CompositeGangSchedulingPolicy': '1 minGroupCount:i32!',
+        'SingleCompositeDisruptionMode': '',
+        'AllCompositeDisruptionMode': '',
+    },
+    'io.k8s.api.storagemigration.v1beta1': {
+        'StorageVersionMigration': ('1 metadata:meta.v1.ObjectMeta, 2 spec:StorageVersionMigrationSpec, '
+                                    '3 status:StorageVersionMigrationStatus'),
+        'StorageVersionMigrationList': '1 metadata:meta.v1.ListMeta, 2 items:[StorageVersionMigration]!',
+        'StorageVersionMigrationSpec': '1 resource:meta.v1.GroupResource!',
+        'StorageVersionMigrationStatus': '1 conditions:[meta.v1.Condition], 2 resourceVersion',
+    },
     'io.k8s.api.events.v1': {
         'Event': ('1 metadata:meta.v1.ObjectMeta!, 2 eventTime:MicroTime!, 3 series:EventSeries*, '
                   '4 reportingController, 5 reportingInstance, 6 action, 7 reason, '
@@ -1357,19 +1490,6 @@ PACKAGES: dict[str, dict[str, str]] = {
                   '14 deprecatedLastTimestamp:Time, 15 deprecatedCount:i32'),
         'EventList': '1 metadata:meta.v1.ListMeta, 2 items:[Event]!',
         'EventSeries': '1 count:i32!, 2 lastObservedTime:MicroTime!',
-    },
-    'io.k8s.api.scheduling.v1alpha3': {
-        'WorkloadPodGroupSchedulingPolicy': ('1 basic:WorkloadPodGroupBasicSchedulingPolicy*, '
-                                             '2 gang:WorkloadPodGroupGangSchedulingPolicy*'),
-        'WorkloadPodGroupSchedulingConstraints': '1 topology:[TopologyConstraint]',
-        'WorkloadPodGroupDisruptionMode': ('1 single:WorkloadPodGroupSingleDisruptionMode*, '
-                                           '2 all:WorkloadPodGroupAllDisruptionMode*'),
-        'WorkloadPodGroupResourceClaim': '1 name:s!, 2 resourceClaimName:s*, 3 resourceClaimTemplateName:s*',
-        'WorkloadPodGroupBasicSchedulingPolicy': '',
-        'WorkloadPodGroupGangSchedulingPolicy': '1 minCount:i32*',
-        'TopologyConstraint': '1 key:s!',
-        'WorkloadPodGroupSingleDisruptionMode': '',
-        'WorkloadPodGroupAllDisruptionMode': '',
     },
 }
 
@@ -1596,6 +1716,34 @@ KINDS: dict[str, dict[str, str]] = {
     'resource.k8s.io/v1alpha3': {
         'DeviceTaintRule': 'io.k8s.api.resource.v1alpha3.DeviceTaintRule',
         'DeviceTaintRuleList': 'io.k8s.api.resource.v1alpha3.DeviceTaintRuleList',
+    },
+    'admissionregistration.k8s.io/v1beta1': {
+        'MutatingAdmissionPolicy': 'io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy',
+        'MutatingAdmissionPolicyList': 'io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyList',
+        'MutatingAdmissionPolicyBinding': 'io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding',
+        'MutatingAdmissionPolicyBindingList': 'io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicyBindingList',
+    },
+    'admissionregistration.k8s.io/v1alpha1': {
+        'MutatingAdmissionPolicy': 'io.k8s.api.admissionregistration.v1alpha1.MutatingAdmissionPolicy',
+        'MutatingAdmissionPolicyList': 'io.k8s.api.admissionregistration.v1alpha1.MutatingAdmissionPolicyList',
+        'MutatingAdmissionPolicyBinding': 'io.k8s.api.admissionregistration.v1alpha1.MutatingAdmissionPolicyBinding',
+        'MutatingAdmissionPolicyBindingList': 'io.k8s.api.admissionregistration.v1alpha1.MutatingAdmissionPolicyBindingList',
+    },
+    'certificates.k8s.io/v1beta1': {
+        'ClusterTrustBundle': 'io.k8s.api.certificates.v1beta1.ClusterTrustBundle',
+        'ClusterTrustBundleList': 'io.k8s.api.certificates.v1beta1.ClusterTrustBundleList',
+        'PodCertificateRequest': 'io.k8s.api.certificates.v1beta1.PodCertificateRequest',
+        'PodCertificateRequestList': 'io.k8s.api.certificates.v1beta1.PodCertificateRequestList',
+    },
+    'scheduling.k8s.io/v1alpha3': {
+        'PodGroup': 'io.k8s.api.scheduling.v1alpha3.PodGroup',
+        'PodGroupList': 'io.k8s.api.scheduling.v1alpha3.PodGroupList',
+        'Workload': 'io.k8s.api.scheduling.v1alpha3.Workload',
+        'WorkloadList': 'io.k8s.api.scheduling.v1alpha3.WorkloadList',
+    },
+    'storagemigration.k8s.io/v1beta1': {
+        'StorageVersionMigration': 'io.k8s.api.storagemigration.v1beta1.StorageVersionMigration',
+        'StorageVersionMigrationList': 'io.k8s.api.storagemigration.v1beta1.StorageVersionMigrationList',
     },
     'events.k8s.io/v1': {
         'Event': 'io.k8s.api.events.v1.Event',

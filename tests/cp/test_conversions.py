@@ -228,3 +228,51 @@ def test_v1beta1_slice_node_fields_are_plain() -> None:
     written = {**beta, "spec": {**beta["spec"], "nodeName": "", "allNodes": False}}
     assert conversions.to_storage(_beta1("ResourceSlice"), written)["spec"] == {
         "driver": "d", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1}}
+
+
+# ------------------------------------------------------------------------------ the other groups' versions
+
+def _optional(group: str, version: str, kind: str) -> Any:
+    from cp import resources
+
+    return next(k for k in resources.OPTIONAL if (k.group, k.version, k.kind) == (group, version, kind))
+
+
+def test_every_optional_version_converts_both_ways() -> None:
+    from cp import resources
+
+    for kind in resources.OPTIONAL:
+        stored = resources.Registry().by_group_resource(*kind.storage_of) or resources.gated_kind(*kind.storage_of)
+        obj = {"apiVersion": stored.api_version, "kind": kind.kind, "metadata": {"name": "x"}, "spec": {}}
+        served = conversions.to_served(kind, obj)
+        assert served["apiVersion"] == kind.api_version, kind
+        assert conversions.to_storage(kind, served) == obj, kind
+
+
+def test_same_shape_versions_change_api_version_alone() -> None:
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+              "metadata": {"name": "p"}, "spec": {"failurePolicy": "Fail", "reinvocationPolicy": "Never",
+                                                  "mutations": [{"patchType": "JSONPatch",
+                                                                 "jsonPatch": {"expression": "[]"}}]}}
+    for version in ("v1beta1", "v1alpha1"):
+        kind = _optional("admissionregistration.k8s.io", version, "MutatingAdmissionPolicy")
+        served = conversions.to_served(kind, policy)
+        assert served == {**policy, "apiVersion": f"admissionregistration.k8s.io/{version}"}
+        assert conversions.to_storage(kind, served) == policy
+    workload = {"apiVersion": "scheduling.k8s.io/v1beta1", "kind": "Workload", "metadata": {"name": "w"},
+                "spec": {"podGroupTemplates": [{"name": "a", "schedulingPolicy": {"basic": {}}}]}}
+    kind = _optional("scheduling.k8s.io", "v1alpha3", "Workload")
+    assert conversions.to_served(kind, workload) == {**workload, "apiVersion": "scheduling.k8s.io/v1alpha3"}
+
+
+def test_pod_certificate_request_v1beta1_only_fields_are_not_stored() -> None:
+    kind = _optional("certificates.k8s.io", "v1beta1", "PodCertificateRequest")
+    beta = {"apiVersion": "certificates.k8s.io/v1beta1", "kind": "PodCertificateRequest", "metadata": {"name": "r"},
+            "spec": {"signerName": "example.com/s", "pkixPublicKey": "AAEC", "proofOfPossession": "AwQF",
+                     "stubPKCS10Request": "BQY="}}
+    stored = conversions.to_storage(kind, beta)
+    assert stored["apiVersion"] == "certificates.k8s.io/v1"
+    assert stored["spec"] == {"signerName": "example.com/s", "stubPKCS10Request": "BQY="}
+    assert beta["spec"]["pkixPublicKey"] == "AAEC"  # the input is left alone
+    shown = conversions.served_object(kind, json.dumps(stored).encode())
+    assert shown["spec"]["pkixPublicKey"] is None and shown["spec"]["proofOfPossession"] is None  # Go's nil []byte

@@ -128,3 +128,46 @@ def test_alpha_device_taint_rules() -> None:
     (kind,) = everything.kinds_in("resource.k8s.io", "v1alpha3")
     assert res.deprecation_warning(kind) == ("resource.k8s.io/v1alpha3 DeviceTaintRule is deprecated in v1.36+, "
                                              "unavailable in v1.39+")
+
+
+OTHER = [("admissionregistration.k8s.io", "v1beta1", "mutatingadmissionpolicies"),
+         ("admissionregistration.k8s.io", "v1alpha1", "mutatingadmissionpolicybindings"),
+         ("certificates.k8s.io", "v1beta1", "podcertificaterequests"),
+         ("storagemigration.k8s.io", "v1beta1", "storageversionmigrations"),
+         ("scheduling.k8s.io", "v1alpha3", "workloads")]
+
+
+def test_other_groups_optional_versions_cost_nothing_by_default() -> None:
+    from cp import features
+
+    registry = res.Registry(features=features.FeatureGates({features.GENERIC_WORKLOAD: True}))
+    assert not registry.gated_kinds() or all(k.enabled_by_default for k in registry.gated_kinds())
+    assert all(registry.lookup(*gvr) is None for gvr in OTHER)
+
+
+def test_other_groups_keys_and_discovery_order() -> None:
+    from cp import features
+
+    gates = features.FeatureGates({features.GENERIC_WORKLOAD: True})
+    registry = res.Registry(runtime=parse("api/all=true"), features=gates)
+    assert all(registry.lookup(*gvr) is not None for gvr in OTHER)
+    order = registry.group_versions()
+    assert [v for g, v in order if g == "admissionregistration.k8s.io"] == ["v1", "v1beta1", "v1alpha1"]
+    assert [v for g, v in order if g == "scheduling.k8s.io"] == ["v1", "v1beta1", "v1alpha3"]
+    # the stored resource of each is the default version's (one stored kind per resource)
+    kinds = registry.kinds()
+    assert len({(k.group, k.plural) for k in kinds}) == len(kinds)
+    # scheduling.k8s.io/v1alpha3 also needs its gate, as upstream's storage
+    assert res.Registry(runtime=parse("api/all=true")).lookup("scheduling.k8s.io", "v1alpha3", "workloads") is None
+
+
+def test_deprecation_warnings_name_upstream_replacements() -> None:
+    by_key = {(k.group, k.version, k.kind): res.deprecation_warning(k) for k in res.OPTIONAL}
+    assert by_key[("certificates.k8s.io", "v1beta1", "ClusterTrustBundle")] == (
+        "certificates.k8s.io/v1beta1 ClusterTrustBundle is deprecated in v1.37+, unavailable in v1.40+; "
+        "use certificates.k8s.io/v1 ClusterTrustBundle")
+    assert by_key[("admissionregistration.k8s.io", "v1alpha1", "MutatingAdmissionPolicy")] == (
+        "admissionregistration.k8s.io/v1alpha1 MutatingAdmissionPolicy is deprecated in v1.35+, "
+        "unavailable in v1.38+")
+    assert by_key[("scheduling.k8s.io", "v1alpha3", "PodGroup")] == ""
+
