@@ -32,6 +32,7 @@ DRA_DEVICE_TAINTS = "DRADeviceTaints"
 DRA_DEVICE_TAINT_RULES = "DRADeviceTaintRules"
 DRA_PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
 DRA_CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
+DRA_FRACTIONAL_CAPACITY_RANGE = "DRAFractionalCapacityRange"
 DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
 DRA_SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
 DRA_LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
@@ -65,6 +66,8 @@ SPECS: dict[str, Spec] = {
     DRA_DEVICE_TAINT_RULES: Spec(default=True, stage=GA),  # locked from 1.38
     DRA_PARTITIONABLE_DEVICES: Spec(default=True, stage=BETA),
     DRA_CONSUMABLE_CAPACITY: Spec(default=True, stage=BETA),
+    # Beta in 1.37, on only with --min-compatibility-version 1.37; a 1.37 binary's is 1.36.
+    DRA_FRACTIONAL_CAPACITY_RANGE: Spec(default=False, stage=BETA),
     DRA_DEVICE_BINDING_CONDITIONS: Spec(default=True, stage=BETA),
     DRA_SCHEDULER_FILTER_TIMEOUT: Spec(default=True, stage=BETA),
     DRA_LIST_TYPE_ATTRIBUTES: Spec(default=False, stage=ALPHA),

@@ -101,6 +101,9 @@ class Features(msgspec.Struct, frozen=True, kw_only=True):
     optional_node_operations: bool = True
     compatibility_groups: bool = True
     derived_attributes: bool = True
+    # DRAFractionalCapacityRange: beta, but off in a default 1.37 cluster (on only from
+    # --min-compatibility-version 1.37); see `allocator_features`.
+    fractional_capacity_range: bool = True
 
 
 DEFAULT_FEATURES = Features()
@@ -120,6 +123,7 @@ def allocator_features(*, gates: FeatureGates) -> Features:
         optional_node_operations=gates.enabled(feature_names.DRA_OPTIONAL_NODE_OPERATIONS),
         compatibility_groups=gates.enabled(feature_names.DRA_DEVICE_COMPATIBILITY_GROUPS),
         derived_attributes=gates.enabled(feature_names.DRA_DERIVED_ATTRIBUTES),
+        fractional_capacity_range=gates.enabled(feature_names.DRA_FRACTIONAL_CAPACITY_RANGE),
     )
 
 
@@ -313,8 +317,8 @@ class _Picked:
 # Consumable capacity (`consumable_capacity.go`)
 
 
-def _consumed_for(requested: Quantity | None, cap: CapInfo) -> Quantity:
-    """`calculateConsumedCapacity`."""
+def _consumed_for(requested: Quantity | None, cap: CapInfo, *, fractional: bool) -> Quantity:
+    """`calculateConsumedCapacity`; `fractional`: the DRAFractionalCapacityRange feature."""
     if requested is None:
         if cap.default is not None:
             return cap.default
@@ -324,9 +328,20 @@ def _consumed_for(requested: Quantity | None, cap: CapInfo) -> Quantity:
     if cap.has_range and cap.range_min is not None:
         if requested.nanos < cap.range_min.nanos:
             return cap.range_min
-        if cap.range_step is None:
+        step_q = cap.range_step
+        if step_q is None:
             return requested
-        req, step, lo = requested.value(), cap.range_step.value(), cap.range_min.value()
+        if _use_milli(cap, fractional=fractional):
+            # Milli-unit arithmetic: whole results stay whole, in the step's format.
+            req, step, lo = _milli(requested), _milli(step_q), _milli(cap.range_min)
+            n = _go_div(req - lo, step)
+            if _go_mod(req - lo, step):
+                n += 1
+            val = lo + step * n
+            if val % _MILLI == 0:
+                return Quantity.from_int(val // _MILLI, step_q.format)
+            return Quantity(val * (_NANOS_PER_UNIT // _MILLI), step_q.format)
+        req, step, lo = requested.value(), step_q.value(), cap.range_min.value()
         added = req - lo
         n = _go_div(added, step)
         if _go_mod(added, step):
@@ -340,6 +355,36 @@ def _consumed_for(requested: Quantity | None, cap: CapInfo) -> Quantity:
     return requested
 
 
+_MILLI = 1000
+_NANOS_PER_UNIT = 10**9
+_MAX_MILLI_VALUE = (2**63 - 1) // _MILLI  # resource.MaxMilliValue
+
+
+def _milli(q: Quantity) -> int:
+    """`Quantity.MilliValue()`: the value in thousandths, rounded up away from zero."""
+    per = _NANOS_PER_UNIT // _MILLI
+    return -((-q.nanos) // per) if q.nanos >= 0 else q.nanos // per
+
+
+def _use_milli(cap: CapInfo, *, fractional: bool) -> bool:
+    """`useMilli`: with DRAFractionalCapacityRange on, a range whose min, max or step is not a
+    whole number (and all of which fit milli-units, with a step of at least 1m) is computed in
+    milli-units; every other range in whole units (`Quantity.Value()`, which rounds up)."""
+    if not fractional:
+        return False
+    has_fraction = False
+    for q in (cap.range_min, cap.range_max, cap.range_step):
+        if q is None:
+            continue
+        if q.value() > _MAX_MILLI_VALUE:
+            return False
+        if _milli(q) % _MILLI:
+            has_fraction = True
+    if not has_fraction:
+        return False
+    return cap.range_step is None or _milli(cap.range_step) >= 1
+
+
 def _go_div(a: int, b: int) -> int:
     q = abs(a) // abs(b)
     return q if (a >= 0) == (b >= 0) else -q
@@ -349,7 +394,7 @@ def _go_mod(a: int, b: int) -> int:
     return a - b * _go_div(a, b)
 
 
-def _violates_policy(consumed: Quantity, cap: CapInfo) -> bool:
+def _violates_policy(consumed: Quantity, cap: CapInfo, *, fractional: bool) -> bool:
     """`violatesPolicy`."""
     if not cap.has_policy:
         return False
@@ -359,9 +404,13 @@ def _violates_policy(consumed: Quantity, cap: CapInfo) -> bool:
         if cap.range_max is not None and consumed.nanos > cap.range_max.nanos:
             return True
         if cap.range_step is not None:
-            lo = cap.range_min.value() if cap.range_min is not None else 0
-            step = cap.range_step.value()
-            if step and _go_mod(consumed.value() - lo, step) != 0:
+            if _use_milli(cap, fractional=fractional):
+                lo = _milli(cap.range_min) if cap.range_min is not None else 0
+                value, step = _milli(consumed), _milli(cap.range_step)
+            else:
+                lo = cap.range_min.value() if cap.range_min is not None else 0
+                value, step = consumed.value(), cap.range_step.value()
+            if step and _go_mod(value - lo, step) != 0:
                 return True
         return False
     if cap.valid_values:
@@ -914,8 +963,9 @@ class _Run:
         inflight = self.allocating_capacity.get(dev.id)
         allocating = inflight[1] if inflight is not None else None
         for name, cap in caps.items():
-            consumed = _consumed_for(requests.get(name) if requests else None, cap)
-            if _violates_policy(consumed, cap):
+            fractional = self.f.fractional_capacity_range
+            consumed = _consumed_for(requests.get(name) if requests else None, cap, fractional=fractional)
+            if _violates_policy(consumed, cap, fractional=fractional):
                 if self.rec is not None:
                     self.rec.reject(self, rd, dev, "capacity-policy", (name, consumed))
                 return False
@@ -1018,7 +1068,8 @@ class _Run:
                 return None
             if allow_multi:
                 requests = rd.capacities
-                consumed = {name: _consumed_for(requests.get(name) if requests else None, cap)
+                consumed = {name: _consumed_for(requests.get(name) if requests else None, cap,
+                                                fractional=f.fractional_capacity_range)
                             for name, cap in dev.capacity.items()}
                 share_id = str(uuid.uuid4())
                 n, agg = self.allocating_capacity.get(did, (0, {}))

@@ -7,9 +7,13 @@ Behaviour follows upstream `pkg/apis/resource/validation/validation.go`; the sha
 
 from __future__ import annotations
 
+import math
 import re
+from decimal import ROUND_CEILING, Decimal
+from fractions import Fraction
 from typing import Any
 
+from cp import features as gates
 from cp import quantity
 from cp.errors import Cause
 from cp.validation.common import (
@@ -126,7 +130,8 @@ def _key_path(path: str, key: str, limit: int) -> str:
     return f"{path}[{key}]"
 
 
-def _capacity(cap: Any, path: str, errs: list[Cause], *, multi: bool) -> None:
+def _capacity(cap: Any, old_cap: Any, path: str, errs: list[Cause], *, multi: bool, fractional: bool) -> None:
+    """`fractional`: the DRAFractionalCapacityRange feature."""
     cap = as_dict(cap)
     policy = cap.get("requestPolicy")
     if policy is None:
@@ -165,7 +170,9 @@ def _capacity(cap: Any, path: str, errs: list[Cause], *, multi: bool) -> None:
                                   str(raw)))
             if q is not None and q == d:
                 found = True
-        duplicates(parsed, vpath, errs)
+        # Without DRAFractionalCapacityRange, options are told apart by `Quantity.Value()` (100m and 200m
+        # are the same option); with it, by their exact value.
+        duplicates(parsed if fractional else [_whole(q) for q in parsed], vpath, errs)
         if not found:
             errs.append(Cause("Invalid", vpath, "default value is not valid according to the requestPolicy",
                               str(default)))
@@ -196,6 +203,14 @@ def _capacity(cap: Any, path: str, errs: list[Cause], *, multi: bool) -> None:
             if d > hi:
                 errs.append(Cause("Invalid", f"{rpath}.default", f"default is more than max: {rng.get('max')}",
                                   str(default)))
+        milli = fractional and _fractional_range(lo, hi, step)
+        old_rng = as_dict(as_dict(old_cap).get("requestPolicy")).get("validRange")
+        if milli and not _same_range(rng, old_rng):
+            for key, q, raw in (("default", d, default), ("min", lo, rng.get("min")), ("max", hi, rng.get("max")),
+                                ("step", step, rng.get("step"))):
+                if q is not None and not _fits_milli(q):
+                    errs.append(Cause("Invalid", f"{rpath}.{key}", "value cannot be represented as a milli value",
+                                      str(raw)))
         if step is not None:
             if step <= 0:
                 errs.append(Cause("Invalid", f"{rpath}.step", "must be greater than zero", str(rng.get("step"))))
@@ -204,9 +219,44 @@ def _capacity(cap: Any, path: str, errs: list[Cause], *, multi: bool) -> None:
                     errs.append(Cause("Invalid", f"{rpath}.step", f"one step {lo + step} is larger than capacity "
                                       f"value: {cap.get('value')}", str(rng.get("step"))))
                 for value, raw in ((d, default), (hi, rng.get("max"))):
-                    if value is not None and (value - lo) % step != 0:
+                    if value is not None and not _on_step(value, lo, step, milli=milli):
                         errs.append(Cause("Invalid", f"{rpath}.step", f"value is not a multiple of a given step "
                                           f"({rng.get('step')}) from ({rng.get('min')})", str(raw)))
+
+
+# resource.MaxMilliValue: the largest value whose milli-units fit an int64.
+_MAX_MILLI_VALUE = (2**63 - 1) // 1000
+
+
+def _whole(q: Decimal | None) -> Decimal | None:
+    """`Quantity.Value()`: rounded up to a whole number."""
+    return None if q is None else q.to_integral_value(rounding=ROUND_CEILING)
+
+
+def _fractional_range(lo: Decimal | None, hi: Decimal | None, step: Decimal | None) -> bool:
+    """Whether a valid range's min, max or step is not a whole number: with DRAFractionalCapacityRange
+    on, it is then checked in milli-units; otherwise in whole units (`Quantity.Value()`)."""
+    return any(q is not None and q != _whole(q) for q in (lo, hi, step))
+
+
+def _fits_milli(q: Decimal) -> bool:
+    milli = q * 1000
+    return milli == milli.to_integral_value() and abs(q) <= _MAX_MILLI_VALUE
+
+
+def _same_range(new: Any, old: Any) -> bool:
+    """The stored range, unchanged (by value): it keeps validating as it did when it was written."""
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return False
+    return all(_q(new.get(k)) == _q(old.get(k)) for k in ("min", "max", "step"))
+
+
+def _on_step(value: Decimal, lo: Decimal, step: Decimal, *, milli: bool) -> bool:
+    """Whether `value` is `lo` plus a whole number of steps (`step` > 0): exactly (milli-units, which a
+    valid range's values are) or in whole units, each rounded up as `Quantity.Value()` rounds."""
+    if milli:
+        return (Fraction(value) - Fraction(lo)) % Fraction(step) == 0
+    return (math.ceil(Fraction(value)) - math.ceil(Fraction(lo))) % math.ceil(Fraction(step)) == 0
 
 
 def _q(value: Any) -> Any:
@@ -219,7 +269,7 @@ def _q(value: Any) -> Any:
 
 
 def _device(device: dict[str, Any], old: dict[str, Any] | None, path: str, per_device: bool,
-            errs: list[Cause]) -> None:
+            errs: list[Cause], features: gates.FeatureGates) -> None:
     multi = device.get("allowMultipleAllocations") is True
     dns_label(as_str(device.get("name")), f"{path}.name", errs)
     attrs = as_dict(device.get("attributes"))
@@ -248,7 +298,9 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: str, per_d
     if old is None or old.get("capacity") != device.get("capacity"):
         for key, cap in capacity.items():
             qualified_name(key, f"{path}.capacity", errs)
-            _capacity(cap, _key_path(f"{path}.capacity", key, key_limit), errs, multi=multi)
+            old_cap = as_dict(old.get("capacity")).get(key) if old is not None else None
+            _capacity(cap, old_cap, _key_path(f"{path}.capacity", key, key_limit), errs, multi=multi,
+                      fractional=features.enabled(gates.DRA_FRACTIONAL_CAPACITY_RANGE))
     if old is None or old.get("taints") != device.get("taints"):
         taints = as_list(device.get("taints"))
         if not too_many_items(taints, MAX_DEVICE_TAINTS, f"{path}.taints", errs):
@@ -313,7 +365,8 @@ def _counters(counters: Any, path: str, limit: int, errs: list[Cause]) -> None:
         dns_label(name, path, errs)
 
 
-def _slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, errs: list[Cause]) -> None:
+def _slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, errs: list[Cause],
+                features: gates.FeatureGates) -> None:
     driver_name(spec.get("driver"), "spec.driver", errs)
     pool = as_dict(spec.get("pool"))
     pool_name(pool.get("name"), "spec.pool.name", errs)
@@ -376,7 +429,7 @@ def _slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, errs: list[Cau
         for i, d in enumerate(device_list):
             d = as_dict(d)
             _device(d, old_devices.get(as_str(d.get("name"))) if old is not None else None, f"spec.devices[{i}]",
-                    per_device, errs)
+                    per_device, errs, features)
         duplicates([as_str(as_dict(d).get("name")) for d in device_list], "spec.devices", errs)
     counter_sets = as_list(shared)
     if not too_many_items(counter_sets, MAX_COUNTER_SETS, "spec.sharedCounters", errs):
@@ -402,11 +455,13 @@ def _slice_spec(spec: dict[str, Any], old: dict[str, Any] | None, errs: list[Cau
 
 def _slice_create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:
     validate_object_meta(meta, errs, namespaced=False, name_fn=name_is_dns_subdomain)
-    _slice_spec(as_dict(obj.get("spec")), None, errs)
 
 
-def _slice_update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None:
-    _slice_spec(as_dict(new.get("spec")), as_dict(old.get("spec")), errs)
+def _slice_spec_rules(new: dict[str, Any], old: dict[str, Any] | None, errs: list[Cause],
+                      features: gates.FeatureGates) -> None:
+    """The spec's checks, on create and update (after the metadata's): some depend on the server's
+    gates (DRAFractionalCapacityRange)."""
+    _slice_spec(as_dict(new.get("spec")), as_dict(old.get("spec")) if old is not None else None, errs, features)
 
 
 # ---------------------------------------------------------------- device taint rules
@@ -441,6 +496,6 @@ def _taint_rule_status_update(new: dict[str, Any], old: dict[str, Any], errs: li
 
 
 RULES = {
-    ("resource.k8s.io", "ResourceSlice"): Rules(_slice_create, _slice_update),
+    ("resource.k8s.io", "ResourceSlice"): Rules(_slice_create, gated=_slice_spec_rules),
     ("resource.k8s.io", "DeviceTaintRule"): Rules(_taint_rule_create, _taint_rule_update, _taint_rule_status_update),
 }

@@ -93,6 +93,13 @@ def _relaxations(ctx: Context, node: str, dra: Mapping[str, Any], claims_by_name
             rname = rv["request"]
             for rej in rv.get("rejections") or []:
                 reason, d = rej["reason"], rej.get("detail") or {}
+                if reason in ("capacity-exhausted", "capacity-policy") \
+                        and not ctx.features.fractional_capacity_range:
+                    # Tried like every change: kept only if milli-unit ranges make the pod fit.
+                    add(_Relax(rank=8, kind="feature", node=node,
+                               change="the DRAFractionalCapacityRange feature were enabled",
+                               features=msgspec.structs.replace(ctx.features, fractional_capacity_range=True)),
+                        ("feature", "fractional"))
                 if reason == "taint" and d.get("key") is not None:
                     tol = {"key": d["key"], "operator": "Equal" if d.get("value") else "Exists",
                            "effect": d["effect"]}

@@ -94,6 +94,11 @@ def range_policy(value: str) -> dict[str, Any]:
     return {"value": value, "requestPolicy": {"default": "2", "validRange": {"min": "2", "step": "2", "max": "4"}}}
 
 
+# value 1, default 0.2, 0.2..1 in steps of 0.1
+FRACTIONAL_RANGE = {"value": "1", "requestPolicy": {"default": "200m",
+                                                   "validRange": {"min": "200m", "max": "1", "step": "100m"}}}
+
+
 def values_policy(value: str, default: str, *more: str) -> dict[str, Any]:
     return {"value": value, "requestPolicy": {"default": default, "validValues": [default, *more]}}
 
@@ -974,6 +979,31 @@ CASES: list[Case] = [
     Case("consumable-capacity-dedicated-device-with-capacity-request", [claim("claim-0", req("req-0", capacity={"capacity-0": "1"}))],
          one_slice(device("device-1", capacity={"capacity-0": "1"})), classes=multi_class(False),
          expect=[alloc(res("req-0", "device-1"))]),
+    # DRAFractionalCapacityRange: a fractional range is computed in milli-units with the feature on,
+    # in whole units (`Quantity.Value()`, rounded up) with it off.
+    Case("consumable-capacity-fractional-range",
+         [claim("claim-0", req("req-0", capacity={"capacity-0": "250m"})),
+          claim("claim-1", req("req-0", capacity={"capacity-0": "250m"}))],
+         one_slice(device("device-1", capacity={"capacity-0": FRACTIONAL_RANGE}, allowMultipleAllocations=True)),
+         classes=multi_class(True),
+         expect=[alloc(res("req-0", "device-1", consumed={"capacity-0": "300m"})),
+                 alloc(res("req-0", "device-1", consumed={"capacity-0": "300m"}))]),
+    Case("consumable-capacity-fractional-range-disabled",
+         [claim("claim-0", req("req-0", capacity={"capacity-0": "250m"})),
+          claim("claim-1", req("req-0", capacity={"capacity-0": "250m"}))],
+         one_slice(device("device-1", capacity={"capacity-0": FRACTIONAL_RANGE}, allowMultipleAllocations=True)),
+         classes=multi_class(True), features=Features(fractional_capacity_range=False)),
+    Case("consumable-capacity-fractional-range-disabled-one-claim",
+         [claim("claim-0", req("req-0", capacity={"capacity-0": "250m"}))],
+         one_slice(device("device-1", capacity={"capacity-0": FRACTIONAL_RANGE}, allowMultipleAllocations=True)),
+         classes=multi_class(True), features=Features(fractional_capacity_range=False), expect=[alloc(res("req-0", "device-1", consumed={"capacity-0": "1"}))]),
+    Case("consumable-capacity-fractional-range-remaining",
+         [claim("claim-0", req("req-0", capacity={"capacity-0": "500m"}))],
+         one_slice(device("device-1", capacity={"capacity-0": FRACTIONAL_RANGE}, allowMultipleAllocations=True)),
+         classes=multi_class(True),
+         allocated_claims=[allocated_claim({"request": "req-0", "driver": DRIVER_A, "pool": "pool-1", "device": "device-1",
+                                                       "shareID": "11111111-1111-1111-1111-111111111111",
+                                                       "consumedCapacity": {"capacity-0": "600m"}})]),
     Case("allow-multiple-allocations-not-allocate-multi-allocatable-device-which-already-dedicated",
          [claim("claim-0", req("req-0", capacity={"capacity-0": "1"}))],
          one_slice(device("device-1", capacity={"capacity-0": range_policy("2")}, allowMultipleAllocations=True)),

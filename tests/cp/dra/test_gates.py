@@ -37,6 +37,8 @@ GATE_OFF = {
     "tainted-disabled": "DRADeviceTaints=false",
     "binding-conditions-without-feature-gate": "DRADeviceBindingConditions=false",
     "consumable-capacity-disabled-feature": "DRAConsumableCapacity=false",
+    "consumable-capacity-fractional-range-disabled": "DRAFractionalCapacityRange=false",
+    "consumable-capacity-fractional-range-disabled-one-claim": "DRAFractionalCapacityRange=false",
 }
 BY_NAME = {case.name: case for case in CASES}
 
@@ -63,3 +65,15 @@ def test_the_same_claims_with_the_gate_at_its_default(name: str) -> None:
                   prune=True)
     on, _ = _run(Case(**{**case.__dict__, "features": allocator_features(gates=features.DEFAULT)}), prune=True)
     assert (off is None) != (on is None)  # one of them allocates, the other cannot
+
+
+def test_fractional_capacity_range_gate() -> None:
+    """Off by default (beta, on only with --min-compatibility-version 1.37): two claims asking for 0.25
+    of a device's capacity of 1 in steps of 0.1 from 0.2 each take 1 (whole units, rounded up); with
+    the gate on, each takes 0.3 and both fit."""
+    case = BY_NAME["consumable-capacity-fractional-range-disabled"]
+    off, _ = _run(Case(**{**case.__dict__, "features": allocator_features(gates=features.DEFAULT)}), prune=True)
+    assert off is None
+    gated = allocator_features(gates=features.parse("DRAFractionalCapacityRange=true"))
+    on, _ = _run(Case(**{**case.__dict__, "features": gated}), prune=True)
+    assert _normalize(on) == BY_NAME["consumable-capacity-fractional-range"].expect
