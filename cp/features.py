@@ -38,6 +38,7 @@ DRA_LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
 GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
+DRA_RESOURCE_POOL_STATUS = "DRAResourcePoolStatus"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -67,6 +68,7 @@ SPECS: dict[str, Spec] = {
     GENERIC_WORKLOAD: Spec(default=False, stage=BETA),
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),
+    DRA_RESOURCE_POOL_STATUS: Spec(default=False, stage=ALPHA),
 }
 
 # gate -> (1.37 default, stage): the older view of `SPECS`, kept for its callers.
