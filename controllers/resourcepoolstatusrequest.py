@@ -127,6 +127,10 @@ class ResourcePoolStatusRequestController:
             await self.client.update_status(REQUESTS, written)
         except errors.NotFound:
             return
+        except errors.Invalid as exc:
+            # Retrying cannot fix it (a pool at generation 0: the API requires a generation, and a
+            # zero int64 is unset): upstream drops the request after its retries, so do we, at once.
+            raise reconcile.TerminalError(f"status of {name_of(request)} refused: {exc}") from exc
         logger.info("pool_status_written", request=name_of(request), pools=computed.status.get("poolCount"))
 
     async def _delete(self, request: Mapping[str, Any]) -> None:

@@ -7,7 +7,8 @@ required, a DNS subdomain of any case (`k8s-long-name-caseless`); `spec.poolName
 when set; `spec.limit` (defaulted to 100) between 1 and 1000; the spec immutable; `status`, once set,
 immutable too, and checked when first written: `poolCount` required and not negative, at most 1000
 pools each with its driver, pool name, node name, non-negative counts (`resourceSliceCount` at least 1)
-and a `validationError` of at most 256 bytes, at most 32 entries per summary, at most 10 conditions
+and a `validationError` of at most 256 bytes (`generation` required: zero is unset), at most 32
+entries per summary (partition types unique by attribute and type), at most 10 conditions
 (metav1's condition rules). Pure.
 """
 
@@ -54,8 +55,12 @@ def _driver(errs: list[Cause], path: str, value: Any) -> None:
 
 def _spec(errs: list[Cause], spec: dict[str, Any]) -> None:
     _driver(errs, "spec.driver", spec.get("driver"))
-    if spec.get("poolName") is not None:
-        pool_name(spec.get("poolName"), "spec.poolName", errs)
+    if spec.get("poolName") is not None:  # optional, but an empty name is not a pool name
+        text = as_str(spec.get("poolName"))
+        if text:
+            pool_name(text, "spec.poolName", errs)
+        else:
+            each(errs, "spec.poolName", text, is_dns1123_subdomain(text))
     limit = spec.get("limit")
     if limit is None:
         errs.append(Cause("Required", "spec.limit", ""))
@@ -77,7 +82,10 @@ def _update(new: dict[str, Any], old: dict[str, Any], errs: list[Cause]) -> None
 def _pool(errs: list[Cause], path: str, pool: dict[str, Any]) -> None:
     _driver(errs, f"{path}.driver", pool.get("driver"))
     pool_name(pool.get("poolName"), f"{path}.poolName", errs)
-    _minimum(errs, f"{path}.generation", pool.get("generation"), 0)
+    generation = pool.get("generation")
+    if not generation:  # `+k8s:required` of an int64: zero is unset
+        errs.append(Cause("Required", f"{path}.generation", ""))
+    _minimum(errs, f"{path}.generation", generation, 0)
     _minimum(errs, f"{path}.resourceSliceCount", pool.get("resourceSliceCount"), 1)
     for field in ("totalDevices", "allocatedDevices", "availableDevices", "unavailableDevices"):
         _minimum(errs, f"{path}.{field}", pool.get(field), 0)
@@ -91,8 +99,13 @@ def _pool(errs: list[Cause], path: str, pool: dict[str, Any]) -> None:
     partitions = as_list(pool.get("partitionSummary"))
     if len(partitions) > MAX_SUMMARY:
         too_many(errs, f"{path}.partitionSummary", len(partitions), MAX_SUMMARY)
+    seen: set[tuple[str, str]] = set()
     for j, entry in enumerate(partitions):
         entry, epath = as_dict(entry), f"{path}.partitionSummary[{j}]"
+        key = (as_str(entry.get("attribute")), as_str(entry.get("type")))
+        if key in seen:  # `+k8s:unique=map` on (attribute, type)
+            errs.append(Cause("Duplicate", epath, "", {"attribute": key[0], "type": key[1]}))
+        seen.add(key)
         for field in ("attribute", "type", "total", "allocatable"):
             if entry.get(field) in (None, ""):
                 errs.append(Cause("Required", f"{epath}.{field}", ""))

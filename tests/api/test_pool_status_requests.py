@@ -67,6 +67,7 @@ async def test_validation(http: aiohttp.ClientSession) -> None:
         ({"limit": 0}, ("FieldValueInvalid", "spec.limit")),
         ({"limit": 1001}, ("FieldValueInvalid", "spec.limit")),
         ({"poolName": "Not/A_Pool"}, ("FieldValueInvalid", "spec.poolName")),
+        ({"poolName": ""}, ("FieldValueInvalid", "spec.poolName")),
         ({"driver": "not a driver"}, ("FieldValueInvalid", "spec.driver")),
     ]
     for i, (spec, (reason, field)) in enumerate(cases):
@@ -92,12 +93,13 @@ async def test_validation(http: aiohttp.ClientSession) -> None:
     # A status without poolCount, or with a negative count, is refused.
     status, _ = await call(http, "POST", BASE, request("fresh"))
     status, out = await call(http, "PATCH", f"{BASE}/fresh/status",
-                             {"status": {"pools": [{"driver": "gpu.example.com", "poolName": "p", "generation": 1,
+                             {"status": {"pools": [{"driver": "gpu.example.com", "poolName": "p", "generation": 0,
                                                     "totalDevices": -1}]}},
                              content_type="application/merge-patch+json")
     assert status == 422, out
     assert {(c["reason"], c["field"]) for c in out["details"]["causes"]} == {
-        ("FieldValueRequired", "status.poolCount"), ("FieldValueInvalid", "status.pools[0].totalDevices")}
+        ("FieldValueRequired", "status.poolCount"), ("FieldValueRequired", "status.pools[0].generation"),
+        ("FieldValueInvalid", "status.pools[0].totalDevices")}
 
 
 async def test_protobuf_both_ways(http: aiohttp.ClientSession) -> None:
@@ -108,7 +110,7 @@ async def test_protobuf_both_ways(http: aiohttp.ClientSession) -> None:
         assert r.status == 201 and r.headers["Content-Type"] == PROTOBUF
         created = protobuf.decode(await r.read())
     assert created["spec"] == {"driver": "gpu.example.com", "poolName": "node-1", "limit": 100}
-    status = {"poolCount": 1, "pools": [{"driver": "gpu.example.com", "poolName": "node-1", "generation": 0,
+    status = {"poolCount": 1, "pools": [{"driver": "gpu.example.com", "poolName": "node-1", "generation": 1,
                                          "resourceSliceCount": 1, "totalDevices": 0, "allocatedDevices": 0,
                                          "availableDevices": 0, "unavailableDevices": 0}],
               "conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z",
@@ -118,6 +120,6 @@ async def test_protobuf_both_ways(http: aiohttp.ClientSession) -> None:
     async with http.put(f"{BASE}/pb/status", data=body, headers={"Content-Type": PROTOBUF, "Accept": PROTOBUF}) as r:
         assert r.status == 200
         written = protobuf.decode(await r.read())
-    # Go writes `generation` and the zero counts (pointers) as set.
+    # The zero counts (pointers) are written as set.
     assert written["status"]["pools"][0] == status["pools"][0]
     assert written["status"]["poolCount"] == 1

@@ -168,3 +168,18 @@ def test_expiry() -> None:
     done = {**created, "status": {"poolCount": 0, "conditions": [
         {"type": "Complete", "status": "True", "lastTransitionTime": "2026-12-05T02:00:00Z"}]}}
     assert poolstatus.expires_at(done) == start + 3 * 3600
+
+
+async def test_a_refused_status_is_not_retried(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    """A pool at generation 0 cannot be reported (the API requires a generation; zero is unset)."""
+    status, created = await call(http, "POST", BASE, request("r"))
+    assert status == 201
+    clock = clocks.VirtualClock(start=clocks.parse_time(created["metadata"]["creationTimestamp"]))
+    async with clients.Client(srv.url) as client:
+        ctl = poolstatus.ResourcePoolStatusRequestController(
+            client=client, informer_factory=informers.InformerFactory(client, clock=clock), clock=clock,
+            taint_rules=False)
+        ctl.requests.upsert(created)
+        ctl.slices.upsert(slice_("s", pool="p", node="n", generation=0, devices=[{"name": "a"}]))
+        with pytest.raises(reconcile.TerminalError, match="generation: Required value"):
+            await ctl.reconcile(reconcile.Request(name="r"))
