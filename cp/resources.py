@@ -243,6 +243,8 @@ GATED: tuple[tuple[str, ResourceKind], ...] = (
                                            kind="ResourcePoolStatusRequest", plural="resourcepoolstatusrequests",
                                            singular="resourcepoolstatusrequest", namespaced=False,
                                            subresources=(_status("ResourcePoolStatusRequest"),),
+                                           # its strategy sets no metadata.generation
+                                           has_spec=False,
                                            enabled_by_default=False, deprecated=(1, 39), removed=(1, 42))),
 )
 

@@ -36,6 +36,7 @@ async def test_served_with_the_gate_and_the_runtime_config(http: aiohttp.ClientS
     assert status == 201, created
     assert created["spec"] == {"driver": "gpu.example.com", "limit": 100}
     assert "status" not in created  # status is the controller's to write
+    assert "generation" not in created["metadata"]  # upstream's strategy sets none
     # DRAPartitionableDevicesType (alpha, off; not implemented) is off: its field is dropped.
     status, out = await call(http, "POST", BASE, request("typed", defaultPartitionTypeAttribute="gpu.example.com/p"))
     assert status == 201 and "defaultPartitionTypeAttribute" not in out["spec"], out
