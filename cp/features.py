@@ -43,6 +43,7 @@ HPA_SCALE_TO_ZERO = "HPAScaleToZero"
 DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
+DRA_RESOURCE_POOL_STATUS = "DRAResourcePoolStatus"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -78,6 +79,7 @@ SPECS: dict[str, Spec] = {
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),
     HPA_SCALE_TO_ZERO: Spec(default=False, stage=ALPHA),
+    DRA_RESOURCE_POOL_STATUS: Spec(default=False, stage=ALPHA),
 }
 
 # gate -> (1.37 default, stage): the older view of `SPECS`, kept for its callers.

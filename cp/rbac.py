@@ -572,6 +572,7 @@ CONTROLLER_ACCOUNTS: dict[str, str] = {
     "endpoints": "endpoint-controller",
     "resourceclaim": "resource-claim-controller",
     "resourcequota": "resourcequota-controller",
+    "resourcepoolstatusrequest": "resourcepoolstatusrequest-controller",
     "fleet": "fleet-simulator",
     "horizontal-pod-autoscaler": "horizontal-pod-autoscaler",
     "serviceaccount": "service-account-controller",
@@ -678,6 +679,14 @@ def _controller_roles() -> dict[str, list[dict[str, Any]]]:
             rule(["update"], groups=["batch"], resources=["jobs/status"]),
             rule(["update"], groups=["batch"], resources=["jobs/finalizers"]),
             rule(["create", "delete", "get", "list", "patch", "watch"], groups=[""], resources=["pods"]),
+            _events()],
+        # Upstream installs this one with DRAResourcePoolStatus only; granting it while the API is not
+        # served changes nothing.
+        "resourcepoolstatusrequest-controller": [
+            rule(["delete", "get", "list", "watch"], groups=[r], resources=["resourcepoolstatusrequests"]),
+            rule(["patch", "update"], groups=[r], resources=["resourcepoolstatusrequests/status"]),
+            rule(["get", "list", "watch"], groups=[r], resources=["devicetaintrules", "resourceclaims",
+                                                                 "resourceslices"]),
             _events()],
         "ttl-after-finished-controller": [
             rule(["delete", "get", "list", "watch"], groups=["batch"], resources=["jobs"]),

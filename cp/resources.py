@@ -242,6 +242,16 @@ GATED: tuple[tuple[str, ResourceKind], ...] = (
                                      subresources=(_status("PodGroup"),))),
     ("GenericWorkload", ResourceKind(group="scheduling.k8s.io", version="v1beta1", kind="Workload",
                                      plural="workloads", singular="workload", namespaced=True)),
+    # resource.k8s.io/v1alpha3 (alpha; KEP-5677): a stored kind of its own (no v1 version), served only
+    # while DRAResourcePoolStatus is on and `--runtime-config` enables the version, as upstream's storage
+    # needs both (`enabled_by_default=False`).
+    ("DRAResourcePoolStatus", ResourceKind(group="resource.k8s.io", version="v1alpha3",
+                                           kind="ResourcePoolStatusRequest", plural="resourcepoolstatusrequests",
+                                           singular="resourcepoolstatusrequest", namespaced=False,
+                                           subresources=(_status("ResourcePoolStatusRequest"),),
+                                           # its strategy sets no metadata.generation
+                                           has_spec=False,
+                                           enabled_by_default=False, deprecated=(1, 39), removed=(1, 42))),
 )
 
 
@@ -406,12 +416,18 @@ class Registry:
         self.runtime: runtimeconfig.RuntimeConfig = runtime if runtime is not None else runtimeconfig.DEFAULT
         # The built-in kinds served beside `SERVED`: the gated ones (`GATED`) whose gate is on, and the
         # versions off by default (`OPTIONAL`) the runtime config switches on.
-        self._gated: tuple[ResourceKind, ...] = tuple(k for gate, k in GATED if self.features.enabled(gate))
+        # A gated kind of a version off by default (`enabled_by_default=False`) needs both.
+        gated = tuple(k for gate, k in GATED if self.features.enabled(gate))
+        self._gated: tuple[ResourceKind, ...] = tuple(k for k in gated if k.enabled_by_default)
         # The (group, version, plural) of default kinds the runtime config switches off (not routed,
         # discovered or documented); empty without one, so a default server does no work per kind.
         self._off: frozenset[tuple[str, str, str]] = frozenset()
         if not self.runtime.empty:
-            self._gated = tuple(k for k in (*self._gated, *OPTIONAL) if self._runtime_enabled(k)
+            # A group's versions are discovered in the order their kinds come here (kube's version
+            # priority): the gated default versions, the optional ones, then gated optional ones.
+            ordered = (*(k for k in gated if k.enabled_by_default), *OPTIONAL,
+                       *(k for k in gated if not k.enabled_by_default))
+            self._gated = tuple(k for k in ordered if self._runtime_enabled(k)
                                 and (not k.gate or self.features.enabled(k.gate)))
             self._off = frozenset((k.group, k.version, k.plural) for k in SERVED if not self._runtime_enabled(k))
         self._custom: dict[str, tuple[ResourceKind, ...]] = {}  # CRD name -> its served versions

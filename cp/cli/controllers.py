@@ -47,18 +47,30 @@ def feature_gates(text: str) -> Any:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def gate_overrides(gates: Any) -> dict[str, Any]:
-    """The ResourceClaim controller bound to `gates`, as a `run_controllers` override (the
-    scheduler gets them through `fleet_overrides`, with its other flags)."""
+def gate_overrides(gates: Any, runtime: Any = None) -> dict[str, Any]:
+    """The controllers bound to `gates`, as `run_controllers` overrides (the scheduler gets them
+    through `fleet_overrides`, with its other flags). `runtime`: the API server's `--runtime-config`
+    (`cp.runtimeconfig.RuntimeConfig`; None when unknown, as for `cplane controllers`): the
+    ResourcePoolStatusRequest controller runs with DRAResourcePoolStatus on and, where known, its
+    version served."""
     if gates is None:
         return {}
     import functools
 
-    from controllers import resourceclaim, taint_evictor
+    from controllers import resourceclaim, resourcepoolstatusrequest, taint_evictor
+    from cp import resources
 
+    pool_status = gates.enabled(features.DRA_RESOURCE_POOL_STATUS)
+    if pool_status and runtime is not None:
+        kind = resourcepoolstatusrequest.REQUESTS
+        pool_status = resources.Registry(features=gates, runtime=runtime).lookup(
+            kind.group, kind.version, kind.plural) is not None
     return {resourceclaim.NAME: functools.partial(resourceclaim.new, feature_gates=gates),
             taint_evictor.NAME: functools.partial(
-                taint_evictor.new, use_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES))}
+                taint_evictor.new, use_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES)),
+            resourcepoolstatusrequest.NAME: functools.partial(
+                resourcepoolstatusrequest.new, enabled=pool_status,
+                taint_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES))}
 
 
 def gated_names(gates: Any, names: list[str] | None) -> list[str] | None:

@@ -203,7 +203,10 @@ async def _serve_async(args: argparse.Namespace) -> int:
                 from controllers import health
 
                 overrides[health.NAME] = health.factory(taint_unhealthy=args.taint_unhealthy)
-            overrides.update(controller_commands.gate_overrides(args.feature_gates))
+            from cp import runtimeconfig
+
+            overrides.update(controller_commands.gate_overrides(
+                args.feature_gates, args.runtime_config or runtimeconfig.DEFAULT))
             identities = controller_identities(srv) if srv.auth is not None else None
             ready = asyncio.Event()
             tuner = asyncio.create_task(collector.tune_when(ready, thresholds=collector.CONTROLLERS),

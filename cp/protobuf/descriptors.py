@@ -51,9 +51,9 @@ ALIASES: dict[str, str] = {  # alias -> package
     'flowcontrol.v1': 'io.k8s.api.flowcontrol.v1',
     'storagemigration.v1': 'io.k8s.api.storagemigration.v1',
     'scheduling.v1beta1': 'io.k8s.api.scheduling.v1beta1',
+    'resource.v1alpha3': 'io.k8s.api.resource.v1alpha3',
     'resource.v1beta2': 'io.k8s.api.resource.v1beta2',
     'resource.v1beta1': 'io.k8s.api.resource.v1beta1',
-    'resource.v1alpha3': 'io.k8s.api.resource.v1alpha3',
     'admissionregistration.v1beta1': 'io.k8s.api.admissionregistration.v1beta1',
     'admissionregistration.v1alpha1': 'io.k8s.api.admissionregistration.v1alpha1',
     'certificates.v1beta1': 'io.k8s.api.certificates.v1beta1',
@@ -1188,6 +1188,30 @@ PACKAGES: dict[str, dict[str, str]] = {
         'SingleCompositeDisruptionMode': '',
         'AllCompositeDisruptionMode': '',
     },
+    'io.k8s.api.resource.v1alpha3': {
+        'ResourcePoolStatusRequest': ('1 metadata:meta.v1.ObjectMeta, 2 spec:ResourcePoolStatusRequestSpec!, '
+                                      '3 status:ResourcePoolStatusRequestStatus*'),
+        'ResourcePoolStatusRequestList': '1 metadata:meta.v1.ListMeta, 2 items:[ResourcePoolStatusRequest]!',
+        'DeviceTaintRule': ('1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceTaintRuleSpec!, '
+                            '3 status:DeviceTaintRuleStatus'),
+        'DeviceTaintRuleList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceTaintRule]!',
+        'ResourcePoolStatusRequestSpec': ('1 driver:s!, 2 poolName:s*, 3 limit:i32*, '
+                                          '4 defaultPartitionTypeAttribute:s*'),
+        'ResourcePoolStatusRequestStatus': ('2 pools:[PoolStatus], 3 conditions:[meta.v1.Condition], '
+                                            '6 poolCount:i32*'),
+        'DeviceTaintRuleSpec': '1 deviceSelector:DeviceTaintSelector*, 2 taint:DeviceTaint',
+        'DeviceTaintRuleStatus': '1 conditions:[meta.v1.Condition]',
+        'PoolStatus': ('1 driver, 2 poolName, 3 nodeName:s*, 4 totalDevices:i32*, 5 allocatedDevices:i32*, '
+                       '6 availableDevices:i32*, 7 unavailableDevices:i32*, 8 resourceSliceCount:i32*, '
+                       '9 generation:i64!, 10 validationError:s*, 11 partitionSummary:[PartitionTypeStatus], '
+                       '13 shareableSummary:ShareableSummaryStatus*'),
+        'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
+        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
+        'PartitionTypeStatus': '1 type, 2 total:i32*, 3 allocatable:i32*, 4 attribute',
+        'ShareableSummaryStatus': ('1 fullyAvailableDevices:i32*, 2 partiallyAvailableDevices:i32*, '
+                                   '3 capacity:[ShareableCapacityStatus]'),
+        'ShareableCapacityStatus': '1 name, 2 total:Quantity*, 3 consumed:Quantity*, 4 available:Quantity*',
+    },
     'io.k8s.api.resource.v1beta2': {
         'DeviceClass': '1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceClassSpec!',
         'DeviceClassList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceClass]!',
@@ -1343,15 +1367,6 @@ PACKAGES: dict[str, dict[str, str]] = {
                                    '3 deviceMultiplier:Quantity*'),
         'NodeAllocatableOverhead': '1 perPod:Quantity*, 2 perContainer:Quantity*',
         'CapacityRequestPolicyRange': '1 min:Quantity*, 2 max:Quantity*, 3 step:Quantity*',
-    },
-    'io.k8s.api.resource.v1alpha3': {
-        'DeviceTaintRule': ('1 metadata:meta.v1.ObjectMeta, 2 spec:DeviceTaintRuleSpec!, '
-                            '3 status:DeviceTaintRuleStatus'),
-        'DeviceTaintRuleList': '1 metadata:meta.v1.ListMeta, 2 items:[DeviceTaintRule]!',
-        'DeviceTaintRuleSpec': '1 deviceSelector:DeviceTaintSelector*, 2 taint:DeviceTaint',
-        'DeviceTaintRuleStatus': '1 conditions:[meta.v1.Condition]',
-        'DeviceTaintSelector': '2 driver:s*, 3 pool:s*, 4 device:s*',
-        'DeviceTaint': '1 key:s!, 2 value, 3 effect:s!, 4 timeAdded:Time*',
     },
     'io.k8s.api.admissionregistration.v1beta1': {
         'MutatingAdmissionPolicy': '1 metadata:meta.v1.ObjectMeta, 2 spec:MutatingAdmissionPolicySpec',
@@ -1691,6 +1706,12 @@ KINDS: dict[str, dict[str, str]] = {
         'Workload': 'io.k8s.api.scheduling.v1beta1.Workload',
         'WorkloadList': 'io.k8s.api.scheduling.v1beta1.WorkloadList',
     },
+    'resource.k8s.io/v1alpha3': {
+        'ResourcePoolStatusRequest': 'io.k8s.api.resource.v1alpha3.ResourcePoolStatusRequest',
+        'ResourcePoolStatusRequestList': 'io.k8s.api.resource.v1alpha3.ResourcePoolStatusRequestList',
+        'DeviceTaintRule': 'io.k8s.api.resource.v1alpha3.DeviceTaintRule',
+        'DeviceTaintRuleList': 'io.k8s.api.resource.v1alpha3.DeviceTaintRuleList',
+    },
     'resource.k8s.io/v1beta2': {
         'DeviceClass': 'io.k8s.api.resource.v1beta2.DeviceClass',
         'DeviceClassList': 'io.k8s.api.resource.v1beta2.DeviceClassList',
@@ -1712,10 +1733,6 @@ KINDS: dict[str, dict[str, str]] = {
         'ResourceClaimTemplateList': 'io.k8s.api.resource.v1beta1.ResourceClaimTemplateList',
         'ResourceSlice': 'io.k8s.api.resource.v1beta1.ResourceSlice',
         'ResourceSliceList': 'io.k8s.api.resource.v1beta1.ResourceSliceList',
-    },
-    'resource.k8s.io/v1alpha3': {
-        'DeviceTaintRule': 'io.k8s.api.resource.v1alpha3.DeviceTaintRule',
-        'DeviceTaintRuleList': 'io.k8s.api.resource.v1alpha3.DeviceTaintRuleList',
     },
     'admissionregistration.k8s.io/v1beta1': {
         'MutatingAdmissionPolicy': 'io.k8s.api.admissionregistration.v1beta1.MutatingAdmissionPolicy',

@@ -12,7 +12,8 @@ object written while the gate was on keeps working after it is turned off).
   `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
   `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity); attributes'
   list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes); `spec.skipNodeOperations`
-  (DRAOptionalNodeOperations); devices' `consumesCounters[].compatibilityGroups`
+  (DRAOptionalNodeOperations); `spec.partitionTypeAttribute` (DRAResourcePoolStatus); devices'
+  `consumesCounters[].compatibilityGroups`
   (DRADeviceCompatibilityGroups).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
@@ -125,7 +126,7 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
                 gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS,
-                gates.DRA_DEVICE_COMPATIBILITY_GROUPS)
+                gates.DRA_DEVICE_COMPATIBILITY_GROUPS, gates.DRA_RESOURCE_POOL_STATUS)
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
@@ -156,6 +157,9 @@ def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
     if not features.enabled(gates.DRA_DEVICE_COMPATIBILITY_GROUPS) and devices \
             and not _any_has(_consumptions(old_devices), "compatibilityGroups"):
         _pop_all(_consumptions(devices), "compatibilityGroups")
+    if not features.enabled(gates.DRA_RESOURCE_POOL_STATUS) and isinstance(new.get("spec"), dict) \
+            and _at(old, "spec", "partitionTypeAttribute") is None:
+        new["spec"].pop("partitionTypeAttribute", None)
     if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and isinstance(new.get("spec"), dict) \
             and _at(old, "spec", "skipNodeOperations") is None:
         new["spec"].pop("skipNodeOperations", None)

@@ -33,6 +33,7 @@ from cp.validation import (
     apps,
     core,
     dra_claims,
+    dra_poolstatus,
     dra_slices,
     pod,
     quota,
@@ -56,7 +57,8 @@ from cp.validation.common import (
 from cp.validation.meta import validate_label_selector, validate_object_meta, validate_object_meta_update
 from cp.validation.registry import Rules, register, register_all, register_lazily, rules_for
 
-for _module in (pod, workloads, apps, core, accounts, volumes, quota, dra_claims, dra_slices, rbac, service):
+for _module in (pod, workloads, apps, core, accounts, volumes, quota, dra_claims, dra_slices, dra_poolstatus, rbac,
+                service):
     register_all(_module.RULES)
 # The cluster configuration groups: their modules load on the first object of the group.
 register_lazily({

@@ -118,16 +118,25 @@ async def test_bad_feature_gates_are_usage_errors(tmp_path: Path) -> None:
 
 
 def test_feature_gates_reach_the_scheduler_and_the_claim_controller() -> None:
-    from controllers import resourceclaim, scheduler, taint_evictor
-    from cp import features
+    from controllers import resourceclaim, resourcepoolstatusrequest, scheduler, taint_evictor
+    from cp import features, runtimeconfig
     from cp.cli import controllers
 
     args = _args("--feature-gates", "GenericWorkload=true,GangScheduling=true")
     assert args.feature_gates.enabled(features.GANG_SCHEDULING)
     overrides = controllers.gate_overrides(args.feature_gates)
-    assert set(overrides) == {resourceclaim.NAME, taint_evictor.NAME}
+    assert set(overrides) == {resourceclaim.NAME, taint_evictor.NAME, resourcepoolstatusrequest.NAME}
     assert overrides[resourceclaim.NAME].keywords == {"feature_gates": args.feature_gates}
+    assert overrides[resourcepoolstatusrequest.NAME].keywords["enabled"] is False
     assert controllers.gate_overrides(_args().feature_gates) == {}
+    # The pool status controller runs with its gate and, where the server's flag is known, its version.
+    both = _args("--feature-gates", "DRAResourcePoolStatus=true", "--runtime-config", "resource.k8s.io/v1alpha3=true")
+    assert controllers.gate_overrides(both.feature_gates, both.runtime_config)[
+        resourcepoolstatusrequest.NAME].keywords["enabled"] is True
+    gate = _args("--feature-gates", "DRAResourcePoolStatus=true")
+    assert controllers.gate_overrides(gate.feature_gates, runtimeconfig.DEFAULT)[
+        resourcepoolstatusrequest.NAME].keywords["enabled"] is False
+    assert controllers.gate_overrides(gate.feature_gates)[resourcepoolstatusrequest.NAME].keywords["enabled"] is True
     # the scheduler takes them with --scheduler-config / --scheduler-seed, in one override
     assert scheduler.NAME in controllers.fleet_overrides(args)
     assert scheduler.NAME not in controllers.fleet_overrides(_args())
