@@ -72,8 +72,9 @@ def expires_at(request: Mapping[str, Any]) -> float | None:
 
 class ResourcePoolStatusRequestController:
     def __init__(self, *, client: clients.Client, informer_factory: informers.InformerFactory,
-                 clock: clocks.Clock, taint_rules: bool) -> None:
+                 clock: clocks.Clock, taint_rules: bool, partition_types: bool = False) -> None:
         self.client = client
+        self.partition_types = partition_types
         self.clock = clock
         self.requests = informer_factory.informer(REQUESTS).cache
         self.slices = informer_factory.informer(SLICES).cache
@@ -112,6 +113,7 @@ class ResourcePoolStatusRequestController:
         uid = uid_of(request)
         computed = poolstatus.compute(request, slices=self.slices.list(), claims=self.claims.list(),
                                       taint_rules=self.rules.list() if self.rules is not None else (),
+                                      partition_types=self.partition_types,
                                       now=clocks.rfc3339(self.clock.now()))
         if computed.incomplete:
             tries = self._attempts.get(uid, 0) + 1
@@ -152,11 +154,13 @@ class _Idle:
 
 
 def new(ctx: managers.ControllerContext, *, enabled: bool = False, taint_rules: bool = True,
-        workers: int = 1) -> managers.Controller:
+        partition_types: bool = False, workers: int = 1) -> managers.Controller:
     """The controller; idle unless `enabled` (the gate is on and the kind served). `taint_rules`:
-    whether DeviceTaintRules count (the DRADeviceTaintRules gate)."""
+    whether DeviceTaintRules count (the DRADeviceTaintRules gate); `partition_types`: whether pools
+    get partition summaries (DRAPartitionableDevicesType)."""
     if not enabled:
         return managers.Controller(name=NAME, reconciler=_Idle(), watches=[], workers=workers)
     controller = ResourcePoolStatusRequestController(client=ctx.client, informer_factory=ctx.informers,
-                                                     clock=ctx.clock, taint_rules=taint_rules)
+                                                     clock=ctx.clock, taint_rules=taint_rules,
+                                                     partition_types=partition_types)
     return managers.Controller(name=NAME, reconciler=controller, watches=controller.watches(), workers=workers)

@@ -44,6 +44,7 @@ DRA_OPTIONAL_NODE_OPERATIONS = "DRAOptionalNodeOperations"
 DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
 DRA_RESOURCE_POOL_STATUS = "DRAResourcePoolStatus"
+DRA_PARTITIONABLE_DEVICES_TYPE = "DRAPartitionableDevicesType"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -80,6 +81,7 @@ SPECS: dict[str, Spec] = {
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),
     HPA_SCALE_TO_ZERO: Spec(default=False, stage=ALPHA),
     DRA_RESOURCE_POOL_STATUS: Spec(default=False, stage=ALPHA),
+    DRA_PARTITIONABLE_DEVICES_TYPE: Spec(default=False, stage=ALPHA),
 }
 
 # gate -> (1.37 default, stage): the older view of `SPECS`, kept for its callers.
@@ -91,6 +93,7 @@ DEPENDENCIES: dict[str, tuple[str, ...]] = {
     DRA_WORKLOAD_RESOURCE_CLAIMS: (GENERIC_WORKLOAD,),
     DRA_DEVICE_BINDING_CONDITIONS: (DRA_RESOURCE_CLAIM_DEVICE_STATUS,),
     DRA_DEVICE_COMPATIBILITY_GROUPS: (DRA_PARTITIONABLE_DEVICES,),
+    DRA_PARTITIONABLE_DEVICES_TYPE: (DRA_RESOURCE_POOL_STATUS, DRA_PARTITIONABLE_DEVICES),
 }
 
 # The pseudo-gates of component-base, with their stage (both off by default).

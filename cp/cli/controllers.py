@@ -70,7 +70,8 @@ def gate_overrides(gates: Any, runtime: Any = None) -> dict[str, Any]:
                 taint_evictor.new, use_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES)),
             resourcepoolstatusrequest.NAME: functools.partial(
                 resourcepoolstatusrequest.new, enabled=pool_status,
-                taint_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES))}
+                taint_rules=gates.enabled(features.DRA_DEVICE_TAINT_RULES),
+                partition_types=gates.enabled(features.DRA_PARTITIONABLE_DEVICES_TYPE))}
 
 
 def gated_names(gates: Any, names: list[str] | None) -> list[str] | None:

@@ -23,9 +23,15 @@ written here:
   any allocation (`fullyAvailableDevices`) and with one (`partiallyAvailableDevices`), and per capacity
   name their total, what allocations consumed (`consumedCapacity` of the pool's results) and what is
   left (never negative). More than 32 capacity names is a `ShareableSummaryOverCap:` error instead.
-- **partitionSummary** needs a grouping attribute (a slice's `partitionTypeAttribute` or the
-  request's `defaultPartitionTypeAttribute`), both of the DRAPartitionableDevicesType gate, which cplane
-  does not have (off in 1.37): the fields are dropped, so no pool has a partition summary.
+- **partitionSummary** (DRAPartitionableDevicesType, `partition_types`) for a pool that publishes
+  shared counters: its devices that consume counters, grouped by (attribute, value) where the attribute
+  is their slice's `partitionTypeAttribute`, else the request's `defaultPartitionTypeAttribute` (a
+  device without that string attribute, or with no attribute named, is in no group); per group `total`
+  (its devices) and `allocatable`: how many more of them could be allocated — its devices neither
+  allocated nor unavailable, and no more than the counters left (the counter sets' values less what
+  allocated devices consume) cover at the group's cost (its first device's `consumesCounters`; devices
+  of one type share one cost). Sorted by attribute then type; more than 32 groups is a
+  `PartitionSummaryOverCap:` error instead.
 - Pools sorted by driver then name; `poolCount` all of them, `pools` the first `spec.limit` (100
   by default); one `Complete` condition (reason `CalculationComplete`, `Calculated status for N pools`,
   with ` (M incomplete)` when M of them carry a validation error).
@@ -50,6 +56,7 @@ COMPLETE = "Complete"
 FAILED = "Failed"
 INCOMPLETE_PREFIX = "PoolIncomplete:"
 SHAREABLE_OVER_CAP_PREFIX = "ShareableSummaryOverCap:"
+PARTITION_OVER_CAP_PREFIX = "PartitionSummaryOverCap:"
 _UNAVAILABLE_EFFECTS = ("NoSchedule", "NoExecute")
 
 
@@ -61,8 +68,8 @@ class Computed(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class _Pool:
-    __slots__ = ("devices", "driver", "expected", "generation", "mixed_nodes", "name", "node", "slices",
-                 "unavailable")
+    __slots__ = ("counter_sets", "devices", "driver", "expected", "generation", "mixed_nodes", "name", "node",
+                 "slices", "type_attributes", "unavailable", "unavailable_names")
 
     def __init__(self, *, driver: str, name: str, generation: int, node: str, expected: int) -> None:
         self.driver = driver
@@ -73,7 +80,10 @@ class _Pool:
         self.expected = expected
         self.slices = 0
         self.unavailable = 0
+        self.unavailable_names: set[str] = set()
         self.devices: list[Mapping[str, Any]] = []
+        self.type_attributes: list[str] = []  # per device: its slice's partitionTypeAttribute, or ""
+        self.counter_sets: dict[str, dict[str, int]] = {}  # shared counter set -> counter -> nanos
 
 
 def _d(value: Any) -> Mapping[str, Any]:
@@ -157,11 +167,66 @@ def _shareable_summary(pool: _Pool, in_use: set[str],
     return summary, ""
 
 
+def _cost(device: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    cost: dict[str, dict[str, int]] = {}
+    for consumption in device.get("consumesCounters") or ():
+        consumption = _d(consumption)
+        counters = cost.setdefault(str(consumption.get("counterSet") or ""), {})
+        for cname, counter in _d(consumption.get("counters")).items():
+            value = _quantity(_d(counter).get("value"))
+            counters[cname] = counters.get(cname, 0) + (value.nanos if value is not None else 0)
+    return cost
+
+
+def _type_of(device: Mapping[str, Any], attribute: str, driver: str) -> str | None:
+    attributes = _d(device.get("attributes"))
+    value = attributes.get(attribute)
+    if value is None and attribute.startswith(driver + "/"):
+        value = attributes.get(attribute[len(driver) + 1:])
+    text = _d(value).get("string")
+    return text if isinstance(text, str) else None
+
+
+def _partition_summary(pool: _Pool, in_use: set[str], default: str) -> tuple[list[dict[str, Any]] | None, str]:
+    if not pool.counter_sets:
+        return None, ""
+    left = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+    groups: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for device, own in zip(pool.devices, pool.type_attributes, strict=True):
+        if not device.get("consumesCounters"):
+            continue
+        if str(device.get("name") or "") in in_use:
+            for set_name, counters in _cost(device).items():
+                for cname, nanos in counters.items():
+                    if set_name in left and cname in left[set_name]:
+                        left[set_name][cname] -= nanos
+        attribute = own or default
+        kind = _type_of(device, attribute, pool.driver) if attribute else None
+        if kind is not None:
+            groups.setdefault((attribute, kind), []).append(device)
+    if not groups:
+        return None, ""
+    if len(groups) > MAX_SUMMARY_ITEMS:
+        return None, (f"{PARTITION_OVER_CAP_PREFIX} pool {pool.driver}/{pool.name} has {len(groups)} partition "
+                      f"types, exceeding the maximum of {MAX_SUMMARY_ITEMS}")
+    entries = []
+    for (attribute, kind), devices in sorted(groups.items()):
+        free = sum(1 for d in devices if str(d.get("name") or "") not in in_use
+                   and str(d.get("name") or "") not in pool.unavailable_names)
+        for set_name, counters in _cost(devices[0]).items():
+            for cname, nanos in counters.items():
+                if nanos > 0:
+                    free = min(free, max(0, left.get(set_name, {}).get(cname, 0)) // nanos)
+        entries.append({"attribute": attribute, "type": kind, "total": len(devices), "allocatable": free})
+    return entries, ""
+
+
 def compute(request: Mapping[str, Any], *, slices: Iterable[Mapping[str, Any]],
             claims: Iterable[Mapping[str, Any]], taint_rules: Iterable[Mapping[str, Any]] = (),
-            now: str) -> Computed:
+            now: str, partition_types: bool = False) -> Computed:
     """The status of `request` from the cluster's `slices`, `claims` and `taint_rules` (pass none
-    while DRADeviceTaintRules is off); `now` (RFC 3339) is the condition's time."""
+    while DRADeviceTaintRules is off); `now` (RFC 3339) is the condition's time; `partition_types`:
+    DRAPartitionableDevicesType is on (partition summaries)."""
     spec = _d(request.get("spec"))
     driver = str(spec.get("driver") or "")
     pool_filter = spec.get("poolName")
@@ -190,11 +255,19 @@ def compute(request: Mapping[str, Any], *, slices: Iterable[Mapping[str, Any]],
         elif node != info.node:
             info.mixed_nodes = True
         info.slices += 1
+        for counter_set in s.get("sharedCounters") or ():
+            counter_set = _d(counter_set)
+            counters = info.counter_sets.setdefault(str(counter_set.get("name") or ""), {})
+            for cname, counter in _d(counter_set.get("counters")).items():
+                value = _quantity(_d(counter).get("value"))
+                counters[cname] = value.nanos if value is not None else 0
         for device in s.get("devices") or ():
             device = _d(device)
             info.devices.append(device)
+            info.type_attributes.append(str(s.get("partitionTypeAttribute") or ""))
             if _unavailable(device, driver, name, rules):
                 info.unavailable += 1
+                info.unavailable_names.add(str(device.get("name") or ""))
 
     in_use: dict[str, set[str]] = {}
     consumed: dict[str, dict[str, Quantity]] = {}
@@ -231,6 +304,12 @@ def compute(request: Mapping[str, Any], *, slices: Iterable[Mapping[str, Any]],
         entry.update(resourceSliceCount=info.slices, totalDevices=total, allocatedDevices=allocated,
                      availableDevices=max(0, total - allocated - info.unavailable),
                      unavailableDevices=info.unavailable)
+        if partition_types:
+            partitions, error = _partition_summary(info, used, str(spec.get("defaultPartitionTypeAttribute") or ""))
+            if partitions is not None:
+                entry["partitionSummary"] = partitions
+            if error:
+                entry["validationError"] = _truncate(error)
         summary, error = _shareable_summary(info, used, consumed.get(name, {}))
         if summary is not None:
             entry["shareableSummary"] = summary

@@ -12,7 +12,7 @@ object written while the gate was on keeps working after it is turned off).
   `bindingConditions`, `bindingFailureConditions` (DRADeviceBindingConditions); devices'
   `allowMultipleAllocations` and capacities' `requestPolicy` (DRAConsumableCapacity); attributes'
   list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes); `spec.skipNodeOperations`
-  (DRAOptionalNodeOperations); `spec.partitionTypeAttribute` (DRAResourcePoolStatus); devices'
+  (DRAOptionalNodeOperations); `spec.partitionTypeAttribute` (DRAPartitionableDevicesType); devices'
   `consumesCounters[].compatibilityGroups`
   (DRADeviceCompatibilityGroups).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
@@ -126,7 +126,7 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
                 gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS,
-                gates.DRA_DEVICE_COMPATIBILITY_GROUPS, gates.DRA_RESOURCE_POOL_STATUS)
+                gates.DRA_DEVICE_COMPATIBILITY_GROUPS, gates.DRA_PARTITIONABLE_DEVICES_TYPE)
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
@@ -157,7 +157,7 @@ def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
     if not features.enabled(gates.DRA_DEVICE_COMPATIBILITY_GROUPS) and devices \
             and not _any_has(_consumptions(old_devices), "compatibilityGroups"):
         _pop_all(_consumptions(devices), "compatibilityGroups")
-    if not features.enabled(gates.DRA_RESOURCE_POOL_STATUS) and isinstance(new.get("spec"), dict) \
+    if not features.enabled(gates.DRA_PARTITIONABLE_DEVICES_TYPE) and isinstance(new.get("spec"), dict) \
             and _at(old, "spec", "partitionTypeAttribute") is None:
         new["spec"].pop("partitionTypeAttribute", None)
     if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and isinstance(new.get("spec"), dict) \
@@ -240,7 +240,16 @@ def _drop_claim_template_fields(new: Obj, old: Obj | None, features: gates.Featu
     _drop_claim_spec_fields(_at(new, "spec", "spec"), _at(old, "spec", "spec"), features)
 
 
+def _drop_pool_status_request_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
+    """ResourcePoolStatusRequest: `spec.defaultPartitionTypeAttribute` (DRAPartitionableDevicesType)."""
+    spec = new.get("spec")
+    if isinstance(spec, dict) and not features.enabled(gates.DRA_PARTITIONABLE_DEVICES_TYPE) \
+            and _at(old, "spec", "defaultPartitionTypeAttribute") is None:
+        spec.pop("defaultPartitionTypeAttribute", None)
+
+
 _OWN: dict[tuple[str, str], Callable[[Obj, Obj | None, gates.FeatureGates], None]] = {
+    ("resource.k8s.io", "ResourcePoolStatusRequest"): _drop_pool_status_request_fields,
     ("scheduling.k8s.io", "PodGroup"): _drop_podgroup_fields,
     ("scheduling.k8s.io", "Workload"): _drop_workload_fields,
     ("resource.k8s.io", "ResourceSlice"): _drop_slice_fields,

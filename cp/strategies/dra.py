@@ -59,20 +59,10 @@ def _claim_update(new: Obj, old: Obj, now: float, subresource: str) -> None:
 
 
 def _pool_status_request_create(obj: Obj, _now: float) -> None:
-    """A ResourcePoolStatusRequest starts without status (the controller's to write, once), and
-    without `defaultPartitionTypeAttribute` while DRAPartitionableDevicesType (not implemented here,
-    off in 1.37) is off, as upstream's strategy drops it."""
+    """A ResourcePoolStatusRequest starts without status (the controller's to write, once); its
+    `defaultPartitionTypeAttribute` is dropped while DRAPartitionableDevicesType is off
+    (`cp.strategies.disabled`)."""
     obj.pop("status", None)
-    spec = obj.get("spec")
-    if isinstance(spec, dict):
-        spec.pop("defaultPartitionTypeAttribute", None)
-
-
-def _pool_status_request_update(new: Obj, old: Obj, _now: float, subresource: str) -> None:
-    spec, old_spec = new.get("spec"), old.get("spec")
-    if (subresource == "" and isinstance(spec, dict) and isinstance(old_spec, dict)
-            and old_spec.get("defaultPartitionTypeAttribute") is None):
-        spec.pop("defaultPartitionTypeAttribute", None)  # kept only where the stored object has it
 
 
 _TAINTED = Strategy(prepare_for_create=_taint_times_on_create, prepare_for_update=refresh_taint_times)
@@ -84,6 +74,5 @@ STRATEGIES: dict[tuple[str, str], Strategy] = {
     ("resource.k8s.io", "ResourceClaimTemplate"): _TAINTED,
     ("resource.k8s.io", "ResourceSlice"): _TAINTED,
     ("resource.k8s.io", "DeviceTaintRule"): _TAINTED,
-    ("resource.k8s.io", "ResourcePoolStatusRequest"): Strategy(prepare_for_create=_pool_status_request_create,
-                                                               prepare_for_update=_pool_status_request_update),
+    ("resource.k8s.io", "ResourcePoolStatusRequest"): Strategy(prepare_for_create=_pool_status_request_create),
 }

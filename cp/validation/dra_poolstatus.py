@@ -29,7 +29,7 @@ from cp.validation.common import (
     name_is_dns_subdomain,
     too_many,
 )
-from cp.validation.dra_fields import metav1_conditions, pool_name
+from cp.validation.dra_fields import fully_qualified_name, metav1_conditions, pool_name
 from cp.validation.meta import validate_object_meta
 from cp.validation.registry import Rules
 
@@ -68,6 +68,8 @@ def _spec(errs: list[Cause], spec: dict[str, Any]) -> None:
         _minimum(errs, "spec.limit", limit, 1)
         if limit > MAX_LIMIT:
             errs.append(Cause("Invalid", "spec.limit", f"must be less than or equal to {MAX_LIMIT}", limit))
+    if spec.get("defaultPartitionTypeAttribute") is not None:  # kept only with DRAPartitionableDevicesType
+        fully_qualified_name(spec.get("defaultPartitionTypeAttribute"), "spec.defaultPartitionTypeAttribute", errs)
 
 
 def _create(obj: dict[str, Any], meta: dict[str, Any], errs: list[Cause], namespaced: bool) -> None:

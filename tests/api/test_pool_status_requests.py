@@ -7,7 +7,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
-from cp import protobuf
+from cp import features, protobuf
 from tests.controllers.poolstatus.support import (
     ALPHA,
     BASE,
@@ -37,7 +37,7 @@ async def test_served_with_the_gate_and_the_runtime_config(http: aiohttp.ClientS
     assert created["spec"] == {"driver": "gpu.example.com", "limit": 100}
     assert "status" not in created  # status is the controller's to write
     assert "generation" not in created["metadata"]  # upstream's strategy sets none
-    # DRAPartitionableDevicesType (alpha, off; not implemented) is off: its field is dropped.
+    # DRAPartitionableDevicesType (alpha) is off: its field is dropped.
     status, out = await call(http, "POST", BASE, request("typed", defaultPartitionTypeAttribute="gpu.example.com/p"))
     assert status == 201 and "defaultPartitionTypeAttribute" not in out["spec"], out
     status, out = await call(http, "GET", f"{BASE}/r",
@@ -49,6 +49,16 @@ async def test_served_with_the_gate_and_the_runtime_config(http: aiohttp.ClientS
     status, out = await call(http, "GET", "/openapi/v3/apis/resource.k8s.io/v1alpha3")
     assert status == 200
     assert "io.k8s.api.resource.v1alpha3.ResourcePoolStatusRequest" in out["components"]["schemas"]
+
+
+@pytest.mark.parametrize("options", [{"feature_gates": features.parse(
+    "DRAResourcePoolStatus=true,DRAPartitionableDevicesType=true"), "runtime_config": runtime(ALPHA)}])
+async def test_the_default_partition_type_attribute_with_its_gate(http: aiohttp.ClientSession) -> None:
+    status, out = await call(http, "POST", BASE, request("typed", defaultPartitionTypeAttribute="gpu.example.com/p"))
+    assert status == 201 and out["spec"]["defaultPartitionTypeAttribute"] == "gpu.example.com/p", out
+    status, out = await call(http, "POST", BASE, request("bad", defaultPartitionTypeAttribute="profile"))
+    assert status == 422
+    assert [c["field"] for c in out["details"]["causes"]] == ["spec.defaultPartitionTypeAttribute"]
 
 
 @pytest.mark.parametrize("options", [

@@ -69,3 +69,47 @@ def test_no_pools() -> None:
     assert status["poolCount"] == 0 and "pools" not in status
     assert status["conditions"][0]["message"] == "Calculated status for 0 pools"
 
+
+
+def _mig(name: str, profile: str, memory: str) -> dict[str, Any]:
+    return {"name": name, "attributes": {"profile": {"string": profile}},
+            "consumesCounters": [{"counterSet": "gpu-0", "counters": {"memory": {"value": memory}}}]}
+
+
+def _mig_pool(*, declared: bool) -> list[dict[str, Any]]:
+    devices = sl("p", [_mig("full", "Full", "8Gi"), _mig("half-0", "Half", "4Gi"), _mig("half-1", "Half", "4Gi"),
+                       {"name": "plain"}], count=2)
+    if declared:
+        devices["spec"]["partitionTypeAttribute"] = "d.example.com/profile"
+    counters = sl("p", [], count=2)
+    counters["spec"]["sharedCounters"] = [{"name": "gpu-0", "counters": {"memory": {"value": "8Gi"}}}]
+    del counters["spec"]["devices"]
+    return [devices, counters]
+
+
+def _allocated(*devices: str) -> list[dict[str, Any]]:
+    return [{"status": {"allocation": {"devices": {"results": [
+        {"driver": "d.example.com", "pool": "p", "device": d} for d in devices]}}}}]
+
+
+def test_partition_summary_counts_what_the_counters_still_allow() -> None:
+    [pool] = poolstatus.compute(req(), slices=_mig_pool(declared=True), claims=_allocated("half-0"), now=NOW,
+                                partition_types=True).status["pools"]
+    # half-0 holds 4Gi of the GPU's 8Gi: the full GPU no longer fits, one more half does
+    assert pool["partitionSummary"] == [
+        {"attribute": "d.example.com/profile", "type": "Full", "total": 1, "allocatable": 0},
+        {"attribute": "d.example.com/profile", "type": "Half", "total": 2, "allocatable": 1}]
+    [pool] = poolstatus.compute(req(), slices=_mig_pool(declared=True), claims=[], now=NOW,
+                                partition_types=True).status["pools"]
+    assert [p["allocatable"] for p in pool["partitionSummary"]] == [1, 2]
+
+
+def test_partition_summary_needs_an_attribute_and_the_gate() -> None:
+    slices = _mig_pool(declared=False)
+    [pool] = poolstatus.compute(req(), slices=slices, claims=[], now=NOW, partition_types=True).status["pools"]
+    assert "partitionSummary" not in pool
+    [pool] = poolstatus.compute(req(defaultPartitionTypeAttribute="d.example.com/profile"), slices=slices,
+                                claims=[], now=NOW, partition_types=True).status["pools"]
+    assert [(p["type"], p["total"]) for p in pool["partitionSummary"]] == [("Full", 1), ("Half", 2)]
+    [pool] = poolstatus.compute(req(), slices=_mig_pool(declared=True), claims=[], now=NOW).status["pools"]
+    assert "partitionSummary" not in pool

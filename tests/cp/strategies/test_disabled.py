@@ -125,11 +125,11 @@ def test_skip_node_operations_need_their_alpha_gate() -> None:
     assert dropped("ResourceClaim", claim, gate_text="", old=claim) == claim
 
 
-def test_partition_type_attribute_needs_the_pool_status_gate() -> None:
+def test_partition_type_attribute_needs_its_gate() -> None:
     slice_ = {"spec": {"driver": "gpu.example.com", "partitionTypeAttribute": "gpu.example.com/profile",
                        "devices": [{"name": "d0"}]}}
     assert "partitionTypeAttribute" not in dropped("ResourceSlice", slice_, gate_text="")["spec"]
-    assert dropped("ResourceSlice", slice_, gate_text="DRAResourcePoolStatus=true") == slice_
+    assert dropped("ResourceSlice", slice_, gate_text="DRAResourcePoolStatus=true,DRAPartitionableDevicesType=true") == slice_
     assert dropped("ResourceSlice", slice_, gate_text="", old=slice_) == slice_
 
 
