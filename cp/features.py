@@ -45,6 +45,7 @@ DRA_DEVICE_COMPATIBILITY_GROUPS = "DRADeviceCompatibilityGroups"
 DRA_DERIVED_ATTRIBUTES = "DRADerivedAttributes"
 DRA_RESOURCE_POOL_STATUS = "DRAResourcePoolStatus"
 DRA_PARTITIONABLE_DEVICES_TYPE = "DRAPartitionableDevicesType"
+DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION = "DRAResourceClaimGranularStatusAuthorization"
 
 ALL_ALPHA = "AllAlpha"
 ALL_BETA = "AllBeta"
@@ -72,6 +73,7 @@ SPECS: dict[str, Spec] = {
     DRA_FRACTIONAL_CAPACITY_RANGE: Spec(default=False, stage=BETA),
     DRA_DEVICE_BINDING_CONDITIONS: Spec(default=True, stage=BETA),
     DRA_SCHEDULER_FILTER_TIMEOUT: Spec(default=True, stage=BETA),
+    DRA_RESOURCE_CLAIM_GRANULAR_STATUS_AUTHORIZATION: Spec(default=True, stage=BETA),
     DRA_LIST_TYPE_ATTRIBUTES: Spec(default=False, stage=ALPHA),
     DRA_OPTIONAL_NODE_OPERATIONS: Spec(default=False, stage=ALPHA),
     DRA_DEVICE_COMPATIBILITY_GROUPS: Spec(default=False, stage=ALPHA),

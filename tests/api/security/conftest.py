@@ -61,14 +61,16 @@ class Secure:
 
 
 @contextlib.asynccontextmanager
-async def secure_server(tmp_path: Path, *, limits: auth.Limits | None = None) -> AsyncIterator[Secure]:
+async def secure_server(tmp_path: Path, *, limits: auth.Limits | None = None,
+                        app_options: dict[str, Any] | None = None) -> AsyncIterator[Secure]:
     token_file = tmp_path / "tokens.csv"
     token_file.write_text(TOKEN_FILE)
     log = memory.MemoryEventLog()
     await log.start()
     try:
         async with servers.running(data_dir=tmp_path / "data", event_log=log, secure=True,
-                                   token_auth_file=str(token_file), limits=limits) as srv:
+                                   token_auth_file=str(token_file), limits=limits,
+                                   app_options=app_options) as srv:
             s = Secure(srv, tmp_path / "data")
             try:
                 yield s

@@ -4,9 +4,11 @@ reservedFor need `resourceclaims/binding`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from tests.api.security.conftest import Secure, binding, call, rbac_path
+from cp import features
+from tests.api.security.conftest import Secure, binding, call, rbac_path, secure_server
 
 CLAIMS = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
 R = "resource.k8s.io"
@@ -165,3 +167,18 @@ async def test_deallocation_drops_driver_entries_without_driver_grants(secure: S
     code, body = await call(ctl, "PUT", f"{CLAIMS}/c/status", current)
     assert code == 200, body
     assert "devices" not in body["status"] and "allocation" not in body["status"]
+
+
+async def test_with_the_gate_off_status_rbac_alone_decides(tmp_path: Path) -> None:
+    # DRAResourceClaimGranularStatusAuthorization (beta, on) off: no binding or driver check
+    gates = features.parse("DRAResourceClaimGranularStatusAuthorization=false")
+    async with secure_server(tmp_path, app_options={"feature_gates": gates}) as secure:
+        admin = secure.session("admin")
+        assert (await call(admin, "POST", CLAIMS, claim("c")))[0] == 201
+        gpu = await _driver(secure, "gpu-driver", "gpu.example.com", verbs=["get"])  # no driver grant
+        code, body = await call(gpu, "PATCH", f"{CLAIMS}/c/status", {"status": {"allocation": allocation("node-1")}},
+                                "application/merge-patch+json")
+        assert code == 200, body
+        patch = {"status": {"devices": [device_status("nic.example.com", "nic-0", "node-1")]}}
+        code, body = await call(gpu, "PATCH", f"{CLAIMS}/c/status", patch, "application/merge-patch+json")
+        assert code == 200, body
