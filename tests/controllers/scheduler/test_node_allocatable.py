@@ -76,6 +76,9 @@ async def test_claimed_cpus_do_not_fit_a_busy_node(client: clients.Client, start
         assert cond["message"].startswith("0/1 nodes are available: 1 Insufficient cpu."), cond["message"]
         worker = await s.get(client, "pods", "worker")
         assert "nodeAllocatableResourceClaimStatuses" not in (worker or {}).get("status", {})
+        # the busy pod goes (an assigned pod deleted: DynamicResources' event): now it fits
+        await client.delete("pods", "busy", namespace="default", grace_period_seconds=0)
+        assert await s.wait_bound(client, "worker") == NODE
     else:  # the devices are only devices: the pod requests nothing of the node
         assert await s.wait_bound(client, "worker") == NODE
 
