@@ -36,6 +36,7 @@ DRA_FRACTIONAL_CAPACITY_RANGE = "DRAFractionalCapacityRange"
 DRA_DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
 DRA_SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
 DRA_LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
+DRA_NODE_ALLOCATABLE_RESOURCES = "DRANodeAllocatableResources"
 GENERIC_WORKLOAD = "GenericWorkload"
 GANG_SCHEDULING = "GangScheduling"
 DRA_WORKLOAD_RESOURCE_CLAIMS = "DRAWorkloadResourceClaims"
@@ -78,6 +79,7 @@ SPECS: dict[str, Spec] = {
     DRA_OPTIONAL_NODE_OPERATIONS: Spec(default=False, stage=ALPHA),
     DRA_DEVICE_COMPATIBILITY_GROUPS: Spec(default=False, stage=ALPHA),
     DRA_DERIVED_ATTRIBUTES: Spec(default=False, stage=ALPHA),
+    DRA_NODE_ALLOCATABLE_RESOURCES: Spec(default=False, stage=ALPHA),  # since 1.36
     GENERIC_WORKLOAD: Spec(default=False, stage=BETA),
     GANG_SCHEDULING: Spec(default=False, stage=ALPHA),
     DRA_WORKLOAD_RESOURCE_CLAIMS: Spec(default=False, stage=BETA),

@@ -23,7 +23,9 @@ from controllers.scheduler.config import (
     COMPONENT,
     CONFLICT_RETRIES,
     DRA_PLUGIN,
+    EXTENDED_CLAIM_PLACEHOLDER,
     FINALIZER,
+    NODE_ALLOCATABLE_STATUSES,
     PODS,
     PVCS,
     PVS,
@@ -132,6 +134,20 @@ class Binder:
             patch = {"status": {"extendedResourceClaimStatus": ext.pod_extended_resource_claim_status(
                 str(meta_of(created_claim).get("name")), plan.mappings)}}
             await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
+        if plan.node_allocatable:
+            await self._patch_node_allocatable(plan, ns, name)
+
+    async def _patch_node_allocatable(self, plan: Plan, ns: str, name: str) -> None:
+        """DRANodeAllocatableResources: what the pod's claims take of the node, in the pod's status
+        (the extended-resource claim by the name it got)."""
+        assert plan.node_allocatable is not None
+        created = next((cplan.claim for cplan in plan.claims if cplan.extended and cplan.claim is not None), None)
+        for status in plan.node_allocatable:
+            if status.get("resourceClaimName") == EXTENDED_CLAIM_PLACEHOLDER and created is not None:
+                status["resourceClaimName"] = str(meta_of(created).get("name"))
+        patch = {"status": {NODE_ALLOCATABLE_STATUSES: plan.node_allocatable}}
+        await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
+        plan.node_allocatable_written = True
 
     async def _bind_claim(self, cplan: ClaimPlan, ref: dict[str, str]) -> dict[str, Any]:
         """`bindClaim`: finalizer (plain update) and allocation + reservation (status update), with
@@ -270,6 +286,13 @@ class Binder:
         (strategic-merge delete by uid); delete an extended-resource claim we created."""
         self.unreserve_local(pod, plan)
         pod_uid = uid_of(pod)
+        if plan.node_allocatable_written:  # an explicit empty list: cleared, not left out
+            patch = {"metadata": {"uid": pod_uid}, "status": {NODE_ALLOCATABLE_STATUSES: []}}
+            ns, name = caches.key_of(pod)
+            try:
+                await self.client.patch(PODS, name, patch, namespace=ns, subresource="status", field_manager=COMPONENT)
+            except errors.StatusError as exc:
+                self._log.info("clear_node_allocatable_failed", pod=display_key(pod), error=exc.message)
         for cplan in plan.claims:
             if cplan.claim is None:
                 continue

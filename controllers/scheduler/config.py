@@ -29,6 +29,8 @@ CONFLICT_RETRIES = 5  # retry.DefaultRetry steps
 FEATURES = allocator_features(gates=DEFAULT)  # a default 1.37 cluster's: its alpha features are off
 TERMINAL = ("Succeeded", "Failed")
 DRA_PLUGIN = "DynamicResources"
+NODE_ALLOCATABLE_STATUSES = "nodeAllocatableResourceClaimStatuses"  # pod status (DRANodeAllocatableResources)
+EXTENDED_CLAIM_PLACEHOLDER = "<extended-resources>"  # the extended-resource claim's name until it exists
 
 PODS = clients.resolve("pods")
 NODES = clients.resolve("nodes")

@@ -176,7 +176,8 @@ class Scheduler:
         self.pdbs = informer_factory.informer(PDBS)
 
         # Nodes and what the pods on them request (informer + assumed pods).
-        self.node_cache = NodeCache()
+        node_allocatable = feature_gates.enabled(gates.DRA_NODE_ALLOCATABLE_RESOURCES)
+        self.node_cache = NodeCache(node_allocatable=node_allocatable)
         # DRA: what is in use (informer + assumptions), and the allocator over slices/classes/rules.
         self.assume = AssumeCache(claims=self.claims, slices=self.slices, classes=self.classes, rules=self.rules,
                                   nodes=self.node_cache, features=features,
@@ -193,7 +194,7 @@ class Scheduler:
                 nodes=self.node_cache, stats=self.stats, rng=self.rng, filter_timeout=filter_timeout,
                 pod_filter_timeout=pod_filter_timeout, percentage_of_nodes_to_score=percentage_of_nodes_to_score,
                 profile=profile, preemption=self.preemption, clock=clock, binding_timeout=binding_timeout,
-                volumes=volumes)
+                volumes=volumes, node_allocatable=node_allocatable)
             for profile in self.profiles}
         self.cycle = self.cycles[self.profiles[0].scheduler_name]
         self.scheduler_names = frozenset(self.cycles)

@@ -31,6 +31,8 @@ from controllers.scheduler.config import (
     CLAIMS,
     COMPONENT,
     DRA_PLUGIN,
+    EXTENDED_CLAIM_PLACEHOLDER,
+    NODE_ALLOCATABLE_STATUSES,
     ON_LOOP_SLICE,
     RESERVED_FOR_MAX,
     YIELD_EVERY,
@@ -62,6 +64,7 @@ from cp.dra import (
     NodeAllocationError,
     claim_requests_admin_access,
     namespace_allows_admin_access,
+    nodeallocatable,
 )
 from cp.dra import binding as bindings
 from cp.dra import extended as ext
@@ -112,8 +115,11 @@ class SchedulingCycle:
                  filter_timeout: float, pod_filter_timeout: float, percentage_of_nodes_to_score: int,
                  profile: framework.Profile | None = None, preemption: Preemption | None = None,
                  clock: clocks.Clock | None = None, binding_timeout: float = BINDING_TIMEOUT,
-                 volumes: volumebinding.VolumeLookup | None = None) -> None:
+                 volumes: volumebinding.VolumeLookup | None = None, node_allocatable: bool = False) -> None:
         self.client = client
+        # DRANodeAllocatableResources: the devices allocated to the pod's claims take their
+        # `nodeAllocatableResources` of the node (`_node_allocatable_filter`)
+        self.node_allocatable = node_allocatable
         self.volumes = volumes
         self.preemption = preemption  # DefaultPreemption (None: no PostFilter preemption)
         self.clock: clocks.Clock = clock if clock is not None else clocks.RealClock()
@@ -241,7 +247,7 @@ class SchedulingCycle:
         # node cache's order, while the set of nodes is the one listed above).
         # The common case in few steps: claims whose answer is cached, the fused core filters all
         # but free (no other filter plugin, no nominated pods); anything else takes the full path.
-        quick = fast and fused and simple and not active
+        quick = fast and fused and simple and not active and not self.node_allocatable
         mask, fmask = self.node_cache.masks(signature, gen, shared) \
             if skip_known and fast and nodes is all_nodes and members == self.node_cache.members else (None, None)
         if not quick:
@@ -351,6 +357,8 @@ class SchedulingCycle:
                         if mask is not None and (gen, shared, members) != (mask_gen, mask_shared,
                                                                            self.node_cache.members):
                             mask = fmask = None  # changed meanwhile: no longer known
+                if status is None and dra_active and self.node_allocatable:
+                    status = self._node_allocatable_filter(pod, dra, entry, allocs, node_ext)
                 if again and status is None:
                     status = filters.core(state, entry)
                 if status is not None:
@@ -717,6 +725,16 @@ class SchedulingCycle:
             plan.claims.append(ClaimPlan(claim=None, allocation=alloc, key=key, extended=True))
             plan.extended_claim = node_ext.claim
             plan.mappings = node_ext.mappings
+        if self.node_allocatable and d.active:
+            # assume: the pod counts on the node with what its claims take there
+            claim_statuses = self._node_allocatable_statuses(pod, d, allocs, node_ext)
+            status = {k: v for k, v in status_of(pod).items() if k != NODE_ALLOCATABLE_STATUSES}
+            if claim_statuses:
+                status[NODE_ALLOCATABLE_STATUSES] = claim_statuses
+                plan.node_allocatable = claim_statuses
+            assumed = {**pod, "status": status}
+            pinfo = framework.PodInfo(assumed, plugins.pod_requests(assumed, node_allocatable_claims=True),
+                                      pinfo.owner)
         binding = self.profile.plugin("VolumeBinding")
         if isinstance(binding, volumebinding.VolumeBinding):
             volumes = binding.bindings(state, entry)
@@ -727,6 +745,53 @@ class SchedulingCycle:
         if self.preemption is not None:
             self.preemption.nominator.delete(pinfo.uid)  # DeleteNominatedPodIfExists
         return plan
+
+    # ------------------------------------------------------------------ node allocatable resources
+
+    def _node_allocatable_statuses(self, pod: Mapping[str, Any], d: DraCycle, allocs: Sequence[dict[str, Any]],
+                                   node_ext: ext.ExtendedResourceClaim | None) -> list[dict[str, Any]]:
+        """`pod.status.nodeAllocatableResourceClaimStatuses` for the pod's claims with what they
+        have or are allocated on this node (the extended-resource claim to create under a
+        placeholder name, replaced once it exists)."""
+        new = {index: allocs[i] for i, index in enumerate(d.to_allocate) if i < len(allocs)}
+        pairs: list[tuple[Mapping[str, Any], Mapping[str, Any] | None]] = [
+            (claim, new.get(index, allocation_of(claim))) for index, claim in enumerate(d.claims)]
+        if node_ext is not None and len(allocs) > len(d.to_allocate):
+            pairs.append(({"metadata": {"name": EXTENDED_CLAIM_PLACEHOLDER}}, allocs[len(d.to_allocate)]))
+        allocator = self.assume.allocator or self.assume.get_allocator()
+        try:
+            return nodeallocatable.claim_statuses(
+                pod=pod, claims=pairs,
+                device=lambda driver, pool, device: allocator.device(driver=driver, pool=pool, device=device))
+        except nodeallocatable.FootprintError as exc:
+            raise SchedError(str(exc)) from None
+
+    def _node_allocatable_filter(self, pod: Mapping[str, Any], d: DraCycle, entry: NodeEntry,
+                                 allocs: Sequence[dict[str, Any]], node_ext: ext.ExtendedResourceClaim | None
+                                 ) -> plugins.Status | None:
+        """DynamicResources' Filter, last part (KEP-5517): a claim whose device maps onto a node
+        resource is not shared with another pod; with what the claims take of the node, the pod
+        stays within its pod-level resources and fits the node's allocatable resources."""
+        allocator = self.assume.allocator or self.assume.get_allocator()
+        for claim in d.claims:
+            alloc = allocation_of(claim)
+            if alloc is None or not status_of(claim).get("reservedFor") or self._reserved(claim, pod):
+                continue
+            if any(nodeallocatable.has_mapping(allocator.device(
+                    driver=str(r.get("driver") or ""), pool=str(r.get("pool") or ""), device=str(r.get("device") or "")))
+                    for r in ((alloc.get("devices") or {}).get("results") or ())):
+                return plugins.Status(plugins.UNRESOLVABLE, [
+                    f"node allocatable resource claim {meta_of(claim).get('name')} has a mapped device and cannot "
+                    "be shared across pods"], DRA_PLUGIN)
+        claim_statuses = self._node_allocatable_statuses(pod, d, allocs, node_ext)
+        if not claim_statuses:
+            return None
+        with_claims = {**pod, "status": {**status_of(pod), NODE_ALLOCATABLE_STATUSES: claim_statuses}}
+        shortfall = nodeallocatable.pod_level_shortfall(with_claims, claim_statuses)
+        if shortfall is not None:
+            return plugins.Status(plugins.UNRESOLVABLE, [shortfall], DRA_PLUGIN)
+        req = plugins.pod_requests(with_claims, node_allocatable_claims=True)
+        return plugins.node_allocatable_fit(req.requests, entry.info.alloc, entry.usage, plugin=DRA_PLUGIN)
 
     # ------------------------------------------------------------------ preemption
 
@@ -750,6 +815,12 @@ class SchedulingCycle:
             except SchedError as exc:  # logged; the full search follows, as upstream
                 self._log.info("nominated_node_evaluation_failed", node=entry.name, error=str(exc))
                 return plugins.Status(framework.ERROR, [str(exc)])
+            if status is None and self.node_allocatable:
+                try:
+                    status = self._node_allocatable_filter(pod, d, entry, allocs, node_ext)
+                except SchedError as exc:
+                    self._log.info("nominated_node_evaluation_failed", node=entry.name, error=str(exc))
+                    return plugins.Status(framework.ERROR, [str(exc)])
         if status is None and again:
             status = filters.core(state, entry)
         return status if status is not None else (allocs, node_ext)

@@ -11,12 +11,16 @@ from controllers.scheduler.config import TERMINAL
 from cp.objects import controller_uid_of, meta_of, spec_of, status_of, uid_of
 from cp.scheduling import framework, plugins
 
+_CLAIM_STATUSES = "nodeAllocatableResourceClaimStatuses"
 PodUsage = tuple[str, framework.PodInfo]  # (node, the pod as the plugins see it)
 NodeEntry = framework.NodeState
 
 
 class NodeCache:
-    def __init__(self) -> None:
+    def __init__(self, *, node_allocatable: bool = False) -> None:
+        # DRANodeAllocatableResources: a pod's `status.nodeAllocatableResourceClaimStatuses` count
+        # in what it takes of its node
+        self.node_allocatable = node_allocatable
         self.nodes: dict[str, NodeEntry] = {}
         # nodes with PreferNoSchedule taints, with images; pods with (anti-)affinity: kept up to date
         # so that a cycle's snapshot needs no scan for them
@@ -162,8 +166,11 @@ class NodeCache:
             current = self.pod_usage.get(uid)
             if current is None or current[0] != node or (current[1].pod is not pod and (
                     meta_of(current[1].pod).get("labels") != meta_of(pod).get("labels")
-                    or meta_of(current[1].pod).get("deletionTimestamp") != meta_of(pod).get("deletionTimestamp"))):
-                self.set_usage(uid, (node, framework.PodInfo(pod, owner=controller_uid_of(pod))))
+                    or meta_of(current[1].pod).get("deletionTimestamp") != meta_of(pod).get("deletionTimestamp")
+                    or (self.node_allocatable and status_of(current[1].pod).get(_CLAIM_STATUSES)
+                        != status_of(pod).get(_CLAIM_STATUSES)))):
+                req = plugins.pod_requests(pod, node_allocatable_claims=self.node_allocatable)
+                self.set_usage(uid, (node, framework.PodInfo(pod, req, owner=controller_uid_of(pod))))
         elif uid not in self.assumed_pods:
             self.set_usage(uid, None)
 

@@ -70,6 +70,9 @@ class Plan(msgspec.Struct, kw_only=True):
     # provision on the node
     volume_bindings: list[tuple[dict[str, Any], dict[str, Any]]] = msgspec.field(default_factory=list)
     provision_claims: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    # DRANodeAllocatableResources: `status.nodeAllocatableResourceClaimStatuses` to write in PreBind
+    node_allocatable: list[dict[str, Any]] | None = None
+    node_allocatable_written: bool = False  # (Unreserve clears it then)
 
 
 Outcome = Unschedulable | Error | Gate | Plan

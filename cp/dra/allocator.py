@@ -502,6 +502,14 @@ class Allocator:
                     return self._taints(dev)
         return []
 
+    def device(self, *, driver: str, pool: str, device: str) -> Mapping[str, Any] | None:
+        """One device as its slice lists it (None for a device no slice lists)."""
+        for info in self._pool_slices((driver, pool)):
+            for dev in info.devices:
+                if dev.name == device:
+                    return dev.raw
+        return None
+
     def _pool_slices(self, pid: tuple[str, str]) -> list[SliceInfo]:
         return [self._info(s) for s in self._slices_by_pool.get(pid, ())]
 

@@ -3,7 +3,8 @@
 feature gate is off is cleared on create, and on update unless the stored object already uses it (so an
 object written while the gate was on keeps working after it is turned off).
 
-- Pods and pod templates: `spec.schedulingGroup` (GenericWorkload).
+- Pods and pod templates: `spec.schedulingGroup` (GenericWorkload); a pod's
+  `status.nodeAllocatableResourceClaimStatuses` (DRANodeAllocatableResources, `dropDisabledPodStatusFields`).
 - PodGroups: `spec.resourceClaims` and `status.resourceClaimStatuses`; Workloads:
   `spec.podGroupTemplates[].resourceClaims` (DRAWorkloadResourceClaims).
 - ResourceSlices (`pkg/registry/resource/resourceslice/strategy.go`): devices' `taints`
@@ -14,7 +15,7 @@ object written while the gate was on keeps working after it is turned off).
   list values `bools`, `ints`, `strings`, `versions` (DRAListTypeAttributes); `spec.skipNodeOperations`
   (DRAOptionalNodeOperations); `spec.partitionTypeAttribute` (DRAPartitionableDevicesType); devices'
   `consumesCounters[].compatibilityGroups`
-  (DRADeviceCompatibilityGroups).
+  (DRADeviceCompatibilityGroups); devices' `nodeAllocatableResources` (DRANodeAllocatableResources).
 - ResourceClaims and the claim of a ResourceClaimTemplate (`pkg/api/resourceclaimspec`): requests'
   and subrequests' `tolerations` (DRADeviceTaints); their `capacity` and constraints'
   `distinctAttribute` (DRAConsumableCapacity); their `derivedAttributes` (DRADerivedAttributes). A claim's status: results' `shareID` and
@@ -60,7 +61,18 @@ _POD_SPECS: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+def _drop_pod_status_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
+    status = new.get("status")
+    if not isinstance(status, dict) or "nodeAllocatableResourceClaimStatuses" not in status:
+        return
+    if features.enabled(gates.DRA_NODE_ALLOCATABLE_RESOURCES) or _at(old, "status", "nodeAllocatableResourceClaimStatuses"):
+        return
+    status.pop("nodeAllocatableResourceClaimStatuses", None)
+
+
 def _drop_pod_fields(new: Obj, old: Obj | None, path: tuple[str, ...], features: gates.FeatureGates) -> None:
+    if path == ("spec",):  # the pod itself
+        _drop_pod_status_fields(new, old, features)
     spec = _at(new, *path)
     if not isinstance(spec, dict) or "schedulingGroup" not in spec:
         return
@@ -126,7 +138,8 @@ def _capacities(devices: list[Obj]) -> list[Obj]:
 
 _SLICE_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_PARTITIONABLE_DEVICES, gates.DRA_DEVICE_BINDING_CONDITIONS,
                 gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_LIST_TYPE_ATTRIBUTES, gates.DRA_OPTIONAL_NODE_OPERATIONS,
-                gates.DRA_DEVICE_COMPATIBILITY_GROUPS, gates.DRA_PARTITIONABLE_DEVICES_TYPE)
+                gates.DRA_DEVICE_COMPATIBILITY_GROUPS, gates.DRA_PARTITIONABLE_DEVICES_TYPE,
+                gates.DRA_NODE_ALLOCATABLE_RESOURCES)
 # The list-type values of a device attribute (DRAListTypeAttributes).
 _LIST_VALUES = ("bools", "ints", "strings", "versions")
 _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DEVICE_BINDING_CONDITIONS,
@@ -163,6 +176,9 @@ def _drop_slice_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
     if not features.enabled(gates.DRA_OPTIONAL_NODE_OPERATIONS) and isinstance(new.get("spec"), dict) \
             and _at(old, "spec", "skipNodeOperations") is None:
         new["spec"].pop("skipNodeOperations", None)
+    if not features.enabled(gates.DRA_NODE_ALLOCATABLE_RESOURCES) \
+            and not any(d.get("nodeAllocatableResources") for d in old_devices):
+        _pop_all(devices, "nodeAllocatableResources")
     if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_devices, "taints"):
         _pop_all(devices, "taints")
     if not features.enabled(gates.DRA_PARTITIONABLE_DEVICES):

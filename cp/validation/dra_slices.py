@@ -351,6 +351,85 @@ def _device(device: dict[str, Any], old: dict[str, Any] | None, path: str, per_d
         errs.append(Cause("Invalid", path, "`nodeName`, `nodeSelector` and `allNodes` can only be set if "
                           "`perDeviceNodeSelection` is set to true in the ResourceSlice spec", GoValue("null")))
     binding_conditions(device, path, errs)
+    resources = device.get("nodeAllocatableResources")
+    if resources:
+        _node_allocatable_resources(as_dict(resources), capacity, f"{path}.nodeAllocatableResources", errs)
+
+
+def _is_node_allocatable_resource_name(name: str) -> bool:
+    """`helper.IsNodeAllocatableResourceName`: cpu, memory, ephemeral-storage and hugepages."""
+    return name in ("cpu", "memory", "ephemeral-storage") or name.startswith("hugepages-")
+
+
+def _node_allocatable_resources(resources: dict[str, Any], capacity: dict[str, Any], path: str,
+                                errs: list[Cause]) -> None:
+    """`validateNodeAllocatableResources` (KEP-5517): node-allocatable names only, each with a
+    `mapping` (exactly one of `capacityKey`, naming one of the device's capacities, with its
+    `capacityMultiplier`, and `deviceMultiplier`; multipliers positive) or an `overhead` (`perPod`,
+    `perContainer`, at least one, not negative) or both."""
+    for name in sorted(resources):
+        entry = as_dict(resources[name])
+        kpath = f"{path}[{name}]"
+        if not _is_node_allocatable_resource_name(name):
+            errs.append(Cause("Invalid", kpath, "must be a node allocatable resource name", name))
+        mapping, overhead = entry.get("mapping"), entry.get("overhead")
+        if mapping is None and overhead is None:
+            errs.append(Cause("Required", kpath, "at least one of mapping or overhead must be set"))
+        if mapping is not None:
+            _node_allocatable_mapping(as_dict(mapping), capacity, f"{kpath}.mapping", errs)
+        if overhead is not None:
+            _node_allocatable_overhead(as_dict(overhead), f"{kpath}.overhead", errs)
+
+
+def _node_allocatable_mapping(mapping: dict[str, Any], capacity: dict[str, Any], path: str,
+                              errs: list[Cause]) -> None:
+    key, capacity_multiplier = mapping.get("capacityKey"), mapping.get("capacityMultiplier")
+    device_multiplier = mapping.get("deviceMultiplier")
+    members = [m for m in ("capacityKey", "deviceMultiplier") if mapping.get(m) is not None]
+    if not members:  # +k8s:unionMember
+        errs.append(Cause("Invalid", path, "must specify one of: `capacityKey`, `deviceMultiplier`", ""))
+    elif len(members) > 1:
+        errs.append(Cause("Invalid", path, "exactly one of `capacityKey`, `deviceMultiplier` is required, but "
+                          "multiple fields are set", "{`capacityKey`, `deviceMultiplier`}"))
+    if key is not None:
+        if key == "":
+            errs.append(Cause("Invalid", f"{path}.capacityKey", "capacityKey must not be an empty string", ""))
+        elif key not in capacity:
+            errs.append(Cause("NotFound", f"{path}.capacityKey", "", key))
+        if capacity_multiplier is None:
+            errs.append(Cause("Required", f"{path}.capacityMultiplier",
+                              "capacityMultiplier is required when capacityKey is set"))
+        else:
+            _positive(capacity_multiplier, f"{path}.capacityMultiplier", errs)
+    if device_multiplier is not None:
+        _positive(device_multiplier, f"{path}.deviceMultiplier", errs)
+    if capacity_multiplier is not None and key is None:
+        errs.append(Cause("Required", f"{path}.capacityKey", "capacityKey is required when capacityMultiplier is set"))
+
+
+def _positive(value: Any, path: str, errs: list[Cause]) -> None:
+    q = _quantity(value)
+    if q is not None and q.nanos <= 0:
+        errs.append(Cause("Invalid", path, "must be positive", q.canonical()))
+
+
+def _node_allocatable_overhead(overhead: dict[str, Any], path: str, errs: list[Cause]) -> None:
+    if overhead.get("perPod") is None and overhead.get("perContainer") is None:
+        errs.append(Cause("Invalid", path, "at least one of perPod or perContainer must be set", ""))
+        return
+    for key in ("perPod", "perContainer"):
+        q = _quantity(overhead.get(key))
+        if q is not None and q.nanos < 0:
+            errs.append(Cause("Invalid", f"{path}.{key}", "must be non-negative", q.canonical()))
+
+
+def _quantity(value: Any) -> quantity.Quantity | None:
+    if value is None:
+        return None
+    try:
+        return quantity.parse_quantity(value)
+    except quantity.QuantityError:
+        return None
 
 
 def _counters(counters: Any, path: str, limit: int, errs: list[Cause]) -> None:

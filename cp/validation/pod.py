@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+from cp import quantity
 from cp.defaulting import VOLUME_SOURCES
 from cp.errors import Cause
 from cp.validation import podgroups
@@ -572,6 +573,59 @@ def _validate_pod_status_update(new: dict[str, Any], old: dict[str, Any], errs: 
         c = as_dict(c)
         if not as_str(c.get("type")):
             errs.append(Cause("Required", f"status.conditions[{i}].type", ""))
+    claim_statuses = status.get("nodeAllocatableResourceClaimStatuses")
+    if claim_statuses:
+        _node_allocatable_claim_statuses(as_list(claim_statuses), "status.nodeAllocatableResourceClaimStatuses", errs)
+
+
+def _node_allocatable_claim_statuses(items: list[Any], path: str, errs: list[Cause]) -> None:
+    """`status.nodeAllocatableResourceClaimStatuses` (KEP-5517): a map list by `resourceClaimName`;
+    `containers` a set; `mapping` and `overhead` map lists by `name`, a mapping with its `quantity`,
+    an overhead with `perPod` or `perContainer` (neither negative)."""
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        item = as_dict(item)
+        ipath = f"{path}[{i}]"
+        claim = as_str(item.get("resourceClaimName"))
+        if not claim:
+            errs.append(Cause("Required", f"{ipath}.resourceClaimName", ""))
+        elif claim in seen:
+            errs.append(Cause("Duplicate", ipath, "", claim))
+        seen.add(claim)
+        names: set[str] = set()
+        for j, container in enumerate(as_list(item.get("containers"))):
+            if container in names:
+                errs.append(Cause("Duplicate", f"{ipath}.containers[{j}]", "", container))
+            names.add(as_str(container))
+        for key in ("mapping", "overhead"):
+            resources: set[str] = set()
+            for j, entry in enumerate(as_list(item.get(key))):
+                entry = as_dict(entry)
+                epath = f"{ipath}.{key}[{j}]"
+                name = as_str(entry.get("name"))
+                if not name:
+                    errs.append(Cause("Required", f"{epath}.name", ""))
+                elif name in resources:
+                    errs.append(Cause("Duplicate", epath, "", name))
+                resources.add(name)
+                if key == "mapping":
+                    if entry.get("quantity") is None:
+                        errs.append(Cause("Required", f"{epath}.quantity", ""))
+                    continue
+                if entry.get("perPod") is None and entry.get("perContainer") is None:
+                    errs.append(Cause("Invalid", epath, "at least one of perPod or perContainer must be set", ""))
+                    continue
+                for part in ("perPod", "perContainer"):
+                    value = entry.get(part)
+                    if value is not None and _negative_quantity(value):
+                        errs.append(Cause("Invalid", f"{epath}.{part}", "must be non-negative", value))
+
+
+def _negative_quantity(value: Any) -> bool:
+    try:
+        return quantity.parse_quantity(value).nanos < 0
+    except quantity.QuantityError:
+        return False
 
 
 

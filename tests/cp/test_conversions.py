@@ -276,3 +276,21 @@ def test_pod_certificate_request_v1beta1_only_fields_are_not_stored() -> None:
     assert beta["spec"]["pkixPublicKey"] == "AAEC"  # the input is left alone
     shown = conversions.served_object(kind, json.dumps(stored).encode())
     assert shown["spec"]["pkixPublicKey"] is None and shown["spec"]["proofOfPossession"] is None  # Go's nil []byte
+
+
+def test_v1beta1_device_node_allocatable_resources_are_basic() -> None:
+    # KEP-5517's device field: in `basic` in v1beta1, flat in v1; nothing lost either way (the JSON
+    # and the protobuf the served object passes through)
+    resources = {"cpu": {"mapping": {"capacityKey": "dra.example.com/cores", "capacityMultiplier": "2"}},
+                 "memory": {"mapping": {"deviceMultiplier": "1Gi"}, "overhead": {"perPod": "1Gi", "perContainer": "500Mi"}}}
+    device = {"name": "socket-0", "allowMultipleAllocations": True,
+              "capacity": {"dra.example.com/cores": {"value": "64"}}, "nodeAllocatableResources": resources}
+    v1 = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "s"},
+          "spec": {"driver": "d", "nodeName": "n", "pool": {"name": "p", "generation": 1, "resourceSliceCount": 1},
+                   "devices": [device]}}
+    beta = conversions.to_served(_beta1("ResourceSlice"), v1)
+    assert beta["spec"]["devices"][0]["basic"]["nodeAllocatableResources"] == resources
+    assert conversions.to_storage(_beta1("ResourceSlice"), beta) == v1
+    served = conversions.served_object(_beta1("ResourceSlice"), json.dumps(v1).encode())
+    assert served["spec"]["devices"][0]["basic"]["nodeAllocatableResources"] == resources
+    assert conversions.to_storage(_beta1("ResourceSlice"), served)["spec"]["devices"] == [device]

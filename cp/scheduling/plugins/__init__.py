@@ -34,7 +34,7 @@ from decimal import ROUND_CEILING
 from typing import Any
 
 from cp import quantity as quantities
-from cp.dra import extended
+from cp.dra import extended, nodeallocatable
 from cp.dra.nodeselector import NodeSelectorError, node_selector_matches
 
 __all__ = [
@@ -217,7 +217,7 @@ def _container_requests(c: Mapping[str, Any], non_zero: bool) -> Resources:
     return r
 
 
-def _sum_requests(spec: Mapping[str, Any], non_zero: bool) -> Resources:
+def _sum_requests(spec: Mapping[str, Any], non_zero: bool, dra: Resources | None = None) -> Resources:
     reqs = Resources()
     for c in spec.get("containers") or []:
         reqs.add(_container_requests(c, non_zero))
@@ -234,6 +234,8 @@ def _sum_requests(spec: Mapping[str, Any], non_zero: bool) -> Resources:
             tmp.add(restartable)
             init_max.max_with(tmp)
     reqs.max_with(init_max)
+    if dra is not None:
+        reqs.add(dra)
     pod_level = ((spec.get("resources") or {}).get("requests")) or {}
     if "cpu" in pod_level:
         reqs.cpu = _milli(pod_level["cpu"])
@@ -245,9 +247,41 @@ def _sum_requests(spec: Mapping[str, Any], non_zero: bool) -> Resources:
     return reqs
 
 
-def pod_requests(pod: Mapping[str, Any]) -> PodRequests:
+def pod_requests(pod: Mapping[str, Any], *, node_allocatable_claims: bool = False) -> PodRequests:
+    """With `node_allocatable_claims` (DRANodeAllocatableResources), what the pod's
+    `status.nodeAllocatableResourceClaimStatuses` say its claims take of the node counts too
+    (`UseDRANodeAllocatableResourceClaimStatus`), before pod-level requests and overhead."""
     spec = pod.get("spec") or {}
-    return PodRequests(_sum_requests(spec, False), _sum_requests(spec, True))
+    dra: Resources | None = None
+    if node_allocatable_claims:
+        statuses = (pod.get("status") or {}).get("nodeAllocatableResourceClaimStatuses")
+        if statuses:
+            dra = Resources.of({name: q.canonical() for name, q in nodeallocatable.requests(statuses).items()})
+    return PodRequests(_sum_requests(spec, False, dra), _sum_requests(spec, True, dra))
+
+
+def node_allocatable_fit(r: Resources, alloc: Allocatable, usage: NodeUsage | None, *, plugin: str) -> Status | None:
+    """The DynamicResources plugin's `nodeFitsResources` (KEP-5517): the pod's requests with what
+    its claims take of the node, against the node's allocatable cpu, memory, ephemeral storage and
+    hugepages minus what the pods there take; unresolvable when a request exceeds the whole node."""
+    have = alloc.resources
+    used = usage.requested if usage is not None else _ZERO
+    reasons: list[str] = []
+    unresolvable = False
+    for name, want, cap, taken in (("cpu", r.cpu, have.cpu, used.cpu), ("memory", r.memory, have.memory, used.memory),
+                                   ("ephemeral-storage", r.ephemeral, have.ephemeral, used.ephemeral)):
+        if want > 0 and want > cap - taken:
+            reasons.append(f"Insufficient {name}")
+            unresolvable |= want > cap
+    for name, want in r.scalar.items():
+        if name.startswith("hugepages-"):
+            cap = have.scalar.get(name, 0)
+            if want > cap - used.scalar.get(name, 0):
+                reasons.append(f"Insufficient {name}")
+                unresolvable |= want > cap
+    if not reasons:
+        return None
+    return Status(UNRESOLVABLE if unresolvable else UNSCHEDULABLE, reasons, plugin)
 
 
 class NodeUsage:

@@ -199,3 +199,49 @@ def test_template_claim_spec() -> None:
     old = {"spec": full_claim()}
     assert dropped("ResourceClaimTemplate", {"spec": full_claim()}, gate_text="DRADeviceTaints=false",
                    old=old) == {"spec": full_claim()}
+
+
+# -- DRANodeAllocatableResources (alpha, off by default) ------------------------------------------
+
+MAPPED = {"cpu": {"mapping": {"deviceMultiplier": "1"}}}
+
+
+def mapped_slice() -> Obj:
+    out = full_slice()
+    out["spec"]["devices"][0]["nodeAllocatableResources"] = copy.deepcopy(MAPPED)
+    return out
+
+
+def test_slice_node_allocatable_resources_need_the_gate() -> None:
+    out = dropped("ResourceSlice", mapped_slice(), gate_text="")  # a default cluster: the gate is off
+    assert "nodeAllocatableResources" not in out["spec"]["devices"][0]
+    assert out == full_slice()
+    assert dropped("ResourceSlice", mapped_slice(), gate_text="DRANodeAllocatableResources=true") == mapped_slice()
+    # written while the gate was on: an update keeps them (a new device's too)
+    new = mapped_slice()
+    new["spec"]["devices"].append({"name": "d1", "nodeAllocatableResources": copy.deepcopy(MAPPED)})
+    assert dropped("ResourceSlice", new, gate_text="", old=mapped_slice()) == new
+    assert "nodeAllocatableResources" not in dropped("ResourceSlice", new, gate_text="",
+                                                     old=full_slice())["spec"]["devices"][1]
+
+
+CLAIM_STATUSES = [{"resourceClaimName": "c", "containers": ["app"], "mapping": [{"name": "cpu", "quantity": "2"}]}]
+
+
+def pod_with(statuses: list[Obj] | None) -> Obj:
+    status: Obj = {"phase": "Pending"}
+    if statuses is not None:
+        status["nodeAllocatableResourceClaimStatuses"] = copy.deepcopy(statuses)
+    return {"spec": {"containers": [{"name": "app"}]}, "status": status}
+
+
+def test_pod_node_allocatable_claim_statuses_need_the_gate() -> None:
+    def pods(gate_text: str, old: Obj | None) -> Obj:
+        new = pod_with(CLAIM_STATUSES)
+        drop_disabled_fields(new, old, group="", kind="Pod", features=gates(gate_text))
+        return new
+
+    assert pods("", pod_with(None)) == pod_with(None)
+    assert pods("", None) == pod_with(None)
+    assert pods("DRANodeAllocatableResources=true", pod_with(None)) == pod_with(CLAIM_STATUSES)
+    assert pods("", pod_with(CLAIM_STATUSES)) == pod_with(CLAIM_STATUSES)  # the stored pod used them
