@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 import structlog
 
-from controllers import health, registry
+from controllers import health, registry, resourcepoolstatusrequest
 from cp import errors, rbac
+from cp.resources import ResourceKind
 from cp.testing import Sandbox, sandbox
 from tests.waiting import eventually
 
@@ -33,10 +34,12 @@ POLICY = rbac.default_policy()
 
 
 @contextlib.asynccontextmanager
-async def secure_sandbox(tmp_path: Path) -> AsyncIterator[tuple[Sandbox, list[dict[str, Any]]]]:
+async def secure_sandbox(tmp_path: Path, *, feature_gates: str | None = None, runtime_config: str | None = None
+                         ) -> AsyncIterator[tuple[Sandbox, list[dict[str, Any]]]]:
     with structlog.testing.capture_logs() as logs:
         async with sandbox(data_dir=tmp_path / "cplane", controllers=registry.resolve_names(None), fleet=FLEET,
-                           virtual_clock=True, clock_start=START, secure=True) as sb:
+                           virtual_clock=True, clock_start=START, secure=True, feature_gates=feature_gates,
+                           runtime_config=runtime_config) as sb:
             yield sb, logs
 
 
@@ -63,7 +66,7 @@ def actors(logs: list[dict[str, Any]]) -> set[str]:
     return {str(e.get("user")) for e in logs if e.get("event") == "request"}
 
 
-async def _get(sb: Sandbox, resource: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+async def _get(sb: Sandbox, resource: str | ResourceKind, name: str, namespace: str | None = None) -> dict[str, Any] | None:
     try:
         obj: dict[str, Any] = await sb.client.get(resource, name, namespace=namespace)
         return obj
@@ -263,6 +266,32 @@ async def nodes(sb: Sandbox) -> None:
     await eventually(lambda: _ran_after(sb, 60, evicted), within=20, what="the pod evicted after 300 s")
 
 
+POOL_STATUS_REQUESTS = resourcepoolstatusrequest.REQUESTS
+
+
+async def pool_status(sb: Sandbox) -> None:
+    """A v1alpha3 ResourcePoolStatusRequest (alpha gate and version on) answered by its controller under
+    its own identity: the demo fleet's GPU pools, one GPU allocated to a pod's claim."""
+    c = sb.client
+    await c.create(f"resourceclaims.{R}", {"metadata": {"name": "one"}, "spec": {"devices": {"requests": [
+        {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}, namespace="default")
+    await c.create("pods", {"metadata": {"name": "user"}, "spec": {
+        "resourceClaims": [{"name": "gpu", "resourceClaimName": "one"}],
+        "containers": [{"name": "main", "image": "app", "resources": {"claims": [{"name": "gpu"}]}}]}},
+        namespace="default")
+    await eventually(lambda: _running_named(sb, "user"), what="pod running")
+    await c.create(POOL_STATUS_REQUESTS, {"metadata": {"name": "gpus"},
+                                                              "spec": {"driver": "gpu.example.com"}})
+
+    async def answered() -> dict[str, Any] | None:
+        got = await _get(sb, POOL_STATUS_REQUESTS, "gpus")
+        return (got or {}).get("status")
+
+    status = await eventually(answered, what="request answered")
+    assert status["poolCount"] == len(status["pools"]) >= 1
+    assert sum(p["allocatedDevices"] for p in status["pools"]) == 1
+
+
 async def _ran_after(sb: Sandbox, seconds: float, check: Callable[[], Awaitable[bool]]) -> bool:
     """`check` now; else move the clock and say no (the caller polls again)."""
     if await check():
@@ -285,6 +314,11 @@ SCENARIOS: dict[str, tuple[Callable[[Sandbox], Awaitable[None]], set[str]]] = {
     "batch": (batch, {"job", "ttl-after-finished", "cronjob"}),
     "sets": (sets, {"daemonset", "statefulset", "persistentvolume-binder"}),
     "nodes": (nodes, {"node-lifecycle", "taint-eviction"}),
+    "pool-status": (pool_status, {"resourcepoolstatusrequest"}),
+}
+# The gates and versions a scenario's cluster runs with (`cplane serve --feature-gates`, `--runtime-config`).
+OPTIONS: dict[str, dict[str, str]] = {
+    "pool-status": {"feature_gates": "DRAResourcePoolStatus=true", "runtime_config": "resource.k8s.io/v1alpha3=true"},
 }
 
 
@@ -296,7 +330,7 @@ def test_the_scenarios_cover_every_controller() -> None:
 @pytest.mark.parametrize("name", list(SCENARIOS))
 async def test_controllers_in_the_secure_mode(name: str, tmp_path: Path) -> None:
     scenario, _covers = SCENARIOS[name]
-    async with secure_sandbox(tmp_path) as (sb, logs):
+    async with secure_sandbox(tmp_path, **OPTIONS.get(name, {})) as (sb, logs):
         await scenario(sb)
     assert not refusals(logs), refusals(logs)
     assert "system:kube-controller-manager" in actors(logs)

@@ -32,7 +32,8 @@ QUOTA = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "gpus
          "spec": {"hard": {"pods": "10", "count/resourceclaims.resource.k8s.io": "10"}}}
 
 
-@pytest.mark.cplane(controllers=list(registry.CONTROLLERS), fleet=FLEET, virtual_clock=True)
+@pytest.mark.cplane(controllers=list(registry.CONTROLLERS), fleet=FLEET, virtual_clock=True,
+                    feature_gates="HPAScaleToZero=true")  # the story scales a Deployment to zero
 async def test_objects_written_by_fleet_and_controllers_read_typed(cplane_sandbox: testing.Sandbox) -> None:
     sb = cplane_sandbox
     c = sb.client
