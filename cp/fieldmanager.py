@@ -5,6 +5,15 @@ Objects are typed by the official 1.37 schemas and walked (field sets, compariso
 `cp.typed`; the managedFields entries are `cp.managedfields`. This module holds the per-kind information
 (root type, reset fields, the zero object) and the two operations.
 
+Versions: a write through another version of the stored resource (`served`: autoscaling/v1 HPAs,
+events.k8s.io/v1 Events, resource.k8s.io's older versions) is tracked in that version, as upstream's
+field manager works in the request's version: the writer's entry carries its apiVersion and fields by
+its paths, an applied configuration is merged there. Managers of other versions are compared in
+theirs, the objects converted to it (`Versions`, `cp.conversions`; structured-merge-diff's version
+converter), and the removal of fields an applier stops applying adds back, in each version, what its
+managers own (`_prune_versions`). Nothing is converted while the request and every manager share a
+version.
+
 Entry points (used by `api/store.py`):
 
 - `on_create` / `on_update`: an Update operation (create, PUT, PATCH of any non-apply type, status and
@@ -194,17 +203,18 @@ def versions(stored: res.ResourceKind) -> Versions:
 class _Forms:
     """One object in the versions of its resource, converted on demand from the first form given."""
 
-    __slots__ = ("by", "origin", "vs")
+    __slots__ = ("by", "first", "origin", "vs")
 
     def __init__(self, vs: Versions, api_version: str, obj: dict[str, Any]) -> None:
         self.vs = vs
         self.origin = api_version
+        self.first = obj
         self.by: dict[str, dict[str, Any] | None] = {api_version: obj}
 
     def at(self, api_version: str) -> dict[str, Any] | None:
         if api_version in self.by:
             return self.by[api_version]
-        out = self.by[api_version] = self.vs.convert(self.by[self.origin], self.origin, api_version)  # type: ignore[arg-type]
+        out = self.by[api_version] = self.vs.convert(self.first, self.origin, api_version)
         return out
 
 
