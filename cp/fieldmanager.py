@@ -326,7 +326,7 @@ def _update(info: KindInfo, vs: Versions, live: dict[str, Any], new: dict[str, A
             manager, op, _, sub = key
             out[key] = mf.Entry(manager=manager, operation=op, api_version=info.api_version, subresource=sub,
                              fields=current, time=now)
-        _cap_update_managers(out, info.api_version)
+        _cap_update_managers(out)
     return out
 
 
@@ -334,27 +334,29 @@ def _changes(vs: Versions, info: KindInfo, old: dict[str, Any], new: dict[str, A
     return _Changes(vs, _Forms(vs, info.api_version, old), _Forms(vs, info.api_version, new), subresource)
 
 
-def _cap_update_managers(managed: mf.Managed, api_version: str) -> None:
-    """`capManagersManager`: past 10 Update managers, the oldest merge into "ancient-changes"."""
+def _cap_update_managers(managed: mf.Managed) -> None:
+    """`capManagersManager`: past 10 Update managers, the oldest merge into "ancient-changes", one
+    bucket per apiVersion (each version's oldest manager starts its bucket)."""
     updaters = [k for k, e in managed.items() if e.operation == "Update"]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
     updaters.sort(key=lambda k: (managed[k].time or "", _identifier(k)))
-    bucket = mf.manager_key("ancient-changes", "Update", api_version, "")
-    first: mf.Key | None = None
+    first: dict[str, mf.Key] = {}
     length = len(updaters)
     for k in updaters:
         if length <= MAX_UPDATE_MANAGERS:
             break
-        if first is None:
-            first = k
+        e = managed[k]
+        version = e.api_version
+        if version not in first:
+            first[version] = k
             continue
+        bucket = mf.manager_key("ancient-changes", "Update", version, "")
         if k == bucket:
             continue  # upstream would merge the bucket into itself and then delete it
-        e = managed[k]
         if bucket not in managed:
-            f = managed.pop(first)
-            managed[bucket] = mf.Entry(manager="ancient-changes", operation="Update", api_version=f.api_version,
+            f = managed.pop(first[version])
+            managed[bucket] = mf.Entry(manager="ancient-changes", operation="Update", api_version=version,
                                     subresource="", fields=f.fields, time=f.time)
         b = managed[bucket]
         managed[bucket] = b.with_fields(fp.union(e.fields, b.fields), time=e.time)
