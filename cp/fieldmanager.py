@@ -286,11 +286,11 @@ def _zero_root(root: typed.Type) -> dict[str, Any]:
 
 
 def _update(info: KindInfo, vs: Versions, live: dict[str, Any], new: dict[str, Any], managed: mf.Managed,
-            key: mf.Key, now: str, subresource: str, *, stored: tuple[dict[str, Any], dict[str, Any]] | None = None
-            ) -> mf.Managed:
-    """`merge.Updater.Update` behind the managed-fields updater: the writer owns what changed (`live`
-    and `new` are of the request's version; `stored`, the same two of the stored version when that is
-    another). Every other manager loses what changed, compared in the manager's own version."""
+            key: mf.Key, now: str, subresource: str) -> mf.Managed:
+    """`merge.Updater.Update` behind the managed-fields updater: the writer owns what changed between
+    `live` and `new` (of the request's version). Every other manager loses what changed, compared in
+    the manager's own version: both objects converted there from the request's, as upstream does (so
+    what a round trip through the request's version changes, a reordered list, is no change)."""
     add, mod, rem = typed.compare(live, new, info.root)
     flt = info.filter(subresource)
     if flt is not None:
@@ -306,8 +306,6 @@ def _update(info: KindInfo, vs: Versions, live: dict[str, Any], new: dict[str, A
         else:
             if changes is None:
                 changes = _changes(vs, info, live, new, subresource)
-                if stored is not None:
-                    changes.old.by[vs.stored.api_version], changes.new.by[vs.stored.api_version] = stored
             there = changes.at(e.api_version)
             if there is None:
                 continue  # a version the object cannot be converted to: dropped, as upstream
@@ -407,12 +405,12 @@ def on_update(kind: res.ResourceKind, old: dict[str, Any], new: dict[str, Any], 
     key = mf.manager_key(manager, "Update", info.api_version, subresource)
     if info.api_version == kind.api_version:
         out = _update(info, vs, old, new, managed, key, now, subresource)
-    else:  # compared in the request's version (the stored forms kept for managers of the stored one)
+    else:  # compared in the request's version
         old_r = vs.convert(old, kind.api_version, info.api_version)
         new_r = vs.convert(new, kind.api_version, info.api_version)
         if old_r is None or new_r is None:
             return live_entries if from_live else mf.encode(decoded)
-        out = _update(info, vs, old_r, new_r, managed, key, now, subresource, stored=(old, new))
+        out = _update(info, vs, old_r, new_r, managed, key, now, subresource)
     if out is decoded and from_live:
         return live_entries  # nothing changed: the stored entries as they were
     return mf.encode(out)

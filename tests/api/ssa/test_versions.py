@@ -294,3 +294,22 @@ async def test_a_manager_that_moves_to_another_version(http: aiohttp.ClientSessi
     assert body["spec"]["minReplicas"] == 1 and body["spec"]["maxReplicas"] == 6
     assert ".spec.metrics" in owners(body)["helm/Apply"]
     assert ".spec.minReplicas" not in owners(body)["helm/Apply"]
+
+
+async def test_a_v1_update_leaves_a_v2_managers_metrics_alone(http: aiohttp.ClientSession) -> None:
+    """A write through autoscaling/v1 that does not touch the metrics takes nothing from their v2
+    manager, though the round trip through v1 stores the CPU metric last: the v2 manager's fields are
+    compared between the old and the new object as v1 sees them, each converted to v2."""
+    memory = {"type": "Resource", "resource": {"name": "memory", "target": {"type": "Utilization",
+                                                                             "averageUtilization": 80}}}
+    code, body = await apply(http, HPAS.format(version="v2"), hpa_v2(maxReplicas=5, metrics=[*cpu(70), memory]),
+                             "kubectl")
+    assert code == 201, body
+    code, body = await call(http, "PATCH", f"{HPAS.format(version='v1')}/web", {"spec": {"minReplicas": 2}},
+                            ctype="application/merge-patch+json", fieldManager="patcher")
+    assert code == 200, body
+    assert versions(body) == {"kubectl/Apply": "autoscaling/v2", "patcher/Update": "autoscaling/v1"}
+    assert owners(body)["patcher/Update"] == {".spec.minReplicas"}
+    assert ".spec.metrics" in owners(body)["kubectl/Apply"]
+    v2 = await get(http, f"{HPAS.format(version='v2')}/web")
+    assert v2["spec"]["metrics"] == [memory, *cpu(70)]
