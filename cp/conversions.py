@@ -573,10 +573,12 @@ def versions_of(stored: res.ResourceKind) -> dict[str, res.ResourceKind]:
 def convert(obj: dict[str, Any], *, stored: res.ResourceKind, source: res.ResourceKind,
             target: res.ResourceKind) -> dict[str, Any]:
     """An object of `source`'s version as `target`'s (both versions of `stored`), through the stored
-    version; as `served_object` gives it when `target` is not the stored version."""
+    version. The fields Go writes at their zero value (`served_object`) are not added: the field
+    manager compares objects as the apiserver's typed values hold them, where such a zero (a null
+    `deprecatedFirstTimestamp`) is the zero object's too, never a change."""
     if source == target:
         return obj
     at_storage = obj if source == stored else to_storage(source, obj)
     if target == stored:
         return at_storage
-    return served_object(target, _encode(at_storage))
+    return to_served(target, at_storage)
