@@ -163,15 +163,21 @@ class Versions:
     conversions of whole objects between them: what upstream's versionConverter gives the
     structured-merge-diff updater, which compares each manager's fields in the manager's version."""
 
-    __slots__ = ("kinds", "stored")
+    __slots__ = ("infos", "kinds", "stored")
 
     def __init__(self, stored: res.ResourceKind) -> None:
         self.stored = stored
         self.kinds = conversions.versions_of(stored)
+        self.infos: dict[str, KindInfo] = {}
 
     def info(self, api_version: str) -> KindInfo | None:
-        kind = self.kinds.get(api_version)
-        return kind_info(kind) if kind is not None else None
+        found = self.infos.get(api_version)
+        if found is None:
+            kind = self.kinds.get(api_version)
+            if kind is None:
+                return None
+            found = self.infos[api_version] = kind_info(kind)
+        return found
 
     def convert(self, obj: dict[str, Any], source: str, target: str) -> dict[str, Any] | None:
         """`obj` of apiVersion `source` as `target`'s; None for a version it cannot be converted to
@@ -250,10 +256,15 @@ def _request_info(kind: res.ResourceKind, served: res.ResourceKind | None) -> tu
     """The stored resource's versions and the request's KindInfo (custom resources: their stored
     version's, as every manager of theirs is recorded there)."""
     vs = versions(kind)
-    found = vs.kinds.get(served.api_version) if served is not None and kind.custom is None else None
-    if found is None or found.plural != kind.plural:
+    if served is not None and kind.custom is None:
+        found = vs.kinds.get(served.api_version)
+        if found is not None and found.plural == kind.plural:
+            return vs, kind_info(found)
+    if kind.custom is not None:
         return vs, kind_info(kind)
-    return vs, kind_info(found)
+    info = vs.info(kind.api_version)
+    assert info is not None
+    return vs, info
 
 
 def _zero_struct(t: typed.Type, depth: int = 0) -> dict[str, Any]:
