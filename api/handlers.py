@@ -398,6 +398,7 @@ async def create_object(request: web.Request, target: reads.Target) -> web.Strea
                                   custom_kind="" if target.kind.protobuf else target.kind.kind)
     _check_type(obj, target.served or target.kind)
     obj = await versions.to_storage_converted(request.app[st.WEBHOOK_CLIENT], target, obj, create=True, ctx=ctx)
+    ctx.served = versions.builtin_served(target)
     result = await store.create(target.kind, target.namespace, obj, ctx)
     return _with_warnings(codec.object_response(request[st.NEGOTIATED], raw=await _served(request, target, result.body),
                                                 status=result.code), ctx)
@@ -432,6 +433,7 @@ async def update_object(request: web.Request, target: reads.Target) -> web.Strea
         return codec.object_response(request[st.NEGOTIATED], obj=scale)
     _check_type(obj, target.served or kind)
     obj = await versions.to_storage_converted(request.app[st.WEBHOOK_CLIENT], target, obj, ctx=ctx)
+    ctx.served = versions.builtin_served(target)
     sub = target.subresource if target.subresource in res.PARTIAL_WRITES else ""
     if target.subresource == "finalize":
         result = await _finalize_namespace(store, target, obj, ctx)

@@ -55,6 +55,9 @@ class WriteContext(msgspec.Struct, kw_only=True):
     # Annotations admission adds to the request's audit record (upstream `Attributes.AddAnnotation`):
     # validating admission policies' `auditAnnotations` and Audit failures.
     audit_annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    # The built-in version the request was written in when it is not the stored one (`api.versions`):
+    # the field manager records and compares the writer's fields in it.
+    served: res.ResourceKind | None = None
 
     def actor(self) -> log.Actor:
         return log.Actor(user=self.user, field_manager=self.manager(), user_agent=self.user_agent,
@@ -168,7 +171,7 @@ class Store:
             managed = managed_fields
         else:
             managed = fieldmanager.on_create(kind, obj, manager=ctx.manager(), now=clocks.rfc3339(now),
-                                             requested=meta.get("managedFields"))
+                                             requested=meta.get("managedFields"), served=ctx.served)
         if managed:
             meta["managedFields"] = managed
         else:
@@ -360,11 +363,13 @@ class Store:
     async def apply(self, kind: res.ResourceKind, namespace: str, name: str, patch_body: bytes,
                     ctx: WriteContext, *, subresource: str = "", force: bool = False) -> Result:
         """Server-side apply (`application/apply-patch+yaml`): field ownership, conflicts and removal of
-        fields a manager stops applying, as structured-merge-diff (`cp.fieldmanager`)."""
+        fields a manager stops applying, as structured-merge-diff (`cp.fieldmanager`). A configuration
+        of another version (`ctx.served`) is merged in that version and the result stored converted."""
         options.check_write_options(options_kind="PatchOptions", field_manager=ctx.field_manager, apply=True)
         applied = await codec.off_loop(patching.apply_yaml_body, patch_body)
-        fieldmanager.check_apply_config(kind, applied)
-        ctx.warnings.extend(fieldmanager.drop_unknown_fields(kind, applied, field_validation=ctx.field_validation))
+        version = ctx.served or kind
+        fieldmanager.check_apply_config(version, applied)
+        ctx.warnings.extend(fieldmanager.drop_unknown_fields(version, applied, field_validation=ctx.field_validation))
         ameta = objects.meta(applied)
         if ameta.get("name") and ameta["name"] != name:
             raise errors.BadRequest(
@@ -373,7 +378,7 @@ class Store:
         if existing is None and not subresource:
             obj, managed = fieldmanager.on_apply(
                 kind, None, applied, manager=ctx.field_manager, subresource="", force=force,
-                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name, served=ctx.served)
             obj = copy.deepcopy(obj)
             objects.meta(obj)["name"] = name
             return await self.create(kind, namespace, obj, ctx, operation="Apply", managed_fields=managed)
@@ -381,7 +386,7 @@ class Store:
         def mutate(current: dict[str, Any]) -> dict[str, Any]:
             new, managed = fieldmanager.on_apply(
                 kind, current, applied, manager=ctx.field_manager, subresource=subresource, force=force,
-                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name)
+                now=clocks.rfc3339(self.clock.now()), namespace=namespace, name=name, served=ctx.served)
             bodies.check_encoded_size(new, what="the applied object")  # as any patched object
             if new is current:
                 new = dict(current)
@@ -606,7 +611,8 @@ class Store:
         else:
             meta.pop("managedFields", None)
             managed = fieldmanager.on_update(kind, old, new, manager=ctx.manager(), subresource=subresource,
-                                             now=clocks.rfc3339(now), requested=requested_managed)
+                                             now=clocks.rfc3339(now), requested=requested_managed,
+                                             served=ctx.served)
         if managed:
             meta["managedFields"] = managed
         else:

@@ -26,6 +26,14 @@ def storage_target(target: reads.Target, *, registry: res.Registry) -> reads.Tar
                         served=target.kind)
 
 
+def builtin_served(target: reads.Target) -> res.ResourceKind | None:
+    """The built-in version a write is made in when it is not the stored one (`WriteContext.served`:
+    the field manager records the writer's fields in it); custom resources' writers are recorded in
+    the stored version."""
+    served = target.served
+    return served if served is not None and served.custom is None else None
+
+
 def served_raw(target: reads.Target, raw: bytes) -> bytes:
     """A stored object's JSON as the client's version (a Status is left alone)."""
     if target.served is None or raw.startswith(b'{"kind":"Status"'):
@@ -67,17 +75,25 @@ def to_storage(target: reads.Target, obj: dict[str, Any], *, create: bool = Fals
 async def patch(store: stores.Store, target: reads.Target, body: bytes, content_type: str,
                 ctx: stores.WriteContext, *, subresource: str, force: bool = False) -> stores.Result:
     """A patch written against the client's version: applied to the stored object converted to that
-    version, and the result converted back. A server-side apply configuration is converted to the
-    stored version and applied there, so its fields are owned (and listed in managedFields) as the
-    stored version's."""
+    version, and the result converted back. A server-side apply configuration of a built-in version
+    is merged in its own version (`Store.apply` with `ctx.served`), so its fields are owned, and
+    listed in managedFields, as that version's; a custom resource's is converted to the stored version
+    and applied there."""
     served = target.served
     assert served is not None
+    if content_type == patching.APPLY_PATCH and served.custom is None:
+        ctx.served = served
+        return await store.apply(target.kind, target.namespace, target.name, body, ctx,
+                                 subresource=subresource, force=force)
     if content_type == patching.APPLY_PATCH:
         applied = patching.apply_yaml_body(body)
         fieldmanager.check_apply_config(served, applied)
         stored = conversions.to_storage(served, applied)
         return await store.apply(target.kind, target.namespace, target.name, msgspec.json.encode(stored), ctx,
                                  subresource=subresource, force=force)
+
+    if served.custom is None:
+        ctx.served = served
 
     def mutate(current: dict[str, Any]) -> dict[str, Any]:
         shown = conversions.served_object(served, msgspec.json.encode(current))

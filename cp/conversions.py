@@ -544,3 +544,41 @@ def served_object(kind: res.ResourceKind, raw: bytes) -> dict[str, Any]:
 
 def served_json(kind: res.ResourceKind, raw: bytes) -> bytes:
     return _encode(served_object(kind, raw))
+
+
+# ------------------------------------------------------------------------------ between any two versions
+# The field manager keeps each manager's fields in the version it wrote with and compares them in that
+# version (upstream's versionConverter for structured-merge-diff): objects go from one version to another
+# through the stored one.
+
+_VERSIONS: dict[tuple[str, str], dict[str, res.ResourceKind]] = {}
+
+
+def versions_of(stored: res.ResourceKind) -> dict[str, res.ResourceKind]:
+    """The built-in versions `stored`'s objects can be converted to, by apiVersion (itself included),
+    served by default or only with `--runtime-config`. A custom resource: its own version only."""
+    if stored.custom is not None:
+        return {stored.api_version: stored}
+    key = (stored.group, stored.plural)
+    found = _VERSIONS.get(key)
+    if found is None:
+        found = {stored.api_version: stored}
+        for k in (*res.SERVED, *res.OPTIONAL):
+            if k.storage_of == key and (k.group, k.version, k.kind) in _CONVERTERS:
+                found[k.api_version] = k
+        _VERSIONS[key] = found
+    return found
+
+
+def convert(obj: dict[str, Any], *, stored: res.ResourceKind, source: res.ResourceKind,
+            target: res.ResourceKind) -> dict[str, Any]:
+    """An object of `source`'s version as `target`'s (both versions of `stored`), through the stored
+    version. The fields Go writes at their zero value (`served_object`) are not added: the field
+    manager compares objects as the apiserver's typed values hold them, where such a zero (a null
+    `deprecatedFirstTimestamp`) is the zero object's too, never a change."""
+    if source == target:
+        return obj
+    at_storage = obj if source == stored else to_storage(source, obj)
+    if target == stored:
+        return at_storage
+    return to_served(target, at_storage)

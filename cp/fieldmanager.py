@@ -5,6 +5,15 @@ Objects are typed by the official 1.37 schemas and walked (field sets, compariso
 `cp.typed`; the managedFields entries are `cp.managedfields`. This module holds the per-kind information
 (root type, reset fields, the zero object) and the two operations.
 
+Versions: a write through another version of the stored resource (`served`: autoscaling/v1 HPAs,
+events.k8s.io/v1 Events, resource.k8s.io's older versions) is tracked in that version, as upstream's
+field manager works in the request's version: the writer's entry carries its apiVersion and fields by
+its paths, an applied configuration is merged there. Managers of other versions are compared in
+theirs, the objects converted to it (`Versions`, `cp.conversions`; structured-merge-diff's version
+converter), and the removal of fields an applier stops applying adds back, in each version, what its
+managers own (`_prune_versions`). Nothing is converted while the request and every manager share a
+version.
+
 Entry points (used by `api/store.py`):
 
 - `on_create` / `on_update`: an Update operation (create, PUT, PATCH of any non-apply type, status and
@@ -27,7 +36,7 @@ from typing import Any
 
 import msgspec
 
-from cp import errors, schemas, structure, typed
+from cp import conversions, errors, schemas, structure, typed
 from cp import fieldpath as fp
 from cp import managedfields as mf
 from cp import resources as res
@@ -53,6 +62,12 @@ _VALUE_STRUCTS: dict[str, tuple[str, ...]] = {
     "io.k8s.api.resource.v1.ResourceClaimTemplateSpec": ("metadata", "spec"),
     "io.k8s.api.resource.v1.ResourceSliceSpec": ("pool",),
     "io.k8s.api.resource.v1.DeviceTaintRuleSpec": ("taint",),
+    # the other versions managers may write with (`cp.conversions`)
+    "io.k8s.api.events.v1.Event": ("regarding", "deprecatedSource"),
+    "io.k8s.api.autoscaling.v1.HorizontalPodAutoscalerSpec": ("scaleTargetRef",),
+    **{f"io.k8s.api.resource.{v}.{name}": fields for v in ("v1beta2", "v1beta1", "v1alpha3")
+       for name, fields in (("ResourceClaimSpec", ("devices",)), ("ResourceClaimTemplateSpec", ("metadata", "spec")),
+                            ("ResourceSliceSpec", ("pool",)), ("DeviceTaintRuleSpec", ("taint",)))},
 }
 # metadata fields never owned (upstream's stripMetaManager), skipped at the root only.
 _STRIPPED_META = frozenset({"name", "namespace", "creationTimestamp", "selfLink", "uid", "clusterName",
@@ -143,6 +158,115 @@ def kind_info(kind: res.ResourceKind) -> KindInfo:
     return info
 
 
+class Versions:
+    """The versions of one stored resource managers can write with (`cp.conversions.versions_of`), and
+    conversions of whole objects between them: what upstream's versionConverter gives the
+    structured-merge-diff updater, which compares each manager's fields in the manager's version."""
+
+    __slots__ = ("infos", "kinds", "stored")
+
+    def __init__(self, stored: res.ResourceKind) -> None:
+        self.stored = stored
+        self.kinds = conversions.versions_of(stored)
+        self.infos: dict[str, KindInfo] = {}
+
+    def info(self, api_version: str) -> KindInfo | None:
+        found = self.infos.get(api_version)
+        if found is None:
+            kind = self.kinds.get(api_version)
+            if kind is None:
+                return None
+            found = self.infos[api_version] = kind_info(kind)
+        return found
+
+    def convert(self, obj: dict[str, Any], source: str, target: str) -> dict[str, Any] | None:
+        """`obj` of apiVersion `source` as `target`'s; None for a version it cannot be converted to
+        (upstream's missing-version error) or an object the conversion cannot take."""
+        if source == target:
+            return obj
+        src, dst = self.kinds.get(source), self.kinds.get(target)
+        if src is None or dst is None:
+            return None
+        try:
+            return conversions.convert(obj, stored=self.stored, source=src, target=dst)
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+
+
+_versions: dict[tuple[str, str], Versions] = {}
+
+
+def versions(stored: res.ResourceKind) -> Versions:
+    if stored.custom is not None:
+        return Versions(stored)
+    key = (stored.group, stored.plural)
+    found = _versions.get(key)
+    if found is None:
+        found = _versions[key] = Versions(stored)
+    return found
+
+
+class _Forms:
+    """One object in the versions of its resource, converted on demand from the first form given."""
+
+    __slots__ = ("by", "first", "origin", "vs")
+
+    def __init__(self, vs: Versions, api_version: str, obj: dict[str, Any]) -> None:
+        self.vs = vs
+        self.origin = api_version
+        self.first = obj
+        self.by: dict[str, dict[str, Any] | None] = {api_version: obj}
+
+    def at(self, api_version: str) -> dict[str, Any] | None:
+        if api_version in self.by:
+            return self.by[api_version]
+        out = self.by[api_version] = self.vs.convert(self.first, self.origin, api_version)
+        return out
+
+
+class _Changes:
+    """`Compare` of an old and a new object in any version of the resource, filtered by that version's
+    reset fields (the request's version first; the others converted only when a manager needs them)."""
+
+    __slots__ = ("by", "new", "old", "subresource", "vs")
+
+    def __init__(self, vs: Versions, old: _Forms, new: _Forms, subresource: str) -> None:
+        self.vs = vs
+        self.old = old
+        self.new = new
+        self.subresource = subresource
+        self.by: dict[str, tuple[Set, Set, Set] | None] = {}
+
+    def at(self, api_version: str) -> tuple[Set, Set, Set] | None:
+        """(added, modified, removed) in `api_version`'s field paths; None where it cannot be converted."""
+        if api_version in self.by:
+            return self.by[api_version]
+        info = self.vs.info(api_version)
+        old, new = self.old.at(api_version), self.new.at(api_version)
+        out: tuple[Set, Set, Set] | None = None
+        if info is not None and old is not None and new is not None:
+            add, mod, rem = typed.compare(old, new, info.root)
+            flt = info.filter(self.subresource)
+            out = (flt(add), flt(mod), flt(rem)) if flt is not None else (add, mod, rem)
+        self.by[api_version] = out
+        return out
+
+
+def _request_info(kind: res.ResourceKind, served: res.ResourceKind | None) -> tuple[Versions, KindInfo]:
+    """The stored resource's versions and the request's KindInfo (custom resources: their stored
+    version's, as every manager of theirs is recorded there)."""
+    vs = versions(kind)
+    if served is not None and kind.custom is None:
+        found = vs.kinds.get(served.api_version)
+        if found is not None and found.plural == kind.plural:
+            return vs, kind_info(found)
+    if kind.custom is not None:
+        return vs, kind_info(kind)
+    info = vs.info(kind.api_version)
+    assert info is not None
+    return vs, info
+
+
 def _zero_struct(t: typed.Type, depth: int = 0) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if depth > 8:
@@ -172,9 +296,12 @@ def _zero_root(root: typed.Type) -> dict[str, Any]:
 # Update operations
 
 
-def _update(info: KindInfo, live: dict[str, Any], new: dict[str, Any], managed: mf.Managed, key: mf.Key,
-            now: str, subresource: str) -> mf.Managed:
-    """`merge.Updater.Update` behind the managed-fields updater: the writer owns what changed."""
+def _update(info: KindInfo, vs: Versions, live: dict[str, Any], new: dict[str, Any], managed: mf.Managed,
+            key: mf.Key, now: str, subresource: str) -> mf.Managed:
+    """`merge.Updater.Update` behind the managed-fields updater: the writer owns what changed between
+    `live` and `new` (of the request's version). Every other manager loses what changed, compared in
+    the manager's own version: both objects converted there from the request's, as upstream does (so
+    what a round trip through the request's version changes, a reordered list, is no change)."""
     add, mod, rem = typed.compare(live, new, info.root)
     flt = info.filter(subresource)
     if flt is not None:
@@ -183,8 +310,18 @@ def _update(info: KindInfo, live: dict[str, Any], new: dict[str, Any], managed: 
     if not changed:
         return managed
     out: mf.Managed = {}
+    changes: _Changes | None = None
     for k, e in managed.items():
-        rest = fp.difference(e.fields, changed)
+        if e.api_version == info.api_version:
+            theirs = changed
+        else:
+            if changes is None:
+                changes = _changes(vs, info, live, new, subresource)
+            there = changes.at(e.api_version)
+            if there is None:
+                continue  # a version the object cannot be converted to: dropped, as upstream
+            theirs = fp.union(fp.union(there[0], there[1]), there[2])
+        rest = fp.difference(e.fields, theirs)
         if rest is e.fields:
             out[k] = e
         elif rest:
@@ -198,31 +335,37 @@ def _update(info: KindInfo, live: dict[str, Any], new: dict[str, Any], managed: 
             manager, op, _, sub = key
             out[key] = mf.Entry(manager=manager, operation=op, api_version=info.api_version, subresource=sub,
                              fields=current, time=now)
-        _cap_update_managers(out, info.api_version)
+        _cap_update_managers(out)
     return out
 
 
-def _cap_update_managers(managed: mf.Managed, api_version: str) -> None:
-    """`capManagersManager`: past 10 Update managers, the oldest merge into "ancient-changes"."""
+def _changes(vs: Versions, info: KindInfo, old: dict[str, Any], new: dict[str, Any], subresource: str) -> _Changes:
+    return _Changes(vs, _Forms(vs, info.api_version, old), _Forms(vs, info.api_version, new), subresource)
+
+
+def _cap_update_managers(managed: mf.Managed) -> None:
+    """`capManagersManager`: past 10 Update managers, the oldest merge into "ancient-changes", one
+    bucket per apiVersion (each version's oldest manager starts its bucket)."""
     updaters = [k for k, e in managed.items() if e.operation == "Update"]
     if len(updaters) <= MAX_UPDATE_MANAGERS:
         return
     updaters.sort(key=lambda k: (managed[k].time or "", _identifier(k)))
-    bucket = mf.manager_key("ancient-changes", "Update", api_version, "")
-    first: mf.Key | None = None
+    first: dict[str, mf.Key] = {}
     length = len(updaters)
     for k in updaters:
         if length <= MAX_UPDATE_MANAGERS:
             break
-        if first is None:
-            first = k
+        e = managed[k]
+        version = e.api_version
+        if version not in first:
+            first[version] = k
             continue
+        bucket = mf.manager_key("ancient-changes", "Update", version, "")
         if k == bucket:
             continue  # upstream would merge the bucket into itself and then delete it
-        e = managed[k]
         if bucket not in managed:
-            f = managed.pop(first)
-            managed[bucket] = mf.Entry(manager="ancient-changes", operation="Update", api_version=f.api_version,
+            f = managed.pop(first[version])
+            managed[bucket] = mf.Entry(manager="ancient-changes", operation="Update", api_version=version,
                                     subresource="", fields=f.fields, time=f.time)
         b = managed[bucket]
         managed[bucket] = b.with_fields(fp.union(e.fields, b.fields), time=e.time)
@@ -241,30 +384,44 @@ def _identifier(k: mf.Key) -> str:
 
 
 def on_create(kind: res.ResourceKind, obj: dict[str, Any], *, manager: str, now: str,
-              requested: Any = None) -> list[dict[str, Any]] | None:
-    """managedFields of an object being created by an Update operation (POST)."""
-    info = kind_info(kind)
+              requested: Any = None, served: res.ResourceKind | None = None) -> list[dict[str, Any]] | None:
+    """managedFields of an object being created by an Update operation (POST). `kind` is the stored
+    kind and `obj` of its version; `served`, the version the request was written in, is the version
+    the creator's fields are recorded in."""
+    vs, info = _request_info(kind, served)
     managed, _ = mf.decode_live_or_new(None, requested, subresource="")
-    managed = mf.same_version(managed, info.api_version)
+    managed = mf.known_versions(managed, vs.kinds)
     key = mf.manager_key(manager, "Update", info.api_version, "")
-    managed = _update(info, info.zero, obj, managed, key, now, "")
+    new = obj if info.api_version == kind.api_version else vs.convert(obj, kind.api_version, info.api_version)
+    if new is None:
+        return None
+    managed = _update(info, vs, info.zero, new, managed, key, now, "")
     return mf.encode(managed)
 
 
 def on_update(kind: res.ResourceKind, old: dict[str, Any], new: dict[str, Any], *, manager: str,
-              subresource: str, now: str, requested: Any = None) -> list[dict[str, Any]] | None:
-    """managedFields after an Update operation (PUT, PATCH, status and scale writes).
+              subresource: str, now: str, requested: Any = None,
+              served: res.ResourceKind | None = None) -> list[dict[str, Any]] | None:
+    """managedFields after an Update operation (PUT, PATCH, status and scale writes) of the stored
+    kind's objects `old` and `new`, written in `served`'s version (None: the stored one).
 
     `requested` is what the request carried in metadata.managedFields: it replaces the live entries
     when it differs from them and decodes (an empty list resets them), except on subresources."""
-    info = kind_info(kind)
+    vs, info = _request_info(kind, served)
     live_entries = (old.get("metadata") or {}).get("managedFields")
     decoded, from_live = mf.decode_live_or_new(live_entries, requested, subresource=subresource)
     if not decoded:
         return None  # upstream tracks no fields of an existing object that has none
-    managed = mf.same_version(decoded, info.api_version)
+    managed = mf.known_versions(decoded, vs.kinds)
     key = mf.manager_key(manager, "Update", info.api_version, subresource)
-    out = _update(info, old, new, managed, key, now, subresource)
+    if info.api_version == kind.api_version:
+        out = _update(info, vs, old, new, managed, key, now, subresource)
+    else:  # compared in the request's version
+        old_r = vs.convert(old, kind.api_version, info.api_version)
+        new_r = vs.convert(new, kind.api_version, info.api_version)
+        if old_r is None or new_r is None:
+            return live_entries if from_live else mf.encode(decoded)
+        out = _update(info, vs, old_r, new_r, managed, key, now, subresource)
     if out is decoded and from_live:
         return live_entries  # nothing changed: the stored entries as they were
     return mf.encode(out)
@@ -338,15 +495,19 @@ def drop_unknown_fields(kind: res.ResourceKind, config: dict[str, Any], *, field
 
 
 def on_apply(kind: res.ResourceKind, live: dict[str, Any] | None, config: dict[str, Any], *, manager: str,
-             subresource: str, force: bool, now: str, namespace: str = "", name: str = ""
-             ) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
+             subresource: str, force: bool, now: str, namespace: str = "", name: str = "",
+             served: res.ResourceKind | None = None) -> tuple[dict[str, Any], list[dict[str, Any]] | None]:
     """Server-side apply of `config` to `live` (None: the object is being created).
 
-    Returns the object to store (the live object itself when nothing changes but managedFields) and
-    its managedFields. Raises errors.Conflict (409) on conflicts, errors.BadRequest (400) when the
-    configuration does not fit the schema (undeclared fields, duplicate list keys), with the text of
-    upstream's typed conversion, whose error upstream lets become a 500 (kubernetes#122480)."""
-    info = kind_info(kind)
+    `kind` is the stored kind and `live` of its version; `config` is of `served`'s version (None: the
+    stored one), where it is merged, as upstream merges in the request's version, and the manager's
+    fields are recorded there. Returns the object to store, of the stored version (the live object
+    itself when nothing changes but managedFields), and its managedFields. Raises errors.Conflict (409)
+    on conflicts, errors.BadRequest (400) when the configuration does not fit the schema (undeclared
+    fields, duplicate list keys), with the text of upstream's typed conversion, whose error upstream
+    lets become a 500 (kubernetes#122480)."""
+    vs, info = _request_info(kind, served)
+    stored = kind.api_version
     config_set, errs = typed.field_set(config, info.root)
     if errs:
         text = errs[0] if len(errs) == 1 else "errors:\n" + "\n".join("  " + e for e in errs)
@@ -355,77 +516,98 @@ def on_apply(kind: res.ResourceKind, live: dict[str, Any] | None, config: dict[s
         base: dict[str, Any] = {}
         managed: mf.Managed = {}
     else:
-        base = live
+        converted = live if info.api_version == stored else vs.convert(live, stored, info.api_version)
+        if converted is None:
+            raise errors.InternalError(f"failed to convert the live object to {info.api_version}")
+        base = converted
         try:
             managed = mf.decode((live.get("metadata") or {}).get("managedFields"), trusted=True)
         except (ValueError, TypeError) as exc:
             raise errors.InternalError(f"failed to decode managed fields: {exc}") from None
-        managed = mf.same_version(managed, info.api_version)
+        managed = mf.known_versions(managed, vs.kinds)
         if not managed:
             # skipNonAppliedManager: what is there now belongs to "before-first-apply".
             key0 = mf.manager_key("before-first-apply", "Update", info.api_version, subresource)
-            managed = _update(info, info.zero, live, {}, key0, now, subresource)
+            managed = _update(info, vs, info.zero, base, {}, key0, now, subresource)
     flt = info.filter(subresource)
     if flt is not None:
         config_set = flt(config_set)
     key = mf.manager_key(manager, "Apply", info.api_version, subresource)
     try:
-        new, out = _apply(info, base, config, config_set, managed, key, force, now, subresource)
+        new, out = _apply(vs, info, base, config, config_set, managed, key, force, now, subresource)
     except Conflicts as exc:
         if manager != "kubectl" or live is None:
             raise exc.error() from None
-        allowed = _allowed_from_last_applied(info, live)
+        allowed = _allowed_from_last_applied(info, base)
         if allowed is None:
             raise exc.error() from None
         remaining = {k: r for k, c in exc.conflicts.items() if (r := fp.difference(c, allowed))}
         if remaining:
             raise Conflicts(remaining).error() from None
-        new, out = _apply(info, base, config, config_set, managed, key, True, now, subresource)
+        new, out = _apply(vs, info, base, config, config_set, managed, key, True, now, subresource)
     if manager == "kubectl" and _has_last_applied(new):
         new = _set_last_applied(new, config)
+    if new is base and live is not None:
+        return live, mf.encode(out)
+    if info.api_version != stored:
+        back = vs.convert(new, info.api_version, stored)
+        if back is None:
+            raise errors.InternalError(f"failed to convert the applied object to {stored}")
+        new = back
     return new, mf.encode(out)
 
 
-def _apply(info: KindInfo, live: dict[str, Any], config: dict[str, Any], config_set: Set, managed: mf.Managed,
-           key: mf.Key, force: bool, now: str, subresource: str) -> tuple[dict[str, Any], mf.Managed]:
+def _apply(vs: Versions, info: KindInfo, live: dict[str, Any], config: dict[str, Any], config_set: Set,
+           managed: mf.Managed, key: mf.Key, force: bool, now: str, subresource: str
+           ) -> tuple[dict[str, Any], mf.Managed]:
     root = info.root
+    here = info.api_version
     # The merged object takes subtrees of the configuration: a copy, since the store goes on to default
     # and normalize the result in place and may call this again on a retry.
     merged = typed.merge(live, msgspec.json.decode(msgspec.json.encode(config)), root)
     last = managed.get(key)
     out: mf.Managed = dict(managed)
-    entry = mf.Entry(manager=key[0], operation="Apply", api_version=info.api_version, subresource=key[3],
+    entry = mf.Entry(manager=key[0], operation="Apply", api_version=here, subresource=key[3],
                   fields=config_set, time=last.time if last is not None else None)
     out[key] = entry
     if last is not None and last.fields:
-        candidates = fp.difference(typed.ensure_named(last.fields, root), typed.ensure_named(config_set, root))
-        candidates = fp.difference(candidates, _ALWAYS_OWNED)
-        for k, e in out.items():
-            if not candidates:
-                break
-            if k != key:
-                candidates = fp.difference(candidates, typed.ensure_named(e.fields, root))
-        if candidates:
-            merged = typed.remove(merged, candidates, root) or {}
+        if all(e.api_version == here for e in managed.values()):
+            candidates = fp.difference(typed.ensure_named(last.fields, root), typed.ensure_named(config_set, root))
+            candidates = fp.difference(candidates, _ALWAYS_OWNED)
+            for k, e in out.items():
+                if not candidates:
+                    break
+                if k != key:
+                    candidates = fp.difference(candidates, typed.ensure_named(e.fields, root))
+            if candidates:
+                merged = typed.remove(merged, candidates, root) or {}
+        else:
+            merged = _prune_versions(vs, here, merged, last, out)
     others = [k for k in out if k != key]
     if others:
-        add, mod, rem = typed.compare(live, merged, root)
-        flt = info.filter(subresource)
-        if flt is not None:
-            add, mod, rem = flt(add), flt(mod), flt(rem)
-        touched = fp.union(add, mod)
+        changes = _changes(vs, info, live, merged, subresource)
         conflicts: dict[mf.Key, Set] = {}
-        if touched:
-            for k in others:
-                c = fp.intersection(out[k].fields, touched)
-                if c:
-                    conflicts[k] = c
+        removed: dict[mf.Key, Set] = {}
+        for k in others:
+            e = out[k]
+            there = changes.at(e.api_version)
+            if there is None:
+                removed[k] = e.fields  # a version the object cannot be converted to: dropped
+                continue
+            add, mod, rem = there
+            touched = fp.union(add, mod)
+            c = fp.intersection(e.fields, touched) if touched else {}
+            if c:
+                conflicts[k] = c
+            if rem:
+                removed[k] = rem
         if conflicts and not force:
             raise Conflicts(conflicts)
         for k in others:
             e = out[k]
             rest = fp.difference(e.fields, conflicts[k]) if k in conflicts else e.fields
-            rest = fp.difference(rest, rem)
+            if k in removed:
+                rest = fp.difference(rest, removed[k])
             if rest is e.fields:
                 continue
             if rest:
@@ -437,9 +619,55 @@ def _apply(info: KindInfo, live: dict[str, Any], config: dict[str, Any], config_
         del out[key]
     elif changed:
         out[key] = entry.with_fields(config_set, time=now)
-    if last is not None and key in out and last.fields == config_set and last.time == out[key].time:
+    if last is not None and key in out and last.fields == config_set and last.time == out[key].time \
+            and last.api_version == here:
         out[key] = last  # unchanged: keep the stored entry
     return (merged if changed else live), out
+
+
+def _object_set(obj: dict[str, Any], info: KindInfo) -> Set:
+    """`ToFieldSet` of a whole object, struct fields leading to members made members."""
+    s, _ = typed.field_set(obj, info.root)
+    return typed.ensure_named(s, info.root)
+
+
+def _prune_versions(vs: Versions, here: str, merged: dict[str, Any], last: mf.Entry, managed: mf.Managed
+                    ) -> dict[str, Any]:
+    """structured-merge-diff's `prune` when managers hold fields in several versions: in the version
+    the applier last applied with, what it applied before is removed from the merged object; in each
+    version managers hold fields in, what they own is added back; what the removal took and the last
+    configuration had is removed from the merged object (so nothing another version's manager owns
+    goes), and the result converted back to the request's version."""
+    at = last.api_version
+    info_l = vs.info(at)
+    merged_l = vs.convert(merged, here, at)
+    if info_l is None or merged_l is None:
+        return merged
+    last_set = typed.ensure_named(last.fields, info_l.root)
+    owned: dict[str, Set] = {}
+    for e in managed.values():
+        owned[e.api_version] = fp.union(owned[e.api_version], e.fields) if e.api_version in owned else e.fields
+    pruned: dict[str, Any] = typed.remove(merged_l, last_set, info_l.root) or {}
+    current, merged_v = at, merged_l
+    for version in sorted(owned, key=lambda v: v != at):  # the last applied version first
+        info_v = vs.info(version)
+        m = vs.convert(merged_v, current, version)
+        p = vs.convert(pruned, current, version)
+        if info_v is None or m is None or p is None:
+            continue
+        keep = fp.union(_object_set(p, info_v), typed.ensure_named(owned[version], info_v.root))
+        pruned = typed.remove(m, fp.difference(_object_set(m, info_v), keep), info_v.root) or {}
+        current, merged_v = version, m
+    pruned_l = vs.convert(pruned, current, at)
+    if pruned_l is None:
+        return merged
+    gone = fp.intersection(fp.difference(_object_set(merged_l, info_l), _object_set(pruned_l, info_l)), last_set)
+    gone = fp.difference(gone, _ALWAYS_OWNED)
+    if not gone:
+        return merged
+    result = typed.remove(merged_l, gone, info_l.root) or {}
+    back = vs.convert(result, at, here)
+    return back if back is not None else merged
 
 
 _ALWAYS_OWNED: Set = {"f:apiVersion": {}, "f:kind": {},

@@ -6,6 +6,7 @@ Used by `cp.fieldmanager`. Pure; no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from cp import fieldpath as fp
@@ -109,12 +110,12 @@ def encode(managed: Managed) -> list[dict[str, Any]] | None:
     return [e.encode() for e in entries]
 
 
-def same_version(managed: Managed, api_version: str) -> Managed:
-    """Managers recorded at a version this server does not serve are dropped (upstream: a version the
-    converter does not know is removed on the next write)."""
-    if all(e.api_version == api_version for e in managed.values()):
+def known_versions(managed: Managed, api_versions: Container[str]) -> Managed:
+    """Managers recorded at a version the resource cannot be converted to are dropped (upstream: the
+    version converter's missing-version error removes them on the next write)."""
+    if all(e.api_version in api_versions for e in managed.values()):
         return managed
-    return {k: e for k, e in managed.items() if e.api_version == api_version}
+    return {k: e for k, e in managed.items() if e.api_version in api_versions}
 
 
 def decode_live_or_new(live_entries: Any, new_entries: Any, *, subresource: str) -> tuple[Managed, bool]:

@@ -203,8 +203,9 @@ async def test_field_selectors_of_each_version(http: aiohttp.ClientSession) -> N
 
 
 async def test_server_side_apply_through_the_other_version(http: aiohttp.ClientSession) -> None:
-    """An events.k8s.io/v1 apply configuration is converted and applied as the stored core Event: the
-    answer is in v1, the stored object in core's names; a configuration of another kind is a 400."""
+    """An events.k8s.io/v1 apply configuration is merged in its version and stored as the core Event:
+    the answer is in v1, the stored object in core's names, the manager's fields in v1's (its entry at
+    events.k8s.io/v1, read so through core/v1 too); a configuration of another kind is a 400."""
     event = {"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "applied.1"},
              "eventTime": "2026-01-01T00:00:00.000000Z", "reportingController": "example.com/ctl",
              "reportingInstance": "ctl-1", "action": "Scale", "reason": "Scaled", "type": "Normal",
@@ -220,7 +221,9 @@ async def test_server_side_apply_through_the_other_version(http: aiohttp.ClientS
     async with http.get(f"{CORE}/applied.1") as r:
         core = await _json(r)
     assert core["message"] == "scaled up again"
-    assert [m["manager"] for m in core["metadata"]["managedFields"]] == ["ctl"]
+    assert [(m["manager"], m["apiVersion"]) for m in core["metadata"]["managedFields"]] == [
+        ("ctl", "events.k8s.io/v1")]
+    assert "f:note" in core["metadata"]["managedFields"][0]["fieldsV1"]
     wrong = {**event, "apiVersion": "v1"}
     async with http.patch(url, data=json.dumps(wrong), headers=headers) as r:
         assert r.status == 400

@@ -156,6 +156,58 @@ def test_other_versions_are_dropped() -> None:
     assert [e["manager"] for e in out] == ["kubectl-create", "pauser"]
 
 
+HPA_V2 = res.lookup("autoscaling", "v2", "horizontalpodautoscalers")
+HPA_V1 = res.lookup("autoscaling", "v1", "horizontalpodautoscalers")
+assert HPA_V2 and HPA_V1
+
+
+def _hpa(cpu: int, *, max_replicas: int = 5) -> dict[str, Any]:
+    """A stored (autoscaling/v2) HPA with a CPU utilization target."""
+    obj = {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+           "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                    "minReplicas": 1, "maxReplicas": max_replicas,
+                    "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": {
+                        "type": "Utilization", "averageUtilization": cpu}}}]}}
+    return obj
+
+
+def test_an_update_through_another_version_takes_fields_by_each_managers_paths() -> None:
+    """Written through autoscaling/v1, the creator owns v1's paths; a v2 writer changing the metric
+    takes it from the v1 manager by v1's path (`targetCPUUtilizationPercentage`)."""
+    obj = _hpa(50)
+    obj["metadata"]["managedFields"] = fieldmanager.on_create(HPA_V2, obj, manager="helm", now=T0, served=HPA_V1)
+    (entry,) = obj["metadata"]["managedFields"]
+    assert entry["apiVersion"] == "autoscaling/v1"
+    assert {"f:targetCPUUtilizationPercentage", "f:maxReplicas", "f:scaleTargetRef"} <= set(entry["fieldsV1"]["f:spec"])
+    new = _hpa(70)
+    out = fieldmanager.on_update(HPA_V2, obj, new, manager="tuner", subresource="", now=T1)
+    assert out is not None
+    assert [(e["manager"], e["apiVersion"]) for e in out] == [("helm", "autoscaling/v1"), ("tuner", "autoscaling/v2")]
+    assert "f:targetCPUUtilizationPercentage" not in out[0]["fieldsV1"]["f:spec"]
+    assert out[1]["fieldsV1"] == {"f:spec": {"f:metrics": {}}}
+    # nothing changed, nothing converted: the entries as they were
+    new["metadata"]["managedFields"] = out
+    assert fieldmanager.on_update(HPA_V2, new, copy.deepcopy(new), manager="tuner", subresource="", now=T2) is out
+
+
+def test_update_managers_are_capped_per_version() -> None:
+    """Past ten Update managers the oldest of each version merge into that version's "ancient-changes"."""
+    obj = _hpa(50)
+    obj["metadata"]["managedFields"] = fieldmanager.on_create(HPA_V2, obj, manager="m0", now=T0, served=HPA_V1)
+    for i in range(1, 12):
+        new = _hpa(50, max_replicas=5 + i)
+        new["metadata"]["labels"] = {f"l{j}": "x" for j in range(i)}
+        served = HPA_V1 if i % 2 else None
+        new["metadata"]["managedFields"] = fieldmanager.on_update(
+            HPA_V2, obj, new, manager=f"m{i}", subresource="", now=f"2026-01-01T00:00:{i:02d}Z", served=served)
+        obj = new
+    got = [(e["manager"], e["apiVersion"]) for e in obj["metadata"]["managedFields"]]
+    assert len(got) == 10
+    assert ("ancient-changes", "autoscaling/v1") in got
+    assert all(m != "ancient-changes" or v == "autoscaling/v1" for m, v in got)
+
+
 def test_untyped_kinds() -> None:
     """Kinds without an upstream schema (sim.cplane.dev) are deduced: maps granular, lists atomic."""
     live = _apply(None, {"apiVersion": "sim.cplane.dev/v1alpha1", "kind": "Clock", "metadata": {"name": "c"},

@@ -81,16 +81,38 @@ spec:
 """
 
 
+HPA_V2_CPU = """\
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  maxReplicas: 4
+  metrics:
+  - type: Resource
+    resource: {name: cpu, target: {type: Utilization, averageUtilization: 90}}
+"""
+
+
 async def test_server_side_apply_of_an_hpa_v1_manifest(kubectl: Kubectl) -> None:
     """Helm v4 and `kubectl apply --server-side` apply a chart's autoscaling/v1 HPA as written: the
-    configuration is converted to the stored version and applied there; a second apply changes what
-    it owns, and a change through v2 by another manager is a conflict until forced."""
+    configuration is merged in v1 and the manager owns v1's fields (its entry at autoscaling/v1); a
+    second apply changes what it owns, and a change through v2 by another manager is a conflict until
+    forced, named by v1's path when it is the CPU target."""
     await kubectl("apply", "-f", kubectl.write("web.yaml", DEPLOYMENT))
     first = kubectl.write("hpa.yaml", HPA_V1.replace("{max}", "4").replace("{cpu}", "60"))
     r = await kubectl("apply", "--server-side", "--field-manager=chart", "-f", first)
     assert r.stdout.strip() == "horizontalpodautoscaler.autoscaling/web serverside-applied"
-    v1 = (await kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "json")).json()
+    v1 = (await kubectl("get", "horizontalpodautoscalers.v1.autoscaling", "web", "-o", "json",
+                        "--show-managed-fields")).json()
     assert (v1["spec"]["maxReplicas"], v1["spec"]["targetCPUUtilizationPercentage"]) == (4, 60)
+    (entry,) = v1["metadata"]["managedFields"]
+    assert (entry["manager"], entry["apiVersion"]) == ("chart", "autoscaling/v1")
+    assert "f:targetCPUUtilizationPercentage" in entry["fieldsV1"]["f:spec"]
+    tuned = kubectl.write("hpa-v2.yaml", HPA_V2_CPU)
+    conflict = await kubectl("apply", "--server-side", "--field-manager=tuner", "-f", tuned, check=False)
+    assert conflict.code != 0
+    assert 'conflict with "chart": .spec.targetCPUUtilizationPercentage' in conflict.stderr, conflict.stderr
     second = kubectl.write("hpa2.yaml", HPA_V1.replace("{max}", "6").replace("{cpu}", "75"))
     await kubectl("apply", "--server-side", "--field-manager=chart", "-f", second)
     v2 = (await kubectl("get", "hpa", "web", "-o", "json")).json()
