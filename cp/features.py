@@ -112,7 +112,7 @@ class FeatureGateError(ValueError):
 class FeatureGates:
     """An immutable set of gate values: the 1.37 defaults overridden by `overrides`."""
 
-    __slots__ = ("_all", "_given", "_values")
+    __slots__ = ("_all", "_effective", "_given", "_off", "_values")
 
     def __init__(self, overrides: Mapping[str, bool] | None = None) -> None:
         values = {name: s.default for name, s in SPECS.items()}
@@ -140,12 +140,25 @@ class FeatureGates:
         self._values = values
         self._given = frozenset(given)
         self._all = {flag: all_flags.get(flag, False) for flag in _ALL}
+        # whether each gate is on with every gate it depends on (what `enabled` answers, per write)
+        self._effective = {name: self._on(name) for name in SPECS}
+        self._off: dict[tuple[str, ...], frozenset[str]] = {}
 
     def enabled(self, name: str) -> bool:
         """Whether `name` is on (and every gate it depends on)."""
+        return self._effective.get(name, False)
+
+    def disabled(self, names: tuple[str, ...]) -> frozenset[str]:
+        """Those of `names` that are off (remembered per tuple: the strategies ask on every write)."""
+        off = self._off.get(names)
+        if off is None:
+            off = self._off[names] = frozenset(n for n in names if not self._effective.get(n, False))
+        return off
+
+    def _on(self, name: str) -> bool:
         if not self._values.get(name, False):
             return False
-        return all(self.enabled(dep) for dep in DEPENDENCIES.get(name, ()))
+        return all(self._on(dep) for dep in DEPENDENCIES.get(name, ()))
 
     def check(self) -> None:
         """Raise FeatureGateError if a gate is on while one it needs is off (a gate `AllAlpha` or

@@ -147,7 +147,7 @@ _CLAIM_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DR
 
 
 def _all_on(features: gates.FeatureGates, names: tuple[str, ...]) -> bool:
-    return all(features.enabled(name) for name in names)
+    return not features.disabled(names)
 
 
 def _attributes(devices: list[Obj]) -> list[Obj]:
@@ -209,19 +209,29 @@ def _requests(spec: Any) -> tuple[list[Obj], list[Obj]]:
     return exactly, subs
 
 
-def _drop_claim_spec_fields(new_spec: Any, old_spec: Any, features: gates.FeatureGates) -> None:
-    """`resourceclaimspec.DropDisabledFields`: a claim's or a template's claim spec."""
+_CLAIM_SPEC_GATES = (gates.DRA_DEVICE_TAINTS, gates.DRA_CONSUMABLE_CAPACITY, gates.DRA_DERIVED_ATTRIBUTES)
+
+
+def _drop_claim_spec_fields(new_spec: Any, old_spec: Any, off: frozenset[str]) -> None:
+    """`resourceclaimspec.DropDisabledFields`: a claim's or a template's claim spec (`off`: the gates
+    that are off)."""
+    if not off.intersection(_CLAIM_SPEC_GATES):
+        return
     exactly, subs = _requests(new_spec)
-    old_exactly, old_subs = _requests(old_spec)
-    if not features.enabled(gates.DRA_DEVICE_TAINTS) and not _any_has(old_exactly + old_subs, "tolerations"):
-        _pop_all(exactly + subs, "tolerations")
-    if not features.enabled(gates.DRA_CONSUMABLE_CAPACITY) \
-            and not _any_has(old_exactly + old_subs, "capacity") \
+    if not exactly and not subs:
+        return
+    new_requests = exactly + subs
+    old_exactly, old_subs = _requests(old_spec) if old_spec is not None else ([], [])
+    old_requests = old_exactly + old_subs
+    if gates.DRA_DEVICE_TAINTS in off and not _any_has(old_requests, "tolerations"):
+        _pop_all(new_requests, "tolerations")
+    if gates.DRA_CONSUMABLE_CAPACITY in off \
+            and not _any_has(old_requests, "capacity") \
             and not _any_has(_dicts(_at(old_spec, "devices", "constraints")), "distinctAttribute"):
-        _pop_all(exactly + subs, "capacity")
+        _pop_all(new_requests, "capacity")
         _pop_all(_dicts(_at(new_spec, "devices", "constraints")), "distinctAttribute")
-    if not features.enabled(gates.DRA_DERIVED_ATTRIBUTES) and not _any_has(old_exactly + old_subs, "derivedAttributes"):
-        _pop_all(exactly + subs, "derivedAttributes")
+    if gates.DRA_DERIVED_ATTRIBUTES in off and not _any_has(old_requests, "derivedAttributes"):
+        _pop_all(new_requests, "derivedAttributes")
 
 
 def _results(claim: Obj | None) -> list[Obj]:
@@ -229,10 +239,13 @@ def _results(claim: Obj | None) -> list[Obj]:
 
 
 def _drop_claim_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
-    if _all_on(features, _CLAIM_GATES):
+    off = features.disabled(_CLAIM_GATES)
+    if not off:
         return
     old_spec = _at(old, "spec")
-    _drop_claim_spec_fields(new.get("spec"), old_spec, features)
+    _drop_claim_spec_fields(new.get("spec"), old_spec, off)
+    if not isinstance(new.get("status"), dict):
+        return  # nothing else is behind a gate (a new claim has no status)
     results, old_results = _results(new), _results(old)
     status_devices, old_status_devices = _dicts(_at(new, "status", "devices")), _dicts(_at(old, "status", "devices"))
     if not features.enabled(gates.DRA_CONSUMABLE_CAPACITY):
@@ -251,9 +264,9 @@ def _drop_claim_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) 
 
 
 def _drop_claim_template_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
-    if _all_on(features, _CLAIM_GATES):
-        return
-    _drop_claim_spec_fields(_at(new, "spec", "spec"), _at(old, "spec", "spec"), features)
+    off = features.disabled(_CLAIM_GATES)
+    if off:
+        _drop_claim_spec_fields(_at(new, "spec", "spec"), _at(old, "spec", "spec"), off)
 
 
 def _drop_pool_status_request_fields(new: Obj, old: Obj | None, features: gates.FeatureGates) -> None:
