@@ -167,14 +167,22 @@ def _shareable_summary(pool: _Pool, in_use: set[str],
     return summary, ""
 
 
+def _counter_values(counters: Any) -> dict[str, int]:
+    """A `counters` map (name -> {value}) in nano units (an unreadable value counts 0)."""
+    out: dict[str, int] = {}
+    for name, counter in _d(counters).items():
+        value = _quantity(_d(counter).get("value"))
+        out[name] = value.nanos if value is not None else 0
+    return out
+
+
 def _cost(device: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     cost: dict[str, dict[str, int]] = {}
     for consumption in device.get("consumesCounters") or ():
         consumption = _d(consumption)
         counters = cost.setdefault(str(consumption.get("counterSet") or ""), {})
-        for cname, counter in _d(consumption.get("counters")).items():
-            value = _quantity(_d(counter).get("value"))
-            counters[cname] = counters.get(cname, 0) + (value.nanos if value is not None else 0)
+        for name, nanos in _counter_values(consumption.get("counters")).items():
+            counters[name] = counters.get(name, 0) + nanos
     return cost
 
 
@@ -257,10 +265,8 @@ def compute(request: Mapping[str, Any], *, slices: Iterable[Mapping[str, Any]],
         info.slices += 1
         for counter_set in s.get("sharedCounters") or ():
             counter_set = _d(counter_set)
-            counters = info.counter_sets.setdefault(str(counter_set.get("name") or ""), {})
-            for cname, counter in _d(counter_set.get("counters")).items():
-                value = _quantity(_d(counter).get("value"))
-                counters[cname] = value.nanos if value is not None else 0
+            info.counter_sets.setdefault(str(counter_set.get("name") or ""), {}).update(
+                _counter_values(counter_set.get("counters")))
         for device in s.get("devices") or ():
             device = _d(device)
             info.devices.append(device)

@@ -582,16 +582,11 @@ def _node_allocatable_claim_statuses(items: list[Any], path: str, errs: list[Cau
     """`status.nodeAllocatableResourceClaimStatuses` (KEP-5517): a map list by `resourceClaimName`;
     `containers` a set; `mapping` and `overhead` map lists by `name`, a mapping with its `quantity`,
     an overhead with `perPod` or `perContainer` (neither negative)."""
-    seen: set[str] = set()
+    claims: set[str] = set()
     for i, item in enumerate(items):
         item = as_dict(item)
         ipath = f"{path}[{i}]"
-        claim = as_str(item.get("resourceClaimName"))
-        if not claim:
-            errs.append(Cause("Required", f"{ipath}.resourceClaimName", ""))
-        elif claim in seen:
-            errs.append(Cause("Duplicate", ipath, "", claim))
-        seen.add(claim)
+        _map_list_key(as_str(item.get("resourceClaimName")), ipath, "resourceClaimName", claims, errs)
         names: set[str] = set()
         for j, container in enumerate(as_list(item.get("containers"))):
             if container in names:
@@ -602,12 +597,7 @@ def _node_allocatable_claim_statuses(items: list[Any], path: str, errs: list[Cau
             for j, entry in enumerate(as_list(item.get(key))):
                 entry = as_dict(entry)
                 epath = f"{ipath}.{key}[{j}]"
-                name = as_str(entry.get("name"))
-                if not name:
-                    errs.append(Cause("Required", f"{epath}.name", ""))
-                elif name in resources:
-                    errs.append(Cause("Duplicate", epath, "", name))
-                resources.add(name)
+                _map_list_key(as_str(entry.get("name")), epath, "name", resources, errs)
                 if key == "mapping":
                     if entry.get("quantity") is None:
                         errs.append(Cause("Required", f"{epath}.quantity", ""))
@@ -619,6 +609,15 @@ def _node_allocatable_claim_statuses(items: list[Any], path: str, errs: list[Cau
                     value = entry.get(part)
                     if value is not None and _negative_quantity(value):
                         errs.append(Cause("Invalid", f"{epath}.{part}", "must be non-negative", value))
+
+
+def _map_list_key(key: str, path: str, field: str, seen: set[str], errs: list[Cause]) -> None:
+    """A map list's key: required, and unique within the list (`seen` so far)."""
+    if not key:
+        errs.append(Cause("Required", f"{path}.{field}", ""))
+    elif key in seen:
+        errs.append(Cause("Duplicate", path, "", key))
+    seen.add(key)
 
 
 def _negative_quantity(value: Any) -> bool:
