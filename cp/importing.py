@@ -1,0 +1,244 @@
+"""Bringing another cluster's objects into an event log: the part every way in shares — a recording of a
+live cluster (`cplane record`), a dump (`cplane log import --dump`) and an audit log (`cplane log
+import --audit`).
+
+A source yields `Change`s: an object as the cluster had it (any served version of a kind cplane serves),
+or the deletion of one, with when and by whom. `Sequencer` turns them into the log's events:
+
+- the object is read as its stored version (`cp.conversions`); a custom resource is taken when a
+  CustomResourceDefinition seen before defines its kind (stored with the definition's storage version,
+  as the `None` conversion strategy does); an object of any other kind is counted per kind in
+  `Sequencer.skipped`, not guessed at;
+- Secret and ConfigMap values are redacted unless `keep_secrets` (`redact`);
+- revisions are consecutive from 1 and each object's `metadata.resourceVersion` is its event's revision
+  (the log's invariant); the source's own resourceVersion (or audit ID) travels in the event's
+  `Actor.request_id` as `source=...` so that nothing of the object is changed but its version;
+- a put of a key that does not exist (or was deleted) is ADDED, of a live key MODIFIED, and of a live
+  key with another uid the DELETED of the old object followed by the ADDED of the new; a put equal to
+  the live object is dropped (`unchanged`); the deletion of a key that is not live is counted in
+  `Sequencer.missed_deletes` and writes nothing.
+
+Memory: one entry per key ever seen (its revision, uid and last object, to write a deletion). Pure.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import msgspec
+
+from cp import conversions
+from cp import resources as res
+
+REDACTED = "REDACTED"
+# The kinds whose values `redact` replaces: (group, kind) -> the fields holding values.
+_SECRET_FIELDS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("", "Secret"): ("data", "stringData"),
+    ("", "ConfigMap"): ("data", "binaryData"),
+}
+# The annotation kubectl writes with the whole last applied object: a Secret's holds its values.
+_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+
+class ImportError_(ValueError):
+    """A change that cannot be read (no apiVersion, kind or name); the source says where."""
+
+
+class Change(msgspec.Struct, frozen=True, kw_only=True):
+    """One observed change of another cluster. `object` is the object after the change (for a
+    deletion, the object as last seen, or only its apiVersion, kind and metadata naming it)."""
+
+    deleted: bool = False
+    object: dict[str, Any]
+    time: float  # unix seconds
+    user: str = ""
+    user_agent: str = ""
+    field_manager: str = ""
+    source: str = ""  # the source's resourceVersion, or an audit ID
+    resync: bool = False  # found by a relist after a watch expired (the change between is unknown)
+
+
+class Event(msgspec.Struct, frozen=True, kw_only=True):
+    """An event for the log, numbered (`storage.importing` writes them)."""
+
+    revision: int
+    type: str  # ADDED, MODIFIED, DELETED
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    uid: str
+    prev_revision: int
+    time: float
+    user: str
+    field_manager: str
+    user_agent: str
+    request_id: str
+    object: bytes
+
+
+def redact(group: str, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` with the values of a Secret or ConfigMap replaced by `REDACTED` (keys kept), and without
+    kubectl's last-applied annotation, which repeats them; other kinds unchanged (the same object)."""
+    fields = _SECRET_FIELDS.get((group, kind))
+    if fields is None:
+        return obj
+    out = dict(obj)
+    for field in fields:
+        values = out.get(field)
+        if isinstance(values, dict):
+            out[field] = {key: REDACTED for key in values}
+    meta = out.get("metadata")
+    if isinstance(meta, dict) and isinstance(meta.get("annotations"), dict) \
+            and _LAST_APPLIED in meta["annotations"]:
+        annotations = {k: v for k, v in meta["annotations"].items() if k != _LAST_APPLIED}
+        out["metadata"] = {**meta, "annotations": annotations}
+        if not annotations:
+            del out["metadata"]["annotations"]
+    return out
+
+
+def resolve(obj: Mapping[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] | None:
+    """The stored kind of `obj` and `obj` as its stored version, or None for a kind cplane does not
+    serve. Raises `ImportError_` for an object without apiVersion or kind."""
+    api_version, kind_name = obj.get("apiVersion"), obj.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind_name, str) or not api_version or not kind_name:
+        raise ImportError_("an object needs apiVersion and kind")
+    group, _, version = api_version.rpartition("/")
+    served = next((k for k in res.SERVED if k.group == group and k.version == version and k.kind == kind_name),
+                  None)
+    if served is None:
+        stored = res.by_kind(group, kind_name)
+        if stored is None:
+            return None
+        served = stored
+        if stored.version != version:
+            optional = next((k for k in res.OPTIONAL if k.group == group and k.version == version
+                             and k.kind == kind_name), None)
+            if optional is None:
+                return None
+            served = optional
+    stored_kind = res.storage_kind(served)
+    body = dict(obj)
+    if served is not stored_kind:
+        body = conversions.to_storage(served, body)
+    return stored_kind, body
+
+
+class _Custom(msgspec.Struct, frozen=True):
+    plural: str
+    namespaced: bool
+    storage_version: str
+
+
+def _custom_kinds(crd: Mapping[str, Any]) -> dict[tuple[str, str], _Custom]:
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group, kind, plural = spec.get("group"), names.get("kind"), names.get("plural")
+    if not (isinstance(group, str) and isinstance(kind, str) and isinstance(plural, str)):
+        return {}
+    versions = [v for v in spec.get("versions") or () if isinstance(v, Mapping)]
+    storage = next((str(v.get("name")) for v in versions if v.get("storage")), str(versions[0].get("name"))
+                   if versions else "")
+    return {(group, kind): _Custom(plural=plural, namespaced=spec.get("scope") != "Cluster",
+                                   storage_version=storage)}
+
+
+class _Head(msgspec.Struct):
+    revision: int
+    uid: str
+    live: bool
+    object: dict[str, Any]
+
+
+class Sequencer:
+    """Numbers a cluster's changes as the log's events (see the module)."""
+
+    def __init__(self, *, keep_secrets: bool = False, first_revision: int = 1) -> None:
+        self.keep_secrets = keep_secrets
+        self.revision = first_revision - 1
+        self.skipped: dict[str, int] = {}  # "Kind.group" -> changes of kinds cplane does not serve
+        self.missed_deletes = 0
+        self.unchanged = 0
+        self._heads: dict[tuple[str, str, str, str], _Head] = {}
+        self._custom: dict[tuple[str, str], _Custom] = {}  # the custom kinds of the definitions seen
+
+    def live(self) -> Iterable[tuple[tuple[str, str, str, str], dict[str, Any]]]:
+        """The live objects (key -> stored object), as the events so far leave them."""
+        return ((key, head.object) for key, head in self._heads.items() if head.live)
+
+    def _resolve(self, obj: Mapping[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] | None:
+        found = resolve(obj)
+        if found is not None:
+            if found[0].group == "apiextensions.k8s.io" and found[0].kind == "CustomResourceDefinition":
+                self._custom.update(_custom_kinds(found[1]))
+            return found
+        group = str(obj.get("apiVersion") or "").rpartition("/")[0]
+        custom = self._custom.get((group, str(obj.get("kind") or "")))
+        if custom is None:
+            return None
+        kind = res.ResourceKind(group=group, version=custom.storage_version, kind=str(obj["kind"]),
+                                plural=custom.plural, singular=str(obj["kind"]).lower(),
+                                namespaced=custom.namespaced)
+        return kind, {**obj, "apiVersion": f"{group}/{custom.storage_version}"}
+
+    def feed(self, change: Change) -> list[Event]:
+        found = self._resolve(change.object)
+        if found is None:
+            obj = change.object
+            label = f"{obj.get('kind')}.{str(obj.get('apiVersion')).rpartition('/')[0] or 'core'}"
+            self.skipped[label] = self.skipped.get(label, 0) + 1
+            return []
+        kind, obj = found
+        meta = obj.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+            raise ImportError_(f"{kind.kind} without metadata.name")
+        namespace = str(meta.get("namespace") or "") if kind.namespaced else ""
+        key = (kind.group, kind.plural, namespace, meta["name"])
+        head = self._heads.get(key)
+        if change.deleted:
+            if head is None or not head.live:
+                self.missed_deletes += 1
+                return []
+            last = head.object if len(obj) <= 3 and set(meta) <= {"name", "namespace", "uid"} else obj
+            return [self._event("DELETED", kind, key, last, head, change)]
+        if not self.keep_secrets:
+            obj = redact(kind.group, kind.kind, obj)
+        uid = str(meta.get("uid") or "")
+        out: list[Event] = []
+        if head is not None and head.live:
+            if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
+                out.append(self._event("DELETED", kind, key, head.object, head, change))
+            elif _same(head.object, obj):
+                self.unchanged += 1
+                return []
+        live = head is not None and head.live and not out
+        out.append(self._event("MODIFIED" if live else "ADDED", kind, key, obj,
+                               self._heads.get(key), change))
+        return out
+
+    def _event(self, type_: str, kind: res.ResourceKind, key: tuple[str, str, str, str], obj: dict[str, Any],
+               head: _Head | None, change: Change) -> Event:
+        self.revision += 1
+        revision = self.revision
+        body = copy.copy(obj)
+        body["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
+        uid = str(body["metadata"].get("uid") or "")
+        self._heads[key] = _Head(revision=revision, uid=uid, live=type_ != "DELETED", object=body)
+        source = f"source={change.source}" if change.source else ""
+        if change.resync:
+            source = f"{source} resync".strip()
+        return Event(revision=revision, type=type_, group=kind.group, resource=kind.plural, namespace=key[2],
+                     name=key[3], uid=uid, prev_revision=head.revision if head is not None else 0,
+                     time=change.time, user=change.user, field_manager=change.field_manager,
+                     user_agent=change.user_agent, request_id=source, object=msgspec.json.encode(body))
+
+
+def _same(stored: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Equal but for the resourceVersion (the log's own)."""
+    def bare(obj: dict[str, Any]) -> dict[str, Any]:
+        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
+        return {**obj, "metadata": meta}
+    return bare(stored) == bare(new)

@@ -1,0 +1,78 @@
+"""Another cluster's changes numbered as the log's events (`cp.importing`): stored versions, redaction,
+ADDED/MODIFIED/DELETED by key and uid, unserved kinds and missed deletions counted."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from cp import importing
+
+
+def cm(name: str, uid: str = "u1", **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "uid": uid},
+            "data": data}
+
+
+def change(obj: dict[str, Any], *, deleted: bool = False, source: str = "") -> importing.Change:
+    return importing.Change(object=obj, deleted=deleted, time=1.0, user="alice", source=source)
+
+
+def test_events_by_key_and_uid() -> None:
+    seq = importing.Sequencer(keep_secrets=True)
+    [a] = seq.feed(change(cm("a", x="1"), source="100"))
+    assert (a.revision, a.type, a.prev_revision, a.request_id) == (1, "ADDED", 0, "source=100")
+    assert json.loads(a.object)["metadata"]["resourceVersion"] == "1"
+    assert seq.feed(change(cm("a", x="1"))) == []  # unchanged
+    [m] = seq.feed(change(cm("a", x="2")))
+    assert (m.type, m.prev_revision) == ("MODIFIED", 1)
+    d, added = seq.feed(change(cm("a", uid="u2", x="3")))  # deleted and created again meanwhile
+    assert (d.type, d.prev_revision, d.uid, added.type, added.prev_revision, added.uid) == (
+        "DELETED", 2, "u1", "ADDED", 3, "u2")
+    [gone] = seq.feed(change({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "a", "namespace": "default"}}, deleted=True))
+    assert gone.type == "DELETED" and json.loads(gone.object)["data"] == {"x": "3"}
+    assert seq.feed(change(cm("a"), deleted=True)) == [] and seq.missed_deletes == 1
+
+
+def test_values_are_redacted_unless_kept() -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default", "annotations": {
+        "kubectl.kubernetes.io/last-applied-configuration": "{...}"}}, "data": {"password": "c2VjcmV0"}}
+    [e] = importing.Sequencer().feed(change(secret))
+    obj = json.loads(e.object)
+    assert obj["data"] == {"password": "REDACTED"} and "annotations" not in obj["metadata"]
+    [kept] = importing.Sequencer(keep_secrets=True).feed(change(secret))
+    assert json.loads(kept.object)["data"] == {"password": "c2VjcmV0"}
+
+
+def test_other_versions_are_stored_and_unknown_kinds_counted() -> None:
+    seq = importing.Sequencer()
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com"}]}}}
+    [e] = seq.feed(change(claim))
+    stored = json.loads(e.object)
+    assert stored["apiVersion"] == "resource.k8s.io/v1"
+    assert stored["spec"]["devices"]["requests"] == [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]
+    assert seq.feed(change({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}})) == []
+    assert seq.skipped == {"Widget.example.com": 1}
+    with pytest.raises(importing.ImportError_):
+        seq.feed(change({"kind": "ConfigMap", "metadata": {"name": "x"}}))
+
+
+def test_custom_resources_follow_their_definition() -> None:
+    seq = importing.Sequencer()
+    widget = {"apiVersion": "example.com/v1beta1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}}
+    assert seq.feed(change(widget)) == []
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets.example.com"},
+           "spec": {"group": "example.com", "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                    "versions": [{"name": "v1", "served": True, "storage": True},
+                                 {"name": "v1beta1", "served": True, "storage": False}]}}
+    seq.feed(change(crd))
+    [e] = seq.feed(change(widget))
+    assert (e.group, e.resource, e.namespace, json.loads(e.object)["apiVersion"]) == (
+        "example.com", "widgets", "ns", "example.com/v1")
