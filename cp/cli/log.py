@@ -15,6 +15,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from cp.cli import log_audit
+
 if TYPE_CHECKING:
     from cp import resources as res
     from storage import log, recording
@@ -32,7 +34,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     exp.add_argument("--until", type=int, default=None, metavar="REV", help="last revision to export")
     imp = lsub.add_parser("import", help="load NDJSON events into an EMPTY store, keeping their revisions")
     _store_args(imp)
-    imp.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
+    source = imp.add_mutually_exclusive_group()
+    source.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
+    log_audit.add_arguments(imp, source)
     _reader_parsers(lsub)
     p.set_defaults(func=run)
 
@@ -175,6 +179,8 @@ async def _log_export(args: argparse.Namespace) -> int:
 async def _log_import(args: argparse.Namespace) -> int:
     from storage import factory, log, ndjson
 
+    if getattr(args, "audit", None):
+        return await log_audit.run(args, store_url=_store_url(args))
     event_log = factory.open_event_log(url=_store_url(args))
     await event_log.start()
     try:
