@@ -198,10 +198,14 @@ def _document(path: Path, *, first_line: int) -> Iterator[Located]:
 
 def merged(paths: Sequence[Path]) -> Iterator[Located]:
     """The events of every file, merged by time (ties: the files' order, then each file's)."""
-    keyed = (((loc.time, index, n, loc) for n, loc in enumerate(read_file(path)))
-             for index, path in enumerate(paths))
+    keyed = [_keyed(index, path) for index, path in enumerate(paths)]
     for *_, loc in heapq.merge(*keyed):  # (time, file, n) always differ: events are never compared
         yield loc
+
+
+def _keyed(index: int, path: Path) -> Iterator[tuple[float, int, int, Located]]:
+    for n, loc in enumerate(read_file(path)):
+        yield loc.time, index, n, loc
 
 
 class Report(msgspec.Struct, kw_only=True):

@@ -146,6 +146,10 @@ def test_files_rotated_gzip_and_event_lists_are_merged_by_time(tmp_path: Path) -
     assert [loc.event.audit_id for loc in got] == ["1", "2", "3", "4", "5"]
     assert [(Path(loc.path).name, loc.line) for loc in got[:4]] == [
         (old.name, 1), ("audit.log", 1), (old.name, 2), ("audit.log", 2)]
+    same_time = tmp_path / "same.log"  # ties: the files' order, then each file's
+    same_time.write_bytes(_lines(event("get", audit_id="6"), event("get", audit_id="7")))
+    got = list(auditlog.merged([same_time, same_time]))
+    assert [(loc.event.audit_id, loc.line) for loc in got] == [("6", 1), ("7", 2), ("6", 1), ("7", 2)]
 
 
 @pytest.mark.parametrize(("line", "message"), [

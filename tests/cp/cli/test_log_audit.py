@@ -107,3 +107,24 @@ def test_audit_and_ndjson_input_are_exclusive(capsys: Any, tmp_path: Path, audit
     with pytest.raises(SystemExit):
         cli.main(["log", "import", "--data-dir", str(tmp_path / "d"), "run.ndjson", "--audit", str(audit_files[0])])
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_big_inputs_are_read_by_a_worker_process(capsys: Any, tmp_path: Path, audit_files: list[Path],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from cp.cli import log_audit
+
+    monkeypatch.setattr(log_audit, "WORKER_BYTES", 0)
+    code, _, err = run(capsys, "log", "import", "--audit", *map(str, audit_files), "--data-dir", str(tmp_path / "a"))
+    assert code == 0, err
+    assert "imported 4 events from 6 audit events" in err and "METADATA LEVEL" in err
+    code, out, _ = run(capsys, "log", "events", "--data-dir", str(tmp_path / "a"), "-o", "ndjson")
+    assert [json.loads(line)["actor"]["request_id"] for line in out.splitlines()] == [
+        "source=c1", "source=c2", "source=p1", "source=c3"]
+
+    broken = tmp_path / "broken.log"
+    broken.write_bytes(lines(event("get")) + b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1"}\n')
+    code, _, err = run(capsys, "log", "import", "--audit", *map(str, audit_files), str(broken),
+                       "--data-dir", str(tmp_path / "b"))
+    assert code == 1 and f"{broken}:2: an audit Event without stageTimestamp" in err
+    with sqlite3.connect(tmp_path / "b" / "cplane.db") as db:
+        assert db.execute("select count(*) from events").fetchone() == (0,)
