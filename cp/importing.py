@@ -24,7 +24,6 @@ a deletion). Pure.
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -235,7 +234,7 @@ class Sequencer:
                head: _Head | None, change: Change) -> Event:
         self.revision += 1
         revision = self.revision
-        body = copy.copy(obj)
+        body = dict(obj)
         body["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
         uid = str(body["metadata"].get("uid") or "")
         live = type_ != "DELETED"
@@ -254,8 +253,9 @@ def _same(stored: dict[str, Any], new: dict[str, Any]) -> bool:
     """Equal but for the resourceVersion (the log's own). Compared in place: no copies."""
     if stored.keys() != new.keys():
         return False
-    if any(value != new[key] for key, value in stored.items() if key != "metadata"):
-        return False
+    for key, value in stored.items():
+        if key != "metadata" and value != new[key]:
+            return False
     a, b = stored.get("metadata") or {}, new.get("metadata") or {}
     if a.keys() - {"resourceVersion"} != b.keys() - {"resourceVersion"}:
         return False
