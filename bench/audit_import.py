@@ -210,6 +210,10 @@ def main() -> int:
             rss = float(proc.stderr.strip().splitlines()[-1])
         else:
             from cp import cli
+            from cp.cli import log_audit
+
+            if args.no_worker:
+                log_audit.WORKER_BYTES = 1 << 62
             before = _cpu()
             code = cli.main(argv)
             elapsed = time.perf_counter() - started
@@ -217,14 +221,18 @@ def main() -> int:
             if code:
                 return int(code)
             rss = _rss_mb()
+            worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         written = asyncio.run(_revision(data))
     rate = count / elapsed
-    if not args.command:
+    if args.command:
+        cpu, worker_rss = (0.0, 0.0), 0.0
+    else:
         print(f"CPU time: importing process {cpu[0]:.1f} s, worker {cpu[1]:.1f} s "
               f"(the busier one bounds an uncontended run: {count / max(cpu):,.0f} audit events/s)")
     print(f"audit import: {count:,} audit events in {elapsed:.1f} s: {rate:,.0f} audit events/s "
           f"(target >= {TARGET:,}: {'met' if rate >= TARGET else 'NOT met'}); {written:,} log events written "
-          f"({written / elapsed:,.0f}/s); peak RSS {rss:,.0f} MB ({'a new process' if args.command else 'in process'})")
+          f"({written / elapsed:,.0f}/s); peak RSS {rss:,.0f} MB ({'a new process' if args.command else 'in process'}"
+          f"{f', worker {worker_rss:,.0f} MB' if not args.command and cpu[1] else ''})")
     return 0
 
 
