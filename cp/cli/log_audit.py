@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +60,9 @@ async def run(args: argparse.Namespace, *, store_url: str) -> int:
     collector.tune(thresholds=collector.CONTROLLERS)
     outcome: list[_Outcome] = []
     keep = bool(args.keep_secrets)
-    if size >= WORKER_BYTES:
-        events = _from_worker(args.audit, keep_secrets=keep, outcome=outcome)  # started before any thread
+    stop: Callable[[], None] = _nothing
+    if size >= WORKER_BYTES:  # started before any thread
+        events, stop = _from_worker(args.audit, keep_secrets=keep, outcome=outcome)
     else:
         events = _in_process(args.audit, keep_secrets=keep, outcome=outcome)
     event_log = factory.open_event_log(url=store_url)
@@ -74,9 +75,14 @@ async def run(args: argparse.Namespace, *, store_url: str) -> int:
             return 1
     finally:
         events.close()
+        stop()  # (a generator never started runs no finally)
         await event_log.close()
     _summary(outcome[0], count)
     return 0
+
+
+def _nothing() -> None:
+    return None
 
 
 def _summary(outcome: _Outcome, count: int) -> None:
@@ -160,7 +166,8 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
         conn.close()
 
 
-def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
+def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]
+                 ) -> tuple[Generator[importing.Event, None, None], Callable[[], None]]:
     """The events, read by a worker process (see the module), started now: before this process
     starts the database's thread."""
     import multiprocessing
@@ -170,10 +177,17 @@ def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcom
     process = context.Process(target=_worker, args=(paths, keep_secrets, sending), daemon=True)
     process.start()
     sending.close()
-    return _received(receiving, process, outcome=outcome)
+
+    def stop() -> None:
+        receiving.close()  # a worker still sending stops (BrokenPipeError)
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    return _received(receiving, stop, outcome=outcome), stop
 
 
-def _received(receiving: Connection, process: Any, *, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
+def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
     import pickle
 
     import msgspec
@@ -198,8 +212,4 @@ def _received(receiving: Connection, process: Any, *, outcome: list[_Outcome]) -
                 outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
                 return
     finally:
-        receiving.close()
-        process.join(timeout=5)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        stop()

@@ -120,6 +120,8 @@ def test_big_inputs_are_read_by_a_worker_process(capsys: Any, tmp_path: Path, au
     code, out, _ = run(capsys, "log", "events", "--data-dir", str(tmp_path / "a"), "-o", "ndjson")
     assert [json.loads(line)["actor"]["request_id"] for line in out.splitlines()] == [
         "source=c1", "source=c2", "source=p1", "source=c3"]
+    code, _, err = run(capsys, "log", "import", "--audit", *map(str, audit_files), "--data-dir", str(tmp_path / "a"))
+    assert code == 1 and "empty" in err  # the store is not empty: refused, and the worker stopped
 
     broken = tmp_path / "broken.log"
     broken.write_bytes(lines(event("get")) + b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1"}\n')
