@@ -15,7 +15,8 @@ A dump is a set of files (or directories of them, read recursively in sorted pat
   are not applied: they are counted with the kinds cplane does not serve.
 
 In a directory only `*.json`, `*.yaml` and `*.yml` files are read; a file named on the command line is
-read whatever its name. The format is told by the content: JSON when it starts with `{`, else YAML.
+read whatever its name. The format is told by the content: JSON when it starts with `{` and has no
+`---` line, else YAML.
 
 `changes` turns the objects into `cp.importing.Change`s in two passes over the files (one file held at
 a time): first the CustomResourceDefinitions and Namespaces, then everything else in file order, so
@@ -37,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,7 @@ USER = "import"
 SUFFIXES = (".json", ".yaml", ".yml")
 # Read in the first pass: what other objects need to exist first.
 FIRST = frozenset({("apiextensions.k8s.io", "CustomResourceDefinition"), ("", "Namespace")})
+_YAML_SEPARATOR = re.compile(r"^---[ \t]*$", re.MULTILINE)  # YAML documents, even if written as JSON
 _LOG_START, _LOG_END = "==== START logs for container ", "==== END logs for container "
 
 
@@ -106,7 +109,7 @@ def objects(path: Path) -> Iterator[Located]:
         raise DumpError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=name, line=0) from None
     if _LOG_START in text:
         text = _without_logs(text)
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith("{") and not _YAML_SEPARATOR.search(text):
         yield from _json_objects(text, name)
     else:
         yield from _yaml_objects(text, name)
@@ -183,7 +186,7 @@ def _opened(doc: Any, *, name: str, line: int, document: int, lines: list[int] |
     if not isinstance(doc, dict):
         raise DumpError(f"{where}not an object (a {type(doc).__name__})", file=name, line=line)
     kind = doc.get("kind")
-    items = doc.get("items")
+    items = doc.get("items") or []  # an empty typed list's items are null (cluster-info dump)
     if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
         if not isinstance(items, list):
             raise DumpError(f"{where}{kind}.items is not a list", file=name, line=line)

@@ -71,7 +71,7 @@ async def cplane(capsys: Any, *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-async def dump_a_dra_cluster(tmp_path: Path) -> Path:
+async def dump_a_dra_cluster(tmp_path: Path, *, cluster_info: bool = False) -> Path:
     """A node with two GPUs, a pod holding one of them, a pod asking for three (Pending), a Secret:
     dumped by kubectl into a file. The source's data dir is tmp_path/source."""
     async with testing.sandbox(data_dir=tmp_path / "source", controllers=["scheduler"]) as sb, \
@@ -89,6 +89,10 @@ async def dump_a_dra_cluster(tmp_path: Path) -> Path:
 
         await sb.wait_for(settled, timeout=20)
         out = await kubectl("get", KINDS, "-A", "-o", "yaml")
+        if cluster_info:
+            await kubectl("cluster-info", "dump", "-A", "--output-directory", str(tmp_path / "cluster-state"))
+            stream = await kubectl("cluster-info", "dump", "-A")
+            (tmp_path / "cluster-info.txt").write_text(stream.stdout)
     dump = tmp_path / "dump.yaml"
     dump.write_text(out.stdout)
     return dump
@@ -144,3 +148,22 @@ async def test_keep_secrets_keeps_the_dumps_values(tmp_path: Path, capsys: Any, 
     code, out, _ = await cplane(capsys, "log", "show", "--data-dir", str(tmp_path / "i"), "secrets", "-o", "json")
     secret = next(s for s in json.loads(out)["items"] if s["metadata"]["name"] == "token")
     assert secret["data"] == {"password": "aHVudGVyMg=="}
+
+
+async def test_real_cluster_info_dump_directory_and_stream(tmp_path: Path, capsys: Any) -> None:
+    await dump_a_dra_cluster(tmp_path, cluster_info=True)
+    assert (tmp_path / "cluster-state" / "nodes.json").exists()
+    assert (tmp_path / "cluster-state" / "default" / "small" / "logs.txt").exists()
+    code, _, err = await cplane(capsys, "log", "import", "--dump", str(tmp_path / "cluster-state"), "--data-dir",
+                                str(tmp_path / "from-dir"))
+    assert code == 0, err
+    code, _, err = await cplane(capsys, "log", "import", "--dump", str(tmp_path / "cluster-info.txt"),
+                                "--data-dir", str(tmp_path / "from-stream"))
+    assert code == 0, err
+    shown = []
+    for data_dir in ("from-dir", "from-stream"):
+        code, out, err = await cplane(capsys, "log", "show", "--data-dir", str(tmp_path / data_dir), "-o", "name")
+        assert code == 0, err
+        shown.append(sorted(out.split()))
+    assert shown[0] == shown[1]
+    assert {"pod/small", "pod/big", "node/n1"} <= set(shown[0])
