@@ -1,17 +1,22 @@
-"""A small DRA cluster dumped by the real kubectl (`kubectl get ... -A -o yaml`), imported with
-`cplane log import --dump` into an empty data dir: `cplane why` gives the imported Pending pod the same
-answer as the source cluster's own log, and the objects keep their uids, owner references and status."""
+"""A small DRA cluster dumped by the real kubectl (`kubectl get ... -A -o yaml`, `kubectl cluster-info
+dump`), imported with `cplane log import --dump` into an empty data dir: `cplane why` gives the imported
+Pending pod the same answer as the source cluster's own log, the objects keep their uids and status,
+and a fork of the imported state with the scheduler places the pod once a slice is added."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from cp import cli, testing
+from tests import recordings
 from tests.kubectl import manifests
 from tests.kubectl.conftest import kubectl_on
 
@@ -167,3 +172,53 @@ async def test_real_cluster_info_dump_directory_and_stream(tmp_path: Path, capsy
         shown.append(sorted(out.split()))
     assert shown[0] == shown[1]
     assert {"pod/small", "pod/big", "node/n1"} <= set(shown[0])
+
+
+EXTRA_SLICE = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": "n1-extra"},
+               "spec": {"driver": "gpu.example.com", "nodeName": "n1",
+                        "pool": {"name": "n1-extra", "generation": 1, "resourceSliceCount": 1},
+                        "devices": [{"name": "gpu-2"}, {"name": "gpu-3"}]}}
+
+
+async def test_a_fork_of_the_imported_dump_runs_the_scheduler_on(tmp_path: Path, capsys: Any) -> None:
+    dump = await dump_a_dra_cluster(tmp_path)
+    imported = tmp_path / "imported"
+    code, _, err = await cplane(capsys, "log", "import", "--dump", str(dump), "--data-dir", str(imported))
+    assert code == 0, err
+    code, out, _ = await cplane(capsys, "log", "events", "--data-dir", str(imported), "-o", "ndjson")
+    last = json.loads(out.splitlines()[-1])["revision"]
+    kubeconfig = tmp_path / "replay.kubeconfig"
+    err_path = tmp_path / "replay.err"
+    with err_path.open("wb") as err_file:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cp.cli", "replay", str(imported), "--port", "0", "--kubeconfig", str(kubeconfig),
+            "--fork-at", str(last), "--speed", "max", "--controllers", "scheduler", stdout=asyncio.subprocess.DEVNULL, stderr=err_file)
+        try:
+            await recordings.eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30,
+                                        what="the replay server's kubeconfig")
+            assert proc.returncode is None, err_path.read_text()
+            server = next(line.split("server:")[1].strip() for line in kubeconfig.read_text().splitlines()
+                          if "server:" in line)
+            async with aiohttp.ClientSession(base_url=server) as http:
+                # What if the node had two more GPUs? The fork's scheduler places the Pending pod.
+                async def added() -> bool:  # refused (405) until the replay reaches the fork
+                    async with http.post("/apis/resource.k8s.io/v1/resourceslices", json=EXTRA_SLICE) as r:
+                        assert r.status in (201, 405), await r.text()
+                        return r.status == 201
+
+                await recordings.eventually(added, within=20, what="the fork")
+
+                async def placed() -> str:
+                    async with http.get("/api/v1/namespaces/default/pods/big") as r:
+                        return str((await r.json())["spec"].get("nodeName") or "")
+
+                assert await recordings.eventually(placed, within=20, what="the fork's scheduler") == "n1"
+                async with http.get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/three") as r:
+                    results = (await r.json())["status"]["allocation"]["devices"]["results"]
+                # One GPU of the imported slice is held by `small` (as imported): the rest come from the new one.
+                assert sorted(d["pool"] for d in results) == ["n1", "n1-extra", "n1-extra"]
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGINT)
+            code = await asyncio.wait_for(proc.wait(), 20)
+    assert code == 0, err_path.read_text()
