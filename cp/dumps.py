@@ -30,12 +30,16 @@ metadata.creationTimestamp, raised to the previous event's time when it is earli
 creation order); an object without one (kwok clears it) takes the previous event's time, or the dump
 file's modification time for the first. The object keeps its own creationTimestamp unchanged.
 
+Memory: a file's text is read whole (JSON documents are decoded whole); kubectl's `-o yaml` List
+(its `items:` entries at column 0) is parsed one item at a time, other YAML one document at a time.
+
 Malformed input raises `DumpError` naming the file and line (and the YAML document's index). Pure but
 for reading the files.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -100,19 +104,29 @@ def files(paths: Sequence[Path]) -> list[Path]:
     return out
 
 
-def objects(path: Path) -> Iterator[Located]:
-    """The objects of one dump file, Lists opened, in file order."""
+def objects(path: Path, *, only_first: bool = False) -> Iterator[Located]:
+    """The objects of one dump file, Lists opened, in file order; with `only_first`, only the kinds
+    of the first pass (`FIRST`), skipping unread the text that cannot hold one."""
     name = str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DumpError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=name, line=0) from None
+    if only_first and not _may_hold_first(text):
+        return
     if _LOG_START in text:
         text = _without_logs(text)
     if text.lstrip().startswith("{") and not _YAML_SEPARATOR.search(text):
-        yield from _json_objects(text, name)
+        found = _json_objects(text, name)
     else:
-        yield from _yaml_objects(text, name)
+        found = _kubectl_yaml_list(text, name, only_first=only_first) or _yaml_objects(text, name)
+    for located in found:
+        if not only_first or _group_kind(located.object) in FIRST:
+            yield located
+
+
+def _may_hold_first(text: str) -> bool:
+    return "Namespace" in text or "CustomResourceDefinition" in text
 
 
 def _without_logs(text: str) -> str:
@@ -171,6 +185,51 @@ def _yaml_objects(text: str, name: str) -> Iterator[Located]:
         loader.dispose()
 
 
+def _kubectl_yaml_list(text: str, name: str, *, only_first: bool) -> Iterator[Located] | None:
+    """kubectl's `-o yaml` List read one item at a time (bounded memory, and each item's own line),
+    or None when `text` is not laid out so: one document whose `items:` entries start at column 0."""
+    lines = text.splitlines(keepends=True)
+    starts = [i for i, line in enumerate(lines) if line.rstrip() == "items:"]
+    separators = [i for i, line in enumerate(lines) if _YAML_SEPARATOR.match(line)]
+    if len(starts) != 1 or any(line.strip() for i in separators for line in lines[:i]):
+        return None  # not one document (a `---` after the start)
+    begin = starts[0] + 1
+    if begin >= len(lines) or not lines[begin].startswith("-"):
+        return None
+    end = begin
+    while end < len(lines) and (lines[end][:1] in ("-", " ", "#", "\n", "\r") or not lines[end].strip()):
+        end += 1
+    header_text = "".join(line if not begin - 1 <= i < end else "\n" for i, line in enumerate(lines))
+    header = next(_yaml_objects(header_text, name), None)
+    kind = header.object.get("kind") if header is not None else None
+    if header is None or not isinstance(kind, str) or not kind.endswith("List") or "items" in header.object:
+        return None
+    return _kubectl_yaml_items(lines, begin, end, header.object, name, only_first=only_first)
+
+
+def _kubectl_yaml_items(lines: list[str], begin: int, end: int, header: dict[str, Any], name: str, *,
+                        only_first: bool) -> Iterator[Located]:
+    entry = [i for i in range(begin, end) if lines[i].startswith("-")] + [end]
+    for n, (first, stop) in enumerate(itertools.pairwise(entry)):
+        head = lines[first]
+        chunk = "".join([" " + head[1:] if head[1:2] == " " else "\n", *lines[first + 1:stop]])
+        if only_first and not _may_hold_first(chunk):
+            continue
+        loader = _Loader(chunk)
+        try:
+            item = loader.get_single_data()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            where = first + mark.line + 1 if mark is not None else first + 1
+            raise DumpError(f"document 1: item {n}: invalid YAML: {exc.problem or exc.context}", file=name,
+                            line=where) from None
+        except yaml.YAMLError as exc:
+            raise DumpError(f"document 1: item {n}: invalid YAML: {exc}", file=name, line=first + 1) from None
+        finally:
+            loader.dispose()
+        yield _list_item(header, item, index=n, name=name, line=first + 1, document=1)
+
+
 def _item_lines(node: yaml.Node) -> list[int] | None:
     """The 1-based lines of a List document's items."""
     if not isinstance(node, yaml.MappingNode):
@@ -190,17 +249,21 @@ def _opened(doc: Any, *, name: str, line: int, document: int, lines: list[int] |
     if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
         if not isinstance(items, list):
             raise DumpError(f"{where}{kind}.items is not a list", file=name, line=line)
-        api_version = doc.get("apiVersion")
-        item_kind = kind[:-len("List")] if kind != "List" else None
         for i, item in enumerate(items):
             at = lines[i] if lines is not None and i < len(lines) else line
-            if not isinstance(item, dict):
-                raise DumpError(f"{where}item {i}: not an object", file=name, line=at)
-            if item_kind is not None and not item.get("kind"):  # a typed list's items (cluster-info dump)
-                item = {"apiVersion": api_version, "kind": item_kind, **item}
-            yield Located(object=item, file=name, line=at, document=document)
+            yield _list_item(doc, item, index=i, name=name, line=at, document=document)
         return
     yield Located(object=doc, file=name, line=line, document=document)
+
+
+def _list_item(header: dict[str, Any], item: Any, *, index: int, name: str, line: int, document: int) -> Located:
+    """Item `index` of a List: a typed list's items (cluster-info dump) take its kind without `List`."""
+    if not isinstance(item, dict):
+        raise DumpError(f"document {document}: item {index}: not an object", file=name, line=line)
+    kind = str(header.get("kind"))
+    if kind != "List" and not item.get("kind"):
+        item = {"apiVersion": header.get("apiVersion"), "kind": kind[:-len("List")], **item}
+    return Located(object=item, file=name, line=line, document=document)
 
 
 def _group_kind(obj: dict[str, Any]) -> tuple[str, str]:
@@ -211,8 +274,8 @@ def ordered(paths: Sequence[Path]) -> Iterator[Located]:
     """Every object of the dump files, CustomResourceDefinitions and Namespaces first (two passes)."""
     for first in (True, False):
         for path in paths:
-            for located in objects(path):
-                if (_group_kind(located.object) in FIRST) == first:
+            for located in objects(path, only_first=first):
+                if first or _group_kind(located.object) not in FIRST:
                     yield located
 
 

@@ -107,6 +107,26 @@ def test_yaml_documents_times_and_managers(capsys: Any, tmp_path: Path) -> None:
     assert evs[2]["actor"]["field_manager"] == "kube-scheduler"
 
 
+def test_yaml_lists_in_any_layout(capsys: Any, tmp_path: Path) -> None:
+    # kubectl's layout (items at column 0, read one at a time), a typed list (`cluster-info dump -o
+    # yaml`), and items indented under `items:` (read as one document).
+    kubectl_layout = ("apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: shop\n"
+                      "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: one\n    namespace: shop\n"
+                      "  spec:\n    containers:\n    - name: c\n      image: nginx\n"
+                      "kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+    typed = ("apiVersion: v1\nitems:\n-\n  metadata:\n    name: n1\n    uid: uid-n1\n"
+             "kind: NodeList\nmetadata:\n  resourceVersion: \"7\"\n")
+    indented = ("kind: List\napiVersion: v1\nitems:\n  - apiVersion: v1\n    kind: Pod\n    metadata:\n"
+                "      name: two\n      namespace: shop\n")
+    for name, text in (("a.yaml", kubectl_layout), ("b.yaml", typed), ("c.yaml", indented)):
+        (tmp_path / name).write_text(text)
+    imported(capsys, tmp_path / "d", tmp_path / "a.yaml", tmp_path / "b.yaml", tmp_path / "c.yaml")
+    evs = events(capsys, tmp_path / "d")
+    assert names(evs) == ["namespaces/shop", "pods/one", "nodes/n1", "pods/two"]
+    assert evs[1]["object"]["spec"]["containers"] == [{"name": "c", "image": "nginx"}]
+    assert evs[2]["object"]["kind"] == "Node"
+
+
 def test_a_directory_is_read_recursively_in_order(capsys: Any, tmp_path: Path) -> None:
     root = tmp_path / "dump"
     (root / "b").mkdir(parents=True)
@@ -268,6 +288,9 @@ def test_secrets_and_configmaps_are_redacted_unless_kept(capsys: Any, tmp_path: 
 @pytest.mark.parametrize(("name", "text", "where"), [
     ("bad.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: v1\nkind: Pod\n"
                  "metadata: [name: x\n", "bad.yaml:8: document 2: invalid YAML"),
+    ("list.yaml", "apiVersion: v1\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata:\n    name: a\n"
+                  "- apiVersion: v1\n  kind: Pod\n  metadata: {name: x\n  spec: {}\nkind: List\nmetadata:\n"
+                  "  resourceVersion: \"\"\n", "list.yaml:10: document 1: item 1: invalid YAML: did not find expected"),
     ("bad.json", '{"apiVersion": "v1", "kind": "List", "items": [\n  {"apiVersion": "v1",\n  "kind": }\n]}',
      "bad.json:3: invalid JSON: Expecting value (column 11)"),
     ("noname.yaml", "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Namespace\n  metadata: {name: a}\n"
