@@ -33,6 +33,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     imp = lsub.add_parser("import", help="load NDJSON events into an EMPTY store, keeping their revisions")
     _store_args(imp)
     imp.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
+    imp.add_argument("--dump", nargs="+", metavar="FILE|DIR",
+                     help="instead of NDJSON: a cluster's dump as its starting state (kubectl get -o yaml|json, "
+                          "kubectl cluster-info dump, kwok snapshot; see docs/replay.md)")
+    imp.add_argument("--keep-secrets", action="store_true",
+                     help="with --dump: keep Secret and ConfigMap values (default: REDACTED)")
     _reader_parsers(lsub)
     p.set_defaults(func=run)
 
@@ -175,6 +180,13 @@ async def _log_export(args: argparse.Namespace) -> int:
 async def _log_import(args: argparse.Namespace) -> int:
     from storage import factory, log, ndjson
 
+    if args.dump:
+        if args.input != "-" or getattr(args, "audit", None):
+            print("cplane log import: --dump takes no NDJSON input and no --audit", file=sys.stderr)
+            return 2
+        from cp.cli import importdump
+
+        return await importdump.run(args, url=_store_url(args))
     event_log = factory.open_event_log(url=_store_url(args))
     await event_log.start()
     try:
