@@ -73,6 +73,7 @@ class AuditLog:
             self._file = self._open()
             self._size = os.fstat(self._file.fileno()).st_size
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._batch: list[Callable[[], bytes]] = []
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="audit-log", daemon=True)
         self._thread.start()
@@ -82,8 +83,22 @@ class AuditLog:
         return os.fdopen(fd, "ab")
 
     def put(self, render: Callable[[], bytes]) -> None:
-        if not self._closed:
-            self._queue.put(render)
+        """Queue a line; called on the event loop, whose lines of one loop iteration go to the thread
+        together (one wake-up of the thread for many lines)."""
+        if self._closed:
+            return
+        if not self._batch:
+            try:
+                asyncio.get_running_loop().call_soon(self._hand_off)
+            except RuntimeError:  # no loop running: hand it over at once
+                self._queue.put([render])
+                return
+        self._batch.append(render)
+
+    def _hand_off(self) -> None:
+        batch, self._batch = self._batch, []
+        if batch:
+            self._queue.put(batch)
 
     async def flushed(self) -> None:
         loop = asyncio.get_running_loop()
@@ -96,6 +111,7 @@ class AuditLog:
         def mark() -> None:
             loop.call_soon_threadsafe(resolve)
 
+        self._hand_off()
         self._queue.put(_Mark(mark))
         await done
 
@@ -103,6 +119,7 @@ class AuditLog:
         if self._closed:
             return
         self._closed = True
+        self._hand_off()
         self._queue.put(None)
         await asyncio.to_thread(self._thread.join)
         if self.path != "-":
@@ -122,7 +139,8 @@ class AuditLog:
                 elif isinstance(item, _Mark):
                     marks.append(item)
                 else:
-                    self._write(item)
+                    for render in item:
+                        self._write(render)
             try:
                 self._file.flush()
             except OSError as exc:
@@ -199,6 +217,9 @@ class Auditor:
 
 def source_ips(request: web.Request) -> list[str]:
     """X-Forwarded-For's addresses, X-Real-Ip's unless already there, then the peer unless it is the last."""
+    headers = request.headers
+    if "X-Forwarded-For" not in headers and "X-Real-Ip" not in headers:
+        return [request.remote] if request.remote else []
     found: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
     for part in request.headers.get("X-Forwarded-For", "").split(","):
         with contextlib.suppress(ValueError):
@@ -250,8 +271,7 @@ class RequestAudit:
             verb=attrs.verb if attrs is not None else request.method.lower(),
             user=audit.UserInfo.of(attrs.user) if attrs is not None else audit.UserInfo(),
             sourceIPs=source_ips(request), userAgent=_user_agent(request), objectRef=ref,
-            requestReceivedTimestamp=clocks.rfc3339_micro(self._received),
-            stageTimestamp=clocks.rfc3339_micro(self._received))
+            requestReceivedTimestamp="", stageTimestamp="")
 
     def authenticated(self, attrs: rbac.Attributes, *, long_running: bool) -> None:
         """The authenticated user is known: decide the level, write RequestReceived."""
@@ -323,8 +343,8 @@ class RequestAudit:
         if stage in cfg.omit_stages:
             return
         event.stage = stage
-        if stamp is not None:
-            event.stageTimestamp = clocks.rfc3339_micro(stamp)
+        received = self._received
+        staged = received if stamp is None else stamp
         if event.objectRef is not None:
             event.objectRef = msgspec.structs.replace(event.objectRef)
         request_body: tuple[bytes, str] | None = None
@@ -337,6 +357,8 @@ class RequestAudit:
         query = dict(self._request.query) if request_body is not None else {}
 
         def render() -> bytes:
+            event.requestReceivedTimestamp = _micro_time(received)
+            event.stageTimestamp = _micro_time(staged)
             _finish(event, cfg, code=code, status=status, request_body=request_body,
                     response_body=response_body, query=query)
             line = _encoder.encode(event)
@@ -349,6 +371,22 @@ class RequestAudit:
 
 
 # ------------------------------------------------------------------------------------------- in the thread
+
+
+_SECOND: list[tuple[int, str]] = [(0, "")]  # the last whole second formatted (one tuple: swapped at once)
+
+
+def _micro_time(ts: float) -> str:
+    """`cp.clock.rfc3339_micro`, its whole seconds formatted once a second (events come thousands a second)."""
+    whole = int(ts)
+    micro = round((ts - whole) * 1e6)
+    if micro >= 1_000_000:
+        return clocks.rfc3339_micro(ts)
+    cached = _SECOND[0]
+    if cached[0] != whole or not cached[1]:
+        cached = (whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+        _SECOND[0] = cached
+    return f"{cached[1]}.{micro:06d}Z"
 
 
 def _decode(body: bytes, content_type: str) -> Any:
