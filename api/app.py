@@ -108,8 +108,8 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             code = 499
             raise
         logger.exception("request_failed", path=request.path, method=request.method)
-        return codec.status_response(errors.InternalError(
-            "an error on the server has prevented the request from succeeding"))
+        failure = errors.InternalError("an error on the server has prevented the request from succeeding")
+        return codec.status_response(failure)
     except Exception as exc:
         panic = exc
         logger.exception("request_failed", path=request.path, method=request.method)

@@ -247,6 +247,7 @@ class RequestAudit:
     """One request's audit state (see the module's docstring for who calls what)."""
 
     __slots__ = ("_auditor", "_config", "_event", "_received", "_request", "_started", "audit_id", "long_running")
+    _started: int  # the code of the ResponseStarted event written, 0 before
 
     def __init__(self, auditor: Auditor, request: web.Request, *, audit_id: str, received: float) -> None:
         self._auditor = auditor
@@ -255,7 +256,7 @@ class RequestAudit:
         self._received = received
         self._config: audit.RequestConfig | None = None
         self._event: audit.Event | None = None
-        self._started = False
+        self._started = 0
         self.long_running = False
 
     def _base(self, attrs: rbac.Attributes | None, config: audit.RequestConfig) -> audit.Event:
@@ -298,7 +299,7 @@ class RequestAudit:
         event = self._event
         if event is None or not self.long_running or self._started:
             return
-        self._started = True
+        self._started = code
         self._emit(msgspec.structs.replace(event, responseStatus=audit.response_status(code)),
                    audit.RESPONSE_STARTED, stamp=self._auditor.clock.now())
 
@@ -324,8 +325,10 @@ class RequestAudit:
         if self._event is None:
             return
         event = self._event
-        if cancelled and not self._started:
-            return
+        if cancelled:  # the client went away (or the server stops): as the response started, if it did
+            if not self._started:
+                return
+            code = self._started
         if self.long_running and not self._started and panic is None:
             self.started(code)
         if panic is not None:

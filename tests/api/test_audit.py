@@ -13,12 +13,13 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 
 from api import audit as audits
 from api import server as servers
 from api import state as st
 from cp.cli import serve
-from storage import memory
+from storage import log, memory
 from tests.api.security.conftest import call, secure_server
 
 POLICY = """\
@@ -202,3 +203,50 @@ async def test_the_log_rotates_as_kube_apiservers(tmp_path: Path) -> None:
     assert len(backups) == 2 and all(re.fullmatch(r"audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log", b)
                                      for b in backups), backups
     assert path.stat().st_size == len(line)
+
+
+async def _panic(request: web.Request) -> web.StreamResponse:
+    raise RuntimeError("something broke")
+
+
+async def _unavailable(request: web.Request) -> web.StreamResponse:
+    raise log.UnavailableError("the event log's database is unavailable")
+
+
+async def test_watches_have_a_response_started_and_errors_a_status_or_a_panic(tmp_path: Path) -> None:
+    """Also without authentication at all (the test sandbox's app): everyone is the admin."""
+    the_log = memory.MemoryEventLog()
+    await the_log.start()
+    routes = [web.get("/test/panic", _panic), web.get("/test/unavailable", _unavailable)]
+    try:
+        async with servers.running(data_dir=tmp_path / "data", event_log=the_log,
+                                   app_options={"audit": auditor(tmp_path), "routes": routes}) as srv:
+            async with aiohttp.ClientSession(srv.url) as http:
+                async with http.post(CLAIMS, json=CLAIM) as r:
+                    assert r.status == 201
+                watch = await http.get(f"{CLAIMS}?watch=true&resourceVersion=0", headers={"X-Request-Id": "watch-1"})
+                assert watch.status == 200
+                assert b'"type":"ADDED"' in await watch.content.readline()
+                async with http.get("/test/panic", headers={"X-Request-Id": "panic-1"}) as r:
+                    assert r.status == 500
+                async with http.get("/test/unavailable", headers={"X-Request-Id": "unavailable-1"}) as r:
+                    assert r.status == 503
+                # the server stops with the watch open: it ends as the response started
+            watch.close()
+    finally:
+        await the_log.close()
+    found = [json.loads(line) for line in (tmp_path / "audit.log").read_bytes().splitlines()]
+    watched = by_id(found, "watch-1")
+    assert [e["stage"] for e in watched] == ["RequestReceived", "ResponseStarted", "ResponseComplete"]
+    assert watched[1]["responseStatus"] == watched[2]["responseStatus"] == {"metadata": {}, "code": 200}
+    assert watched[0]["verb"] == "watch" and "responseObject" not in watched[2]
+    assert watched[0]["user"] == {"username": "system:admin", "groups": ["system:masters", "system:authenticated"]}
+    panic = by_id(found, "panic-1")
+    assert [e["stage"] for e in panic] == ["RequestReceived", "Panic"]
+    assert panic[1]["responseStatus"] == {"metadata": {}, "status": "Failure",
+                                          "message": "APIServer panic'd: something broke", "reason": "InternalError",
+                                          "code": 500}
+    assert panic[1]["verb"] == "get" and "objectRef" not in panic[1]
+    unavailable = by_id(found, "unavailable-1")[-1]
+    assert unavailable["stage"] == "ResponseComplete" and unavailable["responseStatus"]["code"] == 503
+    assert unavailable["responseStatus"]["reason"] == "ServiceUnavailable"
