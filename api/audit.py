@@ -246,7 +246,8 @@ def _user_agent(request: web.Request) -> str:
 class RequestAudit:
     """One request's audit state (see the module's docstring for who calls what)."""
 
-    __slots__ = ("_auditor", "_config", "_event", "_received", "_request", "_started", "audit_id", "long_running")
+    __slots__ = ("_auditor", "_config", "_event", "_received", "_request", "_started", "admission_annotations",
+                 "audit_id", "long_running")
     _started: int  # the code of the ResponseStarted event written, 0 before
 
     def __init__(self, auditor: Auditor, request: web.Request, *, audit_id: str, received: float) -> None:
@@ -258,6 +259,9 @@ class RequestAudit:
         self._event: audit.Event | None = None
         self._started = 0
         self.long_running = False
+        # what admission adds (a ValidatingAdmissionPolicy's auditAnnotations and Audit failures):
+        # the write's `api.store.WriteContext.audit_annotations` (api.handlers)
+        self.admission_annotations: dict[str, str] = {}
 
     def _base(self, attrs: rbac.Attributes | None, config: audit.RequestConfig) -> audit.Event:
         request = self._request
@@ -331,6 +335,8 @@ class RequestAudit:
             code = self._started
         if self.long_running and not self._started and panic is None:
             self.started(code)
+        if self.admission_annotations:  # an annotation set first keeps its value, as upstream
+            event.annotations = {**self.admission_annotations, **event.annotations}
         if panic is not None:
             status = {"status": "Failure", "reason": "InternalError", "message": f"APIServer panic'd: {panic}"}
             self._emit(msgspec.structs.replace(event), audit.PANIC, stamp=now, status=status, code=500)
@@ -360,6 +366,8 @@ class RequestAudit:
         query = dict(self._request.query) if request_body is not None else {}
 
         def render() -> bytes:
+            if len(event.annotations) > 1:  # a Go map: its keys sorted
+                event.annotations = dict(sorted(event.annotations.items()))
             event.requestReceivedTimestamp = _micro_time(received)
             event.stageTimestamp = _micro_time(staged)
             _finish(event, cfg, code=code, status=status, request_body=request_body,

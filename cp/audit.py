@@ -236,7 +236,7 @@ class UserInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     @classmethod
     def of(cls, user: rbac.UserInfo) -> UserInfo:
         return cls(username=user.name, uid=user.uid, groups=list(user.groups),
-                   extra={k: list(v) for k, v in user.extra.items()})
+                   extra={k: list(user.extra[k]) for k in sorted(user.extra)})  # a Go map: keys sorted
 
 
 class ObjectReference(msgspec.Struct, kw_only=True, omit_defaults=True):

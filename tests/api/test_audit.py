@@ -250,3 +250,28 @@ async def test_watches_have_a_response_started_and_errors_a_status_or_a_panic(tm
     unavailable = by_id(found, "unavailable-1")[-1]
     assert unavailable["stage"] == "ResponseComplete" and unavailable["responseStatus"]["code"] == 503
     assert unavailable["responseStatus"]["reason"] == "ServiceUnavailable"
+
+
+async def test_admission_annotations_join_the_events(tmp_path: Path) -> None:
+    adm = "/apis/admissionregistration.k8s.io/v1"
+    rules = {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                                "resources": ["configmaps"]}]}
+    async with insecure_server(tmp_path, auditor(tmp_path)) as srv, aiohttp.ClientSession(srv.url) as http:
+        async with http.post(f"{adm}/validatingadmissionpolicies", json={"metadata": {"name": "audited"}, "spec": {
+                "matchConstraints": rules, "validations": [{"expression": "has(object.data)", "message": "no data"}],
+                "auditAnnotations": [{"key": "keys", "valueExpression": "string(size(object.metadata.name))"}]}}) as r:
+            assert r.status == 201
+        async with http.post(f"{adm}/validatingadmissionpolicybindings", json={
+                "metadata": {"name": "audited"}, "spec": {"policyName": "audited", "validationActions": ["Audit"]}}) as r:
+            assert r.status == 201
+        async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "abc"}},
+                             headers={"X-Request-Id": "cm-1"}) as r:
+            assert r.status == 201
+        found = await events(srv.app, tmp_path / "audit.log")
+    received, complete = by_id(found, "cm-1")
+    assert "annotations" not in received
+    assert list(complete["annotations"].items()) == [
+        ("audited/keys", "3"),
+        ("validation.policy.admission.k8s.io/validation_failure",
+         '[{"message":"no data","policy":"audited","binding":"audited","expressionIndex":0,'
+         '"validationActions":["Audit"]}]')]
