@@ -4,9 +4,12 @@ one JSON line each, for the stages and at the levels the policy says."""
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import re
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from api import server as servers
 from api import state as st
 from cp.cli import serve
 from storage import log, memory
+from tests import waiting
 from tests.api.security.conftest import call, secure_server
 
 POLICY = """\
@@ -275,3 +279,37 @@ async def test_admission_annotations_join_the_events(tmp_path: Path) -> None:
         ("validation.policy.admission.k8s.io/validation_failure",
          '[{"message":"no data","policy":"audited","binding":"audited","expressionIndex":0,'
          '"validationActions":["Audit"]}]')]
+
+
+async def test_cplane_serve_writes_the_log_its_flags_name(tmp_path: Path) -> None:
+    (tmp_path / "policy.yaml").write_text(POLICY)
+    data, path = tmp_path / "data", tmp_path / "audit.log"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "cp.cli", "serve", "--data-dir", str(data), "--port", "0", "--insecure",
+        "--no-controllers", "--log-level", "warning", "--audit-policy-file", str(tmp_path / "policy.yaml"),
+        "--audit-log-path", str(path), stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        kubeconfig = data / "kubeconfig"
+        await waiting.eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30,
+                                 what="the server's kubeconfig")
+        assert proc.returncode is None
+        url = next(line.split("server:")[1].strip() for line in kubeconfig.read_text().splitlines()
+                   if "server:" in line)
+        async with aiohttp.ClientSession(url) as http:
+            async def ready() -> bool:
+                async with http.get("/readyz") as r:
+                    return r.status == 200
+
+            await waiting.eventually(ready, within=30, what="/readyz")
+            async with http.post(CLAIMS, json=CLAIM, headers={"X-Request-Id": "serve-1"}) as r:
+                assert r.status == 201 and r.headers["Audit-Id"] == "serve-1"
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        async with asyncio.timeout(30):
+            assert await proc.wait() == 0
+    assert path.stat().st_mode & 0o777 == 0o600
+    found = [json.loads(line) for line in path.read_bytes().splitlines()]
+    stages = [(e["stage"], e["level"], e.get("responseStatus", {}).get("code")) for e in by_id(found, "serve-1")]
+    assert stages == [("RequestReceived", "RequestResponse", None), ("ResponseComplete", "RequestResponse", 201)]
+    assert all(e["auditID"] != "" and e["user"]["username"] == "system:admin" for e in found)
