@@ -246,7 +246,7 @@ def _user_agent(request: web.Request) -> str:
 class RequestAudit:
     """One request's audit state (see the module's docstring for who calls what)."""
 
-    __slots__ = ("_auditor", "_config", "_event", "_received", "_request", "_started", "admission_annotations",
+    __slots__ = ("_auditor", "_config", "_event", "_received", "_refused", "_request", "_started", "admission_annotations",
                  "audit_id", "long_running")
     _started: int  # the code of the ResponseStarted event written, 0 before
 
@@ -258,6 +258,7 @@ class RequestAudit:
         self._config: audit.RequestConfig | None = None
         self._event: audit.Event | None = None
         self._started = 0
+        self._refused: rbac.Attributes | None = None
         self.long_running = False
         # what admission adds (a ValidatingAdmissionPolicy's auditAnnotations and Audit failures):
         # the write's `api.store.WriteContext.audit_annotations` (api.handlers)
@@ -288,6 +289,10 @@ class RequestAudit:
         self._event = event = self._base(attrs, config)
         self._emit(msgspec.structs.replace(event), audit.REQUEST_RECEIVED)
 
+    def unauthenticated(self, attrs: rbac.Attributes) -> None:
+        """The request is refused for want of credentials (401): `attrs` without a user, for its one event."""
+        self._refused = attrs
+
     def impersonated(self, user: rbac.UserInfo) -> None:
         if self._event is not None:
             self._event.impersonatedUser = audit.UserInfo.of(user)
@@ -314,15 +319,12 @@ class RequestAudit:
         if self._config is None:  # refused before authentication: one ResponseStarted event
             if code != 401 or cancelled:
                 return
-            attrs = rbac.Attributes(user=rbac.UserInfo(name=""), verb=self._request.method.lower(),
-                                    resource_request=False, path=self._request.path)
+            attrs = self._refused or rbac.Attributes(user=rbac.UserInfo(name=""), verb=self._request.method.lower(),
+                                                     resource_request=False, path=self._request.path)
             config = self._auditor.checker.evaluate(attrs)
             if config.level == audit.NONE:
                 return
-            event = self._base(None, config)
-            event.user = audit.UserInfo()
-            event.verb = self._request.method.lower()
-            event.objectRef = None
+            event = self._base(attrs, config)
             self._emit(event, audit.RESPONSE_STARTED, stamp=now, status=failure, code=code,
                        response=response, config=config)
             return

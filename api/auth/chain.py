@@ -130,9 +130,10 @@ def middleware(config: AuthConfig) -> Any:
             except Exception:
                 logger.warning("authentication_error", path=request.path)
                 user = None
-            if user is None:
-                raise _unauthorized()
-            if user.name == rbac.ANONYMOUS and not _anonymous_path(info.path):
+            if user is None or (user.name == rbac.ANONYMOUS and not _anonymous_path(info.path)):
+                audit = request.get(st.AUDIT)
+                if audit is not None:  # its event names no user
+                    audit.unauthenticated(attributes(rbac.UserInfo(name=""), info))
                 raise _unauthorized()
             audit = request.get(st.AUDIT)
             if audit is not None:

@@ -161,7 +161,8 @@ async def test_secure_mode_records_users_groups_impersonation_and_authorization(
                                                                "apiVersion": "v1"}
     anonymous = by_id(found, "anonymous")
     assert [e["stage"] for e in anonymous] == ["ResponseStarted"]
-    assert anonymous[0]["user"] == {} and anonymous[0]["verb"] == "get" and "objectRef" not in anonymous[0]
+    assert anonymous[0]["user"] == {} and anonymous[0]["verb"] == "list"
+    assert anonymous[0]["objectRef"] == {"resource": "pods", "apiVersion": "v1"}
     assert anonymous[0]["responseStatus"] == {"metadata": {}, "status": "Failure", "message": "Unauthorized",
                                               "reason": "Unauthorized", "code": 401}
 
