@@ -87,6 +87,9 @@ async def test_a_claim_created_patched_and_deleted_is_recorded_with_its_objects(
                               headers={"Content-Type": "application/merge-patch+json", "X-Request-Id": "patch-1"}) as r:
             assert r.status == 200
             patched = await r.json()
+        async with http.get(f"{CLAIMS}/gpu", headers={"X-Request-Id": "proto-1",
+                                                      "Accept": "application/vnd.kubernetes.protobuf"}) as r:
+            assert r.status == 200 and r.content_type == "application/vnd.kubernetes.protobuf"
         async with http.delete(f"{CLAIMS}/gpu", headers={"X-Request-Id": "delete-1"}) as r:
             assert r.status == 200
             deleted = await r.json()
@@ -114,6 +117,8 @@ async def test_a_claim_created_patched_and_deleted_is_recorded_with_its_objects(
     assert patch["responseObject"] == patched and patch["responseStatus"] == {"metadata": {}, "code": 200}
     assert patch["objectRef"] == {"resource": "resourceclaims", "namespace": "default", "name": "gpu",
                                   "apiGroup": "resource.k8s.io", "apiVersion": "v1"}
+    proto = by_id(found, "proto-1")[-1]  # answered in protobuf, recorded as JSON
+    assert proto["verb"] == "get" and proto["responseObject"] == patched and "requestObject" not in proto
     delete = by_id(found, "delete-1")[-1]
     assert delete["verb"] == "delete" and delete["responseObject"] == deleted
     assert delete["requestObject"] == {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}
