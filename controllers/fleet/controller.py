@@ -92,6 +92,7 @@ PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to (un)prepare 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
 LEASES = clients.resolve("leases.coordination.k8s.io")
+NAMESPACES = clients.resolve("namespaces")
 CLAIMS = clients.resolve(R_CLAIM)
 SLICES = clients.resolve("resourceslices.resource.k8s.io")
 CLASSES = clients.resolve(R_CLASS)
@@ -581,8 +582,7 @@ class Simulator:
         # Only the outcome matters: the responses are not decoded beyond their metadata.
         if fresh:
             try:
-                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET,
-                                         metadata_only=True)
+                await self._create_lease(node, now)
             except errors.AlreadyExists:
                 await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
                                         metadata_only=True)
@@ -592,9 +592,21 @@ class Simulator:
                                         metadata_only=True)
             except errors.NotFound:
                 with contextlib.suppress(errors.AlreadyExists):
-                    await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now),
-                                             field_manager=KUBELET, metadata_only=True)
+                    await self._create_lease(node, now)
         self._lease_renewed[name] = now
+
+    async def _create_lease(self, node: Mapping[str, Any], now: float) -> None:
+        lease = objs.lease_object(node, self.kubelet, now)
+        try:
+            await self.client.create(LEASES, lease, field_manager=KUBELET, metadata_only=True)
+        except errors.NotFound:
+            # No `kube-node-lease` namespace: a fork of a dump without Namespaces (a server makes it
+            # at start-up). Made here, once, so adopted nodes get their Leases.
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.client.create(NAMESPACES, {"metadata": {"name": objs.LEASE_NAMESPACE}},
+                                         field_manager=KUBELET, metadata_only=True)
+                self._log.info("lease_namespace_created", namespace=objs.LEASE_NAMESPACE)
+            await self.client.create(LEASES, lease, field_manager=KUBELET, metadata_only=True)
 
     async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
         name = str(meta_of(node).get("name"))

@@ -122,9 +122,14 @@ DUMP = {"apiVersion": "v1", "kind": "List", "items": [
 ]}
 
 
-async def _import(tmp_path: Path) -> Path:
+def _without_leases() -> dict[str, Any]:
+    """The dump as `kubectl cluster-info dump` has it: no Namespaces, no Leases."""
+    return {**DUMP, "items": [o for o in DUMP["items"] if o["kind"] not in ("Namespace", "Lease")]}
+
+
+async def _import(tmp_path: Path, dump_doc: dict[str, Any] = DUMP) -> Path:
     dump = tmp_path / "dump.json"
-    dump.write_text(json.dumps(DUMP))
+    dump.write_text(json.dumps(dump_doc))
     imported = tmp_path / "imported"
     code = await asyncio.to_thread(cli.main, ["log", "import", "--dump", str(dump), "--data-dir", str(imported)])
     assert code == 0
@@ -135,9 +140,10 @@ def _ready(node: dict[str, Any]) -> dict[str, Any]:
     return next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
 
 
-@pytest.mark.parametrize("fleet_file", [None, "adopt.yaml"])
-async def test_a_fork_of_an_imported_cluster_runs_its_pods(tmp_path: Path, fleet_file: str | None) -> None:
-    imported = await _import(tmp_path)
+@pytest.mark.parametrize(("fleet_file", "leases"), [(None, True), ("adopt.yaml", True), (None, False)])
+async def test_a_fork_of_an_imported_cluster_runs_its_pods(tmp_path: Path, fleet_file: str | None,
+                                                           leases: bool) -> None:
+    imported = await _import(tmp_path, DUMP if leases else _without_leases())
     fleet = None
     if fleet_file is not None:  # a fleet file with no pools: adoption only
         (tmp_path / fleet_file).write_text("apiVersion: sim.cplane.dev/v1alpha1\nkind: Fleet\n"
@@ -204,7 +210,10 @@ async def test_a_fork_of_an_imported_cluster_runs_its_pods(tmp_path: Path, fleet
                 assert node["status"]["capacity"] == CAPACITY, node["status"]
                 assert node["status"]["allocatable"] == ALLOCATABLE
                 lease = await client.get("leases.coordination.k8s.io", "n1", namespace="kube-node-lease")
-                assert lease["metadata"]["uid"] == "lease-n1"
+                if leases:
+                    assert lease["metadata"]["uid"] == "lease-n1"  # the recorded Lease, renewed
+                else:  # made with its namespace, owned by the node
+                    assert lease["metadata"]["ownerReferences"][0]["uid"] == "0b6d2c3e-node-n1"
             finally:
                 stop.set()
                 await controllers
