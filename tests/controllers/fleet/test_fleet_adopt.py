@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -256,3 +258,46 @@ async def test_replay_fleet_needs_the_fleet_controller(tmp_path: Path, capsys: A
     code = await asyncio.to_thread(cli.main, ["replay", str(imported), "--fleet", str(tmp_path / "missing.yaml"),
                                               "--controllers", "scheduler,fleet"])
     assert code == 1 and "cplane replay: fleet" in capsys.readouterr().err
+
+
+async def test_cplane_replay_runs_the_fleet_on_the_imported_nodes(tmp_path: Path) -> None:
+    """The command as a user runs it: `cplane replay DIR --fork-at REV --controllers scheduler,fleet
+    --fleet FILE` (an adopt-only fleet file)."""
+    imported = await _import(tmp_path)
+    fleet_file = tmp_path / "adopt.yaml"
+    fleet_file.write_text("apiVersion: sim.cplane.dev/v1alpha1\nkind: Fleet\nmetadata:\n  name: adopt\n")
+    source = await recording.open_source(str(imported))
+    last = source.last
+    await source.close()
+    kubeconfig = tmp_path / "replay.kubeconfig"
+    err_path = tmp_path / "replay.err"
+    with err_path.open("wb") as err_file:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "cp.cli", "replay", str(imported), "--kubeconfig", str(kubeconfig),
+            "--fork-at", str(last), "--speed", "max", "--controllers", "scheduler,fleet", "--fleet", str(fleet_file),
+            stdout=asyncio.subprocess.DEVNULL, stderr=err_file)
+        try:
+            await eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30,
+                             what="the replay server's kubeconfig")
+            assert proc.returncode is None, err_path.read_text()
+            client = clients.Client.from_kubeconfig(kubeconfig)
+            try:
+                async def running() -> bool:
+                    pod = await client.get("pods", "next", namespace="default")
+                    return pod["status"].get("phase") == "Running" and pod["spec"].get("nodeName") == "n1"
+
+                await eventually(running, within=30, what="the Pending pod Running on the imported node")
+
+                async def renewed() -> bool:  # on the fork's clock, which runs on from the fork's time
+                    lease = await client.get("leases.coordination.k8s.io", "n1", namespace="kube-node-lease")
+                    return clocks.parse_time(lease["spec"]["renewTime"]) >= clocks.parse_time(CREATED)
+
+                await eventually(renewed, within=10, what="the imported node's Lease renewed")
+                assert (await client.get("nodes", "n1"))["status"]["capacity"] == CAPACITY
+            finally:
+                await client.close()
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGINT)
+            code = await asyncio.wait_for(proc.wait(), 20)
+    assert code == 0, err_path.read_text()
