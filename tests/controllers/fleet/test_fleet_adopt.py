@@ -2,7 +2,8 @@
 replayed forked with the scheduler and a fleet that generates no node of its own. The fleet is the
 kubelet of the imported node: a Pending pod whose claim fits is allocated, bound and Running there;
 the node keeps its recorded labels, taints, capacity and ResourceSlice, and stays Ready (Lease and
-Ready heartbeat renewed) as the controllers' virtual clock advances.
+Ready heartbeat renewed, so node lifecycle leaves it untainted) as the controllers' virtual clock
+advances.
 
 Out of scope: the dump reader (tests/cp/test_dumps.py), fleet-made nodes (test_fleet_integration.py)."""
 
@@ -161,7 +162,7 @@ async def test_a_fork_of_an_imported_cluster_runs_its_pods(tmp_path: Path, fleet
             # The controllers' own virtual clock, from the fork's time: advanced by hand below.
             clock = clocks.VirtualClock(start=srv.clock.now())
             controllers = asyncio.create_task(registry.run_controllers(
-                server_url=srv.url, names=["scheduler", "fleet"], clock=clock, stop_event=stop,
+                server_url=srv.url, names=["scheduler", "fleet", "node-lifecycle"], clock=clock, stop_event=stop,
                 overrides={"fleet": fleets.factory(fleet)}))
             client = clients.Client(srv.url)
             try:
@@ -208,6 +209,8 @@ async def test_a_fork_of_an_imported_cluster_runs_its_pods(tmp_path: Path, fleet
                     await eventually(renewed, within=20, what="the imported node's Lease and heartbeat renewed")
                 node = await client.get("nodes", "n1")
                 assert _ready(node)["status"] == "True"
+                # node lifecycle saw a live kubelet: its recorded taint only, no unreachable/not-ready one
+                assert node["spec"]["taints"] == [{"key": "example.com/gpu", "value": "true", "effect": "NoSchedule"}]
                 assert _ready(node)["lastTransitionTime"] == BOOTED
                 assert node["status"]["capacity"] == CAPACITY, node["status"]
                 assert node["status"]["allocatable"] == ALLOCATABLE
