@@ -9,6 +9,9 @@ or the deletion of one, with when and by whom. `Sequencer` turns them into the l
   CustomResourceDefinition seen before defines its kind (stored with the definition's storage version,
   as the `None` conversion strategy does); an object of any other kind is counted per kind in
   `Sequencer.skipped`, not guessed at;
+- with `defaults`, a built-in object gets its stored version's defaults, as the API server would have
+  given it (a hand-written dump's claim without `allocationMode`); what a server wrote (a recording, an
+  audit log's responses, `kubectl get`) has them already;
 - Secret and ConfigMap values are redacted unless `keep_secrets` (`redact`);
 - revisions are consecutive from 1 and each object's `metadata.resourceVersion` is its event's revision
   (the log's invariant); the source's own resourceVersion (or audit ID) travels in the event's
@@ -29,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from cp import conversions
+from cp import conversions, defaulting
 from cp import resources as res
 
 REDACTED = "REDACTED"
@@ -156,8 +159,9 @@ class _Head(msgspec.Struct):
 class Sequencer:
     """Numbers a cluster's changes as the log's events (see the module)."""
 
-    def __init__(self, *, keep_secrets: bool = False, first_revision: int = 1) -> None:
+    def __init__(self, *, keep_secrets: bool = False, first_revision: int = 1, defaults: bool = False) -> None:
         self.keep_secrets = keep_secrets
+        self.defaults = defaults
         self.revision = first_revision - 1
         self.skipped: dict[str, int] = {}  # "Kind.group" -> changes of kinds cplane does not serve
         self.missed_deletes = 0
@@ -204,6 +208,9 @@ class Sequencer:
                 return []
             last = head.object if len(obj) <= 3 and set(meta) <= {"name", "namespace", "uid"} else obj
             return [self._event("DELETED", kind, key, last, head, change)]
+        if self.defaults and kind.custom is None and kind in res.KINDS:
+            obj = copy.deepcopy(obj)
+            defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
         if not self.keep_secrets:
             obj = redact(kind.group, kind.kind, obj)
         uid = str(meta.get("uid") or "")

@@ -32,7 +32,7 @@ async def run(args: argparse.Namespace, *, url: str) -> int:
         return 1
     if args.data_dir:
         _private_dir(Path(args.data_dir))
-    sequencer = importing.Sequencer(keep_secrets=args.keep_secrets)
+    sequencer = importing.Sequencer(keep_secrets=args.keep_secrets, defaults=True)
 
     def numbered() -> Iterator[importing.Event]:
         try:

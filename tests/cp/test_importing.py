@@ -76,3 +76,14 @@ def test_custom_resources_follow_their_definition() -> None:
     [e] = seq.feed(change(widget))
     assert (e.group, e.resource, e.namespace, json.loads(e.object)["apiVersion"]) == (
         "example.com", "widgets", "ns", "example.com/v1")
+
+
+def test_defaults_on_request() -> None:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    [plain] = importing.Sequencer().feed(change(claim))
+    assert "allocationMode" not in json.loads(plain.object)["spec"]["devices"]["requests"][0]["exactly"]
+    [defaulted] = importing.Sequencer(defaults=True).feed(change(claim))
+    exactly = json.loads(defaulted.object)["spec"]["devices"]["requests"][0]["exactly"]
+    assert (exactly["allocationMode"], exactly["count"]) == ("ExactCount", 1)
