@@ -279,14 +279,13 @@ class Recorder:
         """Record until `stop` is set; then finish the changes received and return."""
         self._only = only
         targets = await discover(self.client, only=only)
-        self.stats.kinds = len(targets)
         writer = asyncio.create_task(self._write(), name="record:writer")
         try:
             # Definitions first: their objects are recorded only once the Sequencer knows their kind.
             for target in targets:
                 if not target.custom:
                     self._start(target)
-            await self._definitions_recorded()
+            await self._definitions_recorded(stop, writer)
             for target in targets:
                 if target.custom and (target.kind.group, target.kind.plural) in self._defined:
                     self._start(target)
@@ -316,18 +315,24 @@ class Recorder:
         if key in self._targets:
             return
         self._targets[key] = target
+        self.stats.kinds = len(self._targets)
         self._watchers[target.name] = asyncio.create_task(self._record_kind(target), name=f"record:{target.name}")
 
-    async def _definitions_recorded(self) -> None:
-        """Wait until the CRD LIST (when recorded) is committed."""
-        task = self._watchers.get("customresourcedefinitions.apiextensions.k8s.io")
+    async def _definitions_recorded(self, stop: asyncio.Event, writer: asyncio.Task[None]) -> None:
+        """Wait until the definitions' LIST (when recorded) is committed, or the recording stops."""
+        name = "customresourcedefinitions.apiextensions.k8s.io"
+        task = self._watchers.get(name)
         if task is None:
             return
-        while "customresourcedefinitions.apiextensions.k8s.io" not in self._listed and not task.done():
-            self.recorded.clear()
-            done = asyncio.create_task(self.recorded.wait())
-            await asyncio.wait({done, task}, return_when=asyncio.FIRST_COMPLETED)
-            done.cancel()
+        stopped = asyncio.create_task(stop.wait())
+        try:
+            while name not in self._listed and not task.done() and not stop.is_set() and not writer.done():
+                self.recorded.clear()
+                done = asyncio.create_task(self.recorded.wait())
+                await asyncio.wait({done, task, stopped, writer}, return_when=asyncio.FIRST_COMPLETED)
+                done.cancel()
+        finally:
+            stopped.cancel()
 
     async def _rediscover_loop(self) -> None:
         """A definition recorded since: look for the custom resources it serves now."""
@@ -344,7 +349,6 @@ class Recorder:
             for target in targets:
                 key = (target.kind.group, target.kind.plural)
                 if target.custom and key in self._defined and key not in self._targets:
-                    self.stats.kinds += 1
                     self._start(target)
 
     async def _list(self, target: Target) -> tuple[list[dict[str, Any]], str]:

@@ -251,7 +251,7 @@ def test_a_change_has_the_clusters_time_and_manager() -> None:
     assert record.change_of("DELETED", obj, now=lambda: 9.0).deleted
 
 
-async def test_the_command_stops_on_sigterm_and_for(tmp_path: Path) -> None:
+async def test_the_command_stops_on_sigterm_and_for_and_its_recording_reads_back(tmp_path: Path, capsys: Any) -> None:
     async with sandbox(data_dir=tmp_path / "source", controllers=(), secure=True) as sb:
         await sb.client.create("configmaps", {"metadata": {"name": "a"}, "data": {"v": "1"}}, namespace="default")
         env = {**os.environ, "PYTHONWARNINGS": "error"}
@@ -275,6 +275,37 @@ async def test_the_command_stops_on_sigterm_and_for(tmp_path: Path) -> None:
         async with _reopened(tmp_path / "r1") as r1:
             got = await r1.get(group="", resource="configmaps", namespace="default", name="a")
             assert got is not None and msgspec.json.decode(got.object)["data"] == {"v": importing.REDACTED}
+    # The recording reads as any log: `log show`, `log history`, `replay`.
+    r1 = str(tmp_path / "r1")
+    code, out, _ = await _cplane(capsys, "log", "show", "configmaps", "-n", "default", "--data-dir", r1)
+    assert code == 0 and "\na " in out
+    code, out, _ = await _cplane(capsys, "log", "history", "configmaps/a", "-n", "default", "--data-dir", r1)
+    assert code == 0 and "ADDED" in out
+    kubeconfig = tmp_path / "replay.kubeconfig"
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "cp.cli", "replay", r1, "--step", "--port", "0",
+                                                "--kubeconfig", str(kubeconfig), stdout=subprocess.DEVNULL,
+                                                stderr=subprocess.DEVNULL)
+    try:
+        await eventually(lambda: kubeconfig.exists() or proc.returncode is not None, within=30)
+        code, out, _ = await _cplane(capsys, "replay", "until", "--object", "configmaps/default/a",
+                                     "--kubeconfig", str(kubeconfig))
+        assert code == 0, out
+        async with clients.Client.from_kubeconfig(kubeconfig) as replayed:
+            got_a = await replayed.get("configmaps", "a", namespace="default")
+        assert got_a["data"] == {"v": importing.REDACTED}
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+
+
+async def _cplane(capsys: Any, *argv: str) -> tuple[int, str, str]:
+    from cp import cli
+
+    capsys.readouterr()
+    code = await asyncio.to_thread(cli.main, list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 @contextlib.asynccontextmanager
