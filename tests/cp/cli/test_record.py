@@ -110,9 +110,7 @@ async def test_a_recording_ends_as_its_source(tmp_path: Path) -> None:
             await sb.client.create(f"devicetaintrules.{R}", {"metadata": {"name": "broken-gpu"}, "spec": {
                 "deviceSelector": {"driver": "gpu.example.com", "pool": "gpu-node-0", "device": "gpu-1"},
                 "taint": {"key": "example.com/broken", "value": "fan", "effect": "NoSchedule"}}})
-            scale = await sb.client.get_scale("deployments.apps", "train", namespace="default")
-            scale["spec"]["replicas"] = 2
-            await sb.client.update_scale("deployments.apps", scale)
+            await sb.client.patch("deployments.apps", "train", {"spec": {"replicas": 2}}, namespace="default")
 
             async def settled() -> list[dict[str, Any]] | None:
                 pods = await _pods(sb)
@@ -331,6 +329,11 @@ def record_parser_fails() -> None:
     cli.build_parser().parse_args(["record"])  # --data-dir is required
 
 
+async def _served(sb: Sandbox, name: str) -> bool:
+    await sb.client.discover()
+    return sb.client.mapper.resolve(name) is not None
+
+
 def _gadgets() -> dict[str, Any]:
     crd = copy.deepcopy(WIDGETS)
     crd["metadata"]["name"] = "gadgets.example.org"
@@ -343,7 +346,7 @@ async def test_custom_resources_follow_their_definitions(tmp_path: Path) -> None
     async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb, _recording(tmp_path / "rec") as rec:
         crds = "customresourcedefinitions.apiextensions.k8s.io"
         await sb.client.create(crds, WIDGETS)
-        await sb.wait_for(lambda: sb.client.discover())
+        await sb.wait_for(lambda: _served(sb, "widgets.example.com"))
         await sb.client.create("widgets.example.com", {"apiVersion": "example.com/v1", "kind": "Widget",
                                                        "metadata": {"name": "w1"}, "spec": {"color": "blue"}},
                                namespace="default")
@@ -355,11 +358,7 @@ async def test_custom_resources_follow_their_definitions(tmp_path: Path) -> None
             await eventually(lambda: "widgets.example.com" in {t.name for t in recorder.targets()}, within=10)
             await sb.client.create(crds, _gadgets())
 
-            async def served() -> bool:
-                await sb.client.discover()
-                return sb.client.mapper.resolve("gadgets.example.org") is not None
-
-            await eventually(served, within=10, what="the gadgets served")
+            await eventually(lambda: _served(sb, "gadgets.example.org"), within=10, what="the gadgets served")
             await sb.client.create("gadgets.example.org", {"apiVersion": "example.org/v1", "kind": "Gadget",
                                                            "metadata": {"name": "g1"}, "spec": {"replicas": 2}},
                                    namespace="default")
@@ -384,7 +383,7 @@ async def test_custom_resources_follow_their_definitions(tmp_path: Path) -> None
 async def test_kinds_narrow_and_bring_the_definitions(tmp_path: Path) -> None:
     async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb:
         await sb.client.create("customresourcedefinitions.apiextensions.k8s.io", WIDGETS)
-        await sb.wait_for(lambda: sb.client.discover())
+        await sb.wait_for(lambda: _served(sb, "widgets.example.com"))
         client = clients.Client.from_kubeconfig(sb.kubeconfig)
         try:
             async def listed() -> list[str]:
