@@ -245,6 +245,8 @@ class Stats:
     def line(self, *, now: float) -> str:
         lag = f"{max(0.0, now - self.newest):.1f}s" if self.newest is not None else "-"
         extra = f", {self.resyncs} relists ({self.resync_events} resync events)" if self.resyncs else ""
+        if self.errors:
+            extra += f", {self.errors} failed requests or unreadable objects (retried or skipped)"
         return (f"record: {self.listed}/{self.kinds} kinds listed, {self.events} events recorded, "
                 f"lag {lag}{extra}")
 
