@@ -15,10 +15,12 @@ or the deletion of one, with when and by whom. `Sequencer` turns them into the l
 - Secret and ConfigMap values are redacted unless `keep_secrets` (`redact`);
 - revisions are consecutive from 1 and each object's `metadata.resourceVersion` is its event's revision
   (the log's invariant); the source's own resourceVersion (or audit ID) travels in the event's
-  `Actor.request_id` as `source=...` so that nothing of the object is changed but its version;
+  `Actor.request_id` as `source=...` so that nothing of the object is changed but its version; a
+  change with a new source version is an event even when the object reads the same (a Secret whose
+  redacted value changed);
 - a put of a key that does not exist (or was deleted) is ADDED, of a live key MODIFIED, and of a live
   key with another uid the DELETED of the old object followed by the ADDED of the new; a put equal to
-  the live object is dropped (`unchanged`); the deletion of a key that is not live is counted in
+  the live object at the same source version (or without one) is dropped (`unchanged`); the deletion of a key that is not live is counted in
   `Sequencer.missed_deletes` and writes nothing.
 
 Memory: one entry per key ever seen (its revision, uid and last object, to write a deletion). Pure.
@@ -154,6 +156,7 @@ class _Head(msgspec.Struct):
     uid: str
     live: bool
     object: dict[str, Any]
+    source: str = ""
 
 
 class Sequencer:
@@ -218,8 +221,8 @@ class Sequencer:
         if head is not None and head.live:
             if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
                 out.append(self._event("DELETED", kind, key, head.object, head, change))
-            elif _same(head.object, obj):
-                self.unchanged += 1
+            elif _same(head.object, obj) and (not change.source or change.source == head.source):
+                self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
         live = head is not None and head.live and not out
         out.append(self._event("MODIFIED" if live else "ADDED", kind, key, obj,
@@ -233,7 +236,8 @@ class Sequencer:
         body = copy.copy(obj)
         body["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
         uid = str(body["metadata"].get("uid") or "")
-        self._heads[key] = _Head(revision=revision, uid=uid, live=type_ != "DELETED", object=body)
+        self._heads[key] = _Head(revision=revision, uid=uid, live=type_ != "DELETED", object=body,
+                                 source=change.source)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
             source = f"{source} resync".strip()
