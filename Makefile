@@ -72,6 +72,7 @@ bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.lists --quick
 	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
 	$(PY) -m bench.fleet_scale --nodes 2000 --steady 30
+	$(PY) -m bench.record $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 from aiohttp import typedefs, web
 
+from api import audit as audits
 from api import (
     codec,
     crds,
@@ -34,7 +35,7 @@ from api import state as st
 from api import store as stores
 from api.admission import certificates, limitranger, policies, priority, resourcequota, storageclass, webhooks
 from api.webhooks import client as webhook_clients
-from cp import allocation, errors, features, objects, sim, tables
+from cp import allocation, errors, features, objects, rbac, sim, tables
 from cp import clock as clocks
 from cp import resources as res
 from storage import log
@@ -65,13 +66,19 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
     start = time.perf_counter()
     request[st.REQUEST_ID] = request.headers.get("X-Request-Id") or objects.new_request_id()
     request[st.USER] = "system:admin"
+    auditor = request.app.get(st.AUDITOR)
+    if auditor is not None:
+        request[st.AUDIT] = auditor.begin(request, audit_id=request[st.REQUEST_ID])
     code = 500
+    resp: web.StreamResponse | None = None
+    failure: errors.StatusError | None = None
+    panic: BaseException | None = None
     try:
         resp = await handler(request)
         code = resp.status
         return resp
     except errors.StatusError as err:
-        code = err.code
+        code, failure = err.code, err
         return codec.error_response(err, accept=request.headers.get("Accept", ""))
     except web.HTTPException as exc:
         code = exc.status
@@ -85,12 +92,14 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             status = errors.StatusError(exc.reason or "error")
             status.code = exc.status
             status.reason = exc.reason.replace(" ", "") if exc.reason else "Unknown"
+        failure = status
         return codec.error_response(status, accept=request.headers.get("Accept", ""))
     except log.UnavailableError as exc:
         code = 503
         logger.warning("request_failed", path=request.path, method=request.method, code=code,
                        error_type=type(exc).__name__, error=str(exc))
-        return codec.error_response(storage_errors.unavailable(exc), accept=request.headers.get("Accept", ""))
+        failure = storage_errors.unavailable(exc)
+        return codec.error_response(failure, accept=request.headers.get("Accept", ""))
     except asyncio.CancelledError:
         code = 499
         raise
@@ -99,14 +108,18 @@ async def _middleware(request: web.Request, handler: Handler) -> web.StreamRespo
             code = 499
             raise
         logger.exception("request_failed", path=request.path, method=request.method)
-        return codec.status_response(errors.InternalError(
-            "an error on the server has prevented the request from succeeding"))
-    except Exception:
+        failure = errors.InternalError("an error on the server has prevented the request from succeeding")
+        return codec.status_response(failure)
+    except Exception as exc:
+        panic = exc
         logger.exception("request_failed", path=request.path, method=request.method)
         return codec.status_response(errors.InternalError(
             "an error on the server has prevented the request from succeeding"))
     finally:
         _observe(request, code, time.perf_counter() - start)
+        if auditor is not None:
+            request[st.AUDIT].complete(code=code, response=resp, failure=failure.status() if failure else None,
+                                       panic=panic, cancelled=code == 499)
 
 
 def _observe(request: web.Request, code: int, seconds: float) -> None:
@@ -263,12 +276,29 @@ async def _deprecation_warning(request: web.Request, response: web.StreamRespons
             response.headers.add("Warning", f'299 - "{text}"')
 
 
+async def _audit_headers(request: web.Request, response: web.StreamResponse) -> None:
+    """With an audit log: the `Audit-Id` header, and the ResponseStarted event of a long-running request."""
+    audit = request.get(st.AUDIT)
+    if audit is not None:
+        response.headers["Audit-Id"] = audit.audit_id
+        audit.started(response.status)
+
+
+def _default_audit_attributes(request: web.Request) -> tuple[rbac.Attributes, bool]:
+    """A request's attributes where the app authenticates nobody: everyone is the admin."""
+    from api.auth import requestinfo
+
+    info = requestinfo.request_info(request.method, request.path, request.query)
+    user = rbac.UserInfo(name="system:admin", groups=(rbac.MASTERS, rbac.AUTHENTICATED))
+    return requestinfo.attributes(user, info), info.long_running
+
+
 def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, bootstrap_objects: bool = True,
              middlewares: Sequence[Middleware] = (), routes: Sequence[web.RouteDef] = (),
              auth: Any = None, service_ranges: allocation.ServiceRanges | None = None,
              service_accounts: bool = False, disabled_admission: frozenset[str] = frozenset(),
              feature_gates: features.FeatureGates | None = None, runtime_config: Any = None,
-             table_cache_bytes: int | None = None) -> web.Application:
+             table_cache_bytes: int | None = None, audit: audits.Auditor | None = None) -> web.Application:
     """Extension points (used by the replay server, `api/replay.py`):
     - `bootstrap_objects=False`: serve the log as it is; no default namespaces or Clock object are
       created at start-up (a replay must not write);
@@ -288,6 +318,8 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
       `cp.runtimeconfig.RuntimeConfig`; None: the default ones).
     - `table_cache_bytes`: the memory budget of the Table rows kept between requests
       (`cp.tables.RowCache`; None: its default; `cplane serve` gives half of `--watch-cache-memory`).
+    - `audit`: the audit policy and log (`--audit-policy-file`, `--audit-log-path`: `api.audit`), closed
+      with the app; None records nothing.
     """
     from api import auth as auths
 
@@ -342,6 +374,16 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     app.on_cleanup.append(_on_cleanup)
     if any(res.deprecation_warning(k) for k in app[st.STORE].registry.gated_kinds()):
         app.on_response_prepare.append(_deprecation_warning)
+    if audit is not None:
+        audit.clock = the_clock
+        audit.default_attributes = None if auth is not None else _default_audit_attributes
+        app[st.AUDITOR] = audit
+        app.on_response_prepare.append(_audit_headers)
+
+        async def _close_audit(app: web.Application) -> None:
+            await app[st.AUDITOR].close()
+
+        app.on_cleanup.append(_close_audit)
     app.on_shutdown.append(_shutdown_watches)
     app.on_cleanup.append(_close_webhook_client)
     if auth is not None:

@@ -170,6 +170,7 @@ async def read_body(request: web.Request) -> bytes:
         body = content.read_nowait()
         if len(body) > MAX_BODY:
             raise errors.RequestEntityTooLarge("the server has received too large of a request body")
+        request[BODY] = body  # read once: the audit log records it too
         return body
     chunks: list[bytes] = []
     size = 0
@@ -178,7 +179,8 @@ async def read_body(request: web.Request) -> bytes:
         if size > MAX_BODY:
             raise errors.RequestEntityTooLarge("the server has received too large of a request body")
         chunks.append(chunk)
-    return b"".join(chunks)
+    request[BODY] = body = b"".join(chunks)
+    return body
 
 
 

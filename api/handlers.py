@@ -88,7 +88,7 @@ def write_context(request: web.Request, *, options_kind: str, apply: bool = Fals
     if options_kind != "DeleteOptions":
         manager = q.get("fieldManager", "")
         options.check_write_options(options_kind=options_kind, field_manager=manager, apply=apply)
-    return stores.WriteContext(
+    ctx = stores.WriteContext(
         user=request.get(st.USER, "system:admin"),
         user_agent=request.headers.get("User-Agent", ""),
         request_id=request.get(st.REQUEST_ID, ""),
@@ -97,6 +97,10 @@ def write_context(request: web.Request, *, options_kind: str, apply: bool = Fals
         field_validation=validation,
         user_info=request.get(st.USER_INFO),
     )
+    audit = request.get(st.AUDIT)
+    if audit is not None:  # admission's annotations go to the request's audit events
+        ctx.audit_annotations = audit.admission_annotations
+    return ctx
 
 
 async def _served(request: web.Request, target: reads.Target, raw: bytes) -> bytes:

@@ -6,6 +6,7 @@ import asyncio
 
 from aiohttp import web
 
+from api import audit as audit_
 from api import codec, crds, reads
 from api import limits as limits_
 from api import metrics as metrics_
@@ -28,10 +29,12 @@ DEFINITIONS = web.AppKey("definitions", crds.Definitions)  # the CRD controllers
 BOOTSTRAP = web.AppKey("bootstrap", bool)  # the server writes its own objects (not a replay)
 # The app's HTTPS client for admission and CRD conversion webhooks (api.webhooks), closed with the app.
 WEBHOOK_CLIENT = web.AppKey("webhook_client", webhook_client.WebhookClient)
+AUDITOR = web.AppKey("auditor", audit_.Auditor)  # --audit-log-path and --audit-policy-file (api.audit), if given
 
 # Per-request keys.
 USER = web.RequestKey("user", str)
 USER_INFO = web.RequestKey("user_info", rbac.UserInfo)  # set by authentication (api.auth)
 REQUEST_ID = web.RequestKey("request_id", str)
 TARGET = web.RequestKey("target", reads.Target)
+AUDIT = web.RequestKey("audit", audit_.RequestAudit)  # the request's audit events, when the app audits
 NEGOTIATED = web.RequestKey("negotiated", codec.Negotiated)  # the response's media type (api.codec.negotiate)

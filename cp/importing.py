@@ -9,13 +9,18 @@ or the deletion of one, with when and by whom. `Sequencer` turns them into the l
   CustomResourceDefinition seen before defines its kind (stored with the definition's storage version,
   as the `None` conversion strategy does); an object of any other kind is counted per kind in
   `Sequencer.skipped`, not guessed at;
+- with `defaults`, a built-in object gets its stored version's defaults, as the API server would have
+  given it (a hand-written dump's claim without `allocationMode`); what a server wrote (a recording, an
+  audit log's responses, `kubectl get`) has them already;
 - Secret and ConfigMap values are redacted unless `keep_secrets` (`redact`);
 - revisions are consecutive from 1 and each object's `metadata.resourceVersion` is its event's revision
   (the log's invariant); the source's own resourceVersion (or audit ID) travels in the event's
-  `Actor.request_id` as `source=...` so that nothing of the object is changed but its version;
+  `Actor.request_id` as `source=...` so that nothing of the object is changed but its version; a
+  change with a new source version is an event even when the object reads the same (a Secret whose
+  redacted value changed);
 - a put of a key that does not exist (or was deleted) is ADDED, of a live key MODIFIED, and of a live
   key with another uid the DELETED of the old object followed by the ADDED of the new; a put equal to
-  the live object is dropped (`unchanged`); the deletion of a key that is not live is counted in
+  the live object at the same source version (or without one) is dropped (`unchanged`); the deletion of a key that is not live is counted in
   `Sequencer.missed_deletes` and writes nothing.
 
 Memory: one entry per key ever seen (its revision and uid, and while it lives its last object, to write
@@ -24,13 +29,14 @@ a deletion). Pure.
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 
-from cp import conversions
+from cp import conversions, defaulting
 from cp import resources as res
 
 REDACTED = "REDACTED"
@@ -162,13 +168,15 @@ class _Head(msgspec.Struct):
     uid: str
     live: bool
     object: dict[str, Any]
+    source: str = ""
 
 
 class Sequencer:
     """Numbers a cluster's changes as the log's events (see the module)."""
 
-    def __init__(self, *, keep_secrets: bool = False, first_revision: int = 1) -> None:
+    def __init__(self, *, keep_secrets: bool = False, first_revision: int = 1, defaults: bool = False) -> None:
         self.keep_secrets = keep_secrets
+        self.defaults = defaults
         self.revision = first_revision - 1
         self.skipped: dict[str, int] = {}  # "Kind.group" -> changes of kinds cplane does not serve
         self.missed_deletes = 0
@@ -215,6 +223,9 @@ class Sequencer:
                 return []
             last = head.object if len(obj) <= 3 and set(meta) <= {"name", "namespace", "uid"} else obj
             return [self._event("DELETED", kind, key, last, head, change)]
+        if self.defaults and kind.custom is None and kind in res.KINDS:
+            obj = copy.deepcopy(obj)
+            defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
         if not self.keep_secrets:
             obj = redact(kind.group, kind.kind, obj)
         uid = str(meta.get("uid") or "")
@@ -222,8 +233,8 @@ class Sequencer:
         if head is not None and head.live:
             if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
                 out.append(self._event("DELETED", kind, key, head.object, head, change))
-            elif _same(head.object, obj):
-                self.unchanged += 1
+            elif _same(head.object, obj) and (not change.source or change.source == head.source):
+                self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
         live = head is not None and head.live and not out
         out.append(self._event("MODIFIED" if live else "ADDED", kind, key, obj,
@@ -239,7 +250,8 @@ class Sequencer:
         uid = str(body["metadata"].get("uid") or "")
         live = type_ != "DELETED"
         # A deleted key keeps its revision and uid only (its object is never read again).
-        self._heads[key] = _Head(revision=revision, uid=uid, live=live, object=body if live else {})
+        self._heads[key] = _Head(revision=revision, uid=uid, live=live, object=body if live else {},
+                                 source=change.source)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
             source = f"{source} resync".strip()

@@ -1,7 +1,8 @@
 """Writing another cluster's changes into an EMPTY event log, all or nothing: the events `cp.importing`
 numbers, inserted in chunks inside one write transaction (`SqlEventLog.bulk_import`), as
 `storage.ndjson.import_events` inserts an export. A source that fails part-way (a bad line raises
-`log.ImportRejectedError` naming it) leaves the store empty.
+`log.ImportRejectedError` naming it) leaves the store empty. A recording (`cplane record`) goes on
+appending batches after that (`append_events`), each all or nothing.
 """
 
 from __future__ import annotations
@@ -76,3 +77,9 @@ async def import_events(log: sql.SqlEventLog,
     _logger.info("events_imported", events=count, revision=last,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
     return count
+
+
+async def append_events(log: sql.SqlEventLog, events: Iterable[importing.Event]) -> int:
+    """Append one batch of numbered events (the next revisions of the log, as a `Sequencer` started
+    at `log.revision + 1` numbers them) in one transaction. Returns the newest revision."""
+    return await log.append_numbered([row(event) for event in events])

@@ -992,6 +992,39 @@ class SqlEventLog:
 
     # -- import -------------------------------------------------------------------------------------
 
+    async def append_numbered(self, rows: list[codec.Row]) -> int:
+        """Append events numbered elsewhere (`cp.importing.Sequencer`: a recording of another
+        cluster) right after the current revision, in one write transaction: all or nothing. The
+        rows' revisions must follow the newest one without gaps (`log.ImportRejectedError`
+        otherwise). Returns the newest revision; the events are published as other processes' are."""
+        self._check_started()
+        if not rows:
+            return self.revision
+        heads: dict[codec.Key, tuple[int, bool]] = {}
+        for row in rows:  # (revision, type, group, resource, namespace, name, ...)
+            heads[(str(row[2]), str(row[3]), str(row[4]), str(row[5]))] = (int(row[0]), row[1] == "DELETED")
+        async with self._write_lock:
+            await self._begin_write()
+            try:
+                current, compacted, _ = split_sentinel(await self._write_fetch(SQL_META, ()))
+                expected = max(current, compacted) + 1
+                for offset, row in enumerate(rows):
+                    if int(row[0]) != expected + offset:
+                        raise log.ImportRejectedError(
+                            f"revision {row[0]} where {expected + offset} comes next: appended events are "
+                            "numbered after the newest without gaps", line=0)
+                await self._insert_events(rows)
+                await self._write_executemany(
+                    SQL_UPSERT_HEAD, [(k[1], k[0], k[2], k[3], rev, deleted) for k, (rev, deleted) in heads.items()])
+                await self._commit_write(revision=int(rows[-1][0]))
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self._rollback_write()
+                raise
+        self._wake_poller.set()
+        return int(rows[-1][0])
+
+
     @contextlib.asynccontextmanager
     async def bulk_import(self) -> AsyncIterator[BulkImport]:
         """One write transaction into an EMPTY store; committed when the block ends without error."""

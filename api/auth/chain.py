@@ -130,14 +130,23 @@ def middleware(config: AuthConfig) -> Any:
             except Exception:
                 logger.warning("authentication_error", path=request.path)
                 user = None
-            if user is None:
+            if user is None or (user.name == rbac.ANONYMOUS and not _anonymous_path(info.path)):
+                audit = request.get(st.AUDIT)
+                if audit is not None:  # its event names no user
+                    audit.unauthenticated(attributes(rbac.UserInfo(name=""), info))
                 raise _unauthorized()
-            if user.name == rbac.ANONYMOUS and not _anonymous_path(info.path):
-                raise _unauthorized()
+            audit = request.get(st.AUDIT)
+            if audit is not None:
+                audit.authenticated(attributes(user, info), long_running=info.long_running)
             if any(k.lower().startswith("impersonate-") for k in request.headers):
                 user = _impersonate(config, request, user)
+                if audit is not None:
+                    audit.impersonated(user)
         else:
             user = rbac.UserInfo(name="system:admin", groups=(rbac.MASTERS, rbac.AUTHENTICATED))
+            audit = request.get(st.AUDIT)
+            if audit is not None:
+                audit.authenticated(attributes(user, info), long_running=info.long_running)
         request[USER_INFO] = user
         request[st.USER] = user.name
         token = CURRENT.set((user, info.verb))
@@ -145,7 +154,7 @@ def middleware(config: AuthConfig) -> Any:
             if info.long_running:
                 if config.watches.get(user.name, 0) >= limits.max_watches_per_user:
                     raise too_many_requests()
-                authorize(user, info)
+                authorize(request, user, info)
                 config.watches[user.name] = config.watches.get(user.name, 0) + 1
                 try:
                     return await handler(request)
@@ -156,7 +165,7 @@ def middleware(config: AuthConfig) -> Any:
                     else:
                         config.watches.pop(user.name, None)
             if _anonymous_path(info.path):  # probes: never queued, never refused
-                authorize(user, info)
+                authorize(request, user, info)
                 return await handler(request)
             return await _seated(request, user, info, handler)
         except RecursionError:
@@ -165,10 +174,13 @@ def middleware(config: AuthConfig) -> Any:
         finally:
             CURRENT.reset(token)
 
-    def authorize(user: rbac.UserInfo, info: RequestInfo) -> None:
+    def authorize(request: web.Request, user: rbac.UserInfo, info: RequestInfo) -> None:
         if config.authenticator is not None:
             attrs = attributes(user, info)
             decision = config.authorize(attrs)
+            audit = request.get(st.AUDIT)
+            if audit is not None:
+                audit.authorized(decision)
             if not decision.allowed:
                 raise forbid(attrs, decision.reason)
 
@@ -188,7 +200,7 @@ def middleware(config: AuthConfig) -> Any:
         try:
             await pool.acquire(flow)
             try:
-                authorize(user, info)
+                authorize(request, user, info)
                 deadlines.enter(task)
                 try:
                     return await handler(request)

@@ -6,7 +6,8 @@ What it does, per Request (`resource` says which kind the key names):
 - `nodes` — for a Node of the fleet, once per start: create it (labels, capacity, nodeInfo,
   addresses, Ready status all in one write) or bring an existing one in line, create its Lease,
   and publish its drivers' ResourceSlices (one pool per node and driver, pool name = node name).
-  Then, for every Node not annotated `sim.cplane.dev/simulated: "false"`, be its kubelet: renew
+  Then, for every Node not annotated `sim.cplane.dev/simulated: "false"` (the fleet's, and others
+  unless the fleet sets `adoptNodes: false`: made by hand, imported, recorded), be its kubelet: renew
   the Lease in `kube-node-lease` every `leaseRenewIntervalSeconds` and post a status heartbeat every
   `statusReportIntervalSeconds` (one write each), by requeueing the key on the clock. A Node
   annotated `sim.cplane.dev/kubelet: stopped` (`cplane node stop NAME`) has a stopped kubelet: no
@@ -91,6 +92,7 @@ PREPARE_RETRY = 10.0  # seconds before a pod whose claims failed to (un)prepare 
 NODES = clients.resolve("nodes")
 PODS = clients.resolve("pods")
 LEASES = clients.resolve("leases.coordination.k8s.io")
+NAMESPACES = clients.resolve("namespaces")
 CLAIMS = clients.resolve(R_CLAIM)
 SLICES = clients.resolve("resourceslices.resource.k8s.io")
 CLASSES = clients.resolve(R_CLASS)
@@ -218,7 +220,7 @@ class Simulator:
         elif change.type == "add":
             self._deleted_nodes.pop(name, None)
             out += self._pods_on(name)
-        elif change.old is not None and (objs.is_simulated(change.old) != objs.is_simulated(change.obj) or
+        elif change.old is not None and (self.plan.simulates(change.old) != self.plan.simulates(change.obj) or
                                          objs.kubelet_stopped(change.old) != objs.kubelet_stopped(change.obj)):
             out += self._pods_on(name)
         return out
@@ -448,9 +450,8 @@ class Simulator:
                               pod=meta_of(pod).get("name"), container=container.get("name"), error=str(e))
             return None
 
-    @staticmethod
-    def _kubelet_runs(node: Mapping[str, Any] | None) -> bool:
-        return node is not None and objs.is_simulated(node) and not meta_of(node).get("deletionTimestamp") \
+    def _kubelet_runs(self, node: Mapping[str, Any] | None) -> bool:
+        return node is not None and self.plan.simulates(node) and not meta_of(node).get("deletionTimestamp") \
             and not objs.kubelet_stopped(node)
 
     # ------------------------------------------------------------------ the Lease renewal wheel
@@ -581,8 +582,7 @@ class Simulator:
         # Only the outcome matters: the responses are not decoded beyond their metadata.
         if fresh:
             try:
-                await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now), field_manager=KUBELET,
-                                         metadata_only=True)
+                await self._create_lease(node, now)
             except errors.AlreadyExists:
                 await self.client.patch(LEASES, name, body, namespace=objs.LEASE_NAMESPACE, field_manager=KUBELET,
                                         metadata_only=True)
@@ -592,9 +592,21 @@ class Simulator:
                                         metadata_only=True)
             except errors.NotFound:
                 with contextlib.suppress(errors.AlreadyExists):
-                    await self.client.create(LEASES, objs.lease_object(node, self.kubelet, now),
-                                             field_manager=KUBELET, metadata_only=True)
+                    await self._create_lease(node, now)
         self._lease_renewed[name] = now
+
+    async def _create_lease(self, node: Mapping[str, Any], now: float) -> None:
+        lease = objs.lease_object(node, self.kubelet, now)
+        try:
+            await self.client.create(LEASES, lease, field_manager=KUBELET, metadata_only=True)
+        except errors.NotFound:
+            # No `kube-node-lease` namespace: a fork of a dump without Namespaces (a server makes it
+            # at start-up). Made here, once, so adopted nodes get their Leases.
+            with contextlib.suppress(errors.AlreadyExists):
+                await self.client.create(NAMESPACES, {"metadata": {"name": objs.LEASE_NAMESPACE}},
+                                         field_manager=KUBELET, metadata_only=True)
+                self._log.info("lease_namespace_created", namespace=objs.LEASE_NAMESPACE)
+            await self.client.create(LEASES, lease, field_manager=KUBELET, metadata_only=True)
 
     async def _post_status(self, node: Mapping[str, Any], now: float) -> None:
         name = str(meta_of(node).get("name"))
@@ -684,7 +696,7 @@ class Simulator:
         if node is None:
             return await self._orphaned(pod, node_name)
         self._orphan_seen.pop(key, None)
-        if not objs.is_simulated(node) or objs.kubelet_stopped(node):
+        if not self.plan.simulates(node) or objs.kubelet_stopped(node):
             return None  # a real kubelet's pod, or this kubelet is stopped: its pods stay as they are
         if meta_of(pod).get("deletionTimestamp"):
             return await self._terminate(pod, node)

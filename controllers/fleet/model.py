@@ -242,6 +242,9 @@ class Fleet(_Struct, kw_only=True):
     network: Network = msgspec.field(default_factory=Network)
     device_classes: list[DeviceClassSpec] = msgspec.field(default_factory=list)
     node_pools: list[NodePool] = msgspec.field(default_factory=list)
+    # Be the kubelet of Nodes the pools do not generate (made by hand, imported, recorded) too;
+    # false: only of the fleet's own Nodes.
+    adopt_nodes: bool = True
 
     @property
     def name(self) -> str:

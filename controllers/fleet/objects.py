@@ -116,6 +116,12 @@ class Plan:
     def node(self, name: str) -> NodePlan | None:
         return self.nodes.get(name)
 
+    def simulates(self, node_obj: Mapping[str, Any]) -> bool:
+        """This fleet is the Node's kubelet: not annotated `simulated: "false"`, and the fleet's own
+        or adopted (`adoptNodes`, the default)."""
+        name = str((node_obj.get("metadata") or {}).get("name") or "")
+        return is_simulated(node_obj) and (self.fleet.adopt_nodes or name in self.nodes)
+
     def index(self, node_name: str) -> int:
         plan = self.nodes.get(node_name)
         if plan is not None:
@@ -287,7 +293,9 @@ def node_object(plan: Plan, node: NodePlan, now: float = 0.0) -> dict[str, Any]:
 
 def node_status_patch(plan: Plan, node_obj: Mapping[str, Any], now: float) -> dict[str, Any]:
     """The kubelet's periodic status write: a heartbeat on its conditions, plus whatever a Node
-    created by hand lacks (capacity, nodeInfo, addresses...) or a fleet Node drifted from."""
+    created by hand lacks (capacity, nodeInfo, addresses...) or a fleet Node drifted from. A Node
+    a kubelet reported before (`reported`: imported or recorded) keeps its capacity, allocatable
+    and nodeInfo."""
     status = node_obj.get("status") or {}
     name = str((node_obj.get("metadata") or {}).get("name") or "")
     patch: dict[str, Any] = {"conditions": node_conditions(now, status.get("conditions") or [])}
@@ -295,6 +303,9 @@ def node_status_patch(plan: Plan, node_obj: Mapping[str, Any], now: float) -> di
     if fleet_node is not None:
         wanted: dict[str, Any] = {"capacity": capacity(fleet_node.pool), "allocatable": allocatable(fleet_node.pool),
                                   "nodeInfo": node_info(plan.kubelet, name)}
+    elif reported(node_obj):
+        # A Node a kubelet reported before (imported, recorded): what it reported is kept.
+        wanted = {}
     else:
         wanted = {"capacity": {**_quantities(DEFAULT_CAPACITY), **(status.get("capacity") or {})}}
         wanted["allocatable"] = {**wanted["capacity"], **(status.get("allocatable") or {})}
@@ -322,6 +333,14 @@ def heartbeat_due(node_obj: Mapping[str, Any], interval: float) -> float:
             except ValueError:
                 return 0.0
     return 0.0
+
+
+def reported(node_obj: Mapping[str, Any]) -> bool:
+    """A kubelet reported the Node's status before (its `nodeInfo.kubeletVersion`, capacity and
+    allocatable are set): an imported or recorded Node, not one made by hand."""
+    status = node_obj.get("status") or {}
+    return bool((status.get("nodeInfo") or {}).get("kubeletVersion") and status.get("capacity")
+                and status.get("allocatable"))
 
 
 def is_simulated(node_obj: Mapping[str, Any]) -> bool:

@@ -11,6 +11,7 @@
     node         stop and start a simulated node's kubelet                                (node.py)
     pod          the devices each container of a pod gets (claims, CDI ids, edits)         (pod.py)
     why          why a pod does (not) schedule                                             (why.py)
+    record       record a live cluster into an event log                                   (record.py)
 
 `render.py` is the terminal rendering, `target.py` how a client command finds its server. This package
 is a composition root: the commands wire `api`, `storage` and `controllers` together. Every module
@@ -22,9 +23,9 @@ from __future__ import annotations
 
 import argparse
 
-from cp.cli import clock, controllers, device, kubeconfig, log, metrics, node, pod, replay, serve, why
+from cp.cli import clock, controllers, device, kubeconfig, log, metrics, node, pod, record, replay, serve, why
 
-COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, node, pod, why)
+COMMANDS = (serve, clock, log, controllers, replay, kubeconfig, metrics, device, node, pod, why, record)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -34,9 +34,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     exp.add_argument("--until", type=int, default=None, metavar="REV", help="last revision to export")
     imp = lsub.add_parser("import", help="load NDJSON events into an EMPTY store, keeping their revisions")
     _store_args(imp)
-    source = imp.add_mutually_exclusive_group()
-    source.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
-    log_audit.add_arguments(imp, source)
+    imp.add_argument("input", nargs="?", default="-", help="NDJSON file (default stdin)")
+    imp.add_argument("--dump", nargs="+", metavar="FILE|DIR",
+                     help="instead of NDJSON: a cluster's dump as its starting state (kubectl get -o yaml|json, "
+                          "kubectl cluster-info dump, kwok snapshot; see docs/replay.md)")
+    imp.add_argument("--keep-secrets", action="store_true",
+                     help="with --dump or --audit: keep Secret and ConfigMap values (default: REDACTED)")
+    log_audit.add_arguments(imp)
     _reader_parsers(lsub)
     p.set_defaults(func=run)
 
@@ -180,7 +184,17 @@ async def _log_import(args: argparse.Namespace) -> int:
     from storage import factory, log, ndjson
 
     if getattr(args, "audit", None):
+        if args.input != "-" or args.dump:
+            print("cplane log import: --audit takes no NDJSON input and no --dump", file=sys.stderr)
+            return 2
         return await log_audit.run(args, store_url=_store_url(args))
+    if args.dump:
+        if args.input != "-" or getattr(args, "audit", None):
+            print("cplane log import: --dump takes no NDJSON input and no --audit", file=sys.stderr)
+            return 2
+        from cp.cli import importdump
+
+        return await importdump.run(args, url=_store_url(args))
     event_log = factory.open_event_log(url=_store_url(args))
     await event_log.start()
     try:

@@ -26,13 +26,11 @@ WORKER_BYTES = 64 << 20
 _CHUNK = 2000
 
 
-def add_arguments(imp: argparse.ArgumentParser, source: argparse._MutuallyExclusiveGroup) -> None:
-    source.add_argument("--audit", nargs="+", type=Path, metavar="FILE",
-                        help="kube-apiserver audit logs (audit.k8s.io/v1 Event JSON lines or EventList "
-                             "documents; rotated and .gz files too), merged by time")
-    if not any("--keep-secrets" in a.option_strings for a in imp._actions):
-        imp.add_argument("--keep-secrets", action="store_true",
-                         help="keep Secret and ConfigMap values (default: redacted)")
+def add_arguments(imp: argparse.ArgumentParser) -> None:
+    """`--audit` (with `--keep-secrets`, shared with `--dump`) on `cplane log import`."""
+    imp.add_argument("--audit", nargs="+", type=Path, metavar="FILE",
+                     help="instead of NDJSON: kube-apiserver audit logs (audit.k8s.io/v1 Event JSON lines or "
+                          "EventList documents; rotated and .gz files too), merged by time (see docs/replay.md)")
 
 
 class _Outcome:

@@ -17,6 +17,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser(
         "replay", help="serve a recorded event log as a Kubernetes API that replays it; control a replay",
         usage="cplane replay SOURCE [--port PORT] [--from REV] [--until REV] [--speed X | --step] [--fork]\n"
+              "                     [--fork-at REV] [--controllers NAMES [--fleet FILE]]\n"
               "       cplane replay {status,step [N],until REV|--object R/NS/NAME|--time T,play [--speed X],"
               "pause,fork,save [-o FILE]} [--server URL | --kubeconfig FILE]",
         description="Serve SOURCE (a data dir, a database URL or an NDJSON export) as a Kubernetes API whose "
@@ -42,6 +43,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve.add_argument("--fork-at", type=int, metavar="REV", help="replay up to REV, then fork there")
     serve.add_argument("--controllers", metavar="NAMES",
                        help="run these controllers in-process once forked (comma-separated; * = all)")
+    serve.add_argument("--fleet", type=Path, default=None, metavar="FILE",
+                       help="the fleet file of the `fleet` controller (with --controllers): its node pools, "
+                            "kubelet settings and whether it adopts the recorded Nodes (docs/fleet.md)")
     serve.add_argument("--log-format", choices=("console", "json"), default="console")
     serve.add_argument("--log-level", default="warning")
     control = p.add_argument_group("controlling a running replay")
@@ -83,19 +87,31 @@ async def _serve_replay(args: argparse.Namespace) -> int:
     speed = None if args.step else replay.parse_speed(args.speed) if args.speed else 1.0
     max_gap = clocks.parse_duration(args.max_gap) if args.max_gap else None
     names = [n for n in (args.controllers or "").split(",") if n]
+    overrides: dict[str, Any] = {}
     if names:
         from controllers import registry
 
-        registry.resolve_names(names)  # an unknown name fails now, not at the fork
+        selected = registry.resolve_names(names)  # an unknown name fails now, not at the fork
+        if args.fleet is not None:
+            from controllers import fleet
+            from cp.cli import controllers as controller_commands
+
+            if fleet.NAME not in selected:
+                raise ValueError("--fleet needs the fleet controller (add it to --controllers)")
+            if not controller_commands.load_fleet(args, command="replay"):
+                return 1
+            overrides = controller_commands.fleet_overrides(args)
+    elif args.fleet is not None:
+        raise ValueError("--fleet needs --controllers with the fleet controller")
     source = await recording.open_source(args.source)  # a SQL log is streamed, an NDJSON export loaded
     try:
-        return await _serve_source(args, source, speed=speed, max_gap=max_gap, names=names)
+        return await _serve_source(args, source, speed=speed, max_gap=max_gap, names=names, overrides=overrides)
     finally:
         await source.close()
 
 
 async def _serve_source(args: argparse.Namespace, source: Any, *, speed: float | None, max_gap: float | None,
-                        names: list[str]) -> int:
+                        names: list[str], overrides: dict[str, Any]) -> int:
     import signal
 
     from api import replay
@@ -126,7 +142,7 @@ async def _serve_source(args: argparse.Namespace, source: Any, *, speed: float |
 
                     _note(f"cplane replay: forked at revision {revision}; starting controllers")
                     controllers.append(asyncio.ensure_future(registry.run_controllers(
-                        server_url=srv.url, names=names, clock=srv.clock, stop_event=stop)))
+                        server_url=srv.url, names=names, clock=srv.clock, stop_event=stop, overrides=overrides)))
 
                 srv.replayer.on_fork.append(start_controllers)
                 if srv.log.forked:

@@ -114,6 +114,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                         "Every resource is loaded in the background at start-up, fewest objects first, while "
                         "the budget lasts; the resources listed least recently are dropped to make room. "
                         "The Table rows kept for `kubectl get` get half of it besides (default 1Gi)")
+    p.add_argument("--audit-policy-file", default=None, metavar="FILE",
+                   help="an audit.k8s.io/v1 Policy (YAML or JSON): which requests --audit-log-path records, at "
+                        "which level (None, Metadata, Request, RequestResponse) and stages, as kube-apiserver's")
+    p.add_argument("--audit-log-path", default=None, metavar="FILE",
+                   help="append the audit.k8s.io/v1 Events of the requests the policy records to FILE, one JSON "
+                        "line each, as kube-apiserver writes them ('-': standard output)")
+    p.add_argument("--audit-log-maxsize", type=int, default=0, metavar="MB",
+                   help="rotate the audit log when it reaches MB megabytes (default 0: 100, as kube-apiserver)")
+    p.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
+                   help="rotated audit logs to keep (default 0: all)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -162,7 +172,15 @@ def _port_range(text: str) -> str:
     return text
 
 
-async def _serve_async(args: argparse.Namespace) -> int:
+async def _serve_async(args: argparse.Namespace, auditor: Any = None) -> int:
+    try:
+        return await _serve(args, auditor)
+    finally:
+        if auditor is not None:
+            await auditor.close()
+
+
+async def _serve(args: argparse.Namespace, auditor: Any) -> int:
     import structlog
 
     from api import server
@@ -187,6 +205,7 @@ async def _serve_async(args: argparse.Namespace) -> int:
                                            "disabled_admission": frozenset(args.disable_admission_plugins),
                                            "feature_gates": args.feature_gates,
                                            "runtime_config": args.runtime_config,
+                                           "audit": auditor,
                                            "service_ranges": allocation.ServiceRanges(
                                                cluster_ip_range=args.service_cluster_ip_range,
                                                node_port_range=args.service_node_port_range)}) as srv:
@@ -224,6 +243,41 @@ async def _serve_async(args: argparse.Namespace) -> int:
         if controllers_task is not None:
             await controllers_task
     return 0
+
+
+def _auditor(args: argparse.Namespace) -> Any:
+    """The audit policy and log of `--audit-policy-file` and `--audit-log-path` (an `api.audit.Auditor`),
+    None without both (as kube-apiserver, either alone records nothing), False after printing why they
+    cannot be used."""
+    for flag, value in (("--audit-log-maxsize", args.audit_log_maxsize),
+                        ("--audit-log-maxbackup", args.audit_log_maxbackup)):
+        if value < 0:
+            print(f"cplane serve: {flag} {value} can't be a negative number", file=sys.stderr)
+            return False
+    if args.audit_policy_file is None:
+        if args.audit_log_path is not None:
+            print("cplane serve: no audit policy file (--audit-policy-file): no audit events will be recorded",
+                  file=sys.stderr)
+        return None
+    from api import audit as audits
+    from cp import audit
+
+    if args.audit_log_path is None:
+        try:
+            audit.load_policy(Path(args.audit_policy_file).read_bytes())
+        except (OSError, audit.PolicyError) as exc:
+            print(f"cplane serve: --audit-policy-file: {exc}", file=sys.stderr)
+            return False
+        print("cplane serve: no audit log (--audit-log-path): no audit events will be recorded", file=sys.stderr)
+        return None
+    try:
+        return audits.load(policy_file=args.audit_policy_file, log_path=args.audit_log_path,
+                           max_size_mb=args.audit_log_maxsize, max_backups=args.audit_log_maxbackup)
+    except audit.PolicyError as exc:
+        print(f"cplane serve: --audit-policy-file: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"cplane serve: --audit-log-path: {exc}", file=sys.stderr)
+    return False
 
 
 def controller_identities(srv: Any) -> Any:
@@ -271,13 +325,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if not controller_commands.load_scheduler_config(args, command="serve"):
         return 2
+    auditor = _auditor(args)
+    if auditor is False:
+        return 2
     logs.configure(fmt=args.log_format, level=args.log_level)
     from api import connections
     from storage import log as event_logs
 
     connections.raise_descriptor_limit()
     try:
-        return asyncio.run(_serve_async(args))
+        return asyncio.run(_serve_async(args, auditor))
     except (OSError, event_logs.StorageError) as exc:  # a full disk, a port in use, a database it cannot open
         db = re.sub(r"(://[^:/@]*):[^@]*@", r"\1:***@", args.db) if args.db else args.data_dir / "cplane.db"
         where = f" ({db})" if isinstance(exc, event_logs.StorageError) else ""

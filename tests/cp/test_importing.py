@@ -76,3 +76,24 @@ def test_custom_resources_follow_their_definition() -> None:
     [e] = seq.feed(change(widget))
     assert (e.group, e.resource, e.namespace, json.loads(e.object)["apiVersion"]) == (
         "example.com", "widgets", "ns", "example.com/v1")
+
+
+def test_defaults_on_request() -> None:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "default", "uid": "u"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    [plain] = importing.Sequencer().feed(change(claim))
+    assert "allocationMode" not in json.loads(plain.object)["spec"]["devices"]["requests"][0]["exactly"]
+    [defaulted] = importing.Sequencer(defaults=True).feed(change(claim))
+    exactly = json.loads(defaulted.object)["spec"]["devices"]["requests"][0]["exactly"]
+    assert (exactly["allocationMode"], exactly["count"]) == ("ExactCount", 1)
+
+
+def test_a_new_source_version_is_an_event_even_when_redaction_hides_the_change() -> None:
+    seq = importing.Sequencer()
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default", "uid": "u"},
+              "data": {"k": "MQ=="}}
+    seq.feed(change(secret, source="10"))
+    assert seq.feed(change({**secret, "data": {"k": "Mg=="}}, source="10")) == []  # the same version again
+    [e] = seq.feed(change({**secret, "data": {"k": "Mg=="}}, source="11"))
+    assert e.type == "MODIFIED" and json.loads(e.object)["data"] == {"k": "REDACTED"}

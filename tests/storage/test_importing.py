@@ -44,3 +44,29 @@ async def test_a_failing_source_writes_nothing(event_log: sql.SqlEventLog) -> No
     assert await writer.import_events(event_log, numbered([cm("b", "1")])) == 1  # still empty, so importable
 
 def _unused(_: Any) -> None: ...
+
+
+async def test_batches_append_after_the_import(event_log: sql.SqlEventLog) -> None:
+    seq = importing.Sequencer(keep_secrets=True)
+    await writer.import_events(event_log, seq.feed(cm("a", "1")))
+    batch = [*seq.feed(cm("a", "2")), *seq.feed(cm("b", "1"))]
+    assert await writer.append_events(event_log, batch) == 3
+    await event_log.wait_for_revision(revision=3)
+    got = await event_log.get(**CONFIGMAPS, namespace="default", name="a")
+    assert got is not None and got.revision == 2 and got.prev_revision == 1 and got.type == "MODIFIED"
+    deleted = importing.Change(deleted=True, object={"apiVersion": "v1", "kind": "ConfigMap",
+                                                     "metadata": {"name": "b", "namespace": "default"}},
+                               time=1_800_000_001.0)
+    assert await writer.append_events(event_log, seq.feed(deleted)) == 4
+    assert await event_log.get(**CONFIGMAPS, namespace="default", name="b") is None
+    listed = await event_log.list_objects(**CONFIGMAPS, namespace=None)
+    assert [e.name for e in listed.events] == ["a"]
+
+
+async def test_an_appended_batch_with_a_gap_writes_nothing(event_log: sql.SqlEventLog) -> None:
+    seq = importing.Sequencer(keep_secrets=True, first_revision=2)
+    with pytest.raises(contract.ImportRejectedError, match="comes next"):
+        await writer.append_events(event_log, [*seq.feed(cm("a", "1")), *seq.feed(cm("b", "1"))])
+    assert event_log.revision == 0
+    assert await event_log.get(**CONFIGMAPS, namespace="default", name="b") is None
+    assert await writer.append_events(event_log, []) == 0

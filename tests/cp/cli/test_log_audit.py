@@ -104,9 +104,12 @@ def test_a_malformed_line_names_file_and_line_and_writes_nothing(capsys: Any, tm
 
 
 def test_audit_and_ndjson_input_are_exclusive(capsys: Any, tmp_path: Path, audit_files: list[Path]) -> None:
-    with pytest.raises(SystemExit):
-        cli.main(["log", "import", "--data-dir", str(tmp_path / "d"), "run.ndjson", "--audit", str(audit_files[0])])
-    assert "not allowed with" in capsys.readouterr().err
+    code, _, err = run(capsys, "log", "import", "--data-dir", str(tmp_path / "d"), "run.ndjson",
+                       "--audit", str(audit_files[0]))
+    assert code == 2 and "--audit takes no NDJSON input" in err
+    code, _, err = run(capsys, "log", "import", "--data-dir", str(tmp_path / "d"), "--dump", str(tmp_path),
+                       "--audit", str(audit_files[0]))
+    assert code == 2 and "no --dump" in err
 
 
 def test_big_inputs_are_read_by_a_worker_process(capsys: Any, tmp_path: Path, audit_files: list[Path],
