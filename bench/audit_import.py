@@ -22,6 +22,7 @@ import contextlib
 import os
 import random
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -223,6 +224,7 @@ def main() -> int:
             rss = _rss_mb()
             worker_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         written = asyncio.run(_revision(data))
+        shutil.rmtree(data)  # ~1 GB a run; the generated log is kept in --dir for the next run
     rate = count / elapsed
     if args.command:
         cpu, worker_rss = (0.0, 0.0), 0.0
