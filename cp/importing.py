@@ -23,12 +23,14 @@ or the deletion of one, with when and by whom. `Sequencer` turns them into the l
   the live object at the same source version (or without one) is dropped (`unchanged`); the deletion of a key that is not live is counted in
   `Sequencer.missed_deletes` and writes nothing.
 
-Memory: one entry per key ever seen (its revision, uid and last object, to write a deletion). Pure.
+Memory: one entry per key ever seen (its revision and uid, and while it lives its last object, to write
+a deletion). Pure.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -111,6 +113,20 @@ def resolve(obj: Mapping[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] |
     api_version, kind_name = obj.get("apiVersion"), obj.get("kind")
     if not isinstance(api_version, str) or not isinstance(kind_name, str) or not api_version or not kind_name:
         raise ImportError_("an object needs apiVersion and kind")
+    found = _served(api_version, kind_name)
+    if found is None:
+        return None
+    served, stored_kind = found
+    body = dict(obj)
+    if served is not stored_kind:
+        body = conversions.to_storage(served, body)
+    return stored_kind, body
+
+
+@functools.cache
+def _served(api_version: str, kind_name: str) -> tuple[res.ResourceKind, res.ResourceKind] | None:
+    """The built-in kind served as `api_version` `kind_name` and its stored kind (one look-up per
+    version and kind: an import asks for each of its objects)."""
     group, _, version = api_version.rpartition("/")
     served = next((k for k in res.SERVED if k.group == group and k.version == version and k.kind == kind_name),
                   None)
@@ -125,11 +141,7 @@ def resolve(obj: Mapping[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] |
             if optional is None:
                 return None
             served = optional
-    stored_kind = res.storage_kind(served)
-    body = dict(obj)
-    if served is not stored_kind:
-        body = conversions.to_storage(served, body)
-    return stored_kind, body
+    return served, res.storage_kind(served)
 
 
 class _Custom(msgspec.Struct, frozen=True):
@@ -233,10 +245,12 @@ class Sequencer:
                head: _Head | None, change: Change) -> Event:
         self.revision += 1
         revision = self.revision
-        body = copy.copy(obj)
+        body = dict(obj)
         body["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
         uid = str(body["metadata"].get("uid") or "")
-        self._heads[key] = _Head(revision=revision, uid=uid, live=type_ != "DELETED", object=body,
+        live = type_ != "DELETED"
+        # A deleted key keeps its revision and uid only (its object is never read again).
+        self._heads[key] = _Head(revision=revision, uid=uid, live=live, object=body if live else {},
                                  source=change.source)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
@@ -248,8 +262,13 @@ class Sequencer:
 
 
 def _same(stored: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Equal but for the resourceVersion (the log's own)."""
-    def bare(obj: dict[str, Any]) -> dict[str, Any]:
-        meta = {k: v for k, v in (obj.get("metadata") or {}).items() if k != "resourceVersion"}
-        return {**obj, "metadata": meta}
-    return bare(stored) == bare(new)
+    """Equal but for the resourceVersion (the log's own). Compared in place: no copies."""
+    if stored.keys() != new.keys():
+        return False
+    for key, value in stored.items():
+        if key != "metadata" and value != new[key]:
+            return False
+    a, b = stored.get("metadata") or {}, new.get("metadata") or {}
+    if a.keys() - {"resourceVersion"} != b.keys() - {"resourceVersion"}:
+        return False
+    return all(value == b[key] for key, value in a.items() if key != "resourceVersion")

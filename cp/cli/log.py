@@ -15,6 +15,8 @@ from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from cp.cli import log_audit
+
 if TYPE_CHECKING:
     from cp import resources as res
     from storage import log, recording
@@ -37,7 +39,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                      help="instead of NDJSON: a cluster's dump as its starting state (kubectl get -o yaml|json, "
                           "kubectl cluster-info dump, kwok snapshot; see docs/replay.md)")
     imp.add_argument("--keep-secrets", action="store_true",
-                     help="with --dump: keep Secret and ConfigMap values (default: REDACTED)")
+                     help="with --dump or --audit: keep Secret and ConfigMap values (default: REDACTED)")
+    log_audit.add_arguments(imp)
     _reader_parsers(lsub)
     p.set_defaults(func=run)
 
@@ -180,6 +183,11 @@ async def _log_export(args: argparse.Namespace) -> int:
 async def _log_import(args: argparse.Namespace) -> int:
     from storage import factory, log, ndjson
 
+    if getattr(args, "audit", None):
+        if args.input != "-" or args.dump:
+            print("cplane log import: --audit takes no NDJSON input and no --dump", file=sys.stderr)
+            return 2
+        return await log_audit.run(args, store_url=_store_url(args))
     if args.dump:
         if args.input != "-" or getattr(args, "audit", None):
             print("cplane log import: --dump takes no NDJSON input and no --audit", file=sys.stderr)

@@ -1,0 +1,213 @@
+"""`cplane log import --audit FILE...`: kube-apiserver audit logs into an EMPTY store, all or nothing
+(`cp.auditlog` reads them, `cp.importing.Sequencer` numbers the changes, `storage.importing` writes
+them). A summary per resource goes to stderr: what was imported and what the log could not tell.
+docs/replay.md, "Bringing a real cluster in: audit logs".
+
+Inputs of `WORKER_BYTES` or more are read in a worker process while this one writes: reading,
+decoding and numbering take about twice the time of the database's inserts, and the two overlap on
+two cores (the worker sends the numbered events in chunks over a pipe; an error it meets is sent
+back and rejects the import).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
+
+    from cp import auditlog, importing
+
+WORKER_BYTES = 64 << 20
+_CHUNK = 2000
+
+
+def add_arguments(imp: argparse.ArgumentParser) -> None:
+    """`--audit` (with `--keep-secrets`, shared with `--dump`) on `cplane log import`."""
+    imp.add_argument("--audit", nargs="+", type=Path, metavar="FILE",
+                     help="instead of NDJSON: kube-apiserver audit logs (audit.k8s.io/v1 Event JSON lines or "
+                          "EventList documents; rotated and .gz files too), merged by time (see docs/replay.md)")
+
+
+class _Outcome:
+    """What the reading side counted (sent back by a worker as plain values)."""
+
+    def __init__(self, *, report: auditlog.Report, skipped: dict[str, int], missed_deletes: int,
+                 unchanged: int) -> None:
+        self.report = report
+        self.skipped = skipped
+        self.missed_deletes = missed_deletes
+        self.unchanged = unchanged
+
+
+async def run(args: argparse.Namespace, *, store_url: str) -> int:
+    from cp import collector
+    from storage import factory, log
+    from storage import importing as writer
+
+    missing, size = _prepare(args)
+    if missing:
+        print(f"cplane log import: {missing}: no such file", file=sys.stderr)
+        return 1
+    # Long-lived objects pile up (each live object's last version): full collections would walk them
+    # again and again, for no cycles (decoded JSON has none).
+    collector.tune(thresholds=collector.CONTROLLERS)
+    outcome: list[_Outcome] = []
+    keep = bool(args.keep_secrets)
+    stop: Callable[[], None] = _nothing
+    if size >= WORKER_BYTES:  # started before any thread
+        events, stop = _from_worker(args.audit, keep_secrets=keep, outcome=outcome)
+    else:
+        events = _in_process(args.audit, keep_secrets=keep, outcome=outcome)
+    event_log = factory.open_event_log(url=store_url)
+    try:
+        await event_log.start()
+        try:
+            count = await writer.import_events(event_log, events)
+        except log.ImportRejectedError as exc:
+            print(f"cplane log import: {exc}", file=sys.stderr)
+            return 1
+    finally:
+        events.close()
+        stop()  # (a generator never started runs no finally)
+        await event_log.close()
+    _summary(outcome[0], count)
+    return 0
+
+
+def _nothing() -> None:
+    return None
+
+
+def _summary(outcome: _Outcome, count: int) -> None:
+    for line in outcome.report.lines():
+        print(line, file=sys.stderr)
+    if outcome.skipped:
+        print("kinds cplane does not serve: " + ", ".join(f"{k} {n}" for k, n in sorted(outcome.skipped.items())),
+              file=sys.stderr)
+    if outcome.missed_deletes:
+        print(f"deletions of objects not in the log: {outcome.missed_deletes}", file=sys.stderr)
+    if outcome.unchanged:
+        print(f"writes that changed nothing: {outcome.unchanged}", file=sys.stderr)
+    print(f"imported {count} events from {outcome.report.events} audit events", file=sys.stderr)
+
+
+def _prepare(args: argparse.Namespace) -> tuple[str, int]:
+    """The first audit file that is missing (or "") and the files' total size; the data dir is
+    created (0700)."""
+    size = 0
+    for path in args.audit:
+        if not Path(path).is_file():
+            return str(path), 0
+        size += Path(path).stat().st_size
+    if args.data_dir:
+        Path(args.data_dir).mkdir(mode=0o700, parents=True, exist_ok=True)
+    return "", size
+
+
+def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Any]:
+    from cp import auditlog, importing
+
+    sequencer = importing.Sequencer(keep_secrets=keep_secrets)
+    translator = auditlog.Translator()
+
+    def outcome() -> _Outcome:
+        return _Outcome(report=translator.report, skipped=sequencer.skipped,
+                        missed_deletes=sequencer.missed_deletes, unchanged=sequencer.unchanged)
+    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome
+
+
+def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
+    """The events, read here; an AuditError becomes the store's ImportRejectedError (nothing written)."""
+    from cp import auditlog
+    from storage import log
+
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
+    try:
+        yield from events
+    except auditlog.AuditError as exc:
+        raise log.ImportRejectedError(str(exc), line=exc.line) from None
+    outcome.append(counted())
+
+
+def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
+    """The worker process: the numbered events sent in chunks (msgpack, b"R"), then the outcome (b"D")
+    or the error (b"E")."""
+    import pickle
+
+    import msgspec
+
+    from cp import auditlog
+
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
+    encoder = msgspec.msgpack.Encoder()
+    try:
+        chunk: list[importing.Event] = []
+        for event in events:
+            chunk.append(event)
+            if len(chunk) >= _CHUNK:
+                conn.send_bytes(b"R" + encoder.encode(chunk))
+                chunk = []
+        if chunk:
+            conn.send_bytes(b"R" + encoder.encode(chunk))
+        out = counted()
+        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged)))
+    except auditlog.AuditError as exc:
+        conn.send_bytes(b"E" + pickle.dumps((str(exc), exc.line)))
+    except BrokenPipeError:  # the importing process stopped
+        pass
+    finally:
+        conn.close()
+
+
+def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]
+                 ) -> tuple[Generator[importing.Event, None, None], Callable[[], None]]:
+    """The events, read by a worker process (see the module), started now: before this process
+    starts the database's thread."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    receiving, sending = context.Pipe(duplex=False)
+    process = context.Process(target=_worker, args=(paths, keep_secrets, sending), daemon=True)
+    process.start()
+    sending.close()
+
+    def stop() -> None:
+        receiving.close()  # a worker still sending stops (BrokenPipeError)
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    return _received(receiving, stop, outcome=outcome), stop
+
+
+def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
+    import pickle
+
+    import msgspec
+
+    from cp import importing
+    from storage import log
+
+    decoder = msgspec.msgpack.Decoder(list[importing.Event])
+    try:
+        while True:
+            try:
+                message = receiving.recv_bytes()
+            except EOFError:
+                raise log.ImportRejectedError("the audit log reader stopped unexpectedly", line=0) from None
+            if message[:1] == b"R":
+                yield from decoder.decode(memoryview(message)[1:])
+            elif message[:1] == b"E":
+                text, line = pickle.loads(message[1:])
+                raise log.ImportRejectedError(text, line=line)
+            else:
+                report, skipped, missed, unchanged = pickle.loads(message[1:])
+                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
+                return
+    finally:
+        stop()

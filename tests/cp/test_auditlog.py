@@ -1,0 +1,167 @@
+"""kube-apiserver audit events (audit.k8s.io/v1, as upstream documents them) read as another cluster's
+changes (`cp.auditlog`): which writes become changes, what is counted instead, and the files read."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cp import auditlog, importing
+
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "web", "namespace": "shop", "uid": "7d0c3f4e-1111-4000-8000-000000000001",
+                    "resourceVersion": "5012", "creationTimestamp": "2026-12-01T10:00:00Z"},
+       "spec": {"containers": [{"name": "main", "image": "nginx"}]}}
+
+
+def event(verb: str, *, level: str = "RequestResponse", stage: str = "ResponseComplete", code: int = 200,
+          resource: str = "pods", name: str = "web", namespace: str = "shop", group: str = "",
+          subresource: str = "", request: Any = None, response: Any = None, uri: str = "",
+          audit_id: str = "a-1", at: str = "2026-12-01T10:00:01.000000Z", **ref: str) -> dict[str, Any]:
+    """An audit.k8s.io/v1 Event as the log backend writes it (one JSON line)."""
+    object_ref: dict[str, Any] = {"resource": resource, "namespace": namespace, "name": name,
+                                  "apiVersion": "v1", **ref}
+    if group:
+        object_ref["apiGroup"] = group
+    if subresource:
+        object_ref["subresource"] = subresource
+    ev: dict[str, Any] = {
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": level, "auditID": audit_id, "stage": stage,
+        "requestURI": uri or f"/api/v1/namespaces/{namespace}/{resource}/{name}", "verb": verb,
+        "user": {"username": "alice", "groups": ["system:authenticated"]}, "sourceIPs": ["10.0.0.9"],
+        "userAgent": "kubectl/v1.37.0 (linux/amd64)", "objectRef": object_ref,
+        "requestReceivedTimestamp": at, "stageTimestamp": at,
+        "annotations": {"authorization.k8s.io/decision": "allow"}}
+    if stage == "ResponseComplete":
+        ev["responseStatus"] = {"metadata": {}, "code": code}
+    if request is not None and level in ("Request", "RequestResponse"):
+        ev["requestObject"] = request
+    if response is not None and level == "RequestResponse":
+        ev["responseObject"] = response
+    return ev
+
+
+def changes(*events: dict[str, Any]) -> tuple[list[importing.Change], auditlog.Translator]:
+    translator = auditlog.Translator()
+    out: list[importing.Change] = []
+    for n, ev in enumerate(events, 1):
+        loc = auditlog.Located(time=float(n), path="audit.log", line=n,
+                               event=auditlog._decoder.decode(json.dumps(ev).encode()))  # type: ignore[arg-type]
+        out.extend(translator.changes(loc))
+    translator.finish()
+    return out, translator
+
+
+def test_request_response_writes_are_the_response_objects() -> None:
+    updated = {**POD, "metadata": {**POD["metadata"], "labels": {"tier": "web"}, "resourceVersion": "5013"}}
+    got, tr = changes(
+        event("create", code=201, request={**POD, "metadata": {"name": "web"}}, response=POD,
+              uri="/api/v1/namespaces/shop/pods?fieldManager=kubectl-client-side-apply"),
+        event("patch", request={"metadata": {"labels": {"tier": "web"}}}, response=updated, audit_id="a-2"),
+        event("delete", response={"kind": "Status", "apiVersion": "v1", "status": "Success"}, audit_id="a-3"))
+    assert [(c.deleted, c.object["metadata"].get("labels"), c.source) for c in got] == [
+        (False, None, "a-1"), (False, {"tier": "web"}, "a-2"), (True, None, "a-3")]
+    assert got[0].object == POD and got[0].field_manager == "kubectl-client-side-apply"
+    assert (got[0].user, got[0].user_agent, got[0].time) == ("alice", "kubectl/v1.37.0 (linux/amd64)", 1.0)
+    assert got[2].object == {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "shop"}}
+    assert tr.report.imported == {"pods": 3} and tr.report.left == {}
+
+
+def test_request_level_creates_and_updates_are_the_request_objects_and_patches_are_reported() -> None:
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "gpu"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    got, tr = changes(
+        event("create", level="Request", code=201, resource="resourceclaims", group="resource.k8s.io", name="gpu",
+              request=claim, at="2026-12-01T10:00:01.250000Z", uid="c-uid"),
+        event("patch", level="Request", resource="resourceclaims", group="resource.k8s.io", name="gpu",
+              request={"metadata": {"labels": {"a": "b"}}}),
+        event("create", level="Request", code=201, name="", request={**POD, "metadata": {"generateName": "web-"}}))
+    [created] = got
+    assert created.object["metadata"] == {"name": "gpu", "namespace": "shop", "uid": "c-uid",
+                                          "creationTimestamp": "2026-12-01T10:00:01Z"}
+    assert created.object["spec"] == claim["spec"]
+    assert tr.report.left == {"resourceclaims.resource.k8s.io": {auditlog.PATCH_REQUEST: 1},
+                              "pods": {auditlog.NO_OBJECT: 1}}
+
+
+def test_what_the_log_cannot_tell_is_counted_per_resource() -> None:
+    got, tr = changes(
+        event("create", level="Metadata", code=201, resource="configmaps", name="cfg"),
+        event("get", level="Metadata"), event("list", level="Metadata", name=""),
+        event("create", code=409, response={"kind": "Status", "apiVersion": "v1", "code": 409}),
+        event("create", code=201, response=POD, uri="/api/v1/namespaces/shop/pods?dryRun=All"),
+        event("update", stage="RequestReceived", audit_id="lost", resource="configmaps", name="cfg"),
+        event("create", code=201, subresource="binding", response={"kind": "Status", "apiVersion": "v1"}),
+        event("update", subresource="scale", resource="deployments", group="apps",
+              response={"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}))
+    assert got == []
+    assert tr.report.left == {
+        "configmaps": {auditlog.METADATA: 1, auditlog.NO_COMPLETE: 1},
+        "pods": {auditlog.READ: 2, auditlog.FAILED: 1, auditlog.DRY_RUN: 1},
+        "pods/binding": {auditlog.SUBRESOURCE: 1}, "deployments.apps/scale": {auditlog.SUBRESOURCE: 1}}
+    assert "RESOURCE" in tr.report.lines()[0] and "METADATA LEVEL" in tr.report.lines()[0]
+
+
+def test_status_writes_apply_to_the_parent_and_pending_deletions_are_changes() -> None:
+    running = {**POD, "status": {"phase": "Running"}}
+    terminating = {**running, "metadata": {**POD["metadata"], "deletionTimestamp": "2026-12-01T10:00:05Z",
+                                           "deletionGracePeriodSeconds": 30}}
+    gone = {**terminating, "metadata": {**terminating["metadata"], "deletionGracePeriodSeconds": 0}}
+    got, _ = changes(event("update", subresource="status", request=running, response=running),
+                     event("delete", response=terminating), event("delete", response=gone),
+                     event("delete", level="Metadata", resource="configmaps", name="cfg"))
+    assert [(c.deleted, c.object.get("status")) for c in got] == [
+        (False, {"phase": "Running"}), (False, {"phase": "Running"}), (True, {"phase": "Running"}), (True, None)]
+    assert got[3].object["kind"] == "ConfigMap"
+
+
+def test_deletecollection_deletes_each_returned_item() -> None:
+    items = [{"metadata": {"name": n, "namespace": "shop", "uid": n}, "data": {}} for n in ("a", "b")]
+    got, _ = changes(event("deletecollection", resource="configmaps", name="", response={
+        "kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}, "items": items}))
+    assert [(c.deleted, c.object["kind"], c.object["metadata"]["name"]) for c in got] == [
+        (True, "ConfigMap", "a"), (True, "ConfigMap", "b")]
+
+
+def _lines(*events: dict[str, Any]) -> bytes:
+    return b"".join(json.dumps(ev).encode() + b"\n" for ev in events)
+
+
+def test_files_rotated_gzip_and_event_lists_are_merged_by_time(tmp_path: Path) -> None:
+    old = tmp_path / "audit-2026-12-01T10-00-00.000.log.gz"
+    old.write_bytes(gzip.compress(_lines(event("get", audit_id="1", at="2026-12-01T10:00:01.000000Z"),
+                                         event("get", audit_id="3", at="2026-12-01T10:00:03.000000Z"))))
+    current = tmp_path / "audit.log"
+    current.write_bytes(_lines(event("get", audit_id="2", at="2026-12-01T10:00:02.000000Z"),
+                               {"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "metadata": {},
+                                "items": [event("get", audit_id="4", at="2026-12-01T10:00:04.000000Z")]}))
+    document = tmp_path / "batch.json"
+    document.write_text(json.dumps({"kind": "EventList", "apiVersion": "audit.k8s.io/v1", "items": [
+        event("get", audit_id="5", at="2026-12-01T10:00:05.000000Z")]}, indent=2))
+    got = list(auditlog.merged([current, old, document]))
+    assert [loc.event.audit_id for loc in got] == ["1", "2", "3", "4", "5"]
+    assert [(Path(loc.path).name, loc.line) for loc in got[:4]] == [
+        (old.name, 1), ("audit.log", 1), (old.name, 2), ("audit.log", 2)]
+    same_time = tmp_path / "same.log"  # ties: the files' order, then each file's
+    same_time.write_bytes(_lines(event("get", audit_id="6"), event("get", audit_id="7")))
+    got = list(auditlog.merged([same_time, same_time]))
+    assert [(loc.event.audit_id, loc.line) for loc in got] == [("6", 1), ("7", 2), ("6", 1), ("7", 2)]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": ', "malformed JSON"),
+    (b'{"kind": "Pod", "apiVersion": "v1"}', "not an audit.k8s.io/v1 Event"),
+    (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1beta1", "stageTimestamp": "2026-12-01T10:00:00Z"}',
+     "audit.k8s.io/v1beta1"),
+    (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": "x"}', "without stageTimestamp"),
+])
+def test_malformed_lines_are_named_by_file_and_line(tmp_path: Path, line: bytes, message: str) -> None:
+    path = tmp_path / "audit.log"
+    path.write_bytes(_lines(event("get")) + b"\n" + line + b"\n")
+    with pytest.raises(auditlog.AuditError) as caught:
+        list(auditlog.merged([path]))
+    assert str(caught.value).startswith(f"{path}:3: ") and message in str(caught.value)
