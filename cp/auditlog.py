@@ -36,6 +36,7 @@ import datetime
 import functools
 import gzip
 import heapq
+import itertools
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -213,13 +214,58 @@ def _document(path: Path, *, first_line: int) -> Iterator[Located]:
 
 
 def merged(paths: Sequence[Path]) -> Iterator[Located]:
-    """The events of every file, merged by time (ties: the files' order, then each file's)."""
+    """The events of every file, merged by time (ties: the files' order, then each file's). Rotated
+    files whose times do not overlap (each one's last event before the next one's first) are read one
+    after the other, which is the same order without the merge's cost."""
     if len(paths) == 1:
         yield from read_file(paths[0])
+        return
+    disjoint = _in_sequence(paths)
+    if disjoint is not None:
+        for path in disjoint:
+            yield from read_file(path)
         return
     keyed = [_keyed(index, path) for index, path in enumerate(paths)]
     for *_, loc in heapq.merge(*keyed):  # (time, file, n) always differ: events are never compared
         yield loc
+
+
+def _in_sequence(paths: Sequence[Path]) -> list[Path] | None:
+    """`paths` ordered so that each file's events all come before the next one's (by the first and last
+    line's `stageTimestamp`), or None when that cannot be told cheaply (gzip, an EventList document,
+    a line that is not an Event) or the files overlap."""
+    spans: list[tuple[str, str, int, Path]] = []
+    for index, path in enumerate(paths):
+        span = _span(path)
+        if span is None:
+            return None
+        spans.append((span[0], span[1], index, path))
+    spans.sort()
+    for (_first, last, _i, _p), (first, _last, _j, _q) in itertools.pairwise(spans):
+        if not last < first:
+            return None
+    return [path for *_, path in spans]
+
+
+def _span(path: Path) -> tuple[str, str] | None:
+    """The `stageTimestamp` of a plain file's first and last line (server form: they sort as text)."""
+    try:
+        with path.open("rb") as f:
+            if f.peek(2)[:2] == b"\x1f\x8b":
+                return None
+            first = f.readline()
+            size = f.seek(0, 2)
+            f.seek(max(0, size - 65536))
+            tail = f.read().rstrip(b"\n").rsplit(b"\n", 1)[-1]
+        decoded = [_decoder.decode(line) for line in (first, tail)]
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    stamps = [d.stage_timestamp for d in decoded if isinstance(d, AuditEvent)]
+    if len(stamps) != 2:
+        return None
+    if not all(len(s) == 27 and s.endswith("Z") for s in stamps):
+        return None
+    return stamps[0], stamps[1]
 
 
 def _keyed(index: int, path: Path) -> Iterator[tuple[float, int, int, Located]]:

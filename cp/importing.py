@@ -67,8 +67,9 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     resync: bool = False  # found by a relist after a watch expired (the change between is unknown)
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True):
-    """An event for the log, numbered (`storage.importing` writes them)."""
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """An event for the log, numbered (`storage.importing` writes them). Scalars and bytes only, so not
+    tracked by the cyclic collector (an import makes a million of them)."""
 
     revision: int
     type: str  # ADDED, MODIFIED, DELETED
@@ -184,6 +185,10 @@ class Sequencer:
         self._heads: dict[tuple[str, str, str, str], _Head] = {}
         self._custom: dict[tuple[str, str], _Custom] = {}  # the custom kinds of the definitions seen
 
+    def heads(self) -> dict[tuple[str, str, str, str], tuple[int, bool]]:
+        """Each key's last revision and whether that event deleted it (what the store's heads hold)."""
+        return {key: (head.revision, not head.live) for key, head in self._heads.items()}
+
     def live(self) -> Iterable[tuple[tuple[str, str, str, str], dict[str, Any]]]:
         """The live objects (key -> stored object), as the events so far leave them."""
         return ((key, head.object) for key, head in self._heads.items() if head.live)
@@ -233,7 +238,7 @@ class Sequencer:
         if head is not None and head.live:
             if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
                 out.append(self._event("DELETED", kind, key, head.object, head, change))
-            elif _same(head.object, obj) and (not change.source or change.source == head.source):
+            elif (not change.source or change.source == head.source) and _same(head.object, obj):
                 self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
         live = head is not None and head.live and not out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 
 import structlog
 
@@ -43,40 +43,67 @@ async def import_events(log: sql.SqlEventLog,
                         events: Iterable[importing.Event] | AsyncIterable[importing.Event]) -> int:
     """Insert `events` (consecutive revisions from 1, as a `Sequencer` numbers them) into an empty
     store, atomically. Returns how many were written."""
-    started = time.perf_counter()
     heads: dict[codec.Key, tuple[int, bool]] = {}
+
+    async def chunks() -> AsyncIterator[list[codec.Row]]:
+        chunk: list[codec.Row] = []
+        async for event in _events(events):
+            heads[(event.group, event.resource, event.namespace, event.name)] = (
+                event.revision, event.type == "DELETED")
+            chunk.append(row(event))
+            if len(chunk) >= CHUNK:
+                yield chunk
+                chunk = []
+        if chunk:
+            yield chunk
+
+    return await import_rows(log, chunks(), heads=lambda: heads)
+
+
+async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | AsyncIterable[list[codec.Row]],
+                      *, heads: Callable[[], dict[codec.Key, tuple[int, bool]]], keep_indexes: bool = False) -> int:
+    """Insert chunks of rows (`row`; consecutive revisions from 1) into an empty store, atomically:
+    each chunk is inserted while the next is made. `heads()`, asked once every chunk is in, gives
+    each key's last revision and whether it is deleted; `keep_indexes`: see `SqlEventLog.bulk_import`.
+    Returns how many rows were written."""
+    started = time.perf_counter()
     count = last = 0
-    async with log.bulk_import() as sink:
+    async with log.bulk_import(keep_indexes=keep_indexes) as sink:
         inserting: asyncio.Future[None] | None = None
         try:
-            chunk: list[codec.Row] = []
-            async for event in _events(events):
-                if event.revision != last + 1:
+            async for chunk in _chunks(chunks):
+                if not chunk:
+                    continue
+                if chunk[0][0] != last + 1 or chunk[-1][0] != last + len(chunk):
                     raise contract.ImportRejectedError(
-                        f"revision {event.revision} after {last}: imported events are numbered without gaps", line=0)
-                last = event.revision
-                heads[(event.group, event.resource, event.namespace, event.name)] = (
-                    event.revision, event.type == "DELETED")
-                chunk.append(row(event))
-                count += 1
-                if len(chunk) >= CHUNK:
-                    if inserting is not None:
-                        await inserting
-                    inserting = asyncio.ensure_future(sink.insert(chunk))
-                    chunk = []
+                        f"revisions {chunk[0][0]}..{chunk[-1][0]} after {last}: imported events are numbered "
+                        "without gaps", line=0)
+                last = chunk[-1][0]
+                count += len(chunk)
+                if inserting is not None:
+                    await inserting
+                inserting = asyncio.ensure_future(sink.insert(chunk))
             if inserting is not None:
                 await inserting
-            if chunk:
-                await sink.insert(chunk)
         except BaseException:
             if inserting is not None and not inserting.done():
                 with contextlib.suppress(BaseException):
                     await inserting
             raise
-        await sink.finish(heads=heads, compacted=0)
+        await sink.finish(heads=heads(), compacted=0)
     _logger.info("events_imported", events=count, revision=last,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
     return count
+
+
+async def _chunks(source: Iterable[list[codec.Row]] | AsyncIterable[list[codec.Row]]
+                  ) -> AsyncIterator[list[codec.Row]]:
+    if isinstance(source, AsyncIterable):
+        async for chunk in source:
+            yield chunk
+    else:
+        for chunk in source:
+            yield chunk
 
 
 async def append_events(log: sql.SqlEventLog, events: Iterable[importing.Event]) -> int:

@@ -1026,8 +1026,10 @@ class SqlEventLog:
 
 
     @contextlib.asynccontextmanager
-    async def bulk_import(self) -> AsyncIterator[BulkImport]:
-        """One write transaction into an EMPTY store; committed when the block ends without error."""
+    async def bulk_import(self, *, keep_indexes: bool = False) -> AsyncIterator[BulkImport]:
+        """One write transaction into an EMPTY store; committed when the block ends without error.
+        `keep_indexes`: grow the secondary indexes row by row (cheaper when the rows come slower than
+        the database inserts them, from a reader in another process) instead of building them at the end."""
         self._check_started()
         async with self._write_lock:
             await self._begin_write()
@@ -1039,7 +1041,7 @@ class SqlEventLog:
                 # Building an index once from all rows is faster than growing it row by row; the
                 # definitions come from the database itself, so they cannot drift from the migrations.
                 self._dropped_indexes = []
-                for name, definition in await self._secondary_indexes():
+                for name, definition in [] if keep_indexes else await self._secondary_indexes():
                     await self._write_execute(f'DROP INDEX "{name}"', ())
                     self._dropped_indexes.append(definition)
                 yield BulkImport(self)

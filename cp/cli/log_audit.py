@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 WORKER_BYTES = 64 << 20
 _CHUNK = 2000
+_AHEAD = 16  # chunks a worker may be ahead of the database
 
 
 def add_arguments(imp: argparse.ArgumentParser) -> None:
@@ -37,11 +38,12 @@ class _Outcome:
     """What the reading side counted (sent back by a worker as plain values)."""
 
     def __init__(self, *, report: auditlog.Report, skipped: dict[str, int], missed_deletes: int,
-                 unchanged: int) -> None:
+                 unchanged: int, heads: dict[tuple[str, str, str, str], tuple[int, bool]] | None = None) -> None:
         self.report = report
         self.skipped = skipped
         self.missed_deletes = missed_deletes
         self.unchanged = unchanged
+        self.heads = heads or {}  # a worker's: each key's last revision and whether it is deleted
 
 
 async def run(args: argparse.Namespace, *, store_url: str) -> int:
@@ -59,15 +61,22 @@ async def run(args: argparse.Namespace, *, store_url: str) -> int:
     outcome: list[_Outcome] = []
     keep = bool(args.keep_secrets)
     stop: Callable[[], None] = _nothing
+    rows: Generator[list[tuple[Any, ...]], None, None] | None = None
     if size >= WORKER_BYTES:  # started before any thread
-        events, stop = _from_worker(args.audit, keep_secrets=keep, outcome=outcome)
+        rows, stop = _from_worker(args.audit, keep_secrets=keep, outcome=outcome)
+        events: Generator[Any, None, None] = rows
     else:
         events = _in_process(args.audit, keep_secrets=keep, outcome=outcome)
     event_log = factory.open_event_log(url=store_url)
     try:
         await event_log.start()
         try:
-            count = await writer.import_events(event_log, events)
+            if rows is not None:  # the worker numbered them and knows the heads
+                # the worker is the slower side: the database keeps its indexes up to date meanwhile
+                count = await writer.import_rows(event_log, rows, heads=lambda: outcome[0].heads,
+                                                 keep_indexes=True)
+            else:
+                count = await writer.import_events(event_log, events)
         except log.ImportRejectedError as exc:
             print(f"cplane log import: {exc}", file=sys.stderr)
             return 1
@@ -109,7 +118,7 @@ def _prepare(args: argparse.Namespace) -> tuple[str, int]:
     return "", size
 
 
-def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Any]:
+def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Any, importing.Sequencer]:
     from cp import auditlog, importing
 
     sequencer = importing.Sequencer(keep_secrets=keep_secrets)
@@ -118,7 +127,7 @@ def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importi
     def outcome() -> _Outcome:
         return _Outcome(report=translator.report, skipped=sequencer.skipped,
                         missed_deletes=sequencer.missed_deletes, unchanged=sequencer.unchanged)
-    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome
+    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome, sequencer
 
 
 def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
@@ -126,7 +135,7 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
     from cp import auditlog
     from storage import log
 
-    events, counted = _reading(paths, keep_secrets=keep_secrets)
+    events, counted, _sequencer = _reading(paths, keep_secrets=keep_secrets)
     try:
         yield from events
     except auditlog.AuditError as exc:
@@ -135,15 +144,18 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
 
 
 def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
-    """The worker process: the numbered events sent in chunks (msgpack, b"R"), then the outcome (b"D")
-    or the error (b"E")."""
+    """The worker process: the numbered events sent in chunks of the store's rows (msgpack, b"R"),
+    then the outcome with the keys' heads (b"D") or the error (b"E")."""
+    import gc
     import pickle
 
     import msgspec
 
     from cp import auditlog
 
-    events, counted = _reading(paths, keep_secrets=keep_secrets)
+    # Decoded JSON holds no cycles: cyclic collections in this short-lived process would be pure cost.
+    gc.disable()
+    events, counted, sequencer = _reading(paths, keep_secrets=keep_secrets)
     encoder = msgspec.msgpack.Encoder()
     try:
         chunk: list[importing.Event] = []
@@ -155,7 +167,8 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
         if chunk:
             conn.send_bytes(b"R" + encoder.encode(chunk))
         out = counted()
-        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged)))
+        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged,
+                                             sequencer.heads())))
     except auditlog.AuditError as exc:
         conn.send_bytes(b"E" + pickle.dumps((str(exc), exc.line)))
     except BrokenPipeError:  # the importing process stopped
@@ -165,7 +178,7 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
 
 
 def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]
-                 ) -> tuple[Generator[importing.Event, None, None], Callable[[], None]]:
+                 ) -> tuple[Generator[list[tuple[Any, ...]], None, None], Callable[[], None]]:
     """The events, read by a worker process (see the module), started now: before this process
     starts the database's thread."""
     import multiprocessing
@@ -185,29 +198,49 @@ def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcom
     return _received(receiving, stop, outcome=outcome), stop
 
 
-def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
+def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[_Outcome]
+              ) -> Generator[list[tuple[Any, ...]], None, None]:
     import pickle
+    import queue
+    import threading
 
     import msgspec
 
     from cp import importing
+    from storage import importing as writer
     from storage import log
 
     decoder = msgspec.msgpack.Decoder(list[importing.Event])
+    row = writer.row
+    # A thread keeps the pipe drained (a few chunks ahead), so that the worker goes on reading while
+    # this process waits for the database.
+    ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
+
+    def drain() -> None:
+        try:
+            while True:
+                message = receiving.recv_bytes()
+                ahead.put(message)
+                if message[:1] != b"R":
+                    return
+        except (EOFError, OSError):
+            ahead.put(None)
+
+    threading.Thread(target=drain, name="audit-import-pipe", daemon=True).start()
     try:
         while True:
-            try:
-                message = receiving.recv_bytes()
-            except EOFError:
-                raise log.ImportRejectedError("the audit log reader stopped unexpectedly", line=0) from None
+            message = ahead.get()
+            if message is None:
+                raise log.ImportRejectedError("the audit log reader stopped unexpectedly", line=0)
             if message[:1] == b"R":
-                yield from decoder.decode(memoryview(message)[1:])
+                yield [row(event) for event in decoder.decode(memoryview(message)[1:])]
             elif message[:1] == b"E":
                 text, line = pickle.loads(message[1:])
                 raise log.ImportRejectedError(text, line=line)
             else:
-                report, skipped, missed, unchanged = pickle.loads(message[1:])
-                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
+                report, skipped, missed, unchanged, heads = pickle.loads(message[1:])
+                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged,
+                                        heads=heads))
                 return
     finally:
         stop()

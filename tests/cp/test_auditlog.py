@@ -152,6 +152,23 @@ def test_files_rotated_gzip_and_event_lists_are_merged_by_time(tmp_path: Path) -
     assert [(loc.event.audit_id, loc.line) for loc in got] == [("6", 1), ("7", 2), ("6", 1), ("7", 2)]
 
 
+def test_rotated_files_that_do_not_overlap_are_read_in_turn(tmp_path: Path) -> None:
+    def log(name: str, *seconds: int) -> Path:
+        path = tmp_path / name
+        path.write_bytes(_lines(*(event("get", audit_id=f"{name}-{s}", at=f"2026-12-01T10:00:{s:02d}.000000Z")
+                                  for s in seconds)))
+        return path
+
+    older, newer = log("audit-1.log", 1, 2, 3), log("audit.log", 4, 5)
+    assert auditlog._in_sequence([newer, older]) == [older, newer]
+    got = [loc.event.audit_id for loc in auditlog.merged([newer, older])]
+    assert got == ["audit-1.log-1", "audit-1.log-2", "audit-1.log-3", "audit.log-4", "audit.log-5"]
+    overlapping = log("other.log", 2, 6)
+    assert auditlog._in_sequence([newer, older, overlapping]) is None  # merged by time instead
+    got = [loc.event.audit_id for loc in auditlog.merged([older, overlapping])]
+    assert got == ["audit-1.log-1", "audit-1.log-2", "other.log-2", "audit-1.log-3", "other.log-6"]
+
+
 @pytest.mark.parametrize(("line", "message"), [
     (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": ', "malformed JSON"),
     (b'{"kind": "Pod", "apiVersion": "v1"}', "not an audit.k8s.io/v1 Event"),
