@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
+from typing import TypeVar
 
 import structlog
 
@@ -19,6 +20,7 @@ from storage import codec, sql
 from storage import log as contract
 
 CHUNK = 5000
+_T = TypeVar("_T")
 _logger = structlog.get_logger(__name__)
 
 
@@ -29,14 +31,14 @@ def row(event: importing.Event) -> codec.Row:
             event.request_id, event.object)
 
 
-async def _events(source: Iterable[importing.Event] | AsyncIterable[importing.Event]
-                  ) -> AsyncIterable[importing.Event]:
+async def _each(source: Iterable[_T] | AsyncIterable[_T]) -> AsyncIterator[_T]:
+    """A plain or an async iterable, as an async one."""
     if isinstance(source, AsyncIterable):
-        async for event in source:
-            yield event
+        async for item in source:
+            yield item
     else:
-        for event in source:
-            yield event
+        for item in source:
+            yield item
 
 
 async def import_events(log: sql.SqlEventLog,
@@ -47,7 +49,7 @@ async def import_events(log: sql.SqlEventLog,
 
     async def chunks() -> AsyncIterator[list[codec.Row]]:
         chunk: list[codec.Row] = []
-        async for event in _events(events):
+        async for event in _each(events):
             heads[(event.group, event.resource, event.namespace, event.name)] = (
                 event.revision, event.type == "DELETED")
             chunk.append(row(event))
@@ -71,7 +73,7 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
     async with log.bulk_import(keep_indexes=keep_indexes) as sink:
         inserting: asyncio.Future[None] | None = None
         try:
-            async for chunk in _chunks(chunks):
+            async for chunk in _each(chunks):
                 if not chunk:
                     continue
                 if chunk[0][0] != last + 1 or chunk[-1][0] != last + len(chunk):
@@ -94,16 +96,6 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
     _logger.info("events_imported", events=count, revision=last,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
     return count
-
-
-async def _chunks(source: Iterable[list[codec.Row]] | AsyncIterable[list[codec.Row]]
-                  ) -> AsyncIterator[list[codec.Row]]:
-    if isinstance(source, AsyncIterable):
-        async for chunk in source:
-            yield chunk
-    else:
-        for chunk in source:
-            yield chunk
 
 
 async def append_events(log: sql.SqlEventLog, events: Iterable[importing.Event]) -> int:
