@@ -231,7 +231,7 @@ class Sequencer:
         if self.defaults and kind.custom is None and kind in res.KINDS:
             obj = copy.deepcopy(obj)
             defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
-        if not self.keep_secrets:
+        if not self.keep_secrets and (kind.group, kind.kind) in _SECRET_FIELDS:
             obj = redact(kind.group, kind.kind, obj)
         uid = str(meta.get("uid") or "")
         out: list[Event] = []
