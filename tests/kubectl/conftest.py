@@ -29,6 +29,7 @@ import aiohttp
 import pytest
 
 from api import server as servers
+from cp import resources, runtimeconfig
 
 COMMAND_TIMEOUT = 30.0  # seconds per kubectl command; a hang fails the test instead of pytest-timeout
 
@@ -225,10 +226,22 @@ class Kubectl:
             await bg.stop()
 
 
+def runtime_config(text: str) -> runtimeconfig.RuntimeConfig:
+    """`cplane serve --runtime-config TEXT` as the server's option."""
+    return runtimeconfig.parse(text, group_versions=resources.builtin_group_versions())
+
+
 @pytest.fixture
-async def server(tmp_path: Path) -> AsyncIterator[servers.Running]:
+def runtime() -> str:
+    """The `server` fixture's `--runtime-config` ("": the defaults); a test module overrides it."""
+    return ""
+
+
+@pytest.fixture
+async def server(tmp_path: Path, runtime: str) -> AsyncIterator[servers.Running]:
     """A fresh API server (no controllers) on the default SQLite store."""
-    async with servers.running(data_dir=tmp_path / "data") as srv:
+    options = {"runtime_config": runtime_config(runtime)} if runtime else {}
+    async with servers.running(data_dir=tmp_path / "data", app_options=options) as srv:
         yield srv
 
 

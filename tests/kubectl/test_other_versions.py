@@ -8,13 +8,8 @@ Out of scope: the conversions (tests/api/test_other_versions.py)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from api import server as servers
-from cp import resources, runtimeconfig
 from tests.api import test_builtin_manifests as builtin
 from tests.kubectl.conftest import Kubectl
 
@@ -45,14 +40,6 @@ spec: {policyName: stamp}
 @pytest.fixture
 def runtime() -> str:
     return "api/all=true"
-
-
-@pytest.fixture
-async def server(tmp_path: Path, runtime: str) -> AsyncIterator[servers.Running]:
-    options = {"runtime_config": runtimeconfig.parse(runtime, group_versions=resources.builtin_group_versions())} \
-        if runtime else {}
-    async with servers.running(data_dir=tmp_path / "data", app_options=options) as srv:
-        yield srv
 
 
 def _bundle(signer: str) -> str:

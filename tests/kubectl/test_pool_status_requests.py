@@ -16,8 +16,8 @@ import pytest
 from api import server as servers
 from controllers import registry
 from controllers import resourcepoolstatusrequest as poolstatus
-from cp import features, resources, runtimeconfig
-from tests.kubectl.conftest import Kubectl
+from cp import features
+from tests.kubectl.conftest import Kubectl, runtime_config
 
 REQUEST = """\
 apiVersion: resource.k8s.io/v1alpha3
@@ -47,7 +47,7 @@ def runtime() -> str:
 async def server(tmp_path: Path, runtime: str) -> AsyncIterator[servers.Running]:
     options = {"feature_gates": features.FeatureGates({features.DRA_RESOURCE_POOL_STATUS: True})}
     if runtime:
-        options["runtime_config"] = runtimeconfig.parse(runtime, group_versions=resources.builtin_group_versions())
+        options["runtime_config"] = runtime_config(runtime)
     async with servers.running(data_dir=tmp_path / "data", app_options=options) as srv:
         stop, ready = asyncio.Event(), asyncio.Event()
         task = asyncio.create_task(registry.run_controllers(

@@ -9,13 +9,8 @@ device-taint controller's tests read v1 objects, which these are)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
 import pytest
 
-from api import server as servers
-from cp import resources, runtimeconfig
 from tests.kubectl.conftest import Kubectl
 
 RULE = """\
@@ -47,14 +42,6 @@ spec:
 @pytest.fixture
 def runtime() -> str:
     return "resource.k8s.io/v1beta2=true"
-
-
-@pytest.fixture
-async def server(tmp_path: Path, runtime: str) -> AsyncIterator[servers.Running]:
-    options = {"runtime_config": runtimeconfig.parse(runtime, group_versions=resources.builtin_group_versions())} \
-        if runtime else {}
-    async with servers.running(data_dir=tmp_path / "data", app_options=options) as srv:
-        yield srv
 
 
 async def test_apply_a_v1beta2_device_taint_rule(kubectl: Kubectl) -> None:
