@@ -9,8 +9,8 @@ headless, against in-process cplane servers on TCP ports.
   (`FLEET`: 2 nodes, 4 GPUs and a NIC, the demo's shape), nodes Ready and slices published.
   `secure_cluster`: the same served with TLS, authentication and RBAC (`Cluster.token_for` makes a
   user with the roles you bind).
-- `page_for(cluster, path, token=...)`: a fresh browser context and page on the cluster (a bearer token
-  sent with every request of the page, as the login cookie would be), closed after the test.
+- `page_for(cluster, path, token=...)`: a fresh browser context and page on the cluster, logged in
+  through `/ui/login` with that token (the `cplane-token` cookie), closed after the test.
 
 Every test here runs on the session's event loop (the browser's Playwright connection lives there,
 and an in-process server must serve on the loop the test awaits on). Wait on the DOM contract of
@@ -22,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,9 @@ async def browser() -> AsyncIterator[Any]:
         from playwright.async_api import async_playwright
     except ImportError as error:
         _no_browser(f"Playwright for Python is not installed ({error}): pip install -e '.[test]'")
+    from playwright.async_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
     async with async_playwright() as playwright:
         try:
             chromium = await playwright.chromium.launch(executable_path=path, headless=True,
@@ -178,13 +182,15 @@ PageFor = Callable[..., Awaitable[Any]]
 async def page_for(browser: Any) -> AsyncIterator[PageFor]:
     """`await page_for(cluster, "/ui/?node=x", token=None)`: a new page (own context: cookies, storage)
     at that path, once its first render is done (`main[data-rendered-rv]`); everything it opened is
-    closed after the test. Console errors and uncaught page errors fail the test."""
+    closed after the test. With a `token`: logged in through `/ui/login` (the cookie), or with
+    `login=False` the token sent as an Authorization header by the browser. Console errors and
+    uncaught page errors fail the test."""
     contexts: list[Any] = []
     errors: list[str] = []
 
     async def open_page(cluster: Cluster, path: str = "/ui/", *, token: str | None = None,
-                        wait: bool = True) -> Any:
-        headers = {"Authorization": f"Bearer {token or ''}"} if token else None
+                        login: bool = True, wait: bool = True) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token and not login else None
         context = await browser.new_context(ignore_https_errors=cluster.secure, extra_http_headers=headers,
                                             viewport={"width": 1400, "height": 900})
         context.set_default_timeout(TIMEOUT_MS)
@@ -193,7 +199,11 @@ async def page_for(browser: Any) -> AsyncIterator[PageFor]:
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
         page.on("console", lambda message: errors.append(f"console {message.type}: {message.text}")
                 if message.type == "error" and not message.text.startswith(REFUSED) else None)
-        await page.goto(cluster.url + path)
+        if token and login:  # the browser login: the token in the URL fragment, posted, kept in a cookie
+            await page.goto(f"{cluster.url}/ui/login?{urllib.parse.urlencode({'next': path})}#token={token}")
+            await page.wait_for_url(f"{cluster.url}{path}")
+        else:
+            await page.goto(cluster.url + path)
         if wait:
             await page.wait_for_selector("main[data-rendered-rv]", state="attached")
         return page

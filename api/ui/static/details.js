@@ -67,6 +67,27 @@ function deviceHtml(dev, writable) {
   return lines.join("");
 }
 
+// Links from a claim to its devices and pods, from a pod to its node and claims.
+function relationsHtml(ref, obj) {
+  if (!obj) return "";
+  const rows = [];
+  if (ref.resource === "resourceclaims") {
+    const results = (((obj.status || {}).allocation || {}).devices || {}).results || [];
+    rows.push(`<dt>allocated</dt><dd>${results.length ? results.map((r) => {
+      const id = `${r.driver}/${r.pool}/${r.device}`;
+      return `<button type="button" data-open-device="${esc(id)}">${esc(id)}</button>`;
+    }).join(" ") : "no"}</dd>`);
+    const pods = ((obj.status || {}).reservedFor || []).filter((r) => !r.resource || r.resource === "pods");
+    if (pods.length) rows.push(`<dt>reserved for</dt><dd>${pods.map((r) => `<button type="button" class="pod" data-open-pod="${esc(`${ref.namespace}/${r.name}`)}">${esc(`${ref.namespace}/${r.name}`)}</button>`).join(" ")}</dd>`);
+  } else if (ref.resource === "pods") {
+    const node = (obj.spec || {}).nodeName;
+    rows.push(`<dt>node</dt><dd>${esc(node || "not scheduled")}</dd>`);
+    const claims = ((obj.status || {}).resourceClaimStatuses || []).filter((c) => c.resourceClaimName);
+    if (claims.length) rows.push(`<dt>claims</dt><dd>${claims.map((c) => `<button type="button" class="claim" data-open-claim="${esc(`${ref.namespace}/${c.resourceClaimName}`)}">${esc(`${ref.namespace}/${c.resourceClaimName}`)}</button>`).join(" ")}</dd>`);
+  }
+  return rows.length ? `<dl class="device-facts">${rows.join("")}</dl>` : "";
+}
+
 export function mount(ctx) {
   const panel = document.getElementById("details");
   let ref = null;
@@ -107,6 +128,7 @@ export function mount(ctx) {
     } else if (ref.resource === "devicetaintrules" && live && obj && (ctx.permissions || {}).deleteRules) {
       out.push(`<p><button type="button" data-write="" data-remove-rule="${esc(ref.name)}">remove</button></p>`);
     }
+    if (!ref.device) out.push(relationsHtml(ref, obj));
     out.push(`<h3>YAML${ref.device ? " (its entry in the ResourceSlice)" : ""}</h3>`);
     if (obj) out.push(`<pre class="yaml">${esc(toYaml(obj))}</pre>`);
     else out.push(`<p class="note" data-note="">${esc(fetched.error || (fetched.key === key() ? "not found at this revision" : "loading…"))}</p>`);
@@ -164,6 +186,10 @@ export function mount(ctx) {
     if (d.close !== undefined) ctx.closeObject();
     else if (d.openSlice) ctx.openObject({ group: "resource.k8s.io", resource: "resourceslices", name: d.openSlice });
     else if (d.openRule) ctx.openObject({ group: "resource.k8s.io", resource: "devicetaintrules", name: d.openRule });
+    else if (d.openDevice) {
+      const slice = ctx.state.snapshot.slices.find((sl) => (sl.spec.devices || []).some((dev) => d.openDevice === `${sl.spec.driver}/${sl.spec.pool.name}/${dev.name}`));
+      ctx.openObject({ group: "resource.k8s.io", resource: "resourceslices", name: slice ? slice.metadata.name : "", device: d.openDevice });
+    }
     else if (d.openClaim) {
       const [namespace, name] = d.openClaim.split("/");
       ctx.openObject({ group: "resource.k8s.io", resource: "resourceclaims", namespace, name });

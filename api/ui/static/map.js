@@ -337,6 +337,7 @@ export function mount(ctx) {
     permissions.deleteRules = del;
     ctx.permissions = permissions;
     if (del) render();
+    document.querySelector("main").dataset.canWrite = create || del ? "yes" : "no"; // decided (tests wait on it)
     ctx.emit("permissions", permissions);
   });
   ctx.permissions = permissions;
