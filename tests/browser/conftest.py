@@ -8,7 +8,7 @@ headless, against in-process cplane servers on TCP ports.
 - `cluster`: a sandbox (`cp.testing.sandbox`) with the default controllers and a small fleet
   (`FLEET`: 2 nodes, 4 GPUs and a NIC, the demo's shape), nodes Ready and slices published.
   `secure_cluster`: the same served with TLS, authentication and RBAC (`Cluster.token_for` makes a
-  user with the roles you bind).
+  user with the roles you bind). `empty_cluster`: no controllers, no fleet (for what needs the page only).
 - `page_for(cluster, path, token=...)`: a fresh browser context and page on the cluster, logged in
   through `/ui/login` with that token (the `cplane-token` cookie), closed after the test.
 
@@ -19,6 +19,7 @@ docs/ui.md (`main[data-rendered-rv]`, `[data-device=…]`, …) with Playwright'
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -141,37 +142,47 @@ class Cluster:
         return str(review["status"]["token"])
 
 
-async def _ready(sb: testing.Sandbox) -> None:
-    """Wait until every node of FLEET is Ready and has published its slices."""
+async def _ready(sb: testing.Sandbox, *, nodes: int, devices: int) -> None:
+    """Wait until `nodes` nodes are Ready and their slices list `devices` devices."""
     async def ready() -> bool:
-        nodes = (await sb.client.list("nodes")).items
+        listed = (await sb.client.list("nodes")).items
         slices = (await sb.client.list("resourceslices.resource.k8s.io")).items
-        ready_nodes = [n for n in nodes if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                               for c in (n.get("status") or {}).get("conditions") or [])]
-        devices = sum(len(s["spec"].get("devices") or []) for s in slices)
-        return len(ready_nodes) == len(NODES) and devices == len(NODES) * DEVICES_PER_NODE
+        ready_nodes = [n for n in listed if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                                for c in (n.get("status") or {}).get("conditions") or [])]
+        return len(ready_nodes) == nodes and sum(len(s["spec"].get("devices") or []) for s in slices) == devices
 
     await sb.wait_for(ready, timeout=30)
 
 
-async def _cluster(tmp_path: Path, *, secure: bool) -> AsyncIterator[Cluster]:
-    async with testing.sandbox(data_dir=tmp_path / "cplane", fleet=FLEET, secure=secure,
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, *, fleet: dict[str, Any] = FLEET, nodes: int = len(NODES),
+                  devices: int = len(NODES) * DEVICES_PER_NODE, secure: bool = False) -> AsyncIterator[Cluster]:
+    """A cluster of `fleet` (its `nodes` Ready, `devices` published) with the default controllers and
+    the device taint evictor."""
+    async with testing.sandbox(data_dir=tmp_path / "cplane", fleet=fleet, secure=secure,
                                controllers=(*testing.DEFAULT_CONTROLLERS, "device-taint-eviction")) as sb:
-        await _ready(sb)
+        await _ready(sb, nodes=nodes, devices=devices)
         yield Cluster(url=sb.url, client=sb.client, sandbox=sb, secure=secure)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """cplane (plain HTTP, no authentication) with controllers and FLEET."""
-    async for c in _cluster(tmp_path, secure=False):
+    async with running(tmp_path) as c:
         yield c
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def empty_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """cplane (plain HTTP) with no controllers and no fleet: for what needs only the page."""
+    async with testing.sandbox(data_dir=tmp_path / "cplane", controllers=()) as sb:
+        yield Cluster(url=sb.url, client=sb.client, sandbox=sb)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def secure_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """cplane with TLS, authentication and RBAC, controllers and FLEET."""
-    async for c in _cluster(tmp_path, secure=True):
+    async with running(tmp_path, secure=True) as c:
         yield c
 
 

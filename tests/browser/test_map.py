@@ -121,6 +121,10 @@ async def test_details_panel_shows_yaml_and_events(cluster: Cluster, page_for: P
     await expect(details.locator("h2")).to_have_text(f"ResourceClaim {claim}")
     await expect(details.locator(".yaml")).to_contain_text("kind: ResourceClaim")
     await expect(details.locator(".yaml")).to_contain_text(f"name: {claim.split('/')[1]}")
+    # its history from the event log: created, then allocated (a field-level change), reserved
+    await expect(details.locator(".history .version").first).to_contain_text("ADDED")
+    await expect(details.locator(".history")).to_contain_text("status.allocation")
+    assert await details.locator(".history .version").count() >= 2
     key = f"default/{pod['metadata']['name']}"
     await details.locator(f'button.pod[data-open-pod="{key}"]').click()
     await expect(details.locator("h2")).to_have_text(f"Pod {key}")

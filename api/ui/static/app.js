@@ -58,6 +58,7 @@ function createContext() {
   let generation = 0; // bumped by each load: stale loads and watches drop their results
   let controller = null; // aborts the current load's requests and watches
   let frame = 0;
+  let wake = null; // ends the poller's wait (after the page's own writes)
 
   const ctx = {
     api,
@@ -102,6 +103,10 @@ function createContext() {
     closeObject() {
       ctx.setParams({ object: null, device: null }, { push: true });
       emit("object", null);
+    },
+    // List the polled kinds now (after a write of the page's own), not at the next round.
+    refresh() {
+      if (wake) wake();
     },
     // The snapshot's objects of one kind as a Map (key "ns/name" or "name").
     index(kind) {
@@ -225,7 +230,11 @@ function createContext() {
   async function poll(kinds, mine, signal, scope) {
     const versionsOf = (m) => Array.from(m.values(), (o) => `${keyOf(o)}@${o.metadata.resourceVersion}`).join(" ");
     while (!signal.aborted && mine === generation) {
-      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, POLL_MS);
+      });
+      wake = null;
       for (const name of kinds) {
         if (signal.aborted || mine !== generation) return;
         let result;

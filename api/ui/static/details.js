@@ -41,8 +41,13 @@ function historyHtml(history) {
   if (history.error) return `<p class="note" data-note="">${esc(history.error)}</p>`;
   if (!history.items.length) return '<p class="empty">no history</p>';
   const rows = history.items.map((h) => {
-    const changes = (h.changes || []).map((c) => `<li class="change"><code>${esc(c.path)}</code>: ${esc(shortValue(c.old))} → ${esc(shortValue(c.new))}</li>`).join("");
-    return `<li class="version" data-revision="${esc(h.revision)}"><span class="rev">rv ${esc(h.revision)}</span> <span class="ev-type">${esc(h.type)}</span> <time>${esc(h.time)}</time> <span class="actor">${esc(h.actor)}</span>${changes ? `<ul class="changes">${changes}</ul>` : ""}</li>`;
+    const changes = (h.changes || []).map((c) => {
+      const op = c.op || (c.old === undefined ? "+" : c.new === undefined ? "-" : "~");
+      const value = op === "+" ? esc(shortValue(c.new)) : op === "-" ? esc(shortValue(c.old)) : `${esc(shortValue(c.old))} → ${esc(shortValue(c.new))}`;
+      return `<li class="change op-${op === "+" ? "add" : op === "-" ? "remove" : "change"}"><span class="op">${esc(op)}</span> <code>${esc(c.path)}</code>: ${value}</li>`;
+    }).join("");
+    const actor = h.actor && typeof h.actor === "object" ? [h.actor.user, h.actor.fieldManager && `(${h.actor.fieldManager})`].filter(Boolean).join(" ") : h.actor;
+    return `<li class="version" data-revision="${esc(h.revision)}"><span class="rev">rv ${esc(h.revision)}</span> <span class="ev-type">${esc(h.type)}</span> <time>${esc(h.time)}</time> <span class="actor">${esc(actor)}</span>${changes ? `<ul class="changes">${changes}</ul>` : ""}</li>`;
   });
   return `<ol class="history">${rows.join("")}</ol>`;
 }
@@ -160,7 +165,9 @@ export function mount(ctx) {
         { rv, query: { fieldSelector: selector.join(",") } })
         .then((r) => { next.events = { items: r.items.filter((e) => !e.involvedObject || !KIND_OF[target.resource] || e.involvedObject.kind === KIND_OF[target.resource]) }; })
         .catch((e) => { next.events = { items: [], error: `events: ${e.message}` }; }));
-      const history = withQuery("/apis/sim.cplane.dev/v1alpha1/eventlog/history",
+      // the namespaced path serves a user who may read that namespace only
+      const base = target.namespace ? `/apis/sim.cplane.dev/v1alpha1/namespaces/${encodeURIComponent(target.namespace)}` : "/apis/sim.cplane.dev/v1alpha1";
+      const history = withQuery(`${base}/eventlog/history`,
         { group: target.group, resource: target.resource, namespace: target.namespace, name: target.name });
       tasks.push(ctx.api.get(history)
         .then((r) => { next.history = { items: (r.items || []).filter((h) => rv === null || Number(h.revision) <= rv) }; })
@@ -205,6 +212,7 @@ export function mount(ctx) {
           apiVersion: "resource.k8s.io/v1", kind: "DeviceTaintRule", metadata: { generateName: "ui-taint-" },
           spec: { deviceSelector: { driver, pool, device }, taint: { key: UI_TAINT_KEY, value: "true", effect: "NoSchedule" } },
         });
+        ctx.refresh();
       } catch (error) {
         document.getElementById("status").textContent = `could not taint ${ref.device}: ${error.message}`;
       }
@@ -213,6 +221,7 @@ export function mount(ctx) {
       target.disabled = true;
       try {
         await ctx.api.del(objectPath({ group: "resource.k8s.io", resource: "devicetaintrules", name: d.removeRule }));
+        ctx.refresh();
       } catch (error) {
         document.getElementById("status").textContent = `could not remove ${d.removeRule}: ${error.message}`;
         target.disabled = false;
