@@ -140,6 +140,7 @@ function createContext() {
     showMode();
     emit("snapshot", state);
     document.querySelector("main").dataset.renderedRv = String(state.revision);
+    performance.mark("cplane:rendered");
   }
 
   function schedule() {
@@ -191,6 +192,7 @@ function createContext() {
     emit("revision", state);
     const denied = {};
     const scope = {};
+    performance.mark("cplane:lists-start");
     let results;
     try {
       results = await Promise.all(SNAPSHOT_KINDS.map((k) => listKind(k, rv, signal, denied, scope)));
@@ -202,6 +204,7 @@ function createContext() {
       throw error;
     }
     if (mine !== generation) return;
+    performance.mark("cplane:lists-done");
     status("");
     objects = {};
     let revision = rv || 0;
