@@ -41,6 +41,16 @@ async def test_a_past_revision_is_read_exactly_and_not_followed(cluster: Cluster
     assert await page.text_content("#mode") == f"past (rv {before})"
     await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-state", "free")
     assert await page.locator('[data-device][data-state="allocated"]').count() == 0
+    # to another past revision: the slices did not change in between, so they are not listed again
+    after = int((await cluster.client.list(s.CLAIMS)).metadata.resource_version)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    await page.evaluate(f"window.cplane.setRevision({after})")
+    await expect(page.locator("main")).to_have_attribute("data-rendered-rv", str(after))
+    await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
+    assert await page.locator("[data-device]").count() == len(NODES) * DEVICES_PER_NODE
+    assert any("/eventlog?" in u and "resource=resourceslices" in u for u in requests), requests
+    assert any("/resourceclaims?" in u for u in requests) and not any("/resourceslices?" in u for u in requests)
     # back to live (as the timeline's "live" does): the allocation is there
     await page.evaluate("window.cplane.setRevision(null)")
     await expect(page.locator("#mode")).to_have_text("live")
