@@ -171,9 +171,9 @@ function createContext() {
       if (error.name === "AbortError") throw error;
       if (error.status === 403 && kind.namespaced) {
         const namespace = ctx.params.namespace || "default";
+        scope[name] = namespace; // the namespace read instead of all (also when that is refused too)
         try {
           const result = await api.list(collectionPath({ ...kind, namespace }), { rv, signal });
-          scope[name] = namespace;
           denied[name] = { message: error.message, partial: true, namespace };
           return result;
         } catch (inner) {
@@ -337,6 +337,12 @@ function createContext() {
     emit("params", ctx.params);
     emit("object", currentRef(ctx.params));
     if (rv !== state.rv) load(rv).catch(() => {});
+  });
+
+  // A user who may read one namespace only: another `namespace` in the URL reads that one instead.
+  ctx.on("params", (params) => {
+    const scoped = Object.values(state.snapshot.scope || {});
+    if (!state.loading && scoped.length && scoped[0] !== (params.namespace || "default")) load(state.rv).catch(() => {});
   });
 
   ctx.load = load;
