@@ -57,6 +57,7 @@ function deviceHtml(dev, namespace) {
     parts.push(` <span class="dev-health">${esc(spec.health)}${spec.message ? `: ${esc(spec.message)}` : ""}</span>`);
   }
   for (const cap of dev.capacity) parts.push(` <span class="dev-cap">${esc(cap.name)} ${esc(cap.text)}</span>`);
+  if (dev.blocked) parts.push(` <span class="dev-blocked">counters exhausted: ${esc(dev.blocked)}</span>`);
   parts.push("</li>");
   return parts.join("");
 }
