@@ -42,6 +42,8 @@ async def test_unauthenticated_gets_401_but_the_login_page(secure: Secure) -> No
         assert r.headers["Content-Type"].startswith("text/html")
         assert r.headers["Cache-Control"] == "no-store"
         assert "script-src 'sha256-" in r.headers["Content-Security-Policy"]
+        # Origin: null would be sent with the form under no-referrer (and refused)
+        assert r.headers["Referrer-Policy"] == "same-origin"
         page = await r.text()
         assert 'name="token"' in page and 'action="/ui/login"' in page and "#" not in r.url.path
     async with browser(secure, token="not-a-token").get("/ui/") as r:
@@ -113,6 +115,9 @@ async def test_a_login_from_another_origin_is_refused(secure: Secure) -> None:
         assert r.status == 403
         assert "Set-Cookie" not in r.headers
     async with secure.session().post("/ui/login", data={"token": secure.tokens["alice"]},
+                                     headers={"Origin": "null"}, allow_redirects=False) as r:
+        assert r.status == 403  # a sandboxed frame or data: page of another site
+    async with secure.session().post("/ui/login", data={"token": secure.tokens["alice"]},
                                      headers={"Origin": secure.url}, allow_redirects=False) as r:
         assert r.status == 303
 
@@ -134,6 +139,23 @@ async def test_cookie_writes_need_the_ui_header(secure: Secure) -> None:
         assert r.status == 200  # reads need no header
     # a bearer token is no cookie: no header needed
     async with secure.session("admin").delete(f"{NS}/from-ui") as r:
+        assert r.status == 200
+
+
+async def test_cookie_requests_from_another_origin_are_refused(secure: Secure) -> None:
+    admin = secure.tokens["admin"]
+    ui = {cookies.HEADER: "1"}
+    for origin in ("https://127.0.0.1:1", "null", "https://evil.example"):
+        async with browser(secure, token=admin, headers={**ui, "Origin": origin}).get(f"{NS}/default") as r:
+            assert r.status == 403, origin
+    async with browser(secure, token=admin, headers={**ui, "Origin": secure.url}).get(f"{NS}/default") as r:
+        assert r.status == 200
+    # a WebSocket handshake (exec, attach) acts with a GET: it needs the header, which browsers cannot set
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Origin": secure.url}
+    async with browser(secure, token=admin, headers=upgrade).get(f"{NS}/default") as r:
+        assert r.status == 403
+    # bearer tokens are not the browser's: no such rule
+    async with secure.session("admin", headers={"Origin": "https://evil.example"}).get(f"{NS}/default") as r:
         assert r.status == 200
 
 
