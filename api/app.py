@@ -29,6 +29,7 @@ from api import (
     openapi,
     services,
     storage_errors,
+    ui,
     why,
 )
 from api import state as st
@@ -403,5 +404,6 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     r.add_routes(health.routes())  # /healthz, /livez, /readyz and their checks
     r.add_get("/metrics", _metrics)
     r.add_routes(openapi.routes())  # /openapi/v2 (JSON and protobuf) and /openapi/v3
+    r.add_routes(ui.routes())  # the web UI's files, login and logout under /ui/ (issue #26)
     r.add_route("*", "/{tail:.*}", _not_found)
     return app

@@ -380,7 +380,8 @@ def write_guard(replayer: Replayer) -> Any:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
-        if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL):
+        if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL) \
+                or request.path.startswith("/ui/"):  # the UI's login and logout write nothing
             return await handler(request)
         if not replayer.fork_on_write:
             if replayer.fork_at is not None:

@@ -14,6 +14,7 @@ from aiohttp import web
 
 from api import codec
 from api import state as st
+from api.auth import cookies
 from api.auth.config import AuthConfig
 from api.auth.requestinfo import RequestInfo, attributes, request_info
 from api.fairness import too_many_requests
@@ -41,6 +42,18 @@ def _unauthorized() -> errors.Unauthorized:
 
 def _anonymous_path(path: str) -> bool:
     return path in ANONYMOUS_PATHS or path.startswith(_PROBES)
+
+
+async def _cookie_user(config: AuthConfig, request: web.Request, info: RequestInfo) -> rbac.UserInfo | None:
+    """The user of the web UI's `cplane-token` cookie (`api.ui.login`), taken as a bearer token when
+    the request has neither an `Authorization` header nor a client certificate; None without a valid one."""
+    if "Authorization" in request.headers or info.path in cookies.OPEN_PATHS:
+        return None
+    token = cookies.token_of(request.headers.get("Cookie", ""))
+    if token is None:
+        return None
+    assert config.authenticator is not None
+    return (await config.authenticator.review(token)).user
 
 
 def _product(request: web.Request) -> str:
@@ -130,7 +143,12 @@ def middleware(config: AuthConfig) -> Any:
             except Exception:
                 logger.warning("authentication_error", path=request.path)
                 user = None
-            if user is None or (user.name == rbac.ANONYMOUS and not _anonymous_path(info.path)):
+            by_cookie = None
+            if user is not None and user.name == rbac.ANONYMOUS:  # no credentials: the UI's cookie?
+                by_cookie = await _cookie_user(config, request, info)
+                user = by_cookie or user
+            if user is None or (user.name == rbac.ANONYMOUS and not _anonymous_path(info.path)
+                                and info.path not in cookies.OPEN_PATHS):
                 audit = request.get(st.AUDIT)
                 if audit is not None:  # its event names no user
                     audit.unauthenticated(attributes(rbac.UserInfo(name=""), info))
@@ -138,6 +156,10 @@ def middleware(config: AuthConfig) -> Any:
             audit = request.get(st.AUDIT)
             if audit is not None:
                 audit.authenticated(attributes(user, info), long_running=info.long_running)
+            if by_cookie is not None and cookies.forged(method=request.method,
+                                                        header=request.headers.get(cookies.HEADER)):
+                raise errors.Forbidden(f"a request authenticated by the {cookies.COOKIE} cookie must send the "
+                                       f"header {cookies.HEADER}: 1 with a {request.method}")
             if any(k.lower().startswith("impersonate-") for k in request.headers):
                 user = _impersonate(config, request, user)
                 if audit is not None:
@@ -175,7 +197,7 @@ def middleware(config: AuthConfig) -> Any:
             CURRENT.reset(token)
 
     def authorize(request: web.Request, user: rbac.UserInfo, info: RequestInfo) -> None:
-        if config.authenticator is not None:
+        if config.authenticator is not None and not (not info.resource_request and cookies.ui_path(info.path)):
             attrs = attributes(user, info)
             decision = config.authorize(attrs)
             audit = request.get(st.AUDIT)

@@ -153,6 +153,9 @@ async def _serve_source(args: argparse.Namespace, source: Any, *, speed: float |
                   f"at {srv.url} from revision {srv.log.revision}, {srv.replayer.mode}"
                   + (f" at speed {args.speed}" if srv.replayer.playing else "")
                   + f"; export KUBECONFIG={kubeconfig}")
+            from api import ui
+
+            _note(f"cplane replay: UI: {ui.address(srv.url, secure=False)}")
             await stop.wait()
             for task in controllers:
                 await task

@@ -212,6 +212,11 @@ async def _serve(args: argparse.Namespace, auditor: Any) -> int:
         collector.tune(thresholds=collector.SERVER)
         log.info("serving", url=srv.url, kubeconfig=str(srv.kubeconfig), revision=srv.event_log.revision)
         print(f"cplane: serving {srv.url}; export KUBECONFIG={srv.kubeconfig}", file=sys.stderr, flush=True)
+        from api import ui
+
+        print(f"cplane: UI: {ui.address(srv.url, secure=not args.insecure)}"
+              + ("" if args.insecure else f" (log in with the token of the user in {srv.kubeconfig})"),
+              file=sys.stderr, flush=True)
         controllers_task: asyncio.Task[None] | None = None
         tuner: asyncio.Task[None] | None = None
         if not args.no_controllers:
