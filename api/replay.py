@@ -426,11 +426,13 @@ class ReplayServer:
 async def serving(recording: Recording | SqlSource, *, data_dir: Path, host: str = "127.0.0.1", port: int = 0,
                   start: int | None = None, until: int | None = None, speed: float | None = 1.0,
                   pacer: clocks.Clock | None = None, fork: bool = False, fork_at: int | None = None,
-                  max_gap: float | None = None, page: int = SCAN_PAGE) -> AsyncIterator[ReplayServer]:
+                  max_gap: float | None = None, page: int = SCAN_PAGE, secure: bool = False,
+                  token_auth_file: str | None = None) -> AsyncIterator[ReplayServer]:
     """Serve the Kubernetes API over `recording` from revision `start` (default: its beginning).
     A SQL source is streamed from the store (`StreamReplayLog`, reading `page` events at a time),
     except from its compacted revision, where it is loaded. `speed` None: paused (step mode). Raises
-    SourceError for out-of-range revisions."""
+    SourceError for out-of-range revisions. `secure`, `token_auth_file`: as `api.server.running`'s
+    (TLS, authentication, and RBAC from the recording's own RBAC objects at the cursor)."""
     from api import server as servers
 
     clock = clocks.VirtualClock(start=0.0)
@@ -445,7 +447,7 @@ async def serving(recording: Recording | SqlSource, *, data_dir: Path, host: str
                "routes": control_routes(replayer)}
     try:
         async with servers.running(data_dir=data_dir, host=host, port=port, clock=clock, event_log=rlog,
-                                   app_options=options) as srv:
+                                   app_options=options, secure=secure, token_auth_file=token_auth_file) as srv:
             await replayer.start()
             try:
                 yield ReplayServer(url=srv.url, port=srv.port, kubeconfig=srv.kubeconfig, replayer=replayer,

@@ -86,7 +86,10 @@ export async function mount(ctx, box, { onMove = () => {} } = {}) {
   }
 
   render(status);
-  if (!(await ctx.api.can("create", "sim.cplane.dev", "replay", ""))) return;
+  if (!(await ctx.api.can("create", "sim.cplane.dev", "replay", ""))) {
+    box.dataset.ready = "read-only"; // the status only: RBAC lets this user move nothing
+    return;
+  }
 
   const count = el("input", { type: "number", min: 1, value: 1, size: 5, "aria-label": "events per step" });
   const until = el("input", { type: "number", min: 0, size: 8, placeholder: "revision", "aria-label": "until revision" });
@@ -104,4 +107,5 @@ export async function mount(ctx, box, { onMove = () => {} } = {}) {
     button("fork", "fork", () => move("fork"), "become a live, writable cluster at the cursor (needs --fork or --fork-at)"),
     note);
   render(status);
+  box.dataset.ready = "controls";
 }

@@ -12,6 +12,7 @@ const MAX_LANES = 8; // kinds with a lane of their own; the rest share "other"
 const LANE_PX = 12; // height of a lane (CSS pixels)
 const AROUND = 12; // events listed before the revision shown (and a few after)
 const REFRESH_MS = 2000; // at most one density refresh this often while live
+const EVENTS_MS = 300; // at most one read of the events listed this often
 const DRAG_MS = 120; // while the scrubber is dragged: load the revision under it after this idle time
 const SPEEDS = [1, 2, 5, 10, 25, 100]; // events per second of play
 
@@ -435,7 +436,7 @@ export function mount(ctx) {
   let eventsTimer = 0;
   function scheduleEvents() {
     if (eventsTimer) return;
-    eventsTimer = setTimeout(() => { eventsTimer = 0; refreshEvents().catch(report); }, 100);
+    eventsTimer = setTimeout(() => { eventsTimer = 0; refreshEvents().catch(report); }, EVENTS_MS);
   }
 
   ctx.on("revision", () => {
