@@ -21,6 +21,7 @@ from api import (
     codec,
     crds,
     discovery,
+    eventlog,
     handlers,
     health,
     limits,
@@ -393,6 +394,7 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     r.add_routes(routes)
     r.add_routes(metrics_apis.routes())  # metrics.k8s.io, custom/external metrics, /apis discovery (issue #7)
     r.add_routes(why.routes())  # GET .../pods/{name}/why in sim.cplane.dev (issue #12)
+    r.add_routes(eventlog.routes())  # GET .../eventlog[/density|/history] in sim.cplane.dev (issue #26)
     for path in ("/version", "/version/"):
         r.add_get(path, _version)
     for path in ("/api", "/api/"):

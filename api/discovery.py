@@ -35,6 +35,25 @@ VERSION_INFO = {
 
 _enc = msgspec.json.Encoder()
 
+# Read-only resources served by handlers of their own rather than stored objects, listed so that RBAC
+# rules and `kubectl api-resources` can name them: the event log views of the web UI (api/eventlog.py;
+# `get` for eventlog/density and eventlog/history, `list` for eventlog).
+VIEWS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
+    (res.SIM_GROUP, res.SIM_VERSION): (("eventlog", "EventLogList"),),
+}
+_VIEW_VERBS = ["get", "list"]
+
+
+def _aggregated_views(group: str, version: str) -> list[dict[str, Any]]:
+    return [{"resource": plural, "responseKind": {"group": group, "version": version, "kind": kind},
+             "scope": "Namespaced", "singularResource": plural, "verbs": list(_VIEW_VERBS)}
+            for plural, kind in VIEWS.get((group, version), ())]
+
+
+def _legacy_views(group: str, version: str) -> list[dict[str, Any]]:
+    return [{"name": plural, "singularName": plural, "namespaced": True, "kind": kind, "verbs": list(_VIEW_VERBS)}
+            for plural, kind in VIEWS.get((group, version), ())]
+
 
 def wants_aggregated(accept: str) -> bool:
     for part in accept.split(","):
@@ -76,7 +95,8 @@ def _aggregated_group(registry: res.Registry, group: str) -> dict[str, Any]:
         "metadata": meta,
         "versions": [{
             "version": v,
-            "resources": [_aggregated_resource(k) for k in registry.kinds_in(group, v)],
+            "resources": [*(_aggregated_resource(k) for k in registry.kinds_in(group, v)),
+                          *_aggregated_views(group, v)],
             "freshness": "Current",
         } for v in versions],
     }
@@ -152,6 +172,7 @@ def _resource_list(registry: res.Registry, group: str, version: str) -> bytes | 
                 sub["group"] = s.group
                 sub["version"] = s.version
             items.append(sub)
+    items.extend(_legacy_views(group, version))
     gv = f"{group}/{version}" if group else version
     return _enc.encode({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": items})
 

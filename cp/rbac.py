@@ -513,6 +513,8 @@ def _view() -> list[dict[str, Any]]:
         rule(READ, groups=["resource.k8s.io"], resources=["resourceclaims", "resourceclaims/status",
                                                           "resourceclaimtemplates"]),
         rule(READ, groups=["metrics.k8s.io"], resources=["pods", "nodes"]),
+        # the web UI's reads of the event log (api/eventlog.py), filtered by the user's own permissions
+        rule(["get", "list"], groups=["sim.cplane.dev"], resources=["eventlog"]),
     ]
 
 

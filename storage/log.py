@@ -11,6 +11,7 @@ revision, so reads never re-encode: a LIST is a concatenation of stored bytes.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -81,6 +82,38 @@ class ListResult(msgspec.Struct, frozen=True, kw_only=True):
     events: list[Event]  # live objects ordered by (namespace, name)
     revision: int  # the revision the list was read at
     more: bool  # true when `limit` cut the list
+
+
+class DensityCount(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """How many events of one resource in one namespace fall in one bucket of revisions."""
+
+    bucket: int
+    group: str
+    resource: str
+    namespace: str
+    count: int
+
+
+class Density(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer of `EventLog.density`: the counts, and per non-empty bucket the revision and time of
+    its first retained event."""
+
+    counts: list[DensityCount]
+    firsts: dict[int, tuple[int, float]]
+
+
+def density_of(events: Iterable[Event], *, since: int, width: int) -> Density:
+    """`EventLog.density` over events in memory (the logs that hold them there)."""
+    counts: dict[tuple[int, str, str, str], int] = {}
+    firsts: dict[int, tuple[int, float]] = {}
+    for ev in events:
+        bucket = (ev.revision - since - 1) // width
+        key = (bucket, ev.group, ev.resource, ev.namespace)
+        counts[key] = counts.get(key, 0) + 1
+        if bucket not in firsts:
+            firsts[bucket] = (ev.revision, ev.time)
+    return Density(counts=[DensityCount(bucket=b, group=g, resource=r, namespace=ns, count=n)
+                           for (b, g, r, ns), n in counts.items()], firsts=firsts)
 
 
 class StorageError(Exception):
@@ -215,6 +248,14 @@ class EventLog(Protocol):
 
     async def after(self, revision: int, *, limit: int = 1000) -> list[Event]:
         """Events with revision > `revision`, in order (all resources)."""
+        ...
+
+    async def density(self, *, since: int, until: int, width: int) -> Density:
+        """The retained events with since < revision <= until, counted per bucket of `width` revisions
+        (bucket i: since + i*width < revision <= since + (i+1)*width) and per (group, resource,
+        namespace): one aggregate query where the events are in a database (the web UI's timeline,
+        `api.eventlog`). Meant for `since` at or above the compacted revision (below it, what compaction
+        kept is counted, without an error); `until` beyond the newest revision counts up to it."""
         ...
 
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,

@@ -216,6 +216,12 @@ class MemoryEventLog:
         start = max(revision, self._offset())
         return self._events[start - self._offset(): start - self._offset() + limit]
 
+    async def density(self, *, since: int, until: int, width: int) -> log.Density:
+        lo = max(since, self._offset())
+        hi = min(until, self.revision)
+        events = self._events[lo - self._offset():max(hi - self._offset(), 0)] if hi > lo else []
+        return log.density_of(events, since=since, width=width)
+
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,
                         after: int) -> log.Subscription:
         if after < self._compacted:

@@ -319,6 +319,12 @@ class ReplayLog:
             raise log.ExpiredError.at(requested=revision, compacted=self._compacted)
         return self.visible(revision, limit=limit)
 
+    async def density(self, *, since: int, until: int, width: int) -> log.Density:
+        """Over the events the replay has reached (at most its cursor)."""
+        i = self._index.position(since)
+        j = self._index.position(min(until, self._cursor))
+        return log.density_of(self._index.events[i:j] if j > i else [], since=since, width=width)
+
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,
                         after: int) -> log.Subscription:
         if after < self._compacted:
@@ -655,6 +661,13 @@ class StreamReplayLog:
             return []
         page: list[log.Event] = await self.recording.scan(revision + 1, self._cursor, limit)
         return page
+
+    async def density(self, *, since: int, until: int, width: int) -> log.Density:
+        """The store's aggregate, up to the cursor."""
+        if self._branch is not None:
+            return await self._branch.density(since=since, until=until, width=width)
+        counted: log.Density = await self._store.density(since=since, until=min(until, self._cursor), width=width)
+        return counted
 
     async def subscribe(self, *, group: str, resource: str, namespace: str | None,
                         after: int) -> log.Subscription:

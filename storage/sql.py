@@ -105,6 +105,9 @@ def _replay_sql(*, namespaced: bool) -> str:
 
 
 SQL_REPLAY = {ns: _replay_sql(namespaced=ns) for ns in (False, True)}
+# The web UI's timeline density (`density`): one aggregate over the events of a revision range.
+SQL_DENSITY = ("SELECT (revision - ? - 1) / ? AS b, api_group, resource, namespace, COUNT(*), MIN(revision) "
+               "FROM events WHERE revision > ? AND revision <= ? GROUP BY b, api_group, resource, namespace")
 SQL_SCAN = f"SELECT {_COLS} FROM events WHERE revision >= ? AND revision <= ? ORDER BY revision LIMIT ?"
 SQL_BY_REVISION = f"SELECT {_COLS} FROM events WHERE revision = ?"
 SQL_FIRST_SINCE = "SELECT revision FROM events WHERE revision > ? AND time >= ? ORDER BY revision LIMIT 1"
@@ -879,6 +882,27 @@ class SqlEventLog:
         if revision < compacted:
             raise log.ExpiredError.at(requested=revision, compacted=compacted)
         return [codec.event_from_row(row, 2) for row in rows]
+
+    async def density(self, *, since: int, until: int, width: int) -> log.Density:
+        self._check_started()
+        if width < 1:
+            raise ValueError("width must be >= 1")
+        until = min(until, log.MAX_REVISION)
+        counts: list[log.DensityCount] = []
+        first: dict[int, int] = {}
+        if until > since:
+            for b, group, resource, namespace, n, lowest in await self._read(SQL_DENSITY, (since, width, since, until)):
+                counts.append(log.DensityCount(bucket=int(b), group=group, resource=resource, namespace=namespace,
+                                               count=int(n)))
+                first[int(b)] = min(first.get(int(b), lowest), lowest)
+        times: dict[int, float] = {}
+        revisions = sorted(first.values())
+        for i in range(0, len(revisions), 500):
+            chunk = revisions[i:i + 500]
+            rows = await self._read(f"SELECT revision, time FROM events WHERE revision IN "
+                                    f"({', '.join(['?'] * len(chunk))})", chunk)
+            times.update((int(r), float(t)) for r, t in rows)
+        return log.Density(counts=counts, firsts={b: (r, times.get(r, 0.0)) for b, r in first.items()})
 
     async def scan(self, *, start: int, end: int, limit: int) -> list[log.Event]:
         """Retained events with start <= revision <= end, oldest first (no compaction check)."""

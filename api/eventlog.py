@@ -1,0 +1,332 @@
+"""Read-only views of the event log for the web UI (issue #26), where the Kubernetes API has no answer.
+
+Under `/apis/sim.cplane.dev/v1alpha1/` (cluster-wide) and `.../namespaces/{ns}/` (one namespace and
+the cluster-scoped objects), served by `cplane serve` and `cplane replay` (where the log ends at the
+replay's cursor). docs/api.md documents the shapes.
+
+- `GET eventlog?since=R&until=R&limit=N[&group=G][&resource=R][&namespace=NS]`: event summaries in
+  revision order (no objects), at most `limit` (default 500, at most 10,000) a page; `continue` is
+  the `since` of the next page, present while more may follow. A page reads at most `SCAN` events,
+  so it may hold fewer than `limit` when the user may see few of them. 410 when `since` is compacted.
+- `GET eventlog/density?buckets=N[&since=R&until=R]`: events counted per bucket of revisions and per
+  resource: at most N buckets of a power-of-two width, aligned to multiples of it (`since` is
+  rounded down to a bucket boundary), from one aggregate query of the log (`EventLog.density`).
+  Complete buckets are remembered per log (until it is compacted or a replay forks), so that a
+  timeline asking again reads only its newest bucket.
+- `GET eventlog/history?group=&resource=&namespace=&name=`: every retained version of one object with
+  its field-level changes (`cp.changes`, as `cplane log history` prints them).
+
+Authorization: with authentication on, the endpoints are RBAC-checked as a resource `eventlog` of
+sim.cplane.dev (verb `list` for `eventlog`, `get` for `eventlog/density` and `eventlog/history`: the
+view, edit and admin roles grant both), and what they return is filtered with the user's own
+permissions, decided once per (group, resource, namespace) a request: an event is listed or counted
+only when the user may `list` its resource in its namespace (cluster-scoped: at the cluster); a
+history needs `get` on the object.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+from api import codec, storage_errors
+from api import state as st
+from cp import clock as clocks
+from cp import errors, options, rbac
+from storage import log
+
+PREFIX = "/apis/sim.cplane.dev/v1alpha1"
+RESOURCE = "eventlog"
+DEFAULT_LIMIT = 500
+MAX_LIMIT = 10_000
+SCAN = 50_000  # events read at most for one page of `eventlog`
+DEFAULT_BUCKETS = 100
+MAX_BUCKETS = 2_000
+_encode = msgspec.json.Encoder().encode
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    revision: int
+    type: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    time: str
+    actor: dict[str, str]
+
+
+def _actor(actor: log.Actor) -> dict[str, str]:
+    return {"user": actor.user, "fieldManager": actor.field_manager, "userAgent": actor.user_agent}
+
+
+class Visibility:
+    """What the requesting user may see, decided with the server's authorizer, each (verb, group,
+    resource, namespace) once. `namespace`: the request's (its URL's); None for the whole cluster."""
+
+    def __init__(self, request: web.Request, *, namespace: str | None) -> None:
+        from api.auth.config import AUTH
+
+        config = request.app.get(AUTH)
+        self._config = config if config is not None and config.secure else None
+        self._user = request.get(st.USER_INFO)
+        self.namespace = namespace
+        self._decisions: dict[tuple[str, str, str, str], bool] = {}
+
+    def may(self, verb: str, group: str, resource: str, namespace: str, name: str = "") -> bool:
+        if self.namespace is not None and namespace not in ("", self.namespace):
+            return False
+        if self._config is None or self._user is None:
+            return True
+        key = (verb, group, resource, namespace)
+        if name:
+            return bool(self._config.allowed(self._user, verb, group=group, resource=resource,
+                                             namespace=namespace, name=name))
+        decided = self._decisions.get(key)
+        if decided is None:
+            decided = self._decisions[key] = bool(self._config.allowed(self._user, verb, group=group,
+                                                                       resource=resource, namespace=namespace))
+        return decided
+
+    def forbidden(self, *, group: str, resource: str, namespace: str, name: str) -> errors.Forbidden:
+        from api.auth import chain
+
+        assert self._user is not None
+        return chain.forbid(rbac.Attributes(user=self._user, verb="get", api_group=group, resource=resource,
+                                            namespace=namespace, name=name))
+
+
+def _revision(request: web.Request, name: str) -> int | None:
+    text = request.query.get(name)
+    value = options.int64_param(text) if text not in (None, "") else None
+    if value is not None and value < 0:
+        raise errors.BadRequest(f"{name}: must be a revision (>= 0), got {text!r}")
+    return value
+
+
+def _bounded(request: web.Request, name: str, *, default: int, maximum: int) -> int:
+    text = request.query.get(name)
+    value = options.int64_param(text) if text not in (None, "") else default
+    assert value is not None
+    if not 1 <= value <= maximum:
+        raise errors.BadRequest(f"{name}: must be between 1 and {maximum}, got {text!r}")
+    return value
+
+
+def _range(request: web.Request, event_log: log.EventLog) -> tuple[int, int]:
+    """(since, until) of a request: since defaults to the compacted revision (older: 410), until to
+    the newest revision (newer: the newest)."""
+    compacted = event_log.compacted_revision
+    since = _revision(request, "since")
+    until = _revision(request, "until")
+    if since is None:
+        since = compacted
+    elif since < compacted:
+        raise storage_errors.too_old(requested=since, compacted=compacted)
+    newest = event_log.revision
+    until = newest if until is None else min(until, newest)
+    return since, max(until, since)
+
+
+def _scope(request: web.Request) -> str | None:
+    return request.match_info.get("namespace")
+
+
+def _only_get(request: web.Request) -> None:
+    if request.method not in ("GET", "HEAD"):
+        raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
+
+
+async def list_events(request: web.Request) -> web.StreamResponse:
+    _only_get(request)
+    event_log: log.EventLog = request.app[st.STORE].log
+    seen = Visibility(request, namespace=_scope(request))
+    since, until = _range(request, event_log)
+    limit = _bounded(request, "limit", default=DEFAULT_LIMIT, maximum=MAX_LIMIT)
+    q = request.query
+    group, resource, namespace = q.get("group"), q.get("resource") or None, q.get("namespace")
+    items: list[Summary] = []
+    cursor, scanned = since, 0
+    while cursor < until and len(items) < limit and scanned < SCAN:
+        try:
+            page = await event_log.after(cursor, limit=min(max(limit - len(items), 100), SCAN - scanned, 1000))
+        except (log.ExpiredError, log.FutureRevisionError) as exc:
+            raise storage_errors.status_of(exc) from None
+        if not page:
+            cursor = until
+            break
+        for ev in page:
+            if ev.revision > until:
+                cursor = until
+                break
+            cursor, scanned = ev.revision, scanned + 1
+            if (resource is not None and ev.resource != resource) or (group is not None and ev.group != group) \
+                    or (namespace is not None and ev.namespace != namespace) \
+                    or not seen.may("list", ev.group, ev.resource, ev.namespace):
+                continue
+            items.append(Summary(revision=ev.revision, type=ev.type, group=ev.group, resource=ev.resource,
+                                 namespace=ev.namespace, name=ev.name, time=clocks.rfc3339_milli(ev.time),
+                                 actor=_actor(ev.actor)))
+            if len(items) >= limit:
+                break
+    body: dict[str, Any] = {"kind": "EventLogList", "apiVersion": "sim.cplane.dev/v1alpha1",
+                            "revision": event_log.revision, "compacted": event_log.compacted_revision,
+                            "since": since, "until": until, "items": items}
+    if cursor < until:
+        body["continue"] = str(cursor)
+    return codec.json_response(_encode(body))
+
+
+# -- density -----------------------------------------------------------------------------------------
+
+Counts = dict[tuple[str, str, str], int]  # (group, resource, namespace) -> events
+
+
+class _Bucket(msgspec.Struct, frozen=True):
+    counts: Counts
+    first: tuple[int, float] | None  # revision and time of its first event
+
+
+class _Remembered:
+    """Complete buckets of one log, per width, valid while the log's history is the same."""
+
+    def __init__(self) -> None:
+        self.identity: tuple[int, int | None] = (0, None)
+        self.by_width: dict[int, dict[int, _Bucket]] = {}
+
+
+_remembered: weakref.WeakKeyDictionary[Any, _Remembered] = weakref.WeakKeyDictionary()
+
+
+def _identity(event_log: log.EventLog) -> tuple[int, int | None]:
+    """Changes when counted buckets may change: compaction, or a replay forking (new events)."""
+    return event_log.compacted_revision, getattr(event_log, "forked_at", None)
+
+
+def _width(since: int, until: int, buckets: int) -> int:
+    needed = max(1, -(-(until - since) // buckets))
+    return 1 << (needed - 1).bit_length()
+
+
+async def _buckets(event_log: log.EventLog, *, first: int, last: int, width: int) -> dict[int, _Bucket]:
+    """Buckets `first..last` (bucket k: k*width < revision <= (k+1)*width), remembered ones reused."""
+    try:
+        memo = _remembered.setdefault(event_log, _Remembered())
+    except TypeError:  # a log that cannot be referenced weakly: nothing remembered
+        memo = _Remembered()
+    if memo.identity != _identity(event_log):
+        memo.identity, memo.by_width = _identity(event_log), {}
+    known = memo.by_width.setdefault(width, {})
+    newest = event_log.revision
+    out: dict[int, _Bucket] = {}
+    k = first
+    while k <= last:
+        if k in known:
+            out[k] = known[k]
+            k += 1
+            continue
+        end = k
+        while end + 1 <= last and end + 1 not in known:
+            end += 1
+        counted = await event_log.density(since=k * width, until=(end + 1) * width, width=width)
+        fresh: dict[int, dict[tuple[str, str, str], int]] = {i: {} for i in range(k, end + 1)}
+        for c in counted.counts:
+            fresh[k + c.bucket][(c.group, c.resource, c.namespace)] = c.count
+        for i, counts in fresh.items():
+            bucket = _Bucket(counts, counted.firsts.get(i - k))
+            out[i] = bucket
+            if (i + 1) * width <= newest:  # complete: its events will not change
+                known[i] = bucket
+        k = end + 1
+    return out
+
+
+def _point(event_log_first: tuple[int, float] | None) -> dict[str, Any] | None:
+    if event_log_first is None:
+        return None
+    return {"revision": event_log_first[0], "time": clocks.rfc3339_milli(event_log_first[1])}
+
+
+async def _edge(event_log: log.EventLog, after: int) -> tuple[int, float] | None:
+    """The revision and time of the first event after `after`."""
+    try:
+        page = await event_log.after(after, limit=1)
+    except (log.ExpiredError, log.FutureRevisionError):
+        return None
+    return (page[0].revision, page[0].time) if page else None
+
+
+def visible_counts(counts: Counts, seen: Visibility) -> dict[str, int]:
+    """Per resource (plural), the events the user may see."""
+    out: dict[str, int] = {}
+    for (group, resource, namespace), n in counts.items():
+        if seen.may("list", group, resource, namespace):
+            out[resource] = out.get(resource, 0) + n
+    return out
+
+
+async def density(request: web.Request) -> web.StreamResponse:
+    _only_get(request)
+    event_log: log.EventLog = request.app[st.STORE].log
+    seen = Visibility(request, namespace=_scope(request))
+    since, until = _range(request, event_log)
+    width = _width(since, until, _bounded(request, "buckets", default=DEFAULT_BUCKETS, maximum=MAX_BUCKETS))
+    first, last = since // width, max(since // width, -(-until // width) - 1)
+    got = await _buckets(event_log, first=first, last=last, width=width) if until > since else {}
+    buckets = []
+    for k in range(first, last + 1) if until > since else ():
+        bucket = got[k]
+        buckets.append({"from": k * width + 1, "to": min((k + 1) * width, event_log.revision),
+                        "time": clocks.rfc3339_milli(bucket.first[1]) if bucket.first else None,
+                        "counts": visible_counts(bucket.counts, seen)})
+    compacted = event_log.compacted_revision
+    newest = event_log.revision
+    body = {"kind": "EventLogDensity", "apiVersion": "sim.cplane.dev/v1alpha1", "revision": newest,
+            "compacted": compacted, "since": first * width, "until": until, "width": width,
+            "first": _point(await _edge(event_log, compacted)),
+            "last": _point(await _edge(event_log, newest - 1) if newest else None),
+            "buckets": buckets}
+    return codec.json_response(_encode(body))
+
+
+# -- history -----------------------------------------------------------------------------------------
+
+async def history(request: web.Request) -> web.StreamResponse:
+    _only_get(request)
+    from cp import changes
+
+    event_log: log.EventLog = request.app[st.STORE].log
+    q = request.query
+    scope = _scope(request)
+    group, resource, name = q.get("group", ""), q.get("resource", ""), q.get("name", "")
+    namespace = scope if scope is not None else q.get("namespace", "")
+    if scope is not None and q.get("namespace", scope) != scope:
+        raise errors.BadRequest(f"namespace: the URL names namespace {scope!r}")
+    if not resource or not name:
+        raise errors.BadRequest("resource and name are required (and group, namespace where they apply)")
+    seen = Visibility(request, namespace=scope)
+    if not seen.may("get", group, resource, namespace, name):
+        raise seen.forbidden(group=group, resource=resource, namespace=namespace, name=name)
+    events = await event_log.history(group=group, resource=resource, namespace=namespace, name=name)
+    if not events:
+        raise errors.NotFound.of(group=group, plural=resource, name=name)
+    objects = [codec.decoder.decode(ev.object) for ev in events]
+    diffs = changes.versions(types=[ev.type for ev in events], objects=objects)
+    items = [{"revision": ev.revision, "type": ev.type, "uid": ev.uid, "time": clocks.rfc3339_milli(ev.time),
+              "actor": _actor(ev.actor), "object": obj, "changes": changes.changes_json(d)}
+             for ev, obj, d in zip(events, objects, diffs, strict=True)]
+    return codec.json_response(_encode({
+        "kind": "EventLogHistory", "apiVersion": "sim.cplane.dev/v1alpha1", "revision": event_log.revision,
+        "group": group, "resource": resource, "namespace": namespace, "name": name, "items": items}))
+
+
+def routes() -> list[web.RouteDef]:
+    """Registered by `api.app.make_app` ahead of the generic `/apis/...` handler."""
+    out = []
+    for base in (f"{PREFIX}/{RESOURCE}", f"{PREFIX}/namespaces/{{namespace}}/{RESOURCE}"):
+        out += [web.route("*", base, list_events), web.route("*", f"{base}/density", density),
+                web.route("*", f"{base}/history", history)]
+    return out

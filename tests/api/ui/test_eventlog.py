@@ -1,0 +1,225 @@
+"""The event log's read-only views for the web UI (api/eventlog.py): paging, density, object history,
+and RBAC filtering for a user who may read one namespace."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import msgspec
+import pytest
+
+from api import server as servers
+from cp.cli import render
+from storage import log
+from tests.api.security.conftest import Secure, binding, rbac_path, secure_server
+
+EVENTLOG = "/apis/sim.cplane.dev/v1alpha1/eventlog"
+
+
+@pytest.fixture
+async def srv(tmp_path: Path) -> AsyncIterator[servers.Running]:
+    async with servers.running(data_dir=tmp_path / "data") as running:
+        yield running
+
+
+@pytest.fixture
+async def http(srv: servers.Running) -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(base_url=srv.url) as session:
+        yield session
+
+
+async def _write(http: aiohttp.ClientSession, namespace: str, name: str, **data: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    async with http.get(f"{path}/{name}") as r:
+        exists = r.status == 200
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data}
+    method, url = ("PUT", f"{path}/{name}") if exists else ("POST", path)
+    async with http.request(method, url, json=body) as r:
+        assert r.status in (200, 201), await r.text()
+
+
+async def _namespace(http: aiohttp.ClientSession, name: str) -> None:
+    async with http.post("/api/v1/namespaces", json={"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": name}}) as r:
+        assert r.status == 201, await r.text()
+
+
+async def _get(http: aiohttp.ClientSession, path: str, **params: Any) -> tuple[int, Any]:
+    async with http.get(path, params={k: str(v) for k, v in params.items()}) as r:
+        return r.status, await r.json()
+
+
+async def _all_events(event_log: log.EventLog) -> list[log.Event]:
+    out: list[log.Event] = []
+    while page := await event_log.after(out[-1].revision if out else event_log.compacted_revision, limit=1000):
+        out += page
+    return out
+
+
+async def _populate(http: aiohttp.ClientSession) -> None:
+    for ns in ("team", "other"):
+        await _namespace(http, ns)
+    for i in range(12):
+        await _write(http, "team" if i % 3 else "other", f"cm-{i % 4}", round=str(i))
+
+
+async def test_pages_follow_continue_in_revision_order(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    events = await _all_events(srv.event_log)
+    code, first = await _get(http, EVENTLOG, limit=5)
+    assert code == 200
+    assert first["kind"] == "EventLogList" and first["revision"] == srv.event_log.revision
+    assert len(first["items"]) == 5
+    seen, page = list(first["items"]), first
+    while "continue" in page:
+        code, page = await _get(http, EVENTLOG, limit=5, since=page["continue"])
+        assert code == 200
+        seen += page["items"]
+    assert [i["revision"] for i in seen] == [ev.revision for ev in events]
+    assert seen[-1] == {"revision": events[-1].revision, "type": events[-1].type, "group": events[-1].group,
+                        "resource": "configmaps", "namespace": events[-1].namespace, "name": events[-1].name,
+                        "time": seen[-1]["time"], "actor": {"user": "system:admin", "fieldManager": events[-1].actor.field_manager,
+                                                             "userAgent": events[-1].actor.user_agent}}
+    # a window and filters
+    lo, hi = events[3].revision, events[9].revision
+    code, window = await _get(http, EVENTLOG, since=lo, until=hi)
+    assert [i["revision"] for i in window["items"]] == [ev.revision for ev in events if lo < ev.revision <= hi]
+    assert "continue" not in window
+    code, cms = await _get(http, EVENTLOG, resource="configmaps", namespace="team")
+    assert [i["revision"] for i in cms["items"]] == [ev.revision for ev in events
+                                                     if ev.resource == "configmaps" and ev.namespace == "team"]
+
+
+async def test_bad_parameters_and_compacted_since(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    for params in ({"limit": 0}, {"limit": 10_001}, {"limit": "x"}, {"since": -1}, {"since": "a"}):
+        code, status = await _get(http, EVENTLOG, **params)
+        assert code == 400 and status["kind"] == "Status", params
+    await srv.event_log.compact(10)
+    code, status = await _get(http, EVENTLOG, since=3)
+    assert code == 410 and status["reason"] == "Expired"
+    code, page = await _get(http, EVENTLOG)
+    assert code == 200 and page["compacted"] == 10 and page["items"][0]["revision"] > 10
+    async with http.post(EVENTLOG) as r:
+        assert r.status == 405
+
+
+async def test_density_counts_match_a_scan(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    events = await _all_events(srv.event_log)
+    for buckets in (1, 3, 7, 100):
+        code, d = await _get(http, f"{EVENTLOG}/density", buckets=buckets)
+        assert code == 200, d
+        width = d["width"]
+        assert width & (width - 1) == 0 and len(d["buckets"]) <= buckets
+        assert d["first"]["revision"] == events[0].revision and d["last"]["revision"] == events[-1].revision
+        for b in d["buckets"]:
+            inside = [ev for ev in events if b["from"] <= ev.revision <= b["to"]]
+            assert b["counts"] == dict(Counter(ev.resource for ev in inside)), (buckets, b)
+            assert b["to"] - b["from"] < width
+            if inside:
+                assert b["time"] == render.clocks.rfc3339_milli(inside[0].time)
+        assert sum(sum(b["counts"].values()) for b in d["buckets"]) == len(events)
+    # asked again after more writes: the remembered buckets and the new ones still match a scan
+    await _write(http, "team", "late", x="1")
+    events = await _all_events(srv.event_log)
+    code, d = await _get(http, f"{EVENTLOG}/density", buckets=7)
+    assert sum(sum(b["counts"].values()) for b in d["buckets"]) == len(events)
+    lo = events[5].revision
+    code, d = await _get(http, f"{EVENTLOG}/density", buckets=4, since=lo)
+    assert d["since"] <= lo and sum(sum(b["counts"].values()) for b in d["buckets"]) == \
+        len([ev for ev in events if ev.revision > d["since"]])
+
+
+async def test_history_has_the_changes_log_history_prints(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    async with http.delete("/api/v1/namespaces/team/configmaps/cm-1") as r:
+        assert r.status == 200
+    await _write(http, "team", "cm-1", again="yes")
+    code, h = await _get(http, f"{EVENTLOG}/history", resource="configmaps", namespace="team", name="cm-1")
+    assert code == 200, h
+    events = await srv.event_log.history(group="", resource="configmaps", namespace="team", name="cm-1")
+    assert [i["revision"] for i in h["items"]] == [ev.revision for ev in events]
+    assert [i["type"] for i in h["items"]][-2:] == ["DELETED", "ADDED"]
+    text = render.history_text(events, [msgspec.json.decode(ev.object) for ev in events])
+    at = 0
+    for item, ev in zip(h["items"], events, strict=True):
+        assert item["object"] == msgspec.json.decode(ev.object)
+        at = text.index(f"\n{item['revision']}  ", at)  # its heading, then its changes as printed
+        shown = render.changes_text([render.Change(**c) for c in item["changes"]])
+        at = text.index(shown, at) + len(shown)
+    assert any(c["path"] == "data.round" and c["op"] == "~" for i in h["items"] for c in i["changes"])
+    code, status = await _get(http, f"{EVENTLOG}/history", resource="configmaps", namespace="team", name="nope")
+    assert code == 404 and status["reason"] == "NotFound"
+    code, status = await _get(http, f"{EVENTLOG}/history", namespace="team")
+    assert code == 400
+
+
+# -- RBAC: a user who may read configmaps in one namespace only ------------------------------------
+
+ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "team-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+                  {"apiGroups": ["sim.cplane.dev"], "resources": ["eventlog"], "verbs": ["get", "list"]}]}
+
+
+@pytest.fixture
+async def secure(tmp_path: Path) -> AsyncIterator[Secure]:
+    async with secure_server(tmp_path) as s:
+        yield s
+
+
+async def test_a_namespace_reader_sees_only_their_namespace(secure: Secure) -> None:
+    admin, alice = secure.session("admin"), secure.session("alice")
+    await _populate(admin)
+    async with admin.post(rbac_path("roles", "team"), json=ROLE) as r:
+        assert r.status == 201, await r.text()
+    rb = binding("alice-team", "team-reader", namespace="team", role_kind="Role")
+    async with admin.post(rbac_path("rolebindings", "team"), json=rb) as r:
+        assert r.status == 201, await r.text()
+    events = await _all_events(secure.srv.event_log)
+    mine = [ev for ev in events if ev.resource == "configmaps" and ev.namespace == "team"]
+    assert mine and len(mine) < len(events)
+
+    code, status = await _get(alice, EVENTLOG)
+    assert code == 403  # the cluster-wide view needs a cluster-wide grant
+    team = "/apis/sim.cplane.dev/v1alpha1/namespaces/team/eventlog"
+    code, page = await _get(alice, team, limit=10_000)
+    assert code == 200, page
+    assert [i["revision"] for i in page["items"]] == [ev.revision for ev in mine]
+    code, d = await _get(alice, f"{team}/density", buckets=5)
+    assert code == 200
+    assert sum(b["counts"].get("configmaps", 0) for b in d["buckets"]) == len(mine)
+    assert {k for b in d["buckets"] for k in b["counts"]} == {"configmaps"}
+    code, h = await _get(alice, f"{team}/history", resource="configmaps", name="cm-1")
+    assert code == 200 and h["items"]
+    code, status = await _get(alice, "/apis/sim.cplane.dev/v1alpha1/namespaces/other/eventlog")
+    assert code == 403
+    code, status = await _get(alice, f"{team}/history", resource="secrets", name="x")
+    assert code == 403 and status["reason"] == "Forbidden"
+
+    # the admin sees everything, cluster-wide; the view role grants the endpoints (and what it may list)
+    code, page = await _get(admin, EVENTLOG, limit=10_000)
+    assert len(page["items"]) == len(await _all_events(secure.srv.event_log))
+    async with admin.post(rbac_path("rolebindings", "other"),
+                          json=binding("bob-view", "view", subject="bob", namespace="other")) as r:
+        assert r.status == 201, await r.text()
+    code, page = await _get(secure.session("bob"), "/apis/sim.cplane.dev/v1alpha1/namespaces/other/eventlog")
+    assert code == 200
+    assert {(i["resource"], i["namespace"]) for i in page["items"]} == {("configmaps", "other")}
+
+
+async def test_discovery_names_the_eventlog(http: aiohttp.ClientSession) -> None:
+    code, doc = await _get(http, "/apis/sim.cplane.dev/v1alpha1")
+    assert code == 200
+    entry = next(r for r in doc["resources"] if r["name"] == "eventlog")
+    assert entry["verbs"] == ["get", "list"] and entry["namespaced"] is True
+    async with http.get("/apis", headers={
+            "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}) as r:
+        groups = (await r.json())["items"]
+    sim = next(g for g in groups if g["metadata"]["name"] == "sim.cplane.dev")
+    assert any(r["resource"] == "eventlog" and r["verbs"] == ["get", "list"]
+               for v in sim["versions"] for r in v["resources"])
