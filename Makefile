@@ -26,6 +26,21 @@ $(VENV)/bin/helm:
 $(VENV)/node/node_modules/.package-lock.json: tests/clients/node/package.json tests/clients/node/package-lock.json
 	bash tests/tools/fetch-client-node.sh $(VENV)/node
 
+# Debian's Chromium for the web UI's browser tests (tests/browser, Playwright drives it; no browser is
+# downloaded): installed where the machine allows it (root with apt-get), else a notice and those
+# tests skip — where env CI is set they fail instead. The stamp is written once a `chromium` is found.
+$(VENV)/.chromium:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null \
+	    || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium >/dev/null; } \
+	    || echo "NOTICE: could not install Debian's chromium: the browser tests (tests/browser) will skip"; \
+	  else \
+	    echo "NOTICE: no chromium, and not root with apt-get to install it: the browser tests (tests/browser) will skip"; \
+	  fi; \
+	fi
+	@if command -v chromium >/dev/null 2>&1; then mkdir -p $(VENV) && touch $@; fi
+
 venv: $(VENV)/.installed
 
 # The profilers of the benchmarks (the `bench` extra).
@@ -53,7 +68,7 @@ lint: $(VENV)/.installed
 	echo '== mypy --strict'; $(VENV)/bin/mypy || status=1; \
 	exit $$status
 
-test: lint bytecode $(VENV)/bin/kubectl $(VENV)/bin/helm $(VENV)/node/node_modules/.package-lock.json
+test: lint bytecode $(VENV)/bin/kubectl $(VENV)/bin/helm $(VENV)/node/node_modules/.package-lock.json $(VENV)/.chromium
 	$(VENV)/bin/pytest -q $(PYTEST_ARGS)
 
 # The kubelet plugin protocols' generated code (cp/kubeletapi/*_pb2*.py, committed): regenerate after

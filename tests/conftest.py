@@ -5,6 +5,7 @@ test, structlog's configuration put back after it (the `cplane` entry points con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -42,6 +43,14 @@ def _no_leftover_tasks(request: pytest.FixtureRequest) -> Iterator[None]:
 async def _leftover_task_guard(request: pytest.FixtureRequest) -> AsyncIterator[None]:
     """Fail a test that leaves tasks running (kopf's `_no_asyncio_pending_tasks`). Set up before the
     test's other fixtures and torn down after them, so what the fixtures start and stop is fine."""
+    async with no_leftover_tasks(request):
+        yield
+
+
+@contextlib.asynccontextmanager
+async def no_leftover_tasks(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """The guard's check around a block: tasks started in it and still pending after it fail the test
+    (tests/browser overrides the fixture to run it on the session's loop)."""
     marker = request.node.get_closest_marker("leftover_tasks")
     tolerated = set(marker.args) if marker is not None else set()
     before = asyncio.all_tasks()

@@ -1,0 +1,273 @@
+// The page's shell: the shared context (`ctx`) every view mounts on, the snapshot of the cluster at
+// the revision shown (live: lists, then watches keep it current; past `?rv=`: exact lists), the URL
+// parameters, and the render loop (at most one render per animation frame).
+
+import { collectionPath, createApi, currentRef, formatRef, Gone, KINDS } from "./api.js";
+import * as details from "./details.js";
+import * as map from "./map.js";
+import * as pending from "./pending.js";
+import * as timeline from "./timeline.js";
+
+// The kinds of a snapshot (`ctx.state.snapshot[name]`), read for every revision shown.
+const SNAPSHOT_KINDS = ["nodes", "slices", "claims", "pods", "classes", "taintRules", "health"];
+const RETRY_MS = 1000; // before reopening a watch that failed (not one the server ended)
+
+function keyOf(obj) {
+  const m = obj.metadata || {};
+  return m.namespace ? `${m.namespace}/${m.name}` : m.name;
+}
+
+function parseRv(text) {
+  if (text === null || text === undefined || text === "") return null;
+  const n = Number(text);
+  return Number.isInteger(n) && n > 0 ? n : null;
+}
+
+function emptySnapshot() {
+  const snap = { denied: {}, scope: {} };
+  for (const k of SNAPSHOT_KINDS) snap[k] = [];
+  return snap;
+}
+
+function createContext() {
+  const listeners = new Map();
+  const emit = (name, ...args) => {
+    for (const fn of listeners.get(name) || []) {
+      try {
+        fn(...args);
+      } catch (error) {
+        console.error(`${name} listener failed`, error);
+      }
+    }
+  };
+  const api = createApi({
+    onUnauthorized() {
+      if (!location.pathname.startsWith("/ui/login")) {
+        location.assign(`/ui/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+      }
+    },
+  });
+
+  const state = { rv: null, revision: 0, snapshot: emptySnapshot(), live: false, loading: true };
+  let objects = {}; // kind -> Map(key -> object): the live snapshot, updated by watches
+  let generation = 0; // bumped by each load: stale loads and watches drop their results
+  let controller = null; // aborts the current load's requests and watches
+  let frame = 0;
+
+  const ctx = {
+    api,
+    state,
+    on(name, fn) {
+      if (!listeners.has(name)) listeners.set(name, []);
+      listeners.get(name).push(fn);
+    },
+    emit,
+    get params() {
+      return Object.fromEntries(new URLSearchParams(location.search));
+    },
+    // Set (or with a null/empty value remove) one URL parameter; listeners of "params" re-render.
+    setParam(name, value, { push = false } = {}) {
+      ctx.setParams({ [name]: value }, { push });
+    },
+    // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists or lists + watches.
+    setRevision(rv) {
+      const target = parseRv(rv);
+      if (parseRv(ctx.params.rv) !== target) ctx.setParam("rv", target, { push: true });
+      return load(target);
+    },
+    // Set several URL parameters at once (null/empty removes one); one "params" event.
+    setParams(values, { push = false } = {}) {
+      const params = new URLSearchParams(location.search);
+      for (const [name, value] of Object.entries(values)) {
+        if (value === null || value === undefined || value === "") params.delete(name);
+        else params.set(name, String(value));
+      }
+      const search = params.toString();
+      const url = location.pathname + (search ? `?${search}` : "") + location.hash;
+      if (push) history.pushState(null, "", url);
+      else history.replaceState(null, "", url);
+      emit("params", ctx.params);
+    },
+    // Open the details panel on an object ({group, resource, namespace, name}; a device: its
+    // ResourceSlice and `device: "DRIVER/POOL/DEVICE"`): URL parameters `object` (and `device`).
+    openObject(ref) {
+      ctx.setParams({ object: ref && ref.name ? formatRef(ref) : null, device: (ref && ref.device) || null }, { push: true });
+      emit("object", ref);
+    },
+    closeObject() {
+      ctx.setParams({ object: null, device: null }, { push: true });
+      emit("object", null);
+    },
+    // The snapshot's objects of one kind as a Map (key "ns/name" or "name").
+    index(kind) {
+      return objects[kind] || new Map();
+    },
+  };
+
+  function showMode() {
+    const mode = document.getElementById("mode");
+    const revision = document.getElementById("revision");
+    if (state.loading) {
+      mode.dataset.mode = "loading";
+      mode.textContent = "loading…";
+    } else if (state.rv === null) {
+      mode.dataset.mode = "live";
+      mode.textContent = "live";
+    } else {
+      mode.dataset.mode = "past";
+      mode.textContent = `past (rv ${state.rv})`;
+    }
+    revision.textContent = state.revision ? String(state.revision) : "–";
+  }
+
+  function publish() {
+    frame = 0;
+    const snap = emptySnapshot();
+    snap.denied = state.snapshot.denied;
+    snap.scope = state.snapshot.scope;
+    for (const k of SNAPSHOT_KINDS) snap[k] = Array.from((objects[k] || new Map()).values());
+    state.snapshot = snap;
+    showMode();
+    emit("snapshot", state);
+    document.querySelector("main").dataset.renderedRv = String(state.revision);
+  }
+
+  function schedule() {
+    if (!frame) frame = requestAnimationFrame(publish);
+  }
+
+  function status(text) {
+    document.getElementById("status").textContent = text || "";
+  }
+
+  // One kind's objects at `rv` (or now): cluster-wide, else (403 on a namespaced kind) in the
+  // namespace of the URL (or "default"); a list still refused leaves the kind empty, noted in `denied`.
+  async function listKind(name, rv, signal, denied, scope) {
+    const kind = KINDS[name];
+    try {
+      return await api.list(collectionPath(kind), { rv, signal });
+    } catch (error) {
+      if (error.name === "AbortError") throw error;
+      if (error.status === 403 && kind.namespaced) {
+        const namespace = ctx.params.namespace || "default";
+        try {
+          const result = await api.list(collectionPath({ ...kind, namespace }), { rv, signal });
+          scope[name] = namespace;
+          denied[name] = { message: error.message, partial: true, namespace };
+          return result;
+        } catch (inner) {
+          if (inner.name === "AbortError") throw inner;
+          denied[name] = { message: inner.message, status: inner.status, namespace };
+          return { items: [], resourceVersion: "" };
+        }
+      }
+      if (error.status === 403 || error.status === 404) {
+        denied[name] = { message: error.message, status: error.status };
+        return { items: [], resourceVersion: "" };
+      }
+      throw error;
+    }
+  }
+
+  async function load(rv) {
+    const mine = ++generation;
+    if (controller) controller.abort();
+    controller = new AbortController();
+    const { signal } = controller;
+    state.rv = rv;
+    state.live = rv === null;
+    state.loading = true;
+    showMode();
+    emit("revision", state);
+    const denied = {};
+    const scope = {};
+    let results;
+    try {
+      results = await Promise.all(SNAPSHOT_KINDS.map((k) => listKind(k, rv, signal, denied, scope)));
+    } catch (error) {
+      if (error.name === "AbortError" || mine !== generation) return;
+      state.loading = false;
+      showMode();
+      status(`could not load the cluster: ${error.message}`);
+      throw error;
+    }
+    if (mine !== generation) return;
+    status("");
+    objects = {};
+    let revision = rv || 0;
+    const versions = {};
+    SNAPSHOT_KINDS.forEach((k, i) => {
+      const m = new Map();
+      for (const item of results[i].items) m.set(keyOf(item), item);
+      objects[k] = m;
+      versions[k] = results[i].resourceVersion;
+      if (rv === null) revision = Math.max(revision, Number(results[i].resourceVersion) || 0);
+    });
+    state.revision = revision;
+    state.loading = false;
+    state.snapshot = { ...emptySnapshot(), denied, scope };
+    if (frame) cancelAnimationFrame(frame);
+    publish();
+    if (rv === null) {
+      for (const k of SNAPSHOT_KINDS) {
+        if (versions[k] && !(denied[k] && !denied[k].partial)) follow(k, versions[k], mine, signal, scope[k] || "");
+      }
+    }
+  }
+
+  // Keep one kind current from `from`: reopen the watch when the server ends it; relist on 410.
+  async function follow(name, from, mine, signal, namespace) {
+    const path = collectionPath({ ...KINDS[name], namespace });
+    let rv = from;
+    while (!signal.aborted && mine === generation) {
+      try {
+        await api.watch(path, {
+          resourceVersion: rv, signal,
+          onEvent(event) {
+            if (mine !== generation) return;
+            const obj = event.object || {};
+            const objRv = Number((obj.metadata || {}).resourceVersion) || 0;
+            if (objRv) rv = String(objRv);
+            if (event.type === "ADDED" || event.type === "MODIFIED") objects[name].set(keyOf(obj), obj);
+            else if (event.type === "DELETED") objects[name].delete(keyOf(obj));
+            if (objRv > state.revision) state.revision = objRv;
+            schedule();
+          },
+        });
+      } catch (error) {
+        if (signal.aborted || mine !== generation) return;
+        if (error instanceof Gone) {
+          load(null).catch(() => {});
+          return;
+        }
+        status(`watch of ${KINDS[name].resource} failed: ${error.message}; retrying`);
+        await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+      }
+    }
+  }
+
+  window.addEventListener("popstate", () => {
+    const rv = parseRv(ctx.params.rv);
+    emit("params", ctx.params);
+    emit("object", currentRef(ctx.params));
+    if (rv !== state.rv) load(rv).catch(() => {});
+  });
+
+  ctx.load = load;
+  return ctx;
+}
+
+function main() {
+  const ctx = createContext();
+  window.cplane = ctx; // for the browser tests, the benchmark and the console
+  for (const view of [map, pending, details, timeline]) {
+    try {
+      view.mount(ctx);
+    } catch (error) {
+      console.error("a view failed to mount", error);
+    }
+  }
+  ctx.load(parseRv(ctx.params.rv)).catch((error) => console.error(error));
+}
+
+main();
