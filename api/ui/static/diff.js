@@ -3,7 +3,6 @@
 // read at A and at B with exact lists filtered by name) or created and deleted in between. Text only.
 // Read with the user's own RBAC: the event log shows the events they may see, the lists what they may read.
 
-const EVENTLOG = "/apis/sim.cplane.dev/v1alpha1/eventlog";
 const MAX_EVENTS = 50000; // events read between A and B (beyond: the diff says it is cut)
 const MAX_DETAILED = 100; // modified objects whose fields are read and compared
 const PARALLEL = 6; // reads at a time
@@ -165,16 +164,15 @@ async function objectAt(ctx, ref, rv) {
   return (page.items || [])[0] || null;
 }
 
-async function eventsBetween(ctx, a, b) {
+async function eventsBetween(ctx, eventlog, a, b) {
   const out = [];
-  let token = "";
-  for (;;) {
-    const params = new URLSearchParams({ since: String(a), until: String(b), limit: "5000" });
-    if (token) params.set("continue", token);
-    const page = await ctx.api.get(`${EVENTLOG}?${params}`);
+  let since = a;
+  for (;;) { // a page's `continue` is the `since` of the next one
+    const params = new URLSearchParams({ since: String(since), until: String(b), limit: "5000" });
+    const page = await ctx.api.get(`${eventlog}?${params}`);
     for (const ev of page.items || []) if (ev.revision > a && ev.revision <= b) out.push(ev);
-    token = page.continue || (page.metadata && page.metadata.continue) || "";
-    if (!token || out.length >= MAX_EVENTS) return { events: out, cut: Boolean(token) };
+    if (!page.continue || out.length >= MAX_EVENTS) return { events: out, cut: Boolean(page.continue) };
+    since = Number(page.continue);
   }
 }
 
@@ -187,8 +185,8 @@ async function inParallel(jobs) {
 }
 
 // The objects the events between A and B touched, classified (see the module's comment).
-export async function compute(ctx, a, b) {
-  const { events, cut } = await eventsBetween(ctx, a, b);
+export async function compute(ctx, a, b, { eventlog }) {
+  const { events, cut } = await eventsBetween(ctx, eventlog, a, b);
   const byKey = new Map();
   for (const ev of events) {
     const ref = { group: ev.group || "", resource: ev.resource, namespace: ev.namespace || "", name: ev.name };
@@ -234,7 +232,8 @@ function el(tag, attrs = {}, ...children) {
 const MARKS = { added: "+", deleted: "-", modified: "~", transient: "±" };
 let shownSpec = null;
 
-export async function show(ctx, box, spec) {
+// Show the diff `spec` ("A..B"; empty: none) in `box`, reading the events from `eventlog` (its path).
+export async function show(ctx, box, spec, { eventlog }) {
   const parsed = parseSpec(spec);
   if (!parsed) {
     shownSpec = null;
@@ -256,7 +255,7 @@ export async function show(ctx, box, spec) {
   delete box.dataset.ready;
   let result;
   try {
-    result = await compute(ctx, parsed.a, parsed.b);
+    result = await compute(ctx, parsed.a, parsed.b, { eventlog });
   } catch (error) {
     if (shownSpec !== id) return;
     box.replaceChildren(el("h2", { text: `Diff ${id}` }, close), el("p", { class: "tl-note", text: `diff: ${error.message}` }));

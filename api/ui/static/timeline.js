@@ -7,7 +7,7 @@
 import * as diffs from "./diff.js";
 import * as replays from "./replay.js";
 
-export const EVENTLOG = "/apis/sim.cplane.dev/v1alpha1/eventlog";
+export const SIM = "/apis/sim.cplane.dev/v1alpha1";
 const MAX_LANES = 8; // kinds with a lane of their own; the rest share "other"
 const LANE_PX = 12; // height of a lane (CSS pixels)
 const AROUND = 12; // events listed before the revision shown (and a few after)
@@ -36,6 +36,15 @@ export function kindName(group, resource) {
 
 function objectName(ev) {
   return ev.namespace ? `${ev.namespace}/${ev.name}` : ev.name;
+}
+
+// `by alice (kubectl-edit)`: who made the change, as the event log recorded it.
+export function actorText(actor) {
+  if (!actor) return "";
+  if (typeof actor === "string") return `by ${actor}`;
+  const who = actor.user || actor.userAgent || "";
+  const manager = actor.fieldManager && actor.fieldManager !== who ? ` (${actor.fieldManager})` : "";
+  return who || manager ? `by ${who || "?"}${manager}` : "";
 }
 
 function shortTime(text) {
@@ -68,6 +77,7 @@ export function mount(ctx) {
     refreshTimer: 0,
     eventsFor: null, // the revision the events list shows
     picks: [], // revisions picked on the canvas (shift-click) for a diff
+    eventlog: `${SIM}/eventlog`, // cluster-wide; one namespace's for a user who may read only that
   };
 
   // ---------------------------------------------------------------- the DOM
@@ -119,15 +129,20 @@ export function mount(ctx) {
   async function eventlog(query) {
     const params = new URLSearchParams();
     for (const [k, v] of Object.entries(query)) if (v !== undefined && v !== null) params.set(k, String(v));
-    return ctx.api.get(`${EVENTLOG}?${params}`);
+    return ctx.api.get(`${t.eventlog}?${params}`);
   }
 
   // The first event after `rv` (null: none yet).
   async function nextRevision(rv) {
     try {
-      const page = await eventlog({ since: rv, limit: 1 });
-      const item = (page.items || [])[0];
-      return item ? item.revision : null;
+      let since = rv;
+      for (;;) { // a page may hold none of the events the user may see yet: its `continue` goes on
+        const page = await eventlog({ since, limit: 1 });
+        const item = (page.items || [])[0];
+        if (item) return item.revision;
+        if (!page.continue) return null;
+        since = Number(page.continue);
+      }
     } catch (error) {
       return rv < t.latest ? rv + 1 : null; // no event log to read: one revision at a time
     }
@@ -348,9 +363,18 @@ export function mount(ctx) {
   async function refreshDensity() {
     t.refreshedAt = Date.now();
     const width = Math.max(100, plot.clientWidth || 600);
+    const query = `buckets=${Math.max(20, Math.min(400, Math.round(width / 3)))}`;
     let body;
     try {
-      body = await ctx.api.get(`${EVENTLOG}/density?buckets=${Math.max(20, Math.min(400, Math.round(width / 3)))}`);
+      try {
+        body = await ctx.api.get(`${t.eventlog}/density?${query}`);
+      } catch (error) {
+        if (error.status !== 403 || t.eventlog !== `${SIM}/eventlog`) throw error;
+        // Refused cluster-wide: the namespace the page shows (as the lists fall back to it).
+        const namespace = ctx.params.namespace || Object.values(ctx.state.snapshot.scope || {})[0] || "default";
+        t.eventlog = `${SIM}/namespaces/${encodeURIComponent(namespace)}/eventlog`;
+        body = await ctx.api.get(`${t.eventlog}/density?${query}`);
+      }
     } catch (error) {
       await probeLatest();
       t.densityError = error.message || String(error);
@@ -365,10 +389,10 @@ export function mount(ctx) {
     densityNote.textContent = "";
     const buckets = body.buckets || [];
     t.buckets = buckets;
-    if (body.first !== undefined) t.first = Math.max(1, Number(body.first) || 1);
+    // The oldest revision to scrub to: the first retained event (the log's compacted revision + 1).
+    if (body.first && body.first.revision) t.first = body.first.revision;
     else if (buckets.length) t.first = Math.max(1, buckets[0].from);
-    if (buckets.length) setLatest(buckets[buckets.length - 1].to);
-    if (body.last !== undefined) setLatest(Number(body.last));
+    setLatest(Number(body.revision) || 0);
     const totals = new Map();
     for (const b of buckets) for (const [k, n] of Object.entries(b.counts || {})) totals.set(k, (totals.get(k) || 0) + n);
     const ranked = [...totals.entries()].sort((x, y) => y[1] - x[1]);
@@ -427,7 +451,7 @@ export function mount(ctx) {
       el("span", { class: "tl-kind", text: kindName(ev.group, ev.resource) }),
       el("a", { href: "#", class: "tl-name", text: objectName(ev),
         onclick: (e) => { e.preventDefault(); ctx.openObject(ref); } }),
-      el("span", { class: "tl-actor", text: ev.actor ? `by ${ev.actor}` : "" }),
+      el("span", { class: "tl-actor", text: actorText(ev.actor) }),
       el("time", { text: shortTime(ev.time), datetime: ev.time || null }));
     }));
   }
@@ -455,10 +479,10 @@ export function mount(ctx) {
     draw();
     scheduleEvents();
   });
-  ctx.on("params", (params) => diffs.show(ctx, diffBox, params.diff).catch(report));
+  const showDiff = (spec) => diffs.show(ctx, diffBox, spec, { eventlog: t.eventlog }).catch(report);
+  ctx.on("params", (params) => showDiff(params.diff));
   window.addEventListener("resize", () => draw());
 
-  diffs.show(ctx, diffBox, ctx.params.diff).catch(report);
   replays.mount(ctx, replayBox, {
     onMove(status) {
       setLatest(status.revision);
@@ -466,5 +490,5 @@ export function mount(ctx) {
       if (ctx.state.rv !== null) go(null).catch(report); // follow the cursor
     },
   }).catch(report);
-  refreshDensity().catch(report);
+  refreshDensity().catch(report).then(() => showDiff(ctx.params.diff));
 }
