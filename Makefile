@@ -85,6 +85,7 @@ bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.crds $(BENCH_ARGS)
 	$(PY) -m bench.job_perf $(BENCH_ARGS)
 	$(PY) -m bench.lists --quick
+	$(PY) -m bench.eventlog $(BENCH_ARGS)
 	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
 	$(PY) -m bench.fleet_scale --nodes 2000 --steady 30
 	$(PY) -m bench.record $(BENCH_ARGS)

@@ -302,8 +302,8 @@ async def history(request: web.Request) -> web.StreamResponse:
     q = request.query
     scope = _scope(request)
     group, resource, name = q.get("group", ""), q.get("resource", ""), q.get("name", "")
-    namespace = scope if scope is not None else q.get("namespace", "")
-    if scope is not None and q.get("namespace", scope) != scope:
+    namespace = q.get("namespace", "" if scope is None else scope)
+    if scope is not None and namespace not in ("", scope):  # its namespace, or a cluster-scoped object
         raise errors.BadRequest(f"namespace: the URL names namespace {scope!r}")
     if not resource or not name:
         raise errors.BadRequest("resource and name are required (and group, namespace where they apply)")

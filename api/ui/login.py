@@ -87,7 +87,7 @@ def page(*, next_path: str = "/ui/", error: str = "") -> str:
 def _html(text: str, *, status: int = 200) -> web.Response:
     return web.Response(text=text, status=status, content_type="text/html", charset="utf-8",
                         headers={"Cache-Control": "no-store", "Content-Security-Policy": _csp(),
-                                 "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"})
+                                 "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"})
 
 
 def _redirect(location: str, *, status: int = 303, cookie: str | None = None) -> web.Response:

@@ -8,9 +8,9 @@ headless, against in-process cplane servers on TCP ports.
 - `cluster`: a sandbox (`cp.testing.sandbox`) with the default controllers and a small fleet
   (`FLEET`: 2 nodes, 4 GPUs and a NIC, the demo's shape), nodes Ready and slices published.
   `secure_cluster`: the same served with TLS, authentication and RBAC (`Cluster.token_for` makes a
-  user with the roles you bind).
-- `page_for(cluster, path, token=...)`: a fresh browser context and page on the cluster (a bearer token
-  sent with every request of the page, as the login cookie would be), closed after the test.
+  user with the roles you bind). `empty_cluster`: no controllers, no fleet (for what needs the page only).
+- `page_for(cluster, path, token=...)`: a fresh browser context and page on the cluster, logged in
+  through `/ui/login` with that token (the `cplane-token` cookie), closed after the test.
 
 Every test here runs on the session's event loop (the browser's Playwright connection lives there,
 and an in-process server must serve on the loop the test awaits on). Wait on the DOM contract of
@@ -19,9 +19,11 @@ docs/ui.md (`main[data-rendered-rv]`, `[data-device=…]`, …) with Playwright'
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import shutil
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -96,6 +98,9 @@ async def browser() -> AsyncIterator[Any]:
         from playwright.async_api import async_playwright
     except ImportError as error:
         _no_browser(f"Playwright for Python is not installed ({error}): pip install -e '.[test]'")
+    from playwright.async_api import expect
+
+    expect.set_options(timeout=TIMEOUT_MS)
     async with async_playwright() as playwright:
         try:
             chromium = await playwright.chromium.launch(executable_path=path, headless=True,
@@ -137,37 +142,47 @@ class Cluster:
         return str(review["status"]["token"])
 
 
-async def _ready(sb: testing.Sandbox) -> None:
-    """Wait until every node of FLEET is Ready and has published its slices."""
+async def _ready(sb: testing.Sandbox, *, nodes: int, devices: int) -> None:
+    """Wait until `nodes` nodes are Ready and their slices list `devices` devices."""
     async def ready() -> bool:
-        nodes = (await sb.client.list("nodes")).items
+        listed = (await sb.client.list("nodes")).items
         slices = (await sb.client.list("resourceslices.resource.k8s.io")).items
-        ready_nodes = [n for n in nodes if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                               for c in (n.get("status") or {}).get("conditions") or [])]
-        devices = sum(len(s["spec"].get("devices") or []) for s in slices)
-        return len(ready_nodes) == len(NODES) and devices == len(NODES) * DEVICES_PER_NODE
+        ready_nodes = [n for n in listed if any(c.get("type") == "Ready" and c.get("status") == "True"
+                                                for c in (n.get("status") or {}).get("conditions") or [])]
+        return len(ready_nodes) == nodes and sum(len(s["spec"].get("devices") or []) for s in slices) == devices
 
     await sb.wait_for(ready, timeout=30)
 
 
-async def _cluster(tmp_path: Path, *, secure: bool) -> AsyncIterator[Cluster]:
-    async with testing.sandbox(data_dir=tmp_path / "cplane", fleet=FLEET, secure=secure,
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, *, fleet: dict[str, Any] = FLEET, nodes: int = len(NODES),
+                  devices: int = len(NODES) * DEVICES_PER_NODE, secure: bool = False) -> AsyncIterator[Cluster]:
+    """A cluster of `fleet` (its `nodes` Ready, `devices` published) with the default controllers and
+    the device taint evictor."""
+    async with testing.sandbox(data_dir=tmp_path / "cplane", fleet=fleet, secure=secure,
                                controllers=(*testing.DEFAULT_CONTROLLERS, "device-taint-eviction")) as sb:
-        await _ready(sb)
+        await _ready(sb, nodes=nodes, devices=devices)
         yield Cluster(url=sb.url, client=sb.client, sandbox=sb, secure=secure)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """cplane (plain HTTP, no authentication) with controllers and FLEET."""
-    async for c in _cluster(tmp_path, secure=False):
+    async with running(tmp_path) as c:
         yield c
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def empty_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
+    """cplane (plain HTTP) with no controllers and no fleet: for what needs only the page."""
+    async with testing.sandbox(data_dir=tmp_path / "cplane", controllers=()) as sb:
+        yield Cluster(url=sb.url, client=sb.client, sandbox=sb)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def secure_cluster(tmp_path: Path) -> AsyncIterator[Cluster]:
     """cplane with TLS, authentication and RBAC, controllers and FLEET."""
-    async for c in _cluster(tmp_path, secure=True):
+    async with running(tmp_path, secure=True) as c:
         yield c
 
 
@@ -178,13 +193,15 @@ PageFor = Callable[..., Awaitable[Any]]
 async def page_for(browser: Any) -> AsyncIterator[PageFor]:
     """`await page_for(cluster, "/ui/?node=x", token=None)`: a new page (own context: cookies, storage)
     at that path, once its first render is done (`main[data-rendered-rv]`); everything it opened is
-    closed after the test. Console errors and uncaught page errors fail the test."""
+    closed after the test. With a `token`: logged in through `/ui/login` (the cookie), or with
+    `login=False` the token sent as an Authorization header by the browser. Console errors and
+    uncaught page errors fail the test."""
     contexts: list[Any] = []
     errors: list[str] = []
 
     async def open_page(cluster: Cluster, path: str = "/ui/", *, token: str | None = None,
-                        wait: bool = True) -> Any:
-        headers = {"Authorization": f"Bearer {token or ''}"} if token else None
+                        login: bool = True, wait: bool = True) -> Any:
+        headers = {"Authorization": f"Bearer {token}"} if token and not login else None
         context = await browser.new_context(ignore_https_errors=cluster.secure, extra_http_headers=headers,
                                             viewport={"width": 1400, "height": 900})
         context.set_default_timeout(TIMEOUT_MS)
@@ -193,7 +210,11 @@ async def page_for(browser: Any) -> AsyncIterator[PageFor]:
         page.on("pageerror", lambda error: errors.append(f"page error: {error}"))
         page.on("console", lambda message: errors.append(f"console {message.type}: {message.text}")
                 if message.type == "error" and not message.text.startswith(REFUSED) else None)
-        await page.goto(cluster.url + path)
+        if token and login:  # the browser login: the token in the URL fragment, posted, kept in a cookie
+            await page.goto(f"{cluster.url}/ui/login?{urllib.parse.urlencode({'next': path})}#token={token}")
+            await page.wait_for_url(f"{cluster.url}{path}")
+        else:
+            await page.goto(cluster.url + path)
         if wait:
             await page.wait_for_selector("main[data-rendered-rv]", state="attached")
         return page

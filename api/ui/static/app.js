@@ -10,6 +10,11 @@ import * as timeline from "./timeline.js";
 
 // The kinds of a snapshot (`ctx.state.snapshot[name]`), read for every revision shown.
 const SNAPSHOT_KINDS = ["nodes", "slices", "claims", "pods", "classes", "taintRules", "health"];
+// Live, the large kinds are watched. A browser keeps at most 6 HTTP/1.1 connections to one server and
+// each watch holds one, so the small kinds are listed again every POLL_MS instead (one request at a
+// time), which leaves connections for the page's other requests (why, details, the timeline).
+const WATCHED = ["nodes", "slices", "claims", "pods"];
+const POLL_MS = 2000;
 const RETRY_MS = 1000; // before reopening a watch that failed (not one the server ended)
 
 function keyOf(obj) {
@@ -53,6 +58,7 @@ function createContext() {
   let generation = 0; // bumped by each load: stale loads and watches drop their results
   let controller = null; // aborts the current load's requests and watches
   let frame = 0;
+  let wake = null; // ends the poller's wait (after the page's own writes)
 
   const ctx = {
     api,
@@ -97,6 +103,10 @@ function createContext() {
     closeObject() {
       ctx.setParams({ object: null, device: null }, { push: true });
       emit("object", null);
+    },
+    // List the polled kinds now (after a write of the page's own), not at the next round.
+    refresh() {
+      if (wake) wake();
     },
     // The snapshot's objects of one kind as a Map (key "ns/name" or "name").
     index(kind) {
@@ -209,8 +219,40 @@ function createContext() {
     if (frame) cancelAnimationFrame(frame);
     publish();
     if (rv === null) {
-      for (const k of SNAPSHOT_KINDS) {
+      for (const k of WATCHED) {
         if (versions[k] && !(denied[k] && !denied[k].partial)) follow(k, versions[k], mine, signal, scope[k] || "");
+      }
+      poll(SNAPSHOT_KINDS.filter((k) => !WATCHED.includes(k) && !(denied[k] && !denied[k].partial)), mine, signal, scope);
+    }
+  }
+
+  // Keep the small kinds current by listing them again every POLL_MS, one after the other.
+  async function poll(kinds, mine, signal, scope) {
+    const versionsOf = (m) => Array.from(m.values(), (o) => `${keyOf(o)}@${o.metadata.resourceVersion}`).join(" ");
+    while (!signal.aborted && mine === generation) {
+      await new Promise((resolve) => {
+        wake = resolve;
+        setTimeout(resolve, POLL_MS);
+      });
+      wake = null;
+      for (const name of kinds) {
+        if (signal.aborted || mine !== generation) return;
+        let result;
+        try {
+          result = await api.list(collectionPath({ ...KINDS[name], namespace: scope[name] || "" }), { signal });
+        } catch (error) {
+          if (signal.aborted || mine !== generation) return;
+          continue; // the next round tries again
+        }
+        if (mine !== generation) return;
+        const m = new Map();
+        for (const item of result.items) m.set(keyOf(item), item);
+        const listed = Number(result.resourceVersion) || 0;
+        if (versionsOf(m) !== versionsOf(objects[name])) {
+          objects[name] = m;
+          if (listed > state.revision) state.revision = listed;
+          schedule();
+        }
       }
     }
   }

@@ -41,8 +41,13 @@ function historyHtml(history) {
   if (history.error) return `<p class="note" data-note="">${esc(history.error)}</p>`;
   if (!history.items.length) return '<p class="empty">no history</p>';
   const rows = history.items.map((h) => {
-    const changes = (h.changes || []).map((c) => `<li class="change"><code>${esc(c.path)}</code>: ${esc(shortValue(c.old))} → ${esc(shortValue(c.new))}</li>`).join("");
-    return `<li class="version" data-revision="${esc(h.revision)}"><span class="rev">rv ${esc(h.revision)}</span> <span class="ev-type">${esc(h.type)}</span> <time>${esc(h.time)}</time> <span class="actor">${esc(h.actor)}</span>${changes ? `<ul class="changes">${changes}</ul>` : ""}</li>`;
+    const changes = (h.changes || []).map((c) => {
+      const op = c.op || (c.old === undefined ? "+" : c.new === undefined ? "-" : "~");
+      const value = op === "+" ? esc(shortValue(c.new)) : op === "-" ? esc(shortValue(c.old)) : `${esc(shortValue(c.old))} → ${esc(shortValue(c.new))}`;
+      return `<li class="change op-${op === "+" ? "add" : op === "-" ? "remove" : "change"}"><span class="op">${esc(op)}</span> <code>${esc(c.path)}</code>: ${value}</li>`;
+    }).join("");
+    const actor = h.actor && typeof h.actor === "object" ? [h.actor.user, h.actor.fieldManager && `(${h.actor.fieldManager})`].filter(Boolean).join(" ") : h.actor;
+    return `<li class="version" data-revision="${esc(h.revision)}"><span class="rev">rv ${esc(h.revision)}</span> <span class="ev-type">${esc(h.type)}</span> <time>${esc(h.time)}</time> <span class="actor">${esc(actor)}</span>${changes ? `<ul class="changes">${changes}</ul>` : ""}</li>`;
   });
   return `<ol class="history">${rows.join("")}</ol>`;
 }
@@ -65,6 +70,27 @@ function deviceHtml(dev, writable) {
   lines.push("</dl>");
   if (writable) lines.push('<p><button type="button" data-write="" data-taint-device="">taint device (NoSchedule)</button></p>');
   return lines.join("");
+}
+
+// Links from a claim to its devices and pods, from a pod to its node and claims.
+function relationsHtml(ref, obj) {
+  if (!obj) return "";
+  const rows = [];
+  if (ref.resource === "resourceclaims") {
+    const results = (((obj.status || {}).allocation || {}).devices || {}).results || [];
+    rows.push(`<dt>allocated</dt><dd>${results.length ? results.map((r) => {
+      const id = `${r.driver}/${r.pool}/${r.device}`;
+      return `<button type="button" data-open-device="${esc(id)}">${esc(id)}</button>`;
+    }).join(" ") : "no"}</dd>`);
+    const pods = ((obj.status || {}).reservedFor || []).filter((r) => !r.resource || r.resource === "pods");
+    if (pods.length) rows.push(`<dt>reserved for</dt><dd>${pods.map((r) => `<button type="button" class="pod" data-open-pod="${esc(`${ref.namespace}/${r.name}`)}">${esc(`${ref.namespace}/${r.name}`)}</button>`).join(" ")}</dd>`);
+  } else if (ref.resource === "pods") {
+    const node = (obj.spec || {}).nodeName;
+    rows.push(`<dt>node</dt><dd>${esc(node || "not scheduled")}</dd>`);
+    const claims = ((obj.status || {}).resourceClaimStatuses || []).filter((c) => c.resourceClaimName);
+    if (claims.length) rows.push(`<dt>claims</dt><dd>${claims.map((c) => `<button type="button" class="claim" data-open-claim="${esc(`${ref.namespace}/${c.resourceClaimName}`)}">${esc(`${ref.namespace}/${c.resourceClaimName}`)}</button>`).join(" ")}</dd>`);
+  }
+  return rows.length ? `<dl class="device-facts">${rows.join("")}</dl>` : "";
 }
 
 export function mount(ctx) {
@@ -107,6 +133,7 @@ export function mount(ctx) {
     } else if (ref.resource === "devicetaintrules" && live && obj && (ctx.permissions || {}).deleteRules) {
       out.push(`<p><button type="button" data-write="" data-remove-rule="${esc(ref.name)}">remove</button></p>`);
     }
+    if (!ref.device) out.push(relationsHtml(ref, obj));
     out.push(`<h3>YAML${ref.device ? " (its entry in the ResourceSlice)" : ""}</h3>`);
     if (obj) out.push(`<pre class="yaml">${esc(toYaml(obj))}</pre>`);
     else out.push(`<p class="note" data-note="">${esc(fetched.error || (fetched.key === key() ? "not found at this revision" : "loading…"))}</p>`);
@@ -138,7 +165,9 @@ export function mount(ctx) {
         { rv, query: { fieldSelector: selector.join(",") } })
         .then((r) => { next.events = { items: r.items.filter((e) => !e.involvedObject || !KIND_OF[target.resource] || e.involvedObject.kind === KIND_OF[target.resource]) }; })
         .catch((e) => { next.events = { items: [], error: `events: ${e.message}` }; }));
-      const history = withQuery("/apis/sim.cplane.dev/v1alpha1/eventlog/history",
+      // the namespaced path serves a user who may read that namespace only
+      const base = target.namespace ? `/apis/sim.cplane.dev/v1alpha1/namespaces/${encodeURIComponent(target.namespace)}` : "/apis/sim.cplane.dev/v1alpha1";
+      const history = withQuery(`${base}/eventlog/history`,
         { group: target.group, resource: target.resource, namespace: target.namespace, name: target.name });
       tasks.push(ctx.api.get(history)
         .then((r) => { next.history = { items: (r.items || []).filter((h) => rv === null || Number(h.revision) <= rv) }; })
@@ -164,6 +193,10 @@ export function mount(ctx) {
     if (d.close !== undefined) ctx.closeObject();
     else if (d.openSlice) ctx.openObject({ group: "resource.k8s.io", resource: "resourceslices", name: d.openSlice });
     else if (d.openRule) ctx.openObject({ group: "resource.k8s.io", resource: "devicetaintrules", name: d.openRule });
+    else if (d.openDevice) {
+      const slice = ctx.state.snapshot.slices.find((sl) => (sl.spec.devices || []).some((dev) => d.openDevice === `${sl.spec.driver}/${sl.spec.pool.name}/${dev.name}`));
+      ctx.openObject({ group: "resource.k8s.io", resource: "resourceslices", name: slice ? slice.metadata.name : "", device: d.openDevice });
+    }
     else if (d.openClaim) {
       const [namespace, name] = d.openClaim.split("/");
       ctx.openObject({ group: "resource.k8s.io", resource: "resourceclaims", namespace, name });
@@ -179,6 +212,7 @@ export function mount(ctx) {
           apiVersion: "resource.k8s.io/v1", kind: "DeviceTaintRule", metadata: { generateName: "ui-taint-" },
           spec: { deviceSelector: { driver, pool, device }, taint: { key: UI_TAINT_KEY, value: "true", effect: "NoSchedule" } },
         });
+        ctx.refresh();
       } catch (error) {
         document.getElementById("status").textContent = `could not taint ${ref.device}: ${error.message}`;
       }
@@ -187,6 +221,7 @@ export function mount(ctx) {
       target.disabled = true;
       try {
         await ctx.api.del(objectPath({ group: "resource.k8s.io", resource: "devicetaintrules", name: d.removeRule }));
+        ctx.refresh();
       } catch (error) {
         document.getElementById("status").textContent = `could not remove ${d.removeRule}: ${error.message}`;
         target.disabled = false;

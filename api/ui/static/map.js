@@ -320,6 +320,7 @@ export function mount(ctx) {
       target.disabled = true;
       try {
         await ctx.api.del(`/apis/resource.k8s.io/v1/devicetaintrules/${encodeURIComponent(removeRule)}`);
+        ctx.refresh();
       } catch (error) {
         document.getElementById("status").textContent = `could not remove DeviceTaintRule ${removeRule}: ${error.message}`;
         target.disabled = false;
@@ -337,6 +338,7 @@ export function mount(ctx) {
     permissions.deleteRules = del;
     ctx.permissions = permissions;
     if (del) render();
+    document.querySelector("main").dataset.canWrite = create || del ? "yes" : "no"; // decided (tests wait on it)
     ctx.emit("permissions", permissions);
   });
   ctx.permissions = permissions;

@@ -88,21 +88,30 @@ export function buildModel(snapshot) {
   for (const n of snapshot.nodes) nodeEntry(n.metadata.name).node = n;
 
   const rules = snapshot.taintRules || [];
-  const sorted = [...snapshot.slices].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0));
+  const sorted = [...snapshot.slices].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : a.metadata.name > b.metadata.name ? 1 : 0))
+    .filter((slice) => {
+      const spec = slice.spec || {};
+      const pk = `${spec.driver}/${(spec.pool || {}).name}`;
+      return (Number((spec.pool || {}).generation) || 0) >= newest.get(pk); // not an obsolete generation
+    });
+  // the pools' counter sets first (a pool may publish them in a slice of their own)
   for (const slice of sorted) {
     const spec = slice.spec || {};
-    const poolName = (spec.pool || {}).name || "";
-    const pk = `${spec.driver}/${poolName}`;
-    if ((Number((spec.pool || {}).generation) || 0) < newest.get(pk)) continue; // obsolete generation
+    const pk = `${spec.driver}/${(spec.pool || {}).name || ""}`;
     if (!counterSets.has(pk)) counterSets.set(pk, new Map());
-    const sets = counterSets.get(pk);
     for (const cs of spec.sharedCounters || []) {
       const counters = new Map();
       for (const [name, c] of Object.entries(cs.counters || {})) {
         counters.set(name, { name, total: parseQuantity((c || {}).value), used: 0, text: (c || {}).value });
       }
-      sets.set(cs.name, { name: cs.name, counters, devices: [] });
+      counterSets.get(pk).set(cs.name, { name: cs.name, counters, devices: [] });
     }
+  }
+  for (const slice of sorted) {
+    const spec = slice.spec || {};
+    const poolName = (spec.pool || {}).name || "";
+    const pk = `${spec.driver}/${poolName}`;
+    const sets = counterSets.get(pk);
     for (const raw of spec.devices || []) {
       const node = spec.nodeName || raw.nodeName || "";
       const key = `${node}|${pk}`;

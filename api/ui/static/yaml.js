@@ -4,16 +4,23 @@
 const RESERVED = /^(?:~|null|Null|NULL|true|True|TRUE|false|False|FALSE|y|Y|yes|Yes|YES|n|N|no|No|NO|on|On|ON|off|Off|OFF|\.nan|\.NaN|\.NAN|[-+]?\.(?:inf|Inf|INF))$/;
 const NUMBERLIKE = /^[-+]?(?:\d[\d_]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?$|^0[xob][0-9a-fA-F_]+$|^\d+(?::[0-5]?\d)+(?:\.\d*)?$/;
 const INDICATOR = /^[-?:,[\]{}#&*!|>'"%@`\s]/;
+const TIMESTAMP = /^\d{4}-\d\d?-\d\d?(?:$|[Tt ])/; // YAML 1.1 readers make these dates
+const SPECIAL = /^(?:=|<<)$/; // YAML 1.1's value and merge keys
 
 function needsQuotes(s) {
   return s === "" || RESERVED.test(s) || NUMBERLIKE.test(s) || INDICATOR.test(s) || /\s$/.test(s) ||
+    TIMESTAMP.test(s) || SPECIAL.test(s) ||
     s.includes(": ") || s.includes(" #") || s.endsWith(":") || /[\x00-\x1f\x7f\u2028\u2029]/.test(s);
 }
 
 export function scalar(value) {
   if (value === null || value === undefined) return "null";
   if (typeof value === "boolean") return value ? "true" : "false";
-  if (typeof value === "number") return Number.isFinite(value) ? String(value) : value > 0 ? ".inf" : value < 0 ? "-.inf" : ".nan";
+  if (typeof value === "number") {
+    if (!Number.isFinite(value)) return value > 0 ? ".inf" : value < 0 ? "-.inf" : ".nan";
+    const text = String(value);
+    return /e/.test(text) && !text.includes(".") ? text.replace("e", ".0e") : text; // 1e+21 → 1.0e+21
+  }
   const s = String(value);
   return needsQuotes(s) ? JSON.stringify(s) : s;
 }

@@ -200,6 +200,12 @@ async def test_a_namespace_reader_sees_only_their_namespace(secure: Secure) -> N
     assert code == 403
     code, status = await _get(alice, f"{team}/history", resource="secrets", name="x")
     assert code == 403 and status["reason"] == "Forbidden"
+    code, status = await _get(alice, f"{team}/history", resource="namespaces", namespace="", name="team")
+    assert code == 403  # a cluster-scoped object through the namespace's view: still RBAC's decision
+    code, status = await _get(alice, f"{team}/history", resource="configmaps", namespace="other", name="cm-0")
+    assert code == 400
+    code, h = await _get(admin, f"{team}/history", resource="namespaces", namespace="", name="team")
+    assert code == 200 and h["items"][0]["type"] == "ADDED"
 
     # the admin sees everything, cluster-wide; the view role grants the endpoints (and what it may list)
     code, page = await _get(admin, EVENTLOG, limit=10_000)

@@ -88,6 +88,7 @@ async def test_replay_command_end_to_end(tmp_path: Path, recorded: recordings.Re
     stderr = (tmp_path / "replay.err").read_text()
     assert code == 0, stderr
     assert f"cplane replay: serving {recorded.ndjson}" in stderr
+    assert "cplane replay: UI: http://127.0.0.1:" in stderr and "/ui/\n" in stderr
     assert f"forked at revision {recorded.last}; starting controllers" in stderr
 
 

@@ -185,3 +185,24 @@ def test_runtime_config_reaches_the_server(capsys: pytest.CaptureFixture[str]) -
     with pytest.raises(SystemExit):
         _args("--help")
     assert "--runtime-config" in capsys.readouterr().out
+
+
+async def test_serve_prints_the_ui_url_once_ready(tmp_path: Path) -> None:
+    proc = await asyncio.create_subprocess_exec(
+        *CPLANE, "serve", "--port", "0", "--insecure", "--no-controllers", "--data-dir", str(tmp_path),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+    assert proc.stderr is not None
+    lines: list[str] = []
+    try:
+        async with asyncio.timeout(60):
+            while not lines or not lines[-1].startswith("cplane: UI: "):
+                line = await proc.stderr.readline()
+                assert line, "".join(lines)
+                lines.append(line.decode())
+    finally:
+        proc.terminate()
+        async with asyncio.timeout(30):
+            await proc.communicate()
+    serving = next(line for line in lines if line.startswith("cplane: serving "))
+    url = serving.removeprefix("cplane: serving ").split(";")[0]
+    assert lines[-1] == f"cplane: UI: {url}/ui/\n"
