@@ -38,9 +38,10 @@ MEDIA_TYPES = {
     ".woff2": "font/woff2",
 }
 # Headers on every file: revalidate each time (the page changes with the server), never sniffed,
-# never framed, no Referer (URLs carry revisions and object names).
+# never framed, no Referer to other sites (URLs carry revisions and object names; `same-origin`, not
+# `no-referrer`, which would make browsers send `Origin: null` with the page's own POSTs).
 _HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
-            "Content-Security-Policy": "frame-ancestors 'none'", "Referrer-Policy": "no-referrer"}
+            "Content-Security-Policy": "frame-ancestors 'none'", "Referrer-Policy": "same-origin"}
 
 # path -> (mtime_ns, size, etag, body): files read once, again when they change on disk
 _files: dict[Path, tuple[int, int, str, bytes]] = {}

@@ -6,7 +6,9 @@ for it (or reads it from the URL fragment, `/ui/login#token=...`, which never re
 a bad token gets the form again with 401; a good one gets `Set-Cookie: cplane-token=...; HttpOnly;
 Secure; SameSite=Strict; Path=/` and a 303 to `/ui/` (or to `next`, when that is a path under
 `/ui/`). `POST /ui/logout` clears the cookie. Both may be reached without credentials; a login
-posted from another origin (its `Origin` header names another server) is refused with 403.
+posted from another origin (its `Origin` header names another server, or is `null`) is refused with
+403; the form's page has `Referrer-Policy: same-origin`, as under `no-referrer` browsers post it with
+`Origin: null`.
 
 The authentication step (`api.auth.chain`, `api.auth.cookies`) then takes the cookie as the bearer token of a request
 that has no `Authorization` header and no client certificate; such a request with a method other

@@ -42,6 +42,8 @@ async def test_unauthenticated_gets_401_but_the_login_page(secure: Secure) -> No
         assert r.headers["Content-Type"].startswith("text/html")
         assert r.headers["Cache-Control"] == "no-store"
         assert "script-src 'sha256-" in r.headers["Content-Security-Policy"]
+        # Origin: null would be sent with the form under no-referrer (and refused)
+        assert r.headers["Referrer-Policy"] == "same-origin"
         page = await r.text()
         assert 'name="token"' in page and 'action="/ui/login"' in page and "#" not in r.url.path
     async with browser(secure, token="not-a-token").get("/ui/") as r:
@@ -112,6 +114,9 @@ async def test_a_login_from_another_origin_is_refused(secure: Secure) -> None:
                                      headers={"Origin": "https://evil.example"}, allow_redirects=False) as r:
         assert r.status == 403
         assert "Set-Cookie" not in r.headers
+    async with secure.session().post("/ui/login", data={"token": secure.tokens["alice"]},
+                                     headers={"Origin": "null"}, allow_redirects=False) as r:
+        assert r.status == 403  # a sandboxed frame or data: page of another site
     async with secure.session().post("/ui/login", data={"token": secure.tokens["alice"]},
                                      headers={"Origin": secure.url}, allow_redirects=False) as r:
         assert r.status == 303
