@@ -372,6 +372,17 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
 
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Creates that write nothing to the log (`api.auth.reviews`): questions about who may do what, answered
+# on a replay as on any server (`kubectl auth can-i`, the web UI's SelfSubjectAccessReviews), without
+# a refusal or a fork.
+_REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews",
+                      "tokenreviews", "subjectaccessreviews", "localsubjectaccessreviews"})
+_REVIEW_GROUPS = ("/apis/authorization.k8s.io/", "/apis/authentication.k8s.io/")
+
+
+def _review(request: web.Request) -> bool:
+    return request.method == "POST" and request.path.startswith(_REVIEW_GROUPS) \
+        and request.path.rstrip("/").rsplit("/", 1)[-1] in _REVIEWS
 
 
 def write_guard(replayer: Replayer) -> Any:
@@ -380,8 +391,9 @@ def write_guard(replayer: Replayer) -> Any:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        # The UI's login and logout write nothing, nor do reviews.
         if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL) \
-                or request.path.startswith("/ui/"):  # the UI's login and logout write nothing
+                or request.path.startswith("/ui/") or _review(request):
             return await handler(request)
         if not replayer.fork_on_write:
             if replayer.fork_at is not None:
