@@ -1,0 +1,170 @@
+"""The web UI's time (docs/ui.md, issue #26): `?rv=` shows the cluster as it was, the scrubber moves
+every view to a past revision and back to live, the diff of two revisions lists the changed objects
+and fields. With env `CPLANE_SCREENSHOTS=DIR`, the map and the timeline are saved there as PNGs
+(`make screenshots`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from tests import waiting
+from tests.browser.conftest import Cluster, PageFor
+
+CLAIMS = "resourceclaims.resource.k8s.io"
+
+
+def screenshots_dir() -> Path | None:
+    """DIR of env CPLANE_SCREENSHOTS=DIR (made if missing), or None: no screenshots wanted."""
+    folder = os.environ.get("CPLANE_SCREENSHOTS")
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return Path(folder)
+
+
+async def screenshot(page: Any, name: str, *, selector: str | None = None) -> None:
+    """Save the page (or one element of it) as DIR/NAME.png when env CPLANE_SCREENSHOTS=DIR is set."""
+    folder = screenshots_dir()
+    if folder is None:
+        return
+    path = str(folder / f"{name}.png")
+    if selector:
+        await page.locator(selector).screenshot(path=path)
+    else:
+        await page.screenshot(path=path, full_page=True)
+
+
+@dataclasses.dataclass
+class Allocated:
+    """A claim the scheduler allocated and what happened to it afterwards."""
+
+    claim: str  # NAMESPACE/NAME
+    device: str  # DRIVER/POOL/DEVICE
+    created: int  # the revision at which the claim existed, not yet allocated
+    allocated: int  # a revision at which it is allocated to `device`, its pod bound
+    deleted: int  # a revision after the pod and claim were deleted
+
+
+async def newest(cluster: Cluster) -> int:
+    return int((await cluster.client.list("namespaces", limit=1)).resource_version)
+
+
+async def allocate_then_delete(cluster: Cluster, name: str = "trainer") -> Allocated:
+    """A pod with a claim for one GPU: scheduled and allocated, then deleted with its claim."""
+    client = cluster.client
+    claim = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": name},
+             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}}
+    created = await client.create(CLAIMS, claim, namespace="default")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+           "spec": {"containers": [{"name": "train", "image": "registry.example.com/train:1",
+                                    "resources": {"claims": [{"name": "gpu"}]}}],
+                    "resourceClaims": [{"name": "gpu", "resourceClaimName": name}]}}
+    await client.create("pods", pod, namespace="default")
+
+    async def allocated() -> dict[str, Any] | None:
+        c = await client.get(CLAIMS, name, namespace="default")
+        p = await client.get("pods", name, namespace="default")
+        done = (c.get("status") or {}).get("allocation") and p["spec"].get("nodeName")
+        return c if done else None
+
+    got = await waiting.eventually(allocated, within=15, what="the claim allocated and its pod bound")
+    result = got["status"]["allocation"]["devices"]["results"][0]
+    at = await newest(cluster)
+    await client.delete("pods", name, namespace="default", grace_period_seconds=0)
+    await client.delete(CLAIMS, name, namespace="default")
+
+    async def gone() -> bool:
+        names = {c["metadata"]["name"] for c in (await client.list(CLAIMS, namespace="default")).items}
+        pods = {p["metadata"]["name"] for p in (await client.list("pods", namespace="default")).items}
+        return name not in names and name not in pods
+
+    await waiting.eventually(gone, within=15, what="the pod and claim deleted")
+    return Allocated(claim=f"default/{name}", device=f"{result['driver']}/{result['pool']}/{result['device']}",
+                     created=int(created["metadata"]["resourceVersion"]), allocated=at, deleted=await newest(cluster))
+
+
+def device(allocated: Allocated) -> str:
+    return f'[data-device="{allocated.device}"]'
+
+
+async def test_rv_shows_the_earlier_allocation(cluster: Cluster, page_for: PageFor) -> None:
+    """`/ui/?rv=R` of a revision where the claim held the device shows it allocated to the claim; live
+    shows it free again."""
+    a = await allocate_then_delete(cluster)
+    page = await page_for(cluster, f"/ui/?rv={a.allocated}")
+    await page.wait_for_selector(f'main[data-rendered-rv="{a.allocated}"]', state="attached")
+    gpu = page.locator(device(a))
+    assert await gpu.get_attribute("data-state") == "allocated"
+    assert await gpu.get_attribute("data-claim") == a.claim
+    assert a.claim.split("/")[1] in await gpu.inner_text()
+    assert await page.locator("#timeline input[type=range]").input_value() == str(a.allocated)
+
+    live = await page_for(cluster, "/ui/")
+    gpu = live.locator(device(a))
+    assert await gpu.get_attribute("data-state") == "free"
+    assert await gpu.get_attribute("data-claim") is None
+
+
+async def test_scrubber_moves_the_map_to_a_past_revision_and_back_to_live(cluster: Cluster,
+                                                                          page_for: PageFor) -> None:
+    a = await allocate_then_delete(cluster, "scrubbed")
+    page = await page_for(cluster, "/ui/")
+    await page.wait_for_function(f"Number(document.querySelector('main').dataset.renderedRv) >= {a.deleted}")
+    assert await page.locator(device(a)).get_attribute("data-state") == "free"
+
+    scrubber = page.locator("#timeline input[type=range]")
+    await page.wait_for_function(f"Number(document.querySelector('#timeline input[type=range]').max) >= {a.deleted}")
+    await scrubber.fill(str(a.allocated))  # sets the value and fires input and change, as a drag's release
+    await page.wait_for_selector(f'main[data-rendered-rv="{a.allocated}"]', state="attached")
+    assert await page.locator(device(a)).get_attribute("data-state") == "allocated"
+    assert await page.locator(device(a)).get_attribute("data-claim") == a.claim
+    assert f"rv={a.allocated}" in page.url
+    await screenshot(page, "ui-map-past")
+    await screenshot(page, "ui-timeline", selector="#timeline")
+
+    await page.locator('#timeline button[data-action="live"]').click()
+    await page.wait_for_function("!new URLSearchParams(location.search).has('rv')")
+    await page.wait_for_function(f"Number(document.querySelector('main').dataset.renderedRv) >= {a.deleted}")
+    await page.wait_for_selector(f'{device(a)}[data-state="free"]', state="attached")
+
+
+async def test_step_moves_to_the_previous_and_next_event(cluster: Cluster, page_for: PageFor) -> None:
+    a = await allocate_then_delete(cluster, "stepped")
+    page = await page_for(cluster, f"/ui/?rv={a.allocated}")
+    await page.locator('#timeline button[data-action="prev"]').click()
+    await page.wait_for_function(f"Number(document.querySelector('main').dataset.renderedRv) < {a.allocated}")
+    before = int(await page.locator("main").get_attribute("data-rendered-rv"))
+    await page.locator('#timeline button[data-action="next"]').click()
+    await page.wait_for_function(f"Number(document.querySelector('main').dataset.renderedRv) > {before}")
+    after = int(await page.locator("main").get_attribute("data-rendered-rv"))
+    assert after <= a.allocated  # the next event after the previous one is at most where we were
+    # The events around the revision shown are listed as text, the one shown marked.
+    await page.wait_for_selector(f'#timeline .tl-events li[aria-current="true"][data-revision="{after}"]',
+                                 state="attached")
+
+
+async def test_diff_of_two_revisions_lists_objects_and_fields(cluster: Cluster, page_for: PageFor) -> None:
+    a = await allocate_then_delete(cluster, "diffed")
+    claim = f"{CLAIMS}/{a.claim}"
+    page = await page_for(cluster, f"/ui/?diff={a.created}..{a.allocated}")
+    box = page.locator("#diff[data-ready=true]")
+    await box.wait_for(state="visible")
+    entry = box.locator(f'[data-diff-object="{claim}"]')
+    assert await entry.get_attribute("data-change") == "modified"
+    field = entry.locator('[data-path="status.allocation.devices.results[0].device"]')
+    assert a.device.rsplit("/", 1)[1] in await field.inner_text()
+    pod = box.locator('[data-diff-object="pods/default/diffed"]')
+    assert await pod.get_attribute("data-change") in ("added", "modified")
+
+    # From before the claim to after its deletion: created and deleted in between.
+    await page.goto(cluster.url + f"/ui/?diff={a.created - 1}..{a.deleted}")
+    entry = page.locator(f'#diff[data-ready=true] [data-diff-object="{claim}"]')
+    assert await entry.get_attribute("data-change") == "transient"
+    # And the whole life in one direction: deleted.
+    await page.goto(cluster.url + f"/ui/?diff={a.allocated}..{a.deleted}")
+    entry = page.locator(f'#diff[data-ready=true] [data-diff-object="{claim}"]')
+    assert await entry.get_attribute("data-change") == "deleted"
+    await screenshot(page, "ui-diff", selector="#diff")
