@@ -17,7 +17,8 @@ Measured, in the same run, against the issue's targets:
 - scrub: from setting the scrubber (`#timeline input[type=range]`, a `change` event: what a user's
   release does) to an earlier revision until `main[data-rendered-rv]` equals it: ≤ 300 ms; also until
   the next frame is painted, and how much of it was spent waiting for the server's responses
-  (Resource Timing of the requests the scrub made) against the rest (the page's own work);
+  (Resource Timing of the requests the scrub made: until the last response's end, and the slowest
+  one's time to first byte) against the rest (the page's own work); scrubs half a second apart;
 - the server's share on its own: the Exact LISTs a scrub makes (nodes, resourceslices, resourceclaims,
   pods, deviceclasses at a past revision), timed from this process, at a past revision and at the newest.
 Each as median and p90 of the runs. Wall-clock figures on a shared machine: the load average is printed.
@@ -44,6 +45,7 @@ from bench import harness
 
 GOAL_LOAD_S = 1.0
 GOAL_SCRUB_S = 0.3
+PAUSE_S = 0.5  # between two scrubs
 DRIVER = "gpu.example.com"
 NAMESPACE = "bench"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims"
@@ -238,7 +240,9 @@ async (rv) => {
   const t2 = performance.now();
   const requests = performance.getEntriesByType("resource").filter((e) => e.startTime >= t0 && e.responseEnd <= t1);
   const fetchEnd = requests.length ? Math.max(...requests.map((e) => e.responseEnd)) : t0;
+  const ttfb = requests.map((e) => e.responseStart - e.requestStart);
   return {rendered: t1 - t0, painted: t2 - t0, waiting: fetchEnd - t0, requests: requests.length,
+          server: ttfb.length ? Math.max(...ttfb) : 0,
           slowest: requests.map((e) => [e.duration, e.name]).sort((x, y) => y[0] - x[0]).slice(0, 3)};
 }
 """
@@ -278,7 +282,8 @@ async def measure_browser(url: str, cluster: Cluster, *, loads: int, scrubs: int
                           browser: str) -> dict[str, list[float]]:
     from playwright.async_api import async_playwright
 
-    figures: dict[str, list[float]] = {"load": [], "scrub": [], "painted": [], "waiting": [], "page": []}
+    figures: dict[str, list[float]] = {"load": [], "scrub": [], "painted": [], "waiting": [], "page": [],
+                                       "server": []}
     async with async_playwright() as pw:
         chromium = await pw.chromium.launch(executable_path=browser, headless=True)
         try:
@@ -295,11 +300,13 @@ async def measure_browser(url: str, cluster: Cluster, *, loads: int, scrubs: int
             print(f"  the page shows {shown} devices ([data-device]); {cluster.nodes * cluster.devices} published")
             targets = [cluster.a, cluster.b]
             for i in range(scrubs):
+                await asyncio.sleep(PAUSE_S)  # a person's pace: what the last scrub started afterwards is done
                 result = await page.evaluate(_SCRUB, targets[i % 2])
                 figures["scrub"].append(result["rendered"])
                 figures["painted"].append(result["painted"])
                 figures["waiting"].append(result["waiting"])
                 figures["page"].append(result["rendered"] - result["waiting"])
+                figures["server"].append(result["server"])
                 if i == 0:
                     print(f"  first scrub: {result['requests']} requests, slowest: "
                           + ", ".join(f"{ms:.0f} ms {name.split('/', 3)[-1][:70]}" for ms, name in result["slowest"]))
@@ -347,6 +354,7 @@ async def main(args: argparse.Namespace) -> int:
     print(_line("scrub: change -> next painted frame", figures["painted"], goal=GOAL_SCRUB_S * 1000))
     print(_line("  of which waiting for the server", figures["waiting"]))
     print(_line("  of which the page's own work", figures["page"]))
+    print(_line("  the slowest request's server time (TTFB)", figures["server"]))
     print("server, each LIST of a scrub timed from this process (past: Exact at A; newest: no resourceVersion):")
     for path in SCRUB_LISTS:
         print(_line(f"past   {path.rsplit('/', 1)[-1]}", past[path]))

@@ -78,6 +78,9 @@ export function mount(ctx) {
     eventsFor: null, // the revision the events list shows
     picks: [], // revisions picked on the canvas (shift-click) for a diff
     eventlog: `${SIM}/eventlog`, // cluster-wide; one namespace's for a user who may read only that
+    width: 0, // the canvas's width in CSS pixels (from a ResizeObserver: never read from the layout)
+    drawn: 0, // bumped when the density changes
+    drawnKey: "",
   };
 
   // ---------------------------------------------------------------- the DOM
@@ -100,7 +103,10 @@ export function mount(ctx) {
   const axis = el("div", { class: "tl-axis" });
   const densityNote = el("p", { class: "tl-note", role: "status" });
   const scrubber = el("input", { type: "range", min: 1, max: 1, step: 1, value: 1, "aria-label": "revision" });
-  const plot = el("div", { class: "tl-plot" }, canvas, scrubber, axis);
+  const cursorMark = el("div", { class: "tl-cursor", hidden: true });
+  const pickMarks = el("div", { class: "tl-picks" });
+  const canvasBox = el("div", { class: "tl-canvas-box" }, canvas, pickMarks, cursorMark);
+  const plot = el("div", { class: "tl-plot" }, canvasBox, scrubber, axis);
   const chart = el("div", { class: "tl-chart" }, lanesList, plot);
   const events = el("ol", { class: "tl-events", "aria-label": "events around the revision shown" });
   const diffBox = el("section", { class: "tl-diff", id: "diff", "aria-label": "diff of two revisions", hidden: true });
@@ -288,15 +294,31 @@ export function mount(ctx) {
     return ((rv - t.first) / span) * width;
   }
 
-  function drawCursor(rv) {
-    draw(rv);
+  // The cursor (the revision shown, or under the scrubber) and the diff's picks: elements placed over
+  // the canvas in % of its width, so that moving them neither redraws the density nor reads the layout
+  // (which would lay out the whole map again right after it changed).
+  function percent(rv) {
+    const span = Math.max(1, t.latest - t.first);
+    return Math.min(100, Math.max(0, (100 * (rv - t.first)) / span));
   }
 
+  function drawCursor(rv) {
+    const at = rv === undefined ? shown() : rv;
+    cursorMark.hidden = !at;
+    cursorMark.style.left = `${percent(at)}%`;
+    cursorMark.dataset.mode = ctx.state.rv === null && rv === undefined ? "live" : "past";
+    pickMarks.replaceChildren(...t.picks.map((pick) => el("div", { class: "tl-pick", style: `left:${percent(pick)}%` })));
+  }
+
+  // The density: redrawn when the buckets or the canvas's size change, not on a scrub.
   function draw(cursor) {
+    drawCursor(cursor);
     const ratio = window.devicePixelRatio || 1;
-    const width = Math.max(100, plot.clientWidth || 600);
+    const width = Math.max(100, t.width || 600);
     const lanes = Math.max(1, t.lanes.length);
-    canvas.style.width = `${width}px`;
+    const key = `${width} ${lanes} ${ratio} ${t.drawn}`;
+    if (t.drawnKey === key) return;
+    t.drawnKey = key;
     canvas.style.height = `${lanes * LANE_PX}px`;
     canvas.width = Math.round(width * ratio);
     canvas.height = Math.round(lanes * LANE_PX * ratio);
@@ -308,8 +330,8 @@ export function mount(ctx) {
     let peak = 1;
     const rows = t.buckets.map((b) => {
       const row = new Array(lanes).fill(0);
-      for (const [key, n] of Object.entries(b.counts || {})) {
-        const i = index.has(key) ? index.get(key) : other;
+      for (const [name, n] of Object.entries(b.counts || {})) {
+        const i = index.has(name) ? index.get(name) : other;
         if (i !== undefined) row[i] += n;
       }
       for (const n of row) if (n > peak) peak = n;
@@ -327,15 +349,6 @@ export function mount(ctx) {
       });
     });
     g.globalAlpha = 1;
-    for (const pick of t.picks) {
-      g.fillStyle = "#b36b00";
-      g.fillRect(xOf(pick, width) - 1, 0, 2, lanes * LANE_PX);
-    }
-    const at = cursor === undefined ? shown() : cursor;
-    if (at) {
-      g.fillStyle = ctx.state.rv === null && cursor === undefined ? "#2a7" : "#c22";
-      g.fillRect(Math.min(width - 2, xOf(at, width) - 1), 0, 2, lanes * LANE_PX);
-    }
   }
 
   function renderLanes() {
@@ -362,7 +375,7 @@ export function mount(ctx) {
 
   async function refreshDensity() {
     t.refreshedAt = Date.now();
-    const width = Math.max(100, plot.clientWidth || 600);
+    const width = Math.max(100, t.width || 600);
     const query = `buckets=${Math.max(20, Math.min(400, Math.round(width / 3)))}`;
     let body;
     try {
@@ -380,6 +393,7 @@ export function mount(ctx) {
       t.densityError = error.message || String(error);
       densityNote.textContent = `event log: ${t.densityError}`;
       t.buckets = [];
+      t.drawn += 1;
       t.lanes = [];
       updateRange();
       draw();
@@ -389,6 +403,7 @@ export function mount(ctx) {
     densityNote.textContent = "";
     const buckets = body.buckets || [];
     t.buckets = buckets;
+    t.drawn += 1;
     // The oldest revision to scrub to: the first retained event (the log's compacted revision + 1).
     if (body.first && body.first.revision) t.first = body.first.revision;
     else if (buckets.length) t.first = Math.max(1, buckets[0].from);
@@ -481,14 +496,27 @@ export function mount(ctx) {
   });
   const showDiff = (spec) => diffs.show(ctx, diffBox, spec, { eventlog: t.eventlog }).catch(report);
   ctx.on("params", (params) => showDiff(params.diff));
-  window.addEventListener("resize", () => draw());
+  new ResizeObserver((entries) => {
+    const width = Math.round(entries[entries.length - 1].contentRect.width);
+    if (width && width !== t.width) {
+      t.width = width;
+      draw();
+    }
+  }).observe(canvasBox);
 
-  replays.mount(ctx, replayBox, {
-    onMove(status) {
-      setLatest(status.revision);
-      scheduleRefresh();
-      if (ctx.state.rv !== null) go(null).catch(report); // follow the cursor
-    },
-  }).catch(report);
-  refreshDensity().catch(report).then(() => showDiff(ctx.params.diff));
+  // The timeline's own reads start after the first snapshot is shown: the browser's few connections
+  // to the server go to the views' lists first.
+  let started = false;
+  ctx.on("snapshot", () => {
+    if (started) return;
+    started = true;
+    replays.mount(ctx, replayBox, {
+      onMove(status) {
+        setLatest(status.revision);
+        scheduleRefresh();
+        go(null).catch(report); // follow the cursor: the views read the replay at its new revision
+      },
+    }).catch(report);
+    refreshDensity().catch(report).then(() => showDiff(ctx.params.diff));
+  });
 }
