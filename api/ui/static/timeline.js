@@ -81,6 +81,7 @@ export function mount(ctx) {
     width: 0, // the canvas's width in CSS pixels (from a ResizeObserver: never read from the layout)
     drawn: 0, // bumped when the density changes
     drawnKey: "",
+    axisKey: "",
   };
 
   // ---------------------------------------------------------------- the DOM
@@ -282,6 +283,10 @@ export function mount(ctx) {
 
   function updateRange() {
     const max = Math.max(t.latest, t.first);
+    if (t.axisKey !== `${t.first} ${max}`) {
+      t.axisKey = `${t.first} ${max}`;
+      renderAxis();
+    }
     scrubber.min = String(t.first);
     scrubber.max = String(max);
     if (!t.dragTimer) scrubber.value = String(shown() || max);
@@ -416,7 +421,7 @@ export function mount(ctx) {
     t.lanes = own.map(([key, total], i) => ({ key, total, color: PALETTE[i % PALETTE.length] }));
     if (rest) t.lanes.push({ key: "other", total: rest, color: PALETTE[PALETTE.length - 1] });
     renderLanes();
-    renderAxis();
+    t.axisKey = "";
     updateRange();
     showLabel();
     draw();
@@ -469,6 +474,8 @@ export function mount(ctx) {
       el("span", { class: "tl-actor", text: actorText(ev.actor) }),
       el("time", { text: shortTime(ev.time), datetime: ev.time || null }));
     }));
+    const mark = events.querySelector('li[aria-current="true"]');
+    if (mark) events.scrollTop = Math.max(0, mark.offsetTop - events.clientHeight / 2); // the list only, not the page
   }
 
   // ---------------------------------------------------------------- following the page
