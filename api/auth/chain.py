@@ -156,10 +156,13 @@ def middleware(config: AuthConfig) -> Any:
             audit = request.get(st.AUDIT)
             if audit is not None:
                 audit.authenticated(attributes(user, info), long_running=info.long_running)
-            if by_cookie is not None and cookies.forged(method=request.method,
-                                                        header=request.headers.get(cookies.HEADER)):
-                raise errors.Forbidden(f"a request authenticated by the {cookies.COOKIE} cookie must send the "
-                                       f"header {cookies.HEADER}: 1 with a {request.method}")
+            if by_cookie is not None and cookies.forged(
+                    method=request.method, header=request.headers.get(cookies.HEADER),
+                    origin=request.headers.get("Origin"), own_origin=f"{request.scheme}://{request.host}",
+                    upgrade="Upgrade" in request.headers):
+                raise errors.Forbidden(f"a request authenticated by the {cookies.COOKIE} cookie must come from "
+                                       f"this server's pages and send the header {cookies.HEADER}: 1 with a "
+                                       f"{request.method}")
             if any(k.lower().startswith("impersonate-") for k in request.headers):
                 user = _impersonate(config, request, user)
                 if audit is not None:

@@ -3,8 +3,8 @@
 A browser cannot send a kubeconfig's bearer token; after `/ui/login` it sends the token in the
 HttpOnly cookie `cplane-token` instead. The chain takes that cookie as the bearer token of a request
 with no `Authorization` header and no client certificate; such a request with a method other than
-GET, HEAD or OPTIONS must carry the header `X-Cplane-UI: 1` (which a form or link of another site
-cannot send), else 403. The UI's files under `/ui/` are served to any authenticated user without an
+GET, HEAD or OPTIONS (or a connection upgrade) must carry the header `X-Cplane-UI: 1` (which a form or
+link of another site cannot send), and one whose `Origin` names another origin is refused, else 403. The UI's files under `/ui/` are served to any authenticated user without an
 RBAC rule, as discovery is; its login and logout to anyone.
 """
 
@@ -39,7 +39,11 @@ def cookie_value(token: str) -> bool:
     return bool(token) and all(0x21 <= ord(c) <= 0x7E and c not in '",;\\' for c in token)
 
 
-def forged(*, method: str, header: str | None) -> bool:
-    """A cookie-authenticated request that may come from another site's page: not a safe method, and
-    without `X-Cplane-UI: 1`."""
-    return method not in SAFE_METHODS and header != "1"
+def forged(*, method: str, header: str | None, origin: str | None, own_origin: str, upgrade: bool) -> bool:
+    """A cookie-authenticated request that may come from another site's page: sent from another origin
+    (browsers name it in `Origin` with every POST, CORS request and WebSocket handshake; `null` for
+    opaque ones), or acting without `X-Cplane-UI: 1` — a method other than GET, HEAD or OPTIONS, or a
+    connection upgrade (a WebSocket exec or attach is a GET that acts, and the page never opens one)."""
+    if origin is not None and origin != own_origin:
+        return True
+    return (upgrade or method not in SAFE_METHODS) and header != "1"

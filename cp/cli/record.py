@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from storage import sql
 
 BATCH = 5000  # changes per committed batch, at most
+QUEUE_LIMIT = 4 * BATCH  # changes received and not yet committed: the watches wait beyond it
 RETRY_SECONDS = (0.5, 1.0, 2.0, 5.0)  # between attempts after a transport failure
 CRD = ("apiextensions.k8s.io", "customresourcedefinitions")
 USER_AGENT = "cplane-record/v0.1.0"
@@ -268,7 +269,7 @@ class Recorder:
         self.batch = batch
         self.page = page
         self._progress = progress
-        self._queue: asyncio.Queue[importing.Change | _Relist | _Listed | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[importing.Change | _Relist | _Listed | None] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self._listed: set[str] = set()  # the resources whose first LIST is committed
         self._defined: set[tuple[str, str]] = set()  # (group, plural) of the definitions recorded
         self._watchers: dict[str, asyncio.Task[None]] = {}
@@ -304,7 +305,8 @@ class Recorder:
             for task in self._watchers.values():
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-            self._queue.put_nowait(None)  # the writer commits what is queued, then ends
+            if not writer.done():
+                await self._queue.put(None)  # the writer commits what is queued, then ends
             await writer
         return self.stats
 
@@ -385,11 +387,11 @@ class Recorder:
                 if rv is None:
                     items, rv = await self._list(target)
                     if listed:  # after an expired watch: what changed meanwhile
-                        self._queue.put_nowait(_Relist(target=target, items=items))
+                        await self._queue.put(_Relist(target=target, items=items))
                     else:
                         for item in items:
-                            self._queue.put_nowait(change_of("ADDED", item))
-                        self._queue.put_nowait(_Listed(target=target))
+                            await self._queue.put(change_of("ADDED", item))
+                        await self._queue.put(_Listed(target=target))
                         listed = True
                 rv = await self._watch(target, rv)
                 attempt = 0
@@ -410,7 +412,7 @@ class Recorder:
                 obj = event.object
                 new_rv = str((obj.get("metadata") or {}).get("resourceVersion") or "")
                 if event.type != "BOOKMARK":
-                    self._queue.put_nowait(change_of(event.type, obj))
+                    await self._queue.put(change_of(event.type, obj))
                 rv = new_rv or rv
         return rv
 

@@ -142,6 +142,23 @@ async def test_cookie_writes_need_the_ui_header(secure: Secure) -> None:
         assert r.status == 200
 
 
+async def test_cookie_requests_from_another_origin_are_refused(secure: Secure) -> None:
+    admin = secure.tokens["admin"]
+    ui = {cookies.HEADER: "1"}
+    for origin in ("https://127.0.0.1:1", "null", "https://evil.example"):
+        async with browser(secure, token=admin, headers={**ui, "Origin": origin}).get(f"{NS}/default") as r:
+            assert r.status == 403, origin
+    async with browser(secure, token=admin, headers={**ui, "Origin": secure.url}).get(f"{NS}/default") as r:
+        assert r.status == 200
+    # a WebSocket handshake (exec, attach) acts with a GET: it needs the header, which browsers cannot set
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Origin": secure.url}
+    async with browser(secure, token=admin, headers=upgrade).get(f"{NS}/default") as r:
+        assert r.status == 403
+    # bearer tokens are not the browser's: no such rule
+    async with secure.session("admin", headers={"Origin": "https://evil.example"}).get(f"{NS}/default") as r:
+        assert r.status == 200
+
+
 async def test_the_header_wins_over_the_cookie(secure: Secure) -> None:
     # an Authorization header (even a bad one) is used alone: the cookie is not looked at
     s = browser(secure, token=secure.tokens["admin"], headers={"Authorization": "Bearer wrong"})

@@ -395,3 +395,34 @@ async def test_kinds_narrow_and_bring_the_definitions(tmp_path: Path) -> None:
                 await record.discover(client, only=["gizmos.example.com"])
         finally:
             await client.close()
+
+
+async def test_a_full_queue_holds_the_watches_back_and_loses_nothing(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr(record, "QUEUE_LIMIT", 3)  # changes waiting for the writer, at most
+    async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb, _recording(tmp_path / "rec") as rec:
+        for i in range(30):
+            await sb.client.create("configmaps", {"metadata": {"name": f"before-{i}"}}, namespace="default")
+        client = clients.Client.from_kubeconfig(sb.kubeconfig)
+        recorder = record.Recorder(client=client, event_log=rec, keep_secrets=True, batch=2)
+        assert recorder._queue.maxsize == 3
+        stop = asyncio.Event()
+        task = asyncio.create_task(recorder.run(stop, only=["configmaps"]))
+        try:
+            for i in range(30):
+                await sb.client.create("configmaps", {"metadata": {"name": f"during-{i}"}}, namespace="default")
+
+            async def names() -> set[str]:
+                live = await rec.list_objects(group="", resource="configmaps", namespace="default")
+                return {e.name for e in live.events}
+
+            want = {f"{when}-{i}" for when in ("before", "during") for i in range(30)}
+            await eventually(lambda: _has(names, want), within=20, what="every ConfigMap recorded")
+        finally:
+            stop.set()
+            await task
+            await client.close()
+        assert recorder.stats.errors == 0
+
+
+async def _has(names: Any, want: set[str]) -> bool:
+    return want <= await names()
