@@ -49,8 +49,11 @@ async def test_tainting_a_device_shows_it_tainted_without_reload(cluster: Cluste
     device = "gpu.example.com/gpu-node-1/gpu-2"
     element = page.locator(f'[data-node="gpu-node-1"] [data-device="{device}"]')
     await expect(element).to_have_attribute("data-state", "free")
+    await page.evaluate("document.querySelector('[data-node=\"gpu-node-0\"]').__kept = true")
     await cluster.client.create(s.RULES, s.taint_rule("maintenance", device))
     await expect(element).to_have_attribute("data-state", "tainted")
+    # only the node whose text changed was replaced
+    assert await page.evaluate("document.querySelector('[data-node=\"gpu-node-0\"]').__kept === true")
     await expect(element).to_have_attribute("data-taint", "NoSchedule")
     await expect(element.locator(".dev-taint")).to_contain_text("from DeviceTaintRule maintenance")
     await expect(page.locator('[data-taint-rule="maintenance"]')).to_contain_text("example.com/maintenance=true:NoSchedule")
@@ -146,6 +149,17 @@ async def test_filters_are_url_parameters(cluster: Cluster, page_for: PageFor) -
     await page.select_option("#map-filters select[name=class]", "gpu.example.com")
     await expect(page.locator("[data-device]")).to_have_count(4)
     assert "class=gpu.example.com" in page.url and "driver=" not in page.url
+    # a class whose selector is more than a driver: filtered by its driver, with a note
+    await cluster.client.create("deviceclasses.resource.k8s.io", {"metadata": {"name": "a100"}, "spec": {"selectors": [
+        {"cel": {"expression": 'device.driver == "gpu.example.com" && device.attributes["gpu.example.com"].model == "A100-SXM4-80GB"'}}]}})
+    await page.goto(f"{cluster.url}/ui/?class=a100")
+    await expect(page.locator("[data-device]")).to_have_count(8)
+    await expect(page.locator("#map-notes")).to_contain_text("DeviceClass a100: filtered by its driver gpu.example.com only")
+    # a namespace with nothing in it: every node hidden, and said so
+    await page.goto(f"{cluster.url}/ui/?namespace=nothing-here")
+    await expect(page.locator("[data-node]")).to_have_count(0)
+    await expect(page.locator("#map-notes")).to_contain_text("2 node(s) hidden: no pod or claim of namespace nothing-here")
+    await page.goto(f"{cluster.url}/ui/?class=gpu.example.com")
     # a glob of nodes
     await page.fill("#map-filters input[name=node]", "gpu-node-*")
     await page.press("#map-filters input[name=node]", "Enter")

@@ -26,3 +26,23 @@ async def test_page_renders_every_node_and_device_as_text(cluster: Cluster, page
     first = slices[0]["spec"]["devices"][0]["name"]
     assert await page.locator(
         f'[data-node="{node}"] [data-device="{slices[0]["spec"]["driver"]}/{slices[0]["spec"]["pool"]["name"]}/{first}"]').count() == 1
+
+
+async def test_a_past_revision_is_read_exactly_and_not_followed(cluster: Cluster, page_for: PageFor) -> None:
+    from playwright.async_api import expect
+
+    from tests.browser import support as s
+
+    before = int((await cluster.client.list("resourceslices.resource.k8s.io")).metadata.resource_version)
+    (pod,) = await s.run_deployment(cluster.client, "later", replicas=1)
+    claim, (device,) = await s.devices_of(cluster.client, pod)
+    page = await page_for(cluster, f"/ui/?rv={before}")
+    assert await page.get_attribute("main", "data-rendered-rv") == str(before)
+    assert await page.text_content("#mode") == f"past (rv {before})"
+    await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-state", "free")
+    assert await page.locator('[data-device][data-state="allocated"]').count() == 0
+    # back to live (as the timeline's "live" does): the allocation is there
+    await page.evaluate("window.cplane.setRevision(null)")
+    await expect(page.locator("#mode")).to_have_text("live")
+    await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
+    assert "rv=" not in page.url

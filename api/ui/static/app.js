@@ -58,6 +58,7 @@ function createContext() {
   let generation = 0; // bumped by each load: stale loads and watches drop their results
   let controller = null; // aborts the current load's requests and watches
   let frame = 0;
+  const dirty = new Set(); // kinds changed since the last publish
   let wake = null; // ends the poller's wait (after the page's own writes)
 
   const ctx = {
@@ -135,14 +136,21 @@ function createContext() {
     const snap = emptySnapshot();
     snap.denied = state.snapshot.denied;
     snap.scope = state.snapshot.scope;
-    for (const k of SNAPSHOT_KINDS) snap[k] = Array.from((objects[k] || new Map()).values());
+    const previous = state.snapshot;
+    for (const k of SNAPSHOT_KINDS) {
+      // an unchanged kind keeps its array, so views can tell what changed by identity
+      snap[k] = dirty.has(k) || !previous[k] ? Array.from((objects[k] || new Map()).values()) : previous[k];
+    }
+    dirty.clear();
     state.snapshot = snap;
     showMode();
     emit("snapshot", state);
     document.querySelector("main").dataset.renderedRv = String(state.revision);
+    performance.mark("cplane:rendered");
   }
 
-  function schedule() {
+  function schedule(kind) {
+    dirty.add(kind);
     if (!frame) frame = requestAnimationFrame(publish);
   }
 
@@ -191,6 +199,7 @@ function createContext() {
     emit("revision", state);
     const denied = {};
     const scope = {};
+    performance.mark("cplane:lists-start");
     let results;
     try {
       results = await Promise.all(SNAPSHOT_KINDS.map((k) => listKind(k, rv, signal, denied, scope)));
@@ -202,6 +211,7 @@ function createContext() {
       throw error;
     }
     if (mine !== generation) return;
+    performance.mark("cplane:lists-done");
     status("");
     objects = {};
     let revision = rv || 0;
@@ -216,6 +226,7 @@ function createContext() {
     state.revision = revision;
     state.loading = false;
     state.snapshot = { ...emptySnapshot(), denied, scope };
+    for (const k of SNAPSHOT_KINDS) dirty.add(k);
     if (frame) cancelAnimationFrame(frame);
     publish();
     if (rv === null) {
@@ -251,7 +262,7 @@ function createContext() {
         if (versionsOf(m) !== versionsOf(objects[name])) {
           objects[name] = m;
           if (listed > state.revision) state.revision = listed;
-          schedule();
+          schedule(name);
         }
       }
     }
@@ -273,7 +284,7 @@ function createContext() {
             if (event.type === "ADDED" || event.type === "MODIFIED") objects[name].set(keyOf(obj), obj);
             else if (event.type === "DELETED") objects[name].delete(keyOf(obj));
             if (objRv > state.revision) state.revision = objRv;
-            schedule();
+            schedule(name);
           },
         });
       } catch (error) {

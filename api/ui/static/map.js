@@ -275,9 +275,15 @@ export function mount(ctx) {
     }
   }
 
+  let last = null; // what the map shows: skip a render when none of it changed
+
   function render() {
     const snapshot = ctx.state.snapshot;
     const params = ctx.params;
+    const inputs = [snapshot.nodes, snapshot.slices, snapshot.claims, snapshot.pods, snapshot.classes,
+      snapshot.taintRules, snapshot.health, snapshot.denied, JSON.stringify(params), permissions.deleteRules];
+    if (last && inputs.every((v, i) => v === last[i])) return;
+    last = inputs;
     const view = renderMap(snapshot, params, permissions);
     setHtml(parts.notes, view.notes.map((n) => `<p class="note" data-note="">${esc(n)}</p>`).join(""));
     parts.summary.textContent = view.summary;
