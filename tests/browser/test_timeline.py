@@ -168,3 +168,38 @@ async def test_diff_of_two_revisions_lists_objects_and_fields(cluster: Cluster, 
     entry = page.locator(f'#diff[data-ready=true] [data-diff-object="{claim}"]')
     assert await entry.get_attribute("data-change") == "deleted"
     await screenshot(page, "ui-diff", selector="#diff")
+
+
+async def test_play_steps_through_the_events_to_live(cluster: Cluster, page_for: PageFor) -> None:
+    a = await allocate_then_delete(cluster, "played")
+    start = a.allocated
+    page = await page_for(cluster, f"/ui/?rv={start}")
+    await page.evaluate("""() => {
+      window.__shown = [];
+      new MutationObserver(() => window.__shown.push(Number(document.querySelector("main").dataset.renderedRv)))
+        .observe(document.querySelector("main"), {attributes: true, attributeFilter: ["data-rendered-rv"]});
+    }""")
+    await page.select_option('#timeline select[aria-label="play speed (events per second)"]', "100")
+    play = page.locator('#timeline button[data-action="play"]')
+    await play.click()
+    await page.wait_for_function("!new URLSearchParams(location.search).has('rv')")  # it ends live
+    assert await play.get_attribute("aria-pressed") == "false"
+    shown = await page.evaluate("window.__shown")
+    past = [rv for rv in shown if start < rv < a.deleted]
+    assert len(set(past)) >= 2 and past == sorted(past), shown  # forward, one event after another
+
+
+async def test_a_namespace_user_sees_their_namespace_s_events(secure_cluster: Cluster, page_for: PageFor) -> None:
+    """A user refused the whole event log reads their namespace's (the one the page shows)."""
+    from tests.browser.test_rbac import _viewer
+
+    token = await _viewer(secure_cluster)
+    await secure_cluster.client.create("configmaps", {"metadata": {"name": "theirs"}}, namespace="default")
+    await secure_cluster.client.create("configmaps", {"metadata": {"name": "mine"}}, namespace="team")
+    page = await page_for(secure_cluster, "/ui/?namespace=team", token=token)
+    await page.wait_for_selector('#timeline [data-lane="configmaps"]', state="attached")
+    events = page.locator("#timeline .tl-events")
+    await events.locator("li", has_text="team/mine").wait_for(state="attached")
+    text = await events.inner_text()
+    assert "default/theirs" not in text
+    assert "kube-system/" not in text  # nor another namespace's
