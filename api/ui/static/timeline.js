@@ -124,7 +124,7 @@ export function mount(ctx) {
   function go(rv) {
     stopDrag();
     t.requested = rv;
-    if (rv === null || rv >= t.latest) return ctx.setRevision(null);
+    if (rv === null || (t.latest && rv >= t.latest)) return ctx.setRevision(null);
     return ctx.setRevision(Math.max(rv, t.first));
   }
 
@@ -312,7 +312,11 @@ export function mount(ctx) {
     cursorMark.hidden = !at;
     cursorMark.style.left = `${percent(at)}%`;
     cursorMark.dataset.mode = ctx.state.rv === null && rv === undefined ? "live" : "past";
-    pickMarks.replaceChildren(...t.picks.map((pick) => el("div", { class: "tl-pick", style: `left:${percent(pick)}%` })));
+    const picks = `${t.picks} ${t.first} ${t.latest}`;
+    if (pickMarks.dataset.picks !== picks) {
+      pickMarks.dataset.picks = picks;
+      pickMarks.replaceChildren(...t.picks.map((pick) => el("div", { class: "tl-pick", style: `left:${percent(pick)}%` })));
+    }
   }
 
   // The density: redrawn when the buckets or the canvas's size change, not on a scrub.
@@ -501,7 +505,12 @@ export function mount(ctx) {
     draw();
     scheduleEvents();
   });
-  const showDiff = (spec) => diffs.show(ctx, diffBox, spec, { eventlog: t.eventlog }).catch(report);
+  const showDiff = (spec) => {
+    const parsed = diffs.parseSpec(spec);
+    diffFrom.value = parsed ? String(parsed.a) : "";
+    diffTo.value = parsed ? String(parsed.b) : "";
+    return diffs.show(ctx, diffBox, spec, { eventlog: t.eventlog }).catch(report);
+  };
   ctx.on("params", (params) => showDiff(params.diff));
   new ResizeObserver((entries) => {
     const width = Math.round(entries[entries.length - 1].contentRect.width);
