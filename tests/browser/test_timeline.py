@@ -203,3 +203,27 @@ async def test_a_namespace_user_sees_their_namespace_s_events(secure_cluster: Cl
     text = await events.inner_text()
     assert "default/theirs" not in text
     assert "kube-system/" not in text  # nor another namespace's
+
+
+async def test_the_canvas_goes_to_a_revision_and_picks_a_diff(cluster: Cluster, page_for: PageFor) -> None:
+    a = await allocate_then_delete(cluster, "clicked")
+    page = await page_for(cluster, "/ui/")
+    # The lanes are text: one per kind, with its count of events.
+    lane = page.locator('#timeline [data-lane="resourceclaims"]')
+    await lane.wait_for(state="attached")
+    assert int((await lane.inner_text()).split()[-1]) >= 3  # created, allocated, deleted at least
+    await page.wait_for_function(f"Number(document.querySelector('#timeline input[type=range]').max) >= {a.deleted}")
+    canvas = page.locator("#timeline canvas")
+    box = await canvas.bounding_box()
+    assert box is not None
+    await canvas.click(position={"x": box["width"] * 0.5, "y": 2})
+    await page.wait_for_function("new URLSearchParams(location.search).has('rv')")
+    rv = int(await page.evaluate("new URLSearchParams(location.search).get('rv')"))
+    await page.wait_for_selector(f'main[data-rendered-rv="{rv}"]', state="attached")
+    # Shift-click two points: the diff between them.
+    await canvas.click(position={"x": box["width"] * 0.25, "y": 2}, modifiers=["Shift"])
+    await canvas.click(position={"x": box["width"] * 0.75, "y": 2}, modifiers=["Shift"])
+    await page.wait_for_selector("#diff[data-ready=true]")
+    low, high = map(int, (await page.locator("#diff").get_attribute("data-diff")).split(".."))
+    assert low < rv < high
+    assert f"diff={low}..{high}" in page.url
