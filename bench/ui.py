@@ -18,7 +18,8 @@ Measured, in the same run, against the issue's targets:
   release does) to an earlier revision until `main[data-rendered-rv]` equals it: ≤ 300 ms; also until
   the next frame is painted, and how much of it was spent waiting for the server's responses
   (Resource Timing of the requests the scrub made: until the last response's end, and the slowest
-  one's time to first byte) against the rest (the page's own work); scrubs half a second apart;
+  one's time to first byte) against the rest (the page's own work); scrubs half a second apart; the
+  CPU time a scrub costs the server and Chromium (from /proc: comparable under any load);
 - the server's share on its own: the Exact LISTs a scrub makes (nodes, resourceslices, resourceclaims,
   pods, deviceclasses at a past revision), timed from this process, at a past revision and at the newest.
 Each as median and p90 of the runs. Wall-clock figures on a shared machine: the load average is printed.
@@ -278,8 +279,36 @@ async def server_lists(url: str, *, revision: int | None, reps: int) -> dict[str
     return out
 
 
+def _children() -> dict[int, list[int]]:
+    """Every process's children, from /proc."""
+    out: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            out.setdefault(ppid, []).append(int(entry.name))
+    return out
+
+
+def browser_cpu(*, server: int) -> float:
+    """CPU seconds of this process's descendants but the server's: the Playwright driver and Chromium
+    (every process of it: browser, renderer, GPU, network), as far as /proc shows them."""
+    children = _children()
+    total, todo = 0.0, list(children.get(os.getpid(), []))
+    while todo:
+        pid = todo.pop()
+        if pid == server:
+            continue
+        total += harness.cpu_seconds(pid) or 0.0
+        todo.extend(children.get(pid, []))
+    return total
+
+
 async def measure_browser(url: str, cluster: Cluster, *, loads: int, scrubs: int,
-                          browser: str) -> dict[str, list[float]]:
+                          browser: str, server: int) -> dict[str, list[float]]:
+    """The load and scrub figures (see the module doc); `server`: the server's pid, for CPU seconds."""
     from playwright.async_api import async_playwright
 
     figures: dict[str, list[float]] = {"load": [], "scrub": [], "painted": [], "waiting": [], "page": [],
@@ -299,6 +328,13 @@ async def measure_browser(url: str, cluster: Cluster, *, loads: int, scrubs: int
             shown = await page.evaluate("document.querySelectorAll('[data-device]').length")
             print(f"  the page shows {shown} devices ([data-device]); {cluster.nodes * cluster.devices} published")
             targets = [cluster.a, cluster.b]
+            # What the page costs doing nothing (at a past revision: no watches, no polls), per pause.
+            await page.evaluate(_SCRUB, cluster.a)
+            await asyncio.sleep(PAUSE_S)
+            idle = (harness.cpu_seconds(server) or 0.0, browser_cpu(server=server))
+            await asyncio.sleep(PAUSE_S * 4)
+            idle = (((harness.cpu_seconds(server) or 0.0) - idle[0]) / 4, (browser_cpu(server=server) - idle[1]) / 4)
+            cpu = (harness.cpu_seconds(server) or 0.0, browser_cpu(server=server))
             for i in range(scrubs):
                 await asyncio.sleep(PAUSE_S)  # a person's pace: what the last scrub started afterwards is done
                 result = await page.evaluate(_SCRUB, targets[i % 2])
@@ -310,6 +346,12 @@ async def measure_browser(url: str, cluster: Cluster, *, loads: int, scrubs: int
                 if i == 0:
                     print(f"  first scrub: {result['requests']} requests, slowest: "
                           + ", ".join(f"{ms:.0f} ms {name.split('/', 3)[-1][:70]}" for ms, name in result["slowest"]))
+            await asyncio.sleep(PAUSE_S)  # the last scrub's follow-up reads
+            # CPU per scrub, with what it makes the page do afterwards (the events read), minus what the
+            # pause before it costs idle: load-independent, unlike the wall-clock figures.
+            figures["server_cpu"] = [((harness.cpu_seconds(server) or 0.0) - cpu[0]) * 1000 / scrubs - idle[0] * 1000]
+            figures["browser_cpu"] = [(browser_cpu(server=server) - cpu[1]) * 1000 / scrubs - idle[1] * 1000]
+            figures["idle_cpu"] = [idle[1] * 1000 / PAUSE_S]
         finally:
             await chromium.close()
     return figures
@@ -345,7 +387,8 @@ async def main(args: argparse.Namespace) -> int:
             print(f"load average: {harness.load_average(all_three=True)}")
             past = await server_lists(url, revision=cluster.a, reps=args.scrubs // 2 or 1)
             newest = await server_lists(url, revision=None, reps=args.scrubs // 2 or 1)
-            figures = await measure_browser(url, cluster, loads=args.loads, scrubs=args.scrubs, browser=browser)
+            figures = await measure_browser(url, cluster, loads=args.loads, scrubs=args.scrubs, browser=browser,
+                                            server=proc.pid)
         finally:
             harness.stop(proc, sig=2)
     print("browser (headless Chromium " + browser + "):")
@@ -355,6 +398,9 @@ async def main(args: argparse.Namespace) -> int:
     print(_line("  of which waiting for the server", figures["waiting"]))
     print(_line("  of which the page's own work", figures["page"]))
     print(_line("  the slowest request's server time (TTFB)", figures["server"]))
+    print(f"  CPU per scrub (all scrubs' CPU / scrubs): server {figures['server_cpu'][0]:.1f} ms, "
+          f"Chromium and its driver {figures['browser_cpu'][0]:.1f} ms (idle: {figures['idle_cpu'][0]:.0f} ms/s, "
+          "taken off)")
     print("server, each LIST of a scrub timed from this process (past: Exact at A; newest: no resourceVersion):")
     for path in SCRUB_LISTS:
         print(_line(f"past   {path.rsplit('/', 1)[-1]}", past[path]))
