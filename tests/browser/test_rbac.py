@@ -56,6 +56,14 @@ async def test_a_read_only_user_sees_what_they_may_read_and_no_write_controls(
     assert "theirs" not in await page.inner_text("main")
     if their_device.split("/")[1] == my_device.split("/")[1]:
         await expect(page.locator(f'[data-device="{their_device}"]')).to_have_attribute("data-state", "free")
+    # another namespace in the URL: that one is read instead (and refused: nothing of it shown)
+    await page.fill("#map-filters input[name=namespace]", "default")
+    await page.locator("#map-filters input[name=namespace]").blur()
+    await expect(notes).to_contain_text("You may not list ResourceClaims (not even in namespace default)")
+    await expect(page.locator("[data-node]")).to_have_count(0)  # none has a pod or claim of it
+    await page.fill("#map-filters input[name=namespace]", "team")
+    await page.locator("#map-filters input[name=namespace]").blur()
+    await expect(device).to_have_attribute("data-state", "allocated")
     # no write control anywhere, also in a device's details
     await device.locator(".dev-name").click()
     await expect(page.locator(f'#details [data-device-details="{my_device}"]')).to_be_visible()

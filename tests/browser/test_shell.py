@@ -1,8 +1,16 @@
 """The page's shell (`/ui/`): it loads without errors, shows the revision it rendered, and every
-node and device of the fleet is text in the DOM (docs/ui.md, "DOM contract")."""
+node and device of the fleet is text in the DOM (docs/ui.md, "DOM contract"); a past revision is read
+exactly (and a scrub to another keeps what did not change), live again on request; a watch ended by
+410 Gone lists again and keeps following."""
 
 from __future__ import annotations
 
+import re
+
+from playwright.async_api import Route, expect
+
+from tests import waiting
+from tests.browser import support as s
 from tests.browser.conftest import DEVICES_PER_NODE, NODES, Cluster, PageFor
 
 
@@ -29,10 +37,6 @@ async def test_page_renders_every_node_and_device_as_text(cluster: Cluster, page
 
 
 async def test_a_past_revision_is_read_exactly_and_not_followed(cluster: Cluster, page_for: PageFor) -> None:
-    from playwright.async_api import expect
-
-    from tests.browser import support as s
-
     before = int((await cluster.client.list("resourceslices.resource.k8s.io")).metadata.resource_version)
     (pod,) = await s.run_deployment(cluster.client, "later", replicas=1)
     claim, (device,) = await s.devices_of(cluster.client, pod)
@@ -41,8 +45,45 @@ async def test_a_past_revision_is_read_exactly_and_not_followed(cluster: Cluster
     assert await page.text_content("#mode") == f"past (rv {before})"
     await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-state", "free")
     assert await page.locator('[data-device][data-state="allocated"]').count() == 0
+    # to another past revision: the slices did not change in between, so they are not listed again
+    after = int((await cluster.client.list(s.CLAIMS)).metadata.resource_version)
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    await page.evaluate(f"window.cplane.setRevision({after})")
+    await expect(page.locator("main")).to_have_attribute("data-rendered-rv", str(after))
+    await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
+    assert await page.locator("[data-device]").count() == len(NODES) * DEVICES_PER_NODE
+    assert any("/eventlog?" in u and "resource=resourceslices" in u for u in requests), requests
+    assert any("/resourceclaims?" in u for u in requests) and not any("/resourceslices?" in u for u in requests)
     # back to live (as the timeline's "live" does): the allocation is there
     await page.evaluate("window.cplane.setRevision(null)")
     await expect(page.locator("#mode")).to_have_text("live")
     await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
     assert "rv=" not in page.url
+
+
+async def test_a_watch_ended_with_410_lists_again_and_follows(cluster: Cluster, page_for: PageFor) -> None:
+    """The revision a watch resumes from was compacted (410 Gone, as an ERROR event): the page lists
+    everything again and keeps following."""
+    gone = '{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired","message":"too old resource version"}}\n'
+    answered: list[str] = []
+    lists: list[str] = []
+
+    async def expire_first_watch(route: Route) -> None:
+        if "watch=1" in route.request.url and not answered:
+            answered.append(route.request.url)
+            await route.fulfill(status=200, content_type="application/json", body=gone)
+        else:
+            if "watch=1" not in route.request.url:
+                lists.append(route.request.url)
+            await route.continue_()
+
+    page = await page_for(cluster, wait=False)
+    await page.route("**/api/v1/pods?*", expire_first_watch)
+    await page.reload()
+    await expect(page.locator("main")).to_have_attribute("data-rendered-rv", re.compile(r"\d+"))
+    await waiting.eventually(lambda: len(lists) > 1, what="pods listed again after the 410")
+    (pod,) = await s.run_deployment(cluster.client, "after-410", replicas=1)
+    claim, (device,) = await s.devices_of(cluster.client, pod)
+    await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
+    assert len(answered) == 1

@@ -2,7 +2,7 @@
 // the revision shown (live: lists, then watches keep it current; past `?rv=`: exact lists), the URL
 // parameters, and the render loop (at most one render per animation frame).
 
-import { collectionPath, createApi, currentRef, formatRef, Gone, KINDS } from "./api.js";
+import { collectionPath, createApi, currentRef, formatRef, Gone, KINDS, withQuery } from "./api.js";
 import * as details from "./details.js";
 import * as map from "./map.js";
 import * as pending from "./pending.js";
@@ -14,6 +14,7 @@ const SNAPSHOT_KINDS = ["nodes", "slices", "claims", "pods", "classes", "taintRu
 // each watch holds one, so the small kinds are listed again every POLL_MS instead (one request at a
 // time), which leaves connections for the page's other requests (why, details, the timeline).
 const WATCHED = ["nodes", "slices", "claims", "pods"];
+const KEPT = ["nodes", "slices"]; // large kinds that seldom change: kept between past revisions when unchanged
 const POLL_MS = 2000;
 const RETRY_MS = 1000; // before reopening a watch that failed (not one the server ended)
 
@@ -79,8 +80,9 @@ function createContext() {
     // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists or lists + watches.
     setRevision(rv) {
       const target = parseRv(rv);
+      const loading = load(target); // its requests are on their way before anything else runs
       if (parseRv(ctx.params.rv) !== target) ctx.setParam("rv", target, { push: true });
-      return load(target);
+      return loading;
     },
     // Set several URL parameters at once (null/empty removes one); one "params" event.
     setParams(values, { push = false } = {}) {
@@ -144,6 +146,7 @@ function createContext() {
     dirty.clear();
     state.snapshot = snap;
     showMode();
+    performance.mark("cplane:views-start");
     emit("snapshot", state);
     document.querySelector("main").dataset.renderedRv = String(state.revision);
     performance.mark("cplane:rendered");
@@ -168,9 +171,9 @@ function createContext() {
       if (error.name === "AbortError") throw error;
       if (error.status === 403 && kind.namespaced) {
         const namespace = ctx.params.namespace || "default";
+        scope[name] = namespace; // the namespace read instead of all (also when that is refused too)
         try {
           const result = await api.list(collectionPath({ ...kind, namespace }), { rv, signal });
-          scope[name] = namespace;
           denied[name] = { message: error.message, partial: true, namespace };
           return result;
         } catch (inner) {
@@ -192,17 +195,30 @@ function createContext() {
     if (controller) controller.abort();
     controller = new AbortController();
     const { signal } = controller;
+    // From one past revision to another, the large kinds that no event changed in between are kept
+    // (the event log's counts per resource say which), not listed again.
+    const from = state.rv !== null && !state.loading && rv !== null && rv !== state.rv ? state.rv : null;
+    const previous = { objects, denied: state.snapshot.denied, scope: state.snapshot.scope };
     state.rv = rv;
     state.live = rv === null;
     state.loading = true;
-    showMode();
-    emit("revision", state);
     const denied = {};
     const scope = {};
     performance.mark("cplane:lists-start");
+    const unchanged = from === null ? Promise.resolve(new Set()) : unchangedKinds(from, rv, signal);
+    const lists = Promise.all(SNAPSHOT_KINDS.map(async (k) => {
+      if (KEPT.includes(k) && (await unchanged).has(k) && previous.objects[k]) {
+        if (previous.denied[k]) denied[k] = previous.denied[k];
+        if (previous.scope[k]) scope[k] = previous.scope[k];
+        return { items: previous.objects[k].values(), resourceVersion: String(rv) };
+      }
+      return listKind(k, rv, signal, denied, scope);
+    }));
+    showMode();
+    emit("revision", state);
     let results;
     try {
-      results = await Promise.all(SNAPSHOT_KINDS.map((k) => listKind(k, rv, signal, denied, scope)));
+      results = await lists;
     } catch (error) {
       if (error.name === "AbortError" || mine !== generation) return;
       state.loading = false;
@@ -235,6 +251,23 @@ function createContext() {
       }
       poll(SNAPSHOT_KINDS.filter((k) => !WATCHED.includes(k) && !(denied[k] && !denied[k].partial)), mine, signal, scope);
     }
+  }
+
+  // The kinds of KEPT with no event between revisions a and b: the event log's summaries of that
+  // kind in (min, max] are empty (and complete: no `continue`). A failure (403, 410) keeps nothing.
+  async function unchangedKinds(a, b, signal) {
+    const answers = await Promise.all(KEPT.map(async (k) => {
+      const kind = KINDS[k];
+      const query = withQuery("/apis/sim.cplane.dev/v1alpha1/eventlog", {
+        since: Math.min(a, b), until: Math.max(a, b), group: kind.group, resource: kind.resource, limit: 1 });
+      try {
+        const page = await api.get(query, { signal });
+        return (page.items || []).length === 0 && !page.continue ? k : null;
+      } catch (error) {
+        return null;
+      }
+    }));
+    return new Set(answers.filter(Boolean));
   }
 
   // Keep the small kinds current by listing them again every POLL_MS, one after the other.
@@ -304,6 +337,12 @@ function createContext() {
     emit("params", ctx.params);
     emit("object", currentRef(ctx.params));
     if (rv !== state.rv) load(rv).catch(() => {});
+  });
+
+  // A user who may read one namespace only: another `namespace` in the URL reads that one instead.
+  ctx.on("params", (params) => {
+    const scoped = Object.values(state.snapshot.scope || {});
+    if (!state.loading && scoped.length && scoped[0] !== (params.namespace || "default")) load(state.rv).catch(() => {});
   });
 
   ctx.load = load;

@@ -220,7 +220,9 @@ function setHtml(el, html) {
 function patchNodes(container, nodes) {
   const previous = container.__nodes || [];
   const sameKeys = previous.length === nodes.length && previous.every((n, i) => n.key === nodes[i].key);
-  if (!sameKeys) {
+  let changed = 0;
+  if (sameKeys) for (let i = 0; i < nodes.length; i += 1) if (previous[i].html !== nodes[i].html) changed += 1;
+  if (!sameKeys || changed > nodes.length * 0.9) { // (nearly) all changed: one parse of everything
     container.innerHTML = nodes.map((n) => n.html).join("");
   } else {
     const children = container.children;
@@ -280,8 +282,9 @@ export function mount(ctx) {
   function render() {
     const snapshot = ctx.state.snapshot;
     const params = ctx.params;
+    const filters = JSON.stringify([params.node, params.driver, params.class, params.namespace]);
     const inputs = [snapshot.nodes, snapshot.slices, snapshot.claims, snapshot.pods, snapshot.classes,
-      snapshot.taintRules, snapshot.health, snapshot.denied, JSON.stringify(params), permissions.deleteRules];
+      snapshot.taintRules, snapshot.health, snapshot.denied, filters, permissions.deleteRules];
     if (last && inputs.every((v, i) => v === last[i])) return;
     last = inputs;
     const view = renderMap(snapshot, params, permissions);
