@@ -122,6 +122,8 @@ async def test_scrubber_moves_the_map_to_a_past_revision_and_back_to_live(cluste
     assert await page.locator(device(a)).get_attribute("data-state") == "allocated"
     assert await page.locator(device(a)).get_attribute("data-claim") == a.claim
     assert f"rv={a.allocated}" in page.url
+    await page.wait_for_selector(f'#timeline .tl-events li[aria-current="true"][data-revision="{a.allocated}"]',
+                                 state="attached")
     await screenshot(page, "ui-map-past")
     await screenshot(page, "ui-timeline", selector="#timeline")
 

@@ -463,12 +463,9 @@ export function mount(ctx) {
     }
     if (t.eventsFor !== rv) return;
     const items = page.items || [];
-    let current = -1;
-    items.forEach((ev, i) => { if (ev.revision <= rv) current = i; });
-    events.replaceChildren(...items.map((ev, i) => {
+    events.replaceChildren(...items.map((ev) => {
       const ref = { group: ev.group || "", resource: ev.resource, namespace: ev.namespace || "", name: ev.name };
-      return el("li", { "data-revision": ev.revision, "aria-current": i === current ? "true" : null,
-        class: ev.revision > rv ? "tl-after" : null },
+      return el("li", { "data-revision": ev.revision },
       el("button", { type: "button", class: "tl-go", title: "show the cluster at this revision", text: String(ev.revision),
         onclick: () => { stop(); go(ev.revision).catch(report); } }),
       el("span", { class: `tl-type tl-${String(ev.type).toLowerCase()}`, text: ev.type }),
@@ -478,8 +475,23 @@ export function mount(ctx) {
       el("span", { class: "tl-actor", text: actorText(ev.actor) }),
       el("time", { text: shortTime(ev.time), datetime: ev.time || null }));
     }));
-    const mark = events.querySelector('li[aria-current="true"]');
+    const mark = markCurrent(rv);
     if (mark) events.scrollTop = Math.max(0, mark.offsetTop - events.clientHeight / 2); // the list only, not the page
+  }
+
+  // Mark the last event listed at or before `rv` as the one shown, the later ones as after it (at once
+  // when the revision changes; the list itself is read again once the views have rendered).
+  function markCurrent(rv) {
+    let mark = null;
+    for (const li of events.children) {
+      const at = Number(li.dataset.revision);
+      if (!at) continue;
+      li.classList.toggle("tl-after", at > rv);
+      li.removeAttribute("aria-current");
+      if (at <= rv) mark = li;
+    }
+    if (mark) mark.setAttribute("aria-current", "true");
+    return mark;
   }
 
   // ---------------------------------------------------------------- following the page
@@ -493,6 +505,7 @@ export function mount(ctx) {
     updateRange();
     showLabel();
     draw();
+    markCurrent(shown());
   });
   ctx.on("snapshot", (state) => {
     if (state.rv === null) {
