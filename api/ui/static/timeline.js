@@ -159,7 +159,7 @@ export function mount(ctx) {
   async function previousRevision(rv) {
     try {
       for (let width = 16; ; width *= 4) {
-        const since = Math.max(0, rv - 1 - width);
+        const since = Math.max(0, t.first - 1, rv - 1 - width); // not before the compacted revision (410)
         const page = await eventlog({ since, until: rv - 1, limit: width + 1 });
         const items = page.items || [];
         if (items.length) return items[items.length - 1].revision;
@@ -456,7 +456,7 @@ export function mount(ctx) {
     t.eventsFor = rv;
     let page;
     try {
-      page = await eventlog({ since: Math.max(0, rv - AROUND), until: rv + 4, limit: AROUND + 4 });
+      page = await eventlog({ since: Math.max(0, t.first - 1, rv - AROUND), until: rv + 4, limit: AROUND + 4 });
     } catch (error) {
       events.replaceChildren(el("li", { class: "tl-note", text: `events: ${error.message}` }));
       return;
