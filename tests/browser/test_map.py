@@ -132,6 +132,12 @@ async def test_details_panel_shows_yaml_and_events(cluster: Cluster, page_for: P
     await details.locator(f'button.pod[data-open-pod="{key}"]').click()
     await expect(details.locator("h2")).to_have_text(f"Pod {key}")
     await expect(details.locator(".events")).to_contain_text("Scheduled")
+    # a node: its YAML
+    await page.locator('[data-node="gpu-node-0"] [data-open-node]').click()
+    await expect(details.locator("h2")).to_have_text("Node gpu-node-0")
+    await expect(details.locator(".yaml")).to_contain_text("kind: Node")
+    await page.go_back()  # the URL's history: the pod again
+    await expect(details.locator("h2")).to_have_text(f"Pod {key}")
     # the URL opens the same panel
     page2 = await page_for(cluster, page.url.removeprefix(cluster.url))
     await expect(page2.locator("#details h2")).to_have_text(f"Pod {key}")

@@ -71,6 +71,15 @@ async def test_partitions_and_consumable_capacity(tmp_path: Path, page_for: Page
 
         await expect(counters.locator(".counters")).to_have_text("memory 10Gi/80Gi, compute 1/7")
         await expect(counters.locator('[data-state="allocated"][data-claim="default/slice-a"]')).to_have_count(1)
+        # the whole GPU and the 7g.80gb partition are free, but no longer fit in what is left
+        whole = counters.locator(f'[data-device="gpu.example.com/{POOL}/gpu-0"]')
+        await expect(whole).to_have_attribute("data-state", "free")
+        await expect(whole.locator(".dev-blocked")).to_have_text(
+            "counters exhausted: memory 80Gi needed, 70Gi left, compute 7 needed, 6 left")
+        free_partition = [p for p in PARTITIONS if await counters.locator(
+            f'[data-device="gpu.example.com/{POOL}/{p}"]').get_attribute("data-state") == "free"]
+        assert len(free_partition) == 1
+        await expect(counters.locator(f'[data-device="gpu.example.com/{POOL}/{free_partition[0]}"] .dev-blocked')).to_have_count(0)
         await expect(nic.locator(".dev-cap")).to_have_text("bandwidth 50G/200G")
         await expect(nic).to_have_attribute("data-claim", "default/net-a default/net-b")
         await expect(nic.locator(".pod")).to_have_text(["default/a", "default/b"])

@@ -57,6 +57,7 @@ function deviceHtml(dev, namespace) {
     parts.push(` <span class="dev-health">${esc(spec.health)}${spec.message ? `: ${esc(spec.message)}` : ""}</span>`);
   }
   for (const cap of dev.capacity) parts.push(` <span class="dev-cap">${esc(cap.name)} ${esc(cap.text)}</span>`);
+  if (dev.blocked) parts.push(` <span class="dev-blocked">counters exhausted: ${esc(dev.blocked)}</span>`);
   parts.push("</li>");
   return parts.join("");
 }
@@ -107,7 +108,7 @@ function nodeHtml(entry, namespace, showDevice, podsShown) {
     body.push(poolHtml(pool, namespace, showDevice));
   }
   if (name) {
-    out.push(`<article class="node" data-node="${esc(name)}"><header><h3 class="node-name">${esc(name)}</h3> <span class="node-ready">${nodeReady(entry.node)}</span>`);
+    out.push(`<article class="node" data-node="${esc(name)}"><header><h3 class="node-name"><button type="button" data-open-node="${esc(name)}">${esc(name)}</button></h3> <span class="node-ready">${nodeReady(entry.node)}</span>`);
   } else {
     out.push('<article class="node shared" data-shared-pools=""><header><h3 class="node-name">not node-local</h3>');
   }
@@ -313,8 +314,10 @@ export function mount(ctx) {
   section.addEventListener("click", async (event) => {
     const target = event.target.closest("button");
     if (!target || !section.contains(target)) return;
-    const { openDevice, openClaim, openPod, openRule, removeRule } = target.dataset;
-    if (openDevice) {
+    const { openDevice, openClaim, openPod, openRule, removeRule, openNode } = target.dataset;
+    if (openNode) {
+      ctx.openObject({ group: "", resource: "nodes", name: openNode });
+    } else if (openDevice) {
       const dev = buildDeviceRef(ctx, openDevice);
       ctx.openObject(dev);
     } else if (openClaim) {

@@ -169,6 +169,24 @@ export function buildModel(snapshot) {
       pool.devices.push(dev);
     }
   }
+  // a free device that consumes more of a counter than is left cannot be allocated now: say which
+  for (const dev of devices.values()) {
+    if (dev.state !== "free" || !dev.raw.consumesCounters) continue;
+    const sets = counterSets.get(`${dev.driver}/${dev.pool}`);
+    const short = [];
+    for (const cc of dev.raw.consumesCounters) {
+      const set = sets && sets.get(cc.counterSet);
+      if (!set) continue;
+      for (const [name, c] of Object.entries(cc.counters || {})) {
+        const counter = set.counters.get(name);
+        const need = parseQuantity((c || {}).value);
+        if (counter && need > counter.total - counter.used) {
+          short.push(`${name} ${(c || {}).value} needed, ${formatQuantity(counter.total - counter.used, counter.text)} left`);
+        }
+      }
+    }
+    if (short.length) dev.blocked = short.join(", ");
+  }
   // counter sets' devices (partitions under their physical device)
   for (const pool of pools.values()) {
     for (const dev of pool.devices) {
