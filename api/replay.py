@@ -372,6 +372,17 @@ def control_routes(replayer: Replayer) -> list[web.RouteDef]:
 
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Creates that write nothing to the log (`api.auth.reviews`): questions about who may do what, answered
+# on a replay as on any server (`kubectl auth can-i`, the web UI's SelfSubjectAccessReviews), without
+# a refusal or a fork.
+_REVIEWS = frozenset({"selfsubjectaccessreviews", "selfsubjectrulesreviews", "selfsubjectreviews",
+                      "tokenreviews", "subjectaccessreviews", "localsubjectaccessreviews"})
+_REVIEW_GROUPS = ("/apis/authorization.k8s.io/", "/apis/authentication.k8s.io/")
+
+
+def _review(request: web.Request) -> bool:
+    return request.method == "POST" and request.path.startswith(_REVIEW_GROUPS) \
+        and request.path.rstrip("/").rsplit("/", 1)[-1] in _REVIEWS
 
 
 def write_guard(replayer: Replayer) -> Any:
@@ -380,8 +391,9 @@ def write_guard(replayer: Replayer) -> Any:
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        # The UI's login and logout write nothing, nor do reviews.
         if request.method in _SAFE_METHODS or replayer.log.forked or request.path.startswith(CONTROL) \
-                or request.path.startswith("/ui/"):  # the UI's login and logout write nothing
+                or request.path.startswith("/ui/") or _review(request):
             return await handler(request)
         if not replayer.fork_on_write:
             if replayer.fork_at is not None:
@@ -426,11 +438,13 @@ class ReplayServer:
 async def serving(recording: Recording | SqlSource, *, data_dir: Path, host: str = "127.0.0.1", port: int = 0,
                   start: int | None = None, until: int | None = None, speed: float | None = 1.0,
                   pacer: clocks.Clock | None = None, fork: bool = False, fork_at: int | None = None,
-                  max_gap: float | None = None, page: int = SCAN_PAGE) -> AsyncIterator[ReplayServer]:
+                  max_gap: float | None = None, page: int = SCAN_PAGE, secure: bool = False,
+                  token_auth_file: str | None = None) -> AsyncIterator[ReplayServer]:
     """Serve the Kubernetes API over `recording` from revision `start` (default: its beginning).
     A SQL source is streamed from the store (`StreamReplayLog`, reading `page` events at a time),
     except from its compacted revision, where it is loaded. `speed` None: paused (step mode). Raises
-    SourceError for out-of-range revisions."""
+    SourceError for out-of-range revisions. `secure`, `token_auth_file`: as `api.server.running`'s
+    (TLS, authentication, and RBAC from the recording's own RBAC objects at the cursor)."""
     from api import server as servers
 
     clock = clocks.VirtualClock(start=0.0)
@@ -445,7 +459,7 @@ async def serving(recording: Recording | SqlSource, *, data_dir: Path, host: str
                "routes": control_routes(replayer)}
     try:
         async with servers.running(data_dir=data_dir, host=host, port=port, clock=clock, event_log=rlog,
-                                   app_options=options) as srv:
+                                   app_options=options, secure=secure, token_auth_file=token_auth_file) as srv:
             await replayer.start()
             try:
                 yield ReplayServer(url=srv.url, port=srv.port, kubeconfig=srv.kubeconfig, replayer=replayer,

@@ -16,6 +16,7 @@ import pytest
 
 from api import replay
 from cp import clock as clocks
+from cp import kubeconfig
 from storage import factory, ndjson, recording
 from storage import replay as replay_log
 from tests import recordings
@@ -93,6 +94,25 @@ async def test_writes_are_refused_with_405(replayed: replay.ReplayServer, http: 
     assert status["reason"] == "MethodNotAllowed"
     assert status["message"] == replay_log.WRITES_REFUSED
     assert replayed.log.revision == at and not replayed.log.forked
+
+
+async def test_access_reviews_are_answered_not_refused(recorded: recordings.Recorded, tmp_path: Path) -> None:
+    """A review writes nothing: a secure replay answers it (`kubectl auth can-i`, the web UI's write
+    controls) instead of refusing it as a write, and one that forks on the first write does not fork."""
+    async with recording.opened(str(recorded.ndjson)) as source, \
+            replay.serving(source, data_dir=tmp_path / "replay", speed=None, fork=True, secure=True) as srv:
+        token = kubeconfig.load(srv.kubeconfig).token
+        attributes = {"verb": "create", "group": "sim.cplane.dev", "resource": "replay"}
+        async with aiohttp.ClientSession(base_url=srv.url, headers={"Authorization": f"Bearer {token}"},
+                                         connector=aiohttp.TCPConnector(ssl=False)) as http:
+            for path, spec in [("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", {}),
+                               ("/apis/authorization.k8s.io/v1/subjectaccessreviews", {"user": "someone"})]:
+                async with http.post(path, json={"apiVersion": "authorization.k8s.io/v1",
+                                                 "spec": {"resourceAttributes": attributes, **spec}}) as r:
+                    review = await _json(r)
+                    assert r.status == 201, review
+                assert review["status"]["allowed"] is (not spec)  # the admin may; someone may not
+        assert srv.log.revision == 0 and not srv.log.forked
 
 
 async def test_status_step_and_until(replayed: replay.ReplayServer, http: aiohttp.ClientSession,
