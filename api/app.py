@@ -328,6 +328,10 @@ def make_app(*, event_log: log.EventLog, clock: clocks.Clock | None = None, boot
     if auth is not None:
         middlewares = [auths.middleware(auth), *middlewares]
         routes = [*auths.routes(), *routes]
+    else:
+        from api.auth import reviews
+
+        routes = [*reviews.routes(secure=False), *routes]
     chain: list[Middleware] = [_middleware, *middlewares]
     # Request bodies are read as sent, as kube-apiserver does (it has no request Content-Encoding): aiohttp
     # would otherwise inflate a gzip body, and keep inflating a refused one while it drains the connection.

@@ -59,10 +59,13 @@ def _access_review(request: web.Request, kind: str, obj: dict[str, Any], spec: d
         assert nra is not None  # exactly one of the two (checked above)
         attrs = rbac.Attributes(user=user, verb=str(nra.get("verb") or ""), resource_request=False,
                                 path=str(nra.get("path") or ""))
-    decision = request.app[AUTH].authorize(attrs)
-    status: dict[str, Any] = {"allowed": decision.allowed}
-    if decision.reason:
-        status["reason"] = decision.reason
+    config = request.app.get(AUTH)
+    status: dict[str, Any] = {"allowed": True}  # no authorizer (--insecure): everything, as AlwaysAllow
+    if config is not None:
+        decision = config.authorize(attrs)
+        status["allowed"] = decision.allowed
+        if decision.reason:
+            status["reason"] = decision.reason
     meta = dict(obj.get("metadata") or {}) if isinstance(obj.get("metadata"), dict) else {}
     meta.setdefault("creationTimestamp", None)
     return {"kind": kind, "apiVersion": "authorization.k8s.io/v1", "metadata": meta, "spec": spec,
@@ -153,7 +156,8 @@ async def self_subject_rules_review(request: web.Request) -> web.StreamResponse:
     spec: dict[str, Any] = raw_spec if isinstance(raw_spec, dict) else {}
     namespace = str(spec.get("namespace") or "")
     user = _review_user(request)
-    rules, errs = request.app[AUTH].cache.policy.rules_for(user, namespace)
+    config = request.app.get(AUTH)
+    rules, errs = config.cache.policy.rules_for(user, namespace) if config is not None else ([], [])
     resource_rules: list[dict[str, Any]] = []
     url_rules: list[dict[str, Any]] = []
     if rbac.MASTERS in user.groups:
@@ -184,13 +188,19 @@ async def self_subject_review(request: web.Request) -> web.StreamResponse:
     return _created(request, out)
 
 
-def routes() -> list[web.RouteDef]:
-    return [
+def routes(*, secure: bool = True) -> list[web.RouteDef]:
+    """The reviews' routes. A server with no authentication set up (`secure=False`: a plain `cplane
+    replay`, an in-process sandbox) serves everyone as the admin and allows everything, as
+    kube-apiserver's AlwaysAllow: the access and rules reviews say so (`kubectl auth can-i`, the web
+    UI's write controls); it has no token signer, so no TokenReview."""
+    out = [
         web.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", self_subject_access_review),
         web.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", self_subject_rules_review),
         web.post("/apis/authentication.k8s.io/{version:v1|v1beta1}/selfsubjectreviews", self_subject_review),
-        web.post("/apis/authentication.k8s.io/v1/tokenreviews", token_review),
         web.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", subject_access_review),
         web.post("/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews",
                  local_subject_access_review),
     ]
+    if secure:
+        out.append(web.post("/apis/authentication.k8s.io/v1/tokenreviews", token_review))
+    return out

@@ -2,8 +2,8 @@
 // buttons posting to the control endpoints (api/replay.py, docs/replay.md). They are write controls
 // (`data-write`): shown only to a user whom RBAC lets `create` the `replay` resource of
 // sim.cplane.dev (what a POST to `.../replay/step` is authorized as), asked with a
-// SelfSubjectAccessReview; a server without authorization (`cplane replay` serves everyone as the
-// admin) has no review endpoint (404): everyone may. After each move the page follows the cursor (`onMove`).
+// SelfSubjectAccessReview (a server without authentication allows everything, and says so). After each
+// move the page follows the cursor (`onMove`).
 
 export const CONTROL = "/apis/sim.cplane.dev/v1alpha1/replay";
 const POLL_MS = 1000; // status refresh while the replay plays
@@ -30,17 +30,8 @@ function describe(s) {
 }
 
 // May the user move the replay? (create the `replay` resource of sim.cplane.dev)
-async function mayMove(ctx) {
-  const review = {
-    apiVersion: "authorization.k8s.io/v1", kind: "SelfSubjectAccessReview",
-    spec: { resourceAttributes: { verb: "create", group: "sim.cplane.dev", resource: "replay" } },
-  };
-  try {
-    const answer = await ctx.api.post("/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review);
-    return Boolean(answer && answer.status && answer.status.allowed);
-  } catch (error) {
-    return error.status === 404; // no authorization on this server: everyone is the admin
-  }
+function mayMove(ctx) {
+  return ctx.api.can("create", "sim.cplane.dev", "replay");
 }
 
 // Show the controls in `box` if the server replays (GET CONTROL answers 200); else leave it hidden.
