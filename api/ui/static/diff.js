@@ -3,6 +3,8 @@
 // read at A and at B with exact lists filtered by name) or created and deleted in between. Text only.
 // Read with the user's own RBAC: the event log shows the events they may see, the lists what they may read.
 
+import { el } from "./dom.js";
+
 const MAX_EVENTS = 50000; // events read between A and B (beyond: the diff says it is cut)
 const MAX_DETAILED = 100; // modified objects whose fields are read and compared
 const PARALLEL = 6; // reads at a time
@@ -215,19 +217,6 @@ export async function compute(ctx, a, b, { eventlog }) {
 }
 
 // ---------------------------------------------------------------- showing
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 const MARKS = { added: "+", deleted: "-", modified: "~", transient: "±" };
 let shownSpec = null;

@@ -5,22 +5,11 @@
 // SelfSubjectAccessReview (a server without authentication allows everything, and says so). After each
 // move the page follows the cursor (`onMove`).
 
+import { el } from "./dom.js";
+
 export const CONTROL = "/apis/sim.cplane.dev/v1alpha1/replay";
 const POLL_MS = 1000; // status refresh while the replay plays
 const SPEEDS = ["1", "2", "10", "100", "max"]; // the recorded pace times this
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 function describe(s) {
   const where = s.mode === "forked" ? `forked at revision ${s.forkedAt}` : `${s.mode} at revision ${s.revision}`;

@@ -4,6 +4,7 @@
 // around the revision shown as text, the diff of two revisions (diff.js) and, under `cplane replay`,
 // the replay's controls (replay.js). Every name shown is text in the DOM; the canvas only draws density.
 
+import { el } from "./dom.js";
 import * as diffs from "./diff.js";
 import * as replays from "./replay.js";
 
@@ -15,19 +16,6 @@ const REFRESH_MS = 2000; // at most one density refresh this often while live
 const EVENTS_MS = 300; // at most one read of the events listed this often
 const DRAG_MS = 120; // while the scrubber is dragged: load the revision under it after this idle time
 const SPEEDS = [1, 2, 5, 10, 25, 100]; // events per second of play
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "text") node.textContent = v;
-    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 // `pods`, `resourceclaims.resource.k8s.io`: a lane's (and an event's) kind as kubectl names it.
 export function kindName(group, resource) {
