@@ -192,7 +192,7 @@ def read_file(path: Path) -> Iterator[Located]:
             first = False
             if type(decoded) is AuditEvent and decoded.api_version == API_VERSION and decoded.stage_timestamp:
                 try:  # the common case, inline
-                    yield Located(time=_seconds(decoded.stage_timestamp), path=name, line=number, event=decoded)
+                    yield Located(_seconds(decoded.stage_timestamp), name, number, decoded)
                     continue
                 except ValueError:
                     pass  # _located says what is wrong
@@ -321,6 +321,12 @@ def _query(uri: str, name: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1024)
+def _field_manager(uri: str) -> str:
+    """The fieldManager query parameter of `uri` (a client's writes repeat the same few URIs)."""
+    return _query(uri, "fieldManager")
+
+
 class Translator:
     """Audit events -> changes, counting what is left out (see the module)."""
 
@@ -390,7 +396,7 @@ class Translator:
 
     def _change(self, loc: Located, obj: dict[str, Any], *, deleted: bool = False) -> importing.Change:
         ev = loc.event
-        manager = _query(ev.request_uri, "fieldManager") if "fieldManager=" in ev.request_uri else ""
+        manager = _field_manager(ev.request_uri) if "fieldManager=" in ev.request_uri else ""
         return importing.Change(object=obj, deleted=deleted, time=loc.time, user=ev.user.username,
                                 user_agent=ev.user_agent, field_manager=manager, source=ev.audit_id)
 

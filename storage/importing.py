@@ -24,6 +24,10 @@ _T = TypeVar("_T")
 _logger = structlog.get_logger(__name__)
 
 
+# An encoded `importing.Event` (array-like) decodes as this: its row.
+WireRow = tuple[int, str, str, str, str, str, str, int, float, str, str, str, str, bytes]
+
+
 def row(event: importing.Event) -> codec.Row:
     """An event as the row `BulkImport.insert` takes."""
     return (event.revision, event.type, event.group, event.resource, event.namespace, event.name, event.uid,

@@ -147,6 +147,7 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
     """The worker process: the numbered events sent in chunks of the store's rows (msgpack, b"R"),
     then the outcome with the keys' heads (b"D") or the error (b"E")."""
     import gc
+    import itertools
     import pickle
 
     import msgspec
@@ -158,13 +159,7 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
     events, counted, sequencer = _reading(paths, keep_secrets=keep_secrets)
     encoder = msgspec.msgpack.Encoder()
     try:
-        chunk: list[importing.Event] = []
-        for event in events:
-            chunk.append(event)
-            if len(chunk) >= _CHUNK:
-                conn.send_bytes(b"R" + encoder.encode(chunk))
-                chunk = []
-        if chunk:
+        while chunk := list(itertools.islice(events, _CHUNK)):
             conn.send_bytes(b"R" + encoder.encode(chunk))
         out = counted()
         conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged,
@@ -206,12 +201,10 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
 
     import msgspec
 
-    from cp import importing
     from storage import importing as writer
     from storage import log
 
-    decoder = msgspec.msgpack.Decoder(list[importing.Event])
-    row = writer.row
+    decoder = msgspec.msgpack.Decoder(list[writer.WireRow])  # an Event is encoded as its row
     # A thread keeps the pipe drained (a few chunks ahead), so that the worker goes on reading while
     # this process waits for the database.
     ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
@@ -233,7 +226,7 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
             if message is None:
                 raise log.ImportRejectedError("the audit log reader stopped unexpectedly", line=0)
             if message[:1] == b"R":
-                yield [row(event) for event in decoder.decode(memoryview(message)[1:])]
+                yield decoder.decode(memoryview(message)[1:])
             elif message[:1] == b"E":
                 text, line = pickle.loads(message[1:])
                 raise log.ImportRejectedError(text, line=line)
