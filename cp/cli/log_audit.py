@@ -143,7 +143,7 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
     outcome.append(counted())
 
 
-def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
+def _worker(paths: list[Path], keep_secrets: bool, conn: Connection, other_end: Connection) -> None:
     """The worker process: the numbered events sent in chunks of the store's rows (msgpack, b"R"),
     then the outcome with the keys' heads (b"D") or the error (b"E")."""
     import gc
@@ -154,6 +154,7 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
 
     from cp import auditlog
 
+    other_end.close()  # (inherited by the fork) so that the pipe breaks when the importing process stops
     # Decoded JSON holds no cycles: cyclic collections in this short-lived process would be pure cost.
     gc.disable()
     events, counted, sequencer = _reading(paths, keep_secrets=keep_secrets)
@@ -180,7 +181,8 @@ def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcom
 
     context = multiprocessing.get_context("fork")
     receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(paths, keep_secrets, sending), daemon=True)
+    process = context.Process(target=_worker, args=(paths, keep_secrets, sending, receiving), daemon=True,
+                              name="audit-import-reader")
     process.start()
     sending.close()
 
@@ -216,8 +218,8 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
                 ahead.put(message)
                 if message[:1] != b"R":
                     return
-        except (EOFError, OSError):
-            ahead.put(None)
+        except (EOFError, OSError, TypeError):  # the worker is gone, or `stop` closed the pipe (TypeError:
+            ahead.put(None)                     # closed while this thread was reading it)
 
     threading.Thread(target=drain, name="audit-import-pipe", daemon=True).start()
     try:
