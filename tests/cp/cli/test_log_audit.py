@@ -4,8 +4,8 @@ empty data dir, all or nothing, read back with `log show` and `log history`."""
 from __future__ import annotations
 
 import gzip
-import os
 import json
+import os
 import sqlite3
 import stat
 from pathlib import Path
