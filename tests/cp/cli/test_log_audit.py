@@ -182,7 +182,7 @@ def test_the_worker_stops_by_itself_when_the_import_stops(tmp_path: Path, monkey
                                                                  "uid": f"u-{n}"}})
                              for n in range(500))))
     outcome: list[Any] = []
-    rows, stop = log_audit._from_worker([path], keep_secrets=False, outcome=outcome)
+    rows, _stop = log_audit._from_worker([path], keep_secrets=False, outcome=outcome)
     assert len(next(rows)) == 20
     (worker,) = multiprocessing.active_children()
     rows.close()  # as the import does when the store refuses: the generator stops the worker
