@@ -25,6 +25,15 @@ def numbered(changes: list[importing.Change]) -> Iterator[importing.Event]:
     for c in changes:
         yield from seq.feed(c)
 
+def test_an_encoded_event_decodes_as_its_row() -> None:
+    """What an audit import's worker sends (msgpack of `importing.Event`s) is read as the store's rows."""
+    import msgspec
+
+    events = list(numbered([cm("a", "1"), cm("a", "2")]))
+    decoded = msgspec.msgpack.decode(msgspec.msgpack.encode(events), type=list[writer.WireRow])
+    assert decoded == [writer.row(event) for event in events]
+
+
 async def test_imported_objects_read_back(event_log: sql.SqlEventLog) -> None:
     count = await writer.import_events(event_log, numbered([cm("a", "1"), cm("b", "1"), cm("a", "2")]))
     assert count == 3
