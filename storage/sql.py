@@ -248,8 +248,13 @@ class BulkImport:
     def __init__(self, owner: SqlEventLog) -> None:
         self._owner = owner
 
-    async def insert(self, rows: list[codec.Row]) -> None:
+    async def insert(self, rows: list[codec.Row], *, heads: list[tuple[str, str, str, str, int, bool]] | None = None
+                     ) -> None:
+        """`rows` inserted; with `heads` (resource, group, namespace, name, revision, deleted) written
+        to the heads too, replacing what an earlier chunk wrote."""
         await self._owner._insert_events(rows)
+        if heads:
+            await self._owner._write_executemany(SQL_UPSERT_HEAD, heads)
 
     async def finish(self, *, heads: dict[codec.Key, tuple[int, bool]], compacted: int) -> None:
         for definition in self._owner._dropped_indexes:

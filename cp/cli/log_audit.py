@@ -38,12 +38,11 @@ class _Outcome:
     """What the reading side counted (sent back by a worker as plain values)."""
 
     def __init__(self, *, report: auditlog.Report, skipped: dict[str, int], missed_deletes: int,
-                 unchanged: int, heads: dict[tuple[str, str, str, str], tuple[int, bool]] | None = None) -> None:
+                 unchanged: int) -> None:
         self.report = report
         self.skipped = skipped
         self.missed_deletes = missed_deletes
         self.unchanged = unchanged
-        self.heads = heads or {}  # a worker's: each key's last revision and whether it is deleted
 
 
 async def run(args: argparse.Namespace, *, store_url: str) -> int:
@@ -71,10 +70,10 @@ async def run(args: argparse.Namespace, *, store_url: str) -> int:
     try:
         await event_log.start()
         try:
-            if rows is not None:  # the worker numbered them and knows the heads
-                # the worker is the slower side: the database keeps its indexes up to date meanwhile
-                count = await writer.import_rows(event_log, rows, heads=lambda: outcome[0].heads,
-                                                 keep_indexes=True)
+            if rows is not None:
+                # The worker is the slower side: the database keeps its indexes and the keys' heads up
+                # to date meanwhile, chunk by chunk, instead of after the last.
+                count = await writer.import_rows(event_log, rows, keep_indexes=True)
             else:
                 count = await writer.import_events(event_log, events)
         except log.ImportRejectedError as exc:
@@ -118,7 +117,7 @@ def _prepare(args: argparse.Namespace) -> tuple[str, int]:
     return "", size
 
 
-def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Any, importing.Sequencer]:
+def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Callable[[], _Outcome]]:
     from cp import auditlog, importing
 
     sequencer = importing.Sequencer(keep_secrets=keep_secrets)
@@ -127,7 +126,7 @@ def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importi
     def outcome() -> _Outcome:
         return _Outcome(report=translator.report, skipped=sequencer.skipped,
                         missed_deletes=sequencer.missed_deletes, unchanged=sequencer.unchanged)
-    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome, sequencer
+    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome
 
 
 def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
@@ -135,7 +134,7 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
     from cp import auditlog
     from storage import log
 
-    events, counted, _sequencer = _reading(paths, keep_secrets=keep_secrets)
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
     try:
         yield from events
     except auditlog.AuditError as exc:
@@ -145,7 +144,7 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
 
 def _worker(paths: list[Path], keep_secrets: bool, conn: Connection, other_end: Connection) -> None:
     """The worker process: the numbered events sent in chunks of the store's rows (msgpack, b"R"),
-    then the outcome with the keys' heads (b"D") or the error (b"E")."""
+    then the outcome (b"D") or the error (b"E")."""
     import gc
     import itertools
     import pickle
@@ -157,14 +156,13 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection, other_end: 
     other_end.close()  # (inherited by the fork) so that the pipe breaks when the importing process stops
     # Decoded JSON holds no cycles: cyclic collections in this short-lived process would be pure cost.
     gc.disable()
-    events, counted, sequencer = _reading(paths, keep_secrets=keep_secrets)
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
     encoder = msgspec.msgpack.Encoder()
     try:
         while chunk := list(itertools.islice(events, _CHUNK)):
             conn.send_bytes(b"R" + encoder.encode(chunk))
         out = counted()
-        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged,
-                                             sequencer.heads())))
+        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged)))
     except auditlog.AuditError as exc:
         conn.send_bytes(b"E" + pickle.dumps((str(exc), exc.line)))
     except BrokenPipeError:  # the importing process stopped
@@ -233,9 +231,8 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
                 text, line = pickle.loads(message[1:])
                 raise log.ImportRejectedError(text, line=line)
             else:
-                report, skipped, missed, unchanged, heads = pickle.loads(message[1:])
-                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged,
-                                        heads=heads))
+                report, skipped, missed, unchanged = pickle.loads(message[1:])
+                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
                 return
     finally:
         stop()
