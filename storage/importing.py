@@ -91,7 +91,7 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
                 count += len(chunk)
                 if inserting is not None:
                     await inserting
-                inserting = asyncio.ensure_future(sink.insert(chunk, heads=None if heads else _heads_of(chunk)))
+                inserting = asyncio.ensure_future(sink.insert(chunk, heads=heads is None))
             if inserting is not None:
                 await inserting
         except BaseException:
@@ -103,13 +103,6 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
     _logger.info("events_imported", events=count, revision=last,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
     return count
-
-
-def _heads_of(chunk: list[codec.Row]) -> list[tuple[str, str, str, str, int, bool]]:
-    """The heads rows (resource, group, namespace, name, revision, deleted) of a chunk's keys, each
-    at its last row in the chunk."""
-    return list({(r[3], r[2], r[4], r[5]): (r[3], r[2], r[4], r[5], r[0], r[1] == "DELETED")
-                 for r in chunk}.values())
 
 
 async def append_events(log: sql.SqlEventLog, events: Iterable[importing.Event]) -> int:

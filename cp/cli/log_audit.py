@@ -4,9 +4,12 @@ them). A summary per resource goes to stderr: what was imported and what the log
 docs/replay.md, "Bringing a real cluster in: audit logs".
 
 Inputs of `WORKER_BYTES` or more are read in a worker process while this one writes: reading,
-decoding and numbering take about twice the time of the database's inserts, and the two overlap on
-two cores (the worker sends the numbered events in chunks over a pipe; an error it meets is sent
-back and rejects the import).
+decoding and numbering take about half as long again as the database's inserts, and the two overlap
+on two cores. The worker sends the numbered events in chunks over a pipe (msgpack: an event is encoded
+as its store row, decoded here straight into rows), read ahead by a thread here; the database inserts
+each chunk and upserts its keys' heads meanwhile, so that only the commit is left after the last
+chunk. An error the worker meets is sent back (file:line) and rejects the import; a worker that dies
+is reported as an error, and one whose importing process stops finds its pipe broken and ends.
 """
 
 from __future__ import annotations
