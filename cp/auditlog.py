@@ -176,6 +176,7 @@ def _located(event: AuditEvent, *, path: str, line: int) -> Located:
 def read_file(path: Path) -> Iterator[Located]:
     """The audit events of one file, in its order. Raises AuditError (file:line) on malformed input."""
     name = str(path)
+    second, whole = "", 0.0  # the last whole second parsed, and its unix seconds
     with _opened(path) as f:
         first = True
         for number, raw in enumerate(f, 1):
@@ -191,11 +192,15 @@ def read_file(path: Path) -> Iterator[Located]:
                 raise AuditError(f"{what}: {exc}", path=name, line=number) from None
             first = False
             if type(decoded) is AuditEvent and decoded.api_version == API_VERSION and decoded.stage_timestamp:
-                try:  # the common case, inline
-                    yield Located(time=_seconds(decoded.stage_timestamp), path=name, line=number, event=decoded)
-                    continue
-                except ValueError:
-                    pass  # _located says what is wrong
+                stamp = decoded.stage_timestamp  # the common case, inline (the server's form: see _seconds)
+                if len(stamp) == 27 and stamp[19] == "." and stamp[26] == "Z":
+                    try:
+                        if stamp[:19] != second:
+                            second, whole = stamp[:19], _whole_seconds(stamp[:19])
+                        yield Located(whole + int(stamp[20:26]) / 1e6, name, number, decoded)
+                        continue
+                    except ValueError:
+                        pass  # _located says what is wrong
             for event in _items(decoded, path=name, line=number):
                 yield _located(event, path=name, line=number)
 
@@ -321,6 +326,12 @@ def _query(uri: str, name: str) -> str:
     return ""
 
 
+@functools.lru_cache(maxsize=1024)
+def _field_manager(uri: str) -> str:
+    """The fieldManager query parameter of `uri` (a client's writes repeat the same few URIs)."""
+    return _query(uri, "fieldManager")
+
+
 class Translator:
     """Audit events -> changes, counting what is left out (see the module)."""
 
@@ -390,7 +401,7 @@ class Translator:
 
     def _change(self, loc: Located, obj: dict[str, Any], *, deleted: bool = False) -> importing.Change:
         ev = loc.event
-        manager = _query(ev.request_uri, "fieldManager") if "fieldManager=" in ev.request_uri else ""
+        manager = _field_manager(ev.request_uri) if "fieldManager=" in ev.request_uri else ""
         return importing.Change(object=obj, deleted=deleted, time=loc.time, user=ev.user.username,
                                 user_agent=ev.user_agent, field_manager=manager, source=ev.audit_id)
 

@@ -67,9 +67,11 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     resync: bool = False  # found by a relist after a watch expired (the change between is unknown)
 
 
-class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, array_like=True):
     """An event for the log, numbered (`storage.importing` writes them). Scalars and bytes only, so not
-    tracked by the cyclic collector (an import makes a million of them)."""
+    tracked by the cyclic collector (an import makes a million of them). Encoded as an array of its
+    fields in this order, which is the order of the store's row (`storage.importing.row`): what a
+    worker process sends can be decoded straight into rows."""
 
     revision: int
     type: str  # ADDED, MODIFIED, DELETED
@@ -193,7 +195,12 @@ class Sequencer:
         """The live objects (key -> stored object), as the events so far leave them."""
         return ((key, head.object) for key, head in self._heads.items() if head.live)
 
-    def _resolve(self, obj: Mapping[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] | None:
+    def _resolve(self, obj: dict[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] | None:
+        api_version, kind_name = obj.get("apiVersion"), obj.get("kind")
+        if isinstance(api_version, str) and isinstance(kind_name, str) and api_version and kind_name:
+            served = _served(api_version, kind_name)
+            if served is not None and served[0] is served[1] and served[1].kind != "CustomResourceDefinition":
+                return served[1], obj  # the common case: a stored version (not copied: never changed here)
         found = resolve(obj)
         if found is not None:
             if found[0].group == "apiextensions.k8s.io" and found[0].kind == "CustomResourceDefinition":
@@ -241,22 +248,23 @@ class Sequencer:
             elif (not change.source or change.source == head.source) and _same(head.object, obj):
                 self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
-        live = head is not None and head.live and not out
+            live = not out
+        else:
+            live = False
+        # (after a DELETED of the old object, the new one follows it)
         out.append(self._event("MODIFIED" if live else "ADDED", kind, key, obj,
-                               self._heads.get(key), change))
+                               self._heads.get(key) if out else head, change))
         return out
 
     def _event(self, type_: str, kind: res.ResourceKind, key: tuple[str, str, str, str], obj: dict[str, Any],
                head: _Head | None, change: Change) -> Event:
-        self.revision += 1
-        revision = self.revision
-        body = dict(obj)
-        body["metadata"] = {**(obj.get("metadata") or {}), "resourceVersion": str(revision)}
-        uid = str(body["metadata"].get("uid") or "")
+        self.revision = revision = self.revision + 1
+        meta = obj.get("metadata") or {}
+        body = {**obj, "metadata": {**meta, "resourceVersion": str(revision)}}
+        uid = str(meta.get("uid") or "")
         live = type_ != "DELETED"
         # A deleted key keeps its revision and uid only (its object is never read again).
-        self._heads[key] = _Head(revision=revision, uid=uid, live=live, object=body if live else {},
-                                 source=change.source)
+        self._heads[key] = _Head(revision, uid, live, body if live else {}, change.source)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
             source = f"{source} resync".strip()

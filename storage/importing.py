@@ -24,6 +24,10 @@ _T = TypeVar("_T")
 _logger = structlog.get_logger(__name__)
 
 
+# An encoded `importing.Event` (array-like) decodes as this: its row.
+WireRow = tuple[int, str, str, str, str, str, str, int, float, str, str, str, str, bytes]
+
+
 def row(event: importing.Event) -> codec.Row:
     """An event as the row `BulkImport.insert` takes."""
     return (event.revision, event.type, event.group, event.resource, event.namespace, event.name, event.uid,
@@ -63,11 +67,14 @@ async def import_events(log: sql.SqlEventLog,
 
 
 async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | AsyncIterable[list[codec.Row]],
-                      *, heads: Callable[[], dict[codec.Key, tuple[int, bool]]], keep_indexes: bool = False) -> int:
+                      *, heads: Callable[[], dict[codec.Key, tuple[int, bool]]] | None = None,
+                      keep_indexes: bool = False) -> int:
     """Insert chunks of rows (`row`; consecutive revisions from 1) into an empty store, atomically:
     each chunk is inserted while the next is made. `heads()`, asked once every chunk is in, gives
-    each key's last revision and whether it is deleted; `keep_indexes`: see `SqlEventLog.bulk_import`.
-    Returns how many rows were written."""
+    each key's last revision and whether it is deleted; without it, each chunk's keys are written to
+    the heads with the chunk (more work in all, but while the source makes the next chunks instead of
+    after the last: for a source slower than the inserts). `keep_indexes`: see
+    `SqlEventLog.bulk_import`. Returns how many rows were written."""
     started = time.perf_counter()
     count = last = 0
     async with log.bulk_import(keep_indexes=keep_indexes) as sink:
@@ -84,7 +91,7 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
                 count += len(chunk)
                 if inserting is not None:
                     await inserting
-                inserting = asyncio.ensure_future(sink.insert(chunk))
+                inserting = asyncio.ensure_future(sink.insert(chunk, heads=heads is None))
             if inserting is not None:
                 await inserting
         except BaseException:
@@ -92,7 +99,7 @@ async def import_rows(log: sql.SqlEventLog, chunks: Iterable[list[codec.Row]] | 
                 with contextlib.suppress(BaseException):
                     await inserting
             raise
-        await sink.finish(heads=heads(), compacted=0)
+        await sink.finish(heads=heads() if heads else {}, compacted=0)
     _logger.info("events_imported", events=count, revision=last,
                  duration_ms=round((time.perf_counter() - started) * 1000, 1), outcome="ok")
     return count

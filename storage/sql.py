@@ -251,8 +251,12 @@ class BulkImport:
     def __init__(self, owner: SqlEventLog) -> None:
         self._owner = owner
 
-    async def insert(self, rows: list[codec.Row]) -> None:
+    async def insert(self, rows: list[codec.Row], *, heads: bool = False) -> None:
+        """`rows` (consecutive revisions) inserted; with `heads`, their keys' heads written too, each at
+        its last row (replacing what an earlier chunk wrote)."""
         await self._owner._insert_events(rows)
+        if heads and rows:
+            await self._owner._upsert_heads_of(rows)
 
     async def finish(self, *, heads: dict[codec.Key, tuple[int, bool]], compacted: int) -> None:
         for definition in self._owner._dropped_indexes:
@@ -347,6 +351,12 @@ class SqlEventLog:
     async def _secondary_indexes(self) -> list[tuple[str, str]]:
         """(name, CREATE statement) of the events table's indexes other than the primary key."""
         raise NotImplementedError
+
+    async def _upsert_heads_of(self, rows: list[codec.Row]) -> None:
+        """Inside the write transaction: the heads of the keys of `rows` (just inserted, consecutive
+        revisions) set to each key's last row. Backends may do it from the inserted rows in SQL."""
+        last = {(r[3], r[2], r[4], r[5]): (r[3], r[2], r[4], r[5], r[0], r[1] == "DELETED") for r in rows}
+        await self._write_executemany(SQL_UPSERT_HEAD, list(last.values()))
 
     async def _after_bulk_load(self) -> None:
         """Inside the import transaction, after the last row."""

@@ -4,9 +4,12 @@ them). A summary per resource goes to stderr: what was imported and what the log
 docs/replay.md, "Bringing a real cluster in: audit logs".
 
 Inputs of `WORKER_BYTES` or more are read in a worker process while this one writes: reading,
-decoding and numbering take about twice the time of the database's inserts, and the two overlap on
-two cores (the worker sends the numbered events in chunks over a pipe; an error it meets is sent
-back and rejects the import).
+decoding and numbering take about half as long again as the database's inserts, and the two overlap
+on two cores. The worker sends the numbered events in chunks over a pipe (msgpack: an event is encoded
+as its store row, decoded here straight into rows), read ahead by a thread here; the database inserts
+each chunk and upserts its keys' heads meanwhile, so that only the commit is left after the last
+chunk. An error the worker meets is sent back (file:line) and rejects the import; a worker that dies
+is reported as an error, and one whose importing process stops finds its pipe broken and ends.
 """
 
 from __future__ import annotations
@@ -38,12 +41,11 @@ class _Outcome:
     """What the reading side counted (sent back by a worker as plain values)."""
 
     def __init__(self, *, report: auditlog.Report, skipped: dict[str, int], missed_deletes: int,
-                 unchanged: int, heads: dict[tuple[str, str, str, str], tuple[int, bool]] | None = None) -> None:
+                 unchanged: int) -> None:
         self.report = report
         self.skipped = skipped
         self.missed_deletes = missed_deletes
         self.unchanged = unchanged
-        self.heads = heads or {}  # a worker's: each key's last revision and whether it is deleted
 
 
 async def run(args: argparse.Namespace, *, store_url: str) -> int:
@@ -71,10 +73,10 @@ async def run(args: argparse.Namespace, *, store_url: str) -> int:
     try:
         await event_log.start()
         try:
-            if rows is not None:  # the worker numbered them and knows the heads
-                # the worker is the slower side: the database keeps its indexes up to date meanwhile
-                count = await writer.import_rows(event_log, rows, heads=lambda: outcome[0].heads,
-                                                 keep_indexes=True)
+            if rows is not None:
+                # The worker is the slower side: the database keeps its indexes and the keys' heads up
+                # to date meanwhile, chunk by chunk, instead of after the last.
+                count = await writer.import_rows(event_log, rows, keep_indexes=True)
             else:
                 count = await writer.import_events(event_log, events)
         except log.ImportRejectedError as exc:
@@ -118,7 +120,7 @@ def _prepare(args: argparse.Namespace) -> tuple[str, int]:
     return "", size
 
 
-def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Any, importing.Sequencer]:
+def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importing.Event], Callable[[], _Outcome]]:
     from cp import auditlog, importing
 
     sequencer = importing.Sequencer(keep_secrets=keep_secrets)
@@ -127,7 +129,7 @@ def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importi
     def outcome() -> _Outcome:
         return _Outcome(report=translator.report, skipped=sequencer.skipped,
                         missed_deletes=sequencer.missed_deletes, unchanged=sequencer.unchanged)
-    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome, sequencer
+    return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome
 
 
 def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome]) -> Generator[importing.Event, None, None]:
@@ -135,7 +137,7 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
     from cp import auditlog
     from storage import log
 
-    events, counted, _sequencer = _reading(paths, keep_secrets=keep_secrets)
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
     try:
         yield from events
     except auditlog.AuditError as exc:
@@ -143,32 +145,27 @@ def _in_process(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcome
     outcome.append(counted())
 
 
-def _worker(paths: list[Path], keep_secrets: bool, conn: Connection) -> None:
+def _worker(paths: list[Path], keep_secrets: bool, conn: Connection, other_end: Connection) -> None:
     """The worker process: the numbered events sent in chunks of the store's rows (msgpack, b"R"),
-    then the outcome with the keys' heads (b"D") or the error (b"E")."""
+    then the outcome (b"D") or the error (b"E")."""
     import gc
+    import itertools
     import pickle
 
     import msgspec
 
     from cp import auditlog
 
+    other_end.close()  # (inherited by the fork) so that the pipe breaks when the importing process stops
     # Decoded JSON holds no cycles: cyclic collections in this short-lived process would be pure cost.
     gc.disable()
-    events, counted, sequencer = _reading(paths, keep_secrets=keep_secrets)
+    events, counted = _reading(paths, keep_secrets=keep_secrets)
     encoder = msgspec.msgpack.Encoder()
     try:
-        chunk: list[importing.Event] = []
-        for event in events:
-            chunk.append(event)
-            if len(chunk) >= _CHUNK:
-                conn.send_bytes(b"R" + encoder.encode(chunk))
-                chunk = []
-        if chunk:
+        while chunk := list(itertools.islice(events, _CHUNK)):
             conn.send_bytes(b"R" + encoder.encode(chunk))
         out = counted()
-        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged,
-                                             sequencer.heads())))
+        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged)))
     except auditlog.AuditError as exc:
         conn.send_bytes(b"E" + pickle.dumps((str(exc), exc.line)))
     except BrokenPipeError:  # the importing process stopped
@@ -185,7 +182,8 @@ def _from_worker(paths: list[Path], *, keep_secrets: bool, outcome: list[_Outcom
 
     context = multiprocessing.get_context("fork")
     receiving, sending = context.Pipe(duplex=False)
-    process = context.Process(target=_worker, args=(paths, keep_secrets, sending), daemon=True)
+    process = context.Process(target=_worker, args=(paths, keep_secrets, sending, receiving), daemon=True,
+                              name="audit-import-reader")
     process.start()
     sending.close()
 
@@ -206,12 +204,10 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
 
     import msgspec
 
-    from cp import importing
     from storage import importing as writer
     from storage import log
 
-    decoder = msgspec.msgpack.Decoder(list[importing.Event])
-    row = writer.row
+    decoder = msgspec.msgpack.Decoder(list[writer.WireRow])  # an Event is encoded as its row
     # A thread keeps the pipe drained (a few chunks ahead), so that the worker goes on reading while
     # this process waits for the database.
     ahead: queue.Queue[bytes | None] = queue.Queue(maxsize=_AHEAD)
@@ -223,8 +219,8 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
                 ahead.put(message)
                 if message[:1] != b"R":
                     return
-        except (EOFError, OSError):
-            ahead.put(None)
+        except (EOFError, OSError, TypeError):  # the worker is gone, or `stop` closed the pipe (TypeError:
+            ahead.put(None)                     # closed while this thread was reading it)
 
     threading.Thread(target=drain, name="audit-import-pipe", daemon=True).start()
     try:
@@ -233,14 +229,13 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
             if message is None:
                 raise log.ImportRejectedError("the audit log reader stopped unexpectedly", line=0)
             if message[:1] == b"R":
-                yield [row(event) for event in decoder.decode(memoryview(message)[1:])]
+                yield decoder.decode(memoryview(message)[1:])
             elif message[:1] == b"E":
                 text, line = pickle.loads(message[1:])
                 raise log.ImportRejectedError(text, line=line)
             else:
-                report, skipped, missed, unchanged, heads = pickle.loads(message[1:])
-                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged,
-                                        heads=heads))
+                report, skipped, missed, unchanged = pickle.loads(message[1:])
+                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
                 return
     finally:
         stop()

@@ -175,6 +175,10 @@ def test_rotated_files_that_do_not_overlap_are_read_in_turn(tmp_path: Path) -> N
     (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1beta1", "stageTimestamp": "2026-12-01T10:00:00Z"}',
      "audit.k8s.io/v1beta1"),
     (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "auditID": "x"}', "without stageTimestamp"),
+    (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "stageTimestamp": "2026-13-01T10:00:01.000000Z"}',
+     '"2026-13-01T10:00:01.000000Z" is not an RFC 3339 time'),
+    (b'{"kind": "Event", "apiVersion": "audit.k8s.io/v1", "stageTimestamp": "2026-12-01T10:00:01.00x000Z"}',
+     "is not an RFC 3339 time"),
 ])
 def test_malformed_lines_are_named_by_file_and_line(tmp_path: Path, line: bytes, message: str) -> None:
     path = tmp_path / "audit.log"
@@ -182,3 +186,12 @@ def test_malformed_lines_are_named_by_file_and_line(tmp_path: Path, line: bytes,
     with pytest.raises(auditlog.AuditError) as caught:
         list(auditlog.merged([path]))
     assert str(caught.value).startswith(f"{path}:3: ") and message in str(caught.value)
+
+
+def test_times_in_the_servers_form_and_others(tmp_path: Path) -> None:
+    path = tmp_path / "audit.log"
+    at = ["2026-12-01T10:00:01.250000Z", "2026-12-01T10:00:01.500000Z", "2026-12-01T10:00:02Z",
+          "2026-12-01T11:00:03.000001+01:00", "2026-12-01T10:00:04.000000Z"]
+    path.write_bytes(_lines(*(event("get", at=stamp) for stamp in at)))
+    start = 1_796_119_200.0  # 2026-12-01T10:00:00Z
+    assert [loc.time - start for loc in auditlog.merged([path])] == pytest.approx([1.25, 1.5, 2.0, 3.000001, 4.0])

@@ -25,6 +25,15 @@ def numbered(changes: list[importing.Change]) -> Iterator[importing.Event]:
     for c in changes:
         yield from seq.feed(c)
 
+def test_an_encoded_event_decodes_as_its_row() -> None:
+    """What an audit import's worker sends (msgpack of `importing.Event`s) is read as the store's rows."""
+    import msgspec
+
+    events = list(numbered([cm("a", "1"), cm("a", "2")]))
+    decoded = msgspec.msgpack.decode(msgspec.msgpack.encode(events), type=list[writer.WireRow])
+    assert decoded == [writer.row(event) for event in events]
+
+
 async def test_imported_objects_read_back(event_log: sql.SqlEventLog) -> None:
     count = await writer.import_events(event_log, numbered([cm("a", "1"), cm("b", "1"), cm("a", "2")]))
     assert count == 3
@@ -70,3 +79,23 @@ async def test_an_appended_batch_with_a_gap_writes_nothing(event_log: sql.SqlEve
     assert event_log.revision == 0
     assert await event_log.get(**CONFIGMAPS, namespace="default", name="b") is None
     assert await writer.append_events(event_log, []) == 0
+
+
+@pytest.mark.parametrize("size", [1, 2, 7])
+async def test_rows_imported_with_their_heads_chunk_by_chunk(event_log: sql.SqlEventLog, size: int) -> None:
+    """Without `heads=`, each chunk's keys go to the heads with the chunk: a key written again in a later
+    chunk, deleted, or created again ends at its last row, as when the heads come at the end."""
+    seq = importing.Sequencer(keep_secrets=True)
+
+    def gone(name: str) -> importing.Change:
+        return importing.Change(deleted=True, object={"apiVersion": "v1", "kind": "ConfigMap",
+                                                      "metadata": {"name": name, "namespace": "default"}},
+                                time=1_800_000_001.0)
+    changes = [cm("a", "1"), cm("b", "1"), cm("a", "2"), gone("b"), cm("c", "1"), cm("a", "3"), cm("b", "2"), gone("c")]
+    rows = [writer.row(e) for c in changes for e in seq.feed(c)]
+    count = await writer.import_rows(event_log, [rows[i:i + size] for i in range(0, len(rows), size)])
+    assert count == 8
+    heads = await event_log._read("SELECT name, revision, deleted FROM heads ORDER BY name", ())
+    assert [(name, revision, bool(deleted)) for name, revision, deleted in heads] == [
+        ("a", 6, False), ("b", 7, False), ("c", 8, True)]
+    assert {key[3]: head for key, head in seq.heads().items()} == {"a": (6, False), "b": (7, False), "c": (8, True)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sqlite3
 import stat
 from pathlib import Path
@@ -133,3 +134,56 @@ def test_big_inputs_are_read_by_a_worker_process(capsys: Any, tmp_path: Path, au
     assert code == 1 and f"{broken}:2: an audit Event without stageTimestamp" in err
     with sqlite3.connect(tmp_path / "b" / "cplane.db") as db:
         assert db.execute("select count(*) from events").fetchone() == (0,)
+
+
+def _exit_at_once(*_args: Any) -> None:
+    os._exit(3)  # a worker that dies (killed, out of memory...) without a word
+
+
+def test_a_worker_that_dies_is_an_error_not_a_hang(capsys: Any, tmp_path: Path, audit_files: list[Path],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    from cp.cli import log_audit
+
+    monkeypatch.setattr(log_audit, "WORKER_BYTES", 0)
+    monkeypatch.setattr(log_audit, "_worker", _exit_at_once)
+    code, _, err = run(capsys, "log", "import", "--audit", *map(str, audit_files), "--data-dir", str(tmp_path / "d"))
+    assert code == 1 and "the audit log reader stopped unexpectedly" in err
+    with sqlite3.connect(tmp_path / "d" / "cplane.db") as db:
+        assert db.execute("select count(*) from events").fetchone() == (0,)
+
+
+def test_an_object_the_worker_cannot_number_names_file_and_line(capsys: Any, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from cp.cli import log_audit
+
+    monkeypatch.setattr(log_audit, "WORKER_BYTES", 0)
+    nameless = {**POD, "metadata": {"namespace": "shop", "uid": "u-2"}}
+    path = tmp_path / "audit.log"
+    path.write_bytes(lines(event("create", code=201, request=POD, response=POD, audit_id="c1"),
+                           event("create", code=201, request=nameless, response=nameless, audit_id="c2")))
+    code, _, err = run(capsys, "log", "import", "--audit", str(path), "--data-dir", str(tmp_path / "d"))
+    assert code == 1 and f"{path}:2: Pod without metadata.name" in err
+    with sqlite3.connect(tmp_path / "d" / "cplane.db") as db:
+        assert db.execute("select count(*) from events").fetchone() == (0,)
+
+
+def test_the_worker_stops_by_itself_when_the_import_stops(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker's pipe breaks when the importing process lets go of it: the worker ends on its own
+    (exit code 0), it is not left blocked on a full pipe until killed."""
+    import multiprocessing
+
+    from cp.cli import log_audit
+
+    monkeypatch.setattr(log_audit, "_CHUNK", 20)
+    monkeypatch.setattr(log_audit, "_AHEAD", 2)
+    path = tmp_path / "audit.log"  # ~500 KB of events: more than the pipe and the queue hold
+    path.write_bytes(lines(*(event("create", code=201, request=POD, audit_id=f"c{n}", name=f"web-{n}",
+                                   response={**POD, "metadata": {**POD["metadata"], "name": f"web-{n}",
+                                                                 "uid": f"u-{n}"}})
+                             for n in range(500))))
+    outcome: list[Any] = []
+    rows, _stop = log_audit._from_worker([path], keep_secrets=False, outcome=outcome)
+    assert len(next(rows)) == 20
+    (worker,) = multiprocessing.active_children()
+    rows.close()  # as the import does when the store refuses: the generator stops the worker
+    assert worker.exitcode == 0 and not outcome
