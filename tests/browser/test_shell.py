@@ -87,7 +87,7 @@ async def test_a_watch_ended_with_410_lists_again_and_follows(cluster: Cluster, 
         if "watch=" in url and "/eventlog?" not in url:
             watches.append(url)
 
-    page = await page_for(cluster, wait=False)
+    page = await page_for(cluster)  # rendered: its stream is open before the route (the reload's is routed)
     page.on("request", lambda request: seen(request.url))
     await page.route("**/eventlog?*", expire_first_stream)
     await page.reload()
