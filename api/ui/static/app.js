@@ -54,9 +54,9 @@ function createContext() {
   });
 
   const state = { rv: null, revision: 0, snapshot: emptySnapshot(), live: false, loading: true };
-  let objects = {}; // kind -> Map(key -> object): the live snapshot, updated by watches
-  let generation = 0; // bumped by each load: stale loads and watches drop their results
-  let controller = null; // aborts the current load's requests and watches
+  let objects = {}; // kind -> Map(key -> object): the snapshot (live: kept current by the event log's watch)
+  let generation = 0; // bumped by each load: stale loads and streams drop their results
+  let controller = null; // aborts the current load's requests and its stream
   let frame = 0;
   const dirty = new Set(); // kinds changed since the last publish
 
@@ -75,7 +75,7 @@ function createContext() {
     setParam(name, value, { push = false } = {}) {
       ctx.setParams({ [name]: value }, { push });
     },
-    // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists or lists + watches.
+    // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists, or lists + the event log's watch.
     setRevision(rv) {
       const target = parseRv(rv);
       const loading = load(target); // its requests are on their way before anything else runs
