@@ -37,11 +37,11 @@ _enc = msgspec.json.Encoder()
 
 # Read-only resources served by handlers of their own rather than stored objects, listed so that RBAC
 # rules and `kubectl api-resources` can name them: the event log views of the web UI (api/eventlog.py;
-# `get` for eventlog/density and eventlog/history, `list` for eventlog).
+# `get` for eventlog/density and eventlog/history, `list` and `watch` for eventlog).
 VIEWS: dict[tuple[str, str], tuple[tuple[str, str], ...]] = {
     (res.SIM_GROUP, res.SIM_VERSION): (("eventlog", "EventLogList"),),
 }
-_VIEW_VERBS = ["get", "list"]
+_VIEW_VERBS = ["get", "list", "watch"]
 
 
 def _aggregated_views(group: str, version: str) -> list[dict[str, Any]]:

@@ -8,6 +8,13 @@ replay's cursor). docs/api.md documents the shapes.
   revision order (no objects), at most `limit` (default 500, at most 10,000) a page; `continue` is
   the `since` of the next page, present while more may follow. A page reads at most `SCAN` events,
   so it may hold fewer than `limit` when the user may see few of them. 410 when `since` is compacted.
+- `GET eventlog?watch=1&since=R[&objects=RES,...][&timeoutSeconds=N]`: the events after R as they are
+  appended, JSON lines of the same summaries, each with `object` (the stored object, in its stored
+  version) when its resource is named in `objects` (plural, or plural.group); a `BOOKMARK` line with
+  the revision followed when it has nothing visible to send (at once when it catches up, then every
+  `BOOKMARK_INTERVAL`). 410 when `since` is compacted; an `ERROR` line with the Status when the log is
+  compacted under it. Reads with `EventLog.after` and waits with `wait_for_revision` (under `cplane
+  replay`: the cursor); ends at `timeoutSeconds`, on shutdown (`st.WATCHES`) and when the client goes.
 - `GET eventlog/density?buckets=N[&since=R&until=R]`: events counted per bucket of revisions and per
   resource: at most N buckets of a power-of-two width, aligned to multiples of it (`since` is
   rounded down to a bucket boundary), from one aggregate query of the log (`EventLog.density`).
@@ -17,7 +24,7 @@ replay's cursor). docs/api.md documents the shapes.
   its field-level changes (`cp.changes`, as `cplane log history` prints them).
 
 Authorization: with authentication on, the endpoints are RBAC-checked as a resource `eventlog` of
-sim.cplane.dev (verb `list` for `eventlog`, `get` for `eventlog/density` and `eventlog/history`: the
+sim.cplane.dev (verb `list` for `eventlog`, `watch` for its watch, `get` for `eventlog/density` and `eventlog/history`: the
 view, edit and admin roles grant both), and what they return is filtered with the user's own
 permissions, decided once per (group, resource, namespace) a request: an event is listed or counted
 only when the user may `list` its resource in its namespace (cluster-scoped: at the cluster); a
@@ -26,13 +33,15 @@ history needs `get` on the object.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import weakref
 from typing import Any
 
 import msgspec
 from aiohttp import web
 
-from api import codec, storage_errors
+from api import codec, connections, storage_errors, watching
 from api import state as st
 from cp import clock as clocks
 from cp import errors, options, rbac
@@ -43,6 +52,8 @@ RESOURCE = "eventlog"
 DEFAULT_LIMIT = 500
 MAX_LIMIT = 10_000
 SCAN = 50_000  # events read at most for one page of `eventlog`
+BOOKMARK_INTERVAL = 5.0  # seconds: an idle watch sends a bookmark at least this often
+WATCH_PAGE = 1000  # events read at once by a watch
 DEFAULT_BUCKETS = 100
 MAX_BUCKETS = 2_000
 _encode = msgspec.json.Encoder().encode
@@ -57,6 +68,26 @@ class Summary(msgspec.Struct, kw_only=True):
     name: str
     time: str
     actor: dict[str, str]
+
+
+class WatchLine(msgspec.Struct, kw_only=True):
+    """One line of the event log's watch: a summary, with the stored object for the named resources."""
+
+    type: str
+    revision: int
+    group: str
+    resource: str
+    namespace: str
+    name: str
+    time: str
+    actor: dict[str, str]
+    object: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
+
+
+class Bookmark(msgspec.Struct, kw_only=True, tag_field="type", tag="BOOKMARK"):
+    """The watch's line when it has nothing visible to send: how far it has read."""
+
+    revision: int
 
 
 def _actor(actor: log.Actor) -> dict[str, str]:
@@ -142,6 +173,8 @@ def _only_get(request: web.Request) -> None:
 
 async def list_events(request: web.Request) -> web.StreamResponse:
     _only_get(request)
+    if codec.parse_bool("watch", request.query.get("watch")):
+        return await watch_events(request)
     event_log: log.EventLog = request.app[st.STORE].log
     seen = Visibility(request, namespace=_scope(request))
     since, until = _range(request, event_log)
@@ -178,6 +211,105 @@ async def list_events(request: web.Request) -> web.StreamResponse:
     if cursor < until:
         body["continue"] = str(cursor)
     return codec.json_response(_encode(body))
+
+
+# -- watch -----------------------------------------------------------------------------------------
+
+def _named(text: str) -> set[tuple[str, str | None]]:
+    """`objects=pods,resourceslices.resource.k8s.io` -> {("pods", None), ("resourceslices", "resource.k8s.io")}."""
+    out: set[tuple[str, str | None]] = set()
+    for part in text.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        plural, _, group = part.partition(".")
+        if not plural:
+            raise errors.BadRequest(f"objects: {part!r} is not a resource (plural or plural.group)")
+        out.add((plural, group if group else None))
+    return out
+
+
+async def watch_events(request: web.Request) -> web.StreamResponse:
+    """The event log's watch (see the module doc): every visible event after `since`, in order."""
+    event_log: log.EventLog = request.app[st.STORE].log
+    seen = Visibility(request, namespace=_scope(request))
+    since = _revision(request, "since")
+    if since is None:
+        raise errors.BadRequest("since: a watch of the event log starts after a revision (since=R)")
+    if since < event_log.compacted_revision:
+        raise storage_errors.too_old(requested=since, compacted=event_log.compacted_revision)
+    named = _named(request.query.get("objects", ""))
+    timeout = options.int64_param(request.query.get("timeoutSeconds"))
+    if timeout is None or timeout <= 0:
+        timeout = int(1800 * (1 + random.random()))  # as the API's watches (upstream's min-request-timeout)
+
+    def wanted(ev: log.Event) -> bool:
+        return (ev.resource, None) in named or (ev.resource, ev.group) in named
+
+    resp = web.StreamResponse(status=200, headers={"Content-Type": codec.JSON, "Cache-Control": "no-cache, private"})
+    resp.enable_chunked_encoding()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + min(timeout, 10 * 365 * 86400)
+    connections.cancel_on_disconnect(request)
+    watches = request.app[st.WATCHES]
+    task = asyncio.current_task()
+    if task is not None:
+        watches.add(task)
+    sender = watching.Sender(request, resp, deadline=deadline)
+    cursor = sent = since  # read up to `cursor`; the client knows up to `sent`
+
+    def bookmark() -> bytes:
+        nonlocal sent
+        sent = cursor
+        return _encode(Bookmark(revision=cursor)) + b"\n"
+
+    try:
+        await resp.prepare(request)
+        while (remaining := deadline - loop.time()) > 0:
+            newest = event_log.revision
+            if cursor >= newest:
+                # caught up: say how far when the last events were not visible, then wait for the next
+                if sent < cursor and not await sender.send(bookmark()):
+                    return resp
+                try:
+                    async with asyncio.timeout(min(BOOKMARK_INTERVAL, remaining)):
+                        await event_log.wait_for_revision(revision=cursor + 1)
+                except TimeoutError:
+                    if not await sender.send(bookmark()):
+                        return resp
+                continue
+            if cursor < event_log.compacted_revision:
+                raise log.ExpiredError.at(requested=cursor, compacted=event_log.compacted_revision)
+            page = await event_log.after(cursor, limit=WATCH_PAGE)
+            out: list[bytes] = []
+            for ev in page:
+                if ev.revision > newest:
+                    break
+                cursor = ev.revision
+                if not seen.may("list", ev.group, ev.resource, ev.namespace):
+                    continue
+                sent = ev.revision
+                out.append(_encode(WatchLine(
+                    type=ev.type, revision=ev.revision, group=ev.group, resource=ev.resource,
+                    namespace=ev.namespace, name=ev.name, time=clocks.rfc3339_milli(ev.time),
+                    actor=_actor(ev.actor), object=msgspec.Raw(ev.object) if wanted(ev) else msgspec.UNSET)) + b"\n")
+            if len(page) < WATCH_PAGE:
+                cursor = max(cursor, newest)  # every event up to `newest` has been read
+            if out and not await sender.send(b"".join(out)):
+                return resp
+        await sender.finish()
+    except log.ExpiredError as exc:
+        status = storage_errors.too_old(requested=exc.requested, compacted=exc.compacted).status()
+        if await sender.send(codec.go_json({"type": "ERROR", "object": status}) + b"\n"):
+            await sender.finish()
+    except log.StorageError:
+        await sender.finish()  # the log closed: the stream ends; the client reopens it from its last revision
+    except (ConnectionResetError, asyncio.CancelledError):
+        pass  # the client went away, or the server shuts down (`_shutdown_watches`)
+    finally:
+        if task is not None:
+            watches.discard(task)
+    return resp
 
 
 # -- density -----------------------------------------------------------------------------------------

@@ -199,7 +199,7 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
     # (a deadline, a stalled client, a disconnect, a cancellation, an error) goes through `finally`.
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    sender = _Sender(request, resp, deadline=deadline)
+    sender = Sender(request, resp, deadline=deadline)
     try:
         sub = await store.log.subscribe(group=kind.group, resource=kind.plural, namespace=namespace,
                                         after=start)
@@ -256,7 +256,7 @@ async def watch(request: web.Request, target: reads.Target) -> web.StreamRespons
     return resp
 
 
-class _Sender:
+class Sender:
     """Writes of one watch, each bounded: a write that waits (the client's send buffer is full) is
     cancelled once it has waited `Limits.watch_write_timeout`, or at the watch's deadline, whichever
     comes first; the connection is then aborted, since nothing more can be sent on it. Upstream sets

@@ -514,7 +514,7 @@ def _view() -> list[dict[str, Any]]:
                                                           "resourceclaimtemplates"]),
         rule(READ, groups=["metrics.k8s.io"], resources=["pods", "nodes"]),
         # the web UI's reads of the event log (api/eventlog.py), filtered by the user's own permissions
-        rule(["get", "list"], groups=["sim.cplane.dev"], resources=["eventlog"]),
+        rule(["get", "list", "watch"], groups=["sim.cplane.dev"], resources=["eventlog"]),
     ]
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from playwright.async_api import expect
 
+from tests import waiting
 from tests.browser import support as s
 from tests.browser.conftest import NODES, Cluster, PageFor
 
@@ -172,3 +173,47 @@ async def test_filters_are_url_parameters(cluster: Cluster, page_for: PageFor) -
     await page.locator("#map-filters input[name=node]").blur()
     await expect(page.locator("[data-node]")).to_have_count(2)
     await expect(page.locator("[data-device]")).to_have_count(8)
+
+
+SCROLL_TO = "(key) => document.querySelector(`[data-pending-pod=\"${key}\"]`).scrollIntoView()"
+
+
+async def test_every_pending_pod_is_explained_once_on_screen(cluster: Cluster, page_for: PageFor) -> None:
+    """`why` is asked only for the pending pods on screen, a few at a time; scrolled to, every pod is
+    explained, and every pending pod's name and scheduler message are text from the start."""
+    await cluster.client.create(s.TEMPLATES, s.template("five", count=5), namespace="default")
+    names = [f"greedy-{i:02d}" for i in range(40)]
+    for name in names:
+        await cluster.client.create("pods", s.pod(name, claim_template="five"), namespace="default")
+
+    async def all_tried() -> bool:
+        pods = (await cluster.client.list("pods", namespace="default")).items
+        tried = [p for p in pods if any(c.get("type") == "PodScheduled" and c.get("message")
+                                        for c in (p.get("status") or {}).get("conditions") or [])]
+        return len(tried) == len(names)
+
+    await cluster.sandbox.wait_for(all_tried)
+    asked: list[str] = []
+    page = await page_for(cluster, wait=False)
+    await page.set_viewport_size({"width": 1200, "height": 700})
+    page.on("request", lambda r: asked.append(r.url) if r.url.split("?")[0].endswith("/why") else None)
+    await page.reload()
+    items = page.locator("[data-pending-pod]")
+    await expect(items).to_have_count(len(names))
+    for name in names:  # every name and scheduler message, as text, explained or not
+        item = page.locator(f'[data-pending-pod="default/{name}"]')
+        await expect(item.locator(".sched-message")).to_contain_text("cannot allocate all claims")
+    first = page.locator(f'[data-pending-pod="default/{names[0]}"]')
+    await page.evaluate(SCROLL_TO, f"default/{names[0]}")  # (items are re-rendered: no element handles)
+    await expect(first.locator(".why-summary")).to_contain_text("Unschedulable")
+    assert 0 < len(asked) < len(names), asked  # only what is on screen
+    last = page.locator(f'[data-pending-pod="default/{names[-1]}"]')
+
+    async def explained_on_screen() -> bool:
+        # scrolled to again while the explanations above it arrive (each one makes its item taller)
+        await page.evaluate(SCROLL_TO, f"default/{names[-1]}")
+        return await last.locator(".why-summary").count() > 0
+
+    await waiting.eventually(explained_on_screen, within=20, interval=0.2, what="the last pod explained")
+    await expect(last.locator(".why-summary")).to_contain_text("Unschedulable")
+    assert any(u.split("?")[0].endswith(f"/{names[-1]}/why") for u in asked)

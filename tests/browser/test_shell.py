@@ -63,27 +63,48 @@ async def test_a_past_revision_is_read_exactly_and_not_followed(cluster: Cluster
 
 
 async def test_a_watch_ended_with_410_lists_again_and_follows(cluster: Cluster, page_for: PageFor) -> None:
-    """The revision a watch resumes from was compacted (410 Gone, as an ERROR event): the page lists
-    everything again and keeps following."""
+    """Live, the page follows ONE watch of the event log (no watch per kind, no polling). When the
+    revision it resumes from was compacted (410 Gone, as an ERROR line), the page lists everything
+    again and keeps following."""
     gone = '{"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","status":"Failure","code":410,"reason":"Expired","message":"too old resource version"}}\n'
     answered: list[str] = []
+    streams: list[str] = []
     lists: list[str] = []
+    watches: list[str] = []
 
-    async def expire_first_watch(route: Route) -> None:
-        if "watch=1" in route.request.url and not answered:
-            answered.append(route.request.url)
-            await route.fulfill(status=200, content_type="application/json", body=gone)
-        else:
-            if "watch=1" not in route.request.url:
-                lists.append(route.request.url)
-            await route.continue_()
+    async def expire_first_stream(route: Route) -> None:
+        if "watch=1" in route.request.url:
+            streams.append(route.request.url)
+            if not answered:
+                answered.append(route.request.url)
+                await route.fulfill(status=200, content_type="application/json", body=gone)
+                return
+        await route.continue_()
 
-    page = await page_for(cluster, wait=False)
-    await page.route("**/api/v1/pods?*", expire_first_watch)
+    def seen(url: str) -> None:
+        if "/api/v1/pods?" in url:
+            lists.append(url)
+        if "watch=" in url and "/eventlog?" not in url:
+            watches.append(url)
+
+    page = await page_for(cluster)  # rendered: its stream is open before the route (the reload's is routed)
+    page.on("request", lambda request: seen(request.url))
+    await page.route("**/eventlog?*", expire_first_stream)
     await page.reload()
     await expect(page.locator("main")).to_have_attribute("data-rendered-rv", re.compile(r"\d+"))
     await waiting.eventually(lambda: len(lists) > 1, what="pods listed again after the 410")
     (pod,) = await s.run_deployment(cluster.client, "after-410", replicas=1)
     claim, (device,) = await s.devices_of(cluster.client, pod)
     await expect(page.locator(f'[data-device="{device}"]')).to_have_attribute("data-claim", claim)
-    assert len(answered) == 1
+    assert len(answered) == 1 and len(streams) >= 2
+    assert "objects=" in streams[-1] and "devicetaintrules.resource.k8s.io" in streams[-1]
+    assert watches == [] and len(lists) == 2  # no watch per kind; listed once per load, no polling
+    # the revision shown is the newest the stream brought, also of kinds the page does not show
+    cm = await cluster.client.create("configmaps", {"metadata": {"name": "unshown", "namespace": "default"}},
+                                     namespace="default")
+    written = int(cm["metadata"]["resourceVersion"])
+
+    async def rendered() -> bool:
+        return int(await page.locator("main").get_attribute("data-rendered-rv") or 0) >= written
+
+    await waiting.eventually(rendered, what="the configmap's revision rendered")

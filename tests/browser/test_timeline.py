@@ -263,3 +263,19 @@ async def test_the_page_s_field_changes_are_cplane_log_diff_s(cluster: Cluster, 
         want = [{k: v for k, v in c.items() if k != unused.get(c["op"])}
                 for c in changes.changes_json(changes.diff(old, new))]
         assert mine == want, (old, new)
+
+
+async def test_live_the_events_listed_follow_the_page_s_stream(cluster: Cluster, page_for: PageFor) -> None:
+    """Live, each new event comes from the page's one event log watch and is appended to the events
+    listed (marked as the one shown) without the timeline reading the event log again."""
+    page = await page_for(cluster)
+    await page.wait_for_selector('#timeline .tl-events li[aria-current="true"]', state="attached")
+    reads: list[str] = []
+    page.on("request", lambda r: reads.append(r.url) if "/eventlog?" in r.url and "watch=1" not in r.url else None)
+    cm = await cluster.client.create("configmaps", {"metadata": {"name": "followed", "namespace": "default"}},
+                                     namespace="default")
+    rv = cm["metadata"]["resourceVersion"]
+    item = page.locator(f'#timeline .tl-events li[data-revision="{rv}"]')
+    await item.wait_for(state="attached")
+    assert "default/followed" in await item.inner_text()
+    assert reads == []

@@ -1,6 +1,6 @@
 // The page's data layer: JSON reads of the Kubernetes API with the user's own credentials (the
 // `cplane-token` cookie, or whatever the browser sends), paged lists (exact at a revision when asked),
-// watches streamed as JSON lines, writes with the UI's CSRF header, and SelfSubjectAccessReviews.
+// watches and the event log's watch streamed as JSON lines, writes with the UI's CSRF header, and SelfSubjectAccessReviews.
 
 // Items per page of a list: large, since every page is one more round trip before the view can render
 // (the server streams a list as it encodes it; 5,000 pods are a few megabytes).
@@ -87,9 +87,16 @@ export function createApi({ onUnauthorized } = {}) {
     // Watch from `resourceVersion`, calling onEvent({type, object}) per event (bookmarks included),
     // until the server ends the stream (resolves) or `signal` aborts (rejects with AbortError).
     // A 410, as a status or as an ERROR event, rejects with Gone.
-    async watch(path, { resourceVersion, onEvent, signal }) {
-      const url = withQuery(path, { watch: 1, resourceVersion, allowWatchBookmarks: "true" });
+    watch(path, { resourceVersion, onEvent, signal }) {
+      return api.stream(withQuery(path, { watch: 1, resourceVersion, allowWatchBookmarks: "true" }), { onEvent, signal });
+    },
+
+    // Read a stream of JSON lines (a watch, the event log's watch), calling onEvent per line, until the
+    // server ends it (resolves) or `signal` aborts (rejects with AbortError). An ERROR line rejects
+    // with its Status (Gone for a 410), as does a refused request.
+    async stream(url, { onEvent, signal }) {
       const response = await fetch(url, { headers: { Accept: "application/json" }, signal, credentials: "same-origin" });
+      if (response.status === 401 && onUnauthorized) onUnauthorized();
       if (!response.ok) throw await failure(response);
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffered = "";

@@ -1,6 +1,6 @@
 // The page's shell: the shared context (`ctx`) every view mounts on, the snapshot of the cluster at
-// the revision shown (live: lists, then watches keep it current; past `?rv=`: exact lists), the URL
-// parameters, and the render loop (at most one render per animation frame).
+// the revision shown (live: lists, then one watch of the event log keeps it current; past `?rv=`:
+// exact lists), the URL parameters, and the render loop (at most one render per animation frame).
 
 import { collectionPath, createApi, currentRef, formatRef, Gone, KINDS, withQuery } from "./api.js";
 import * as details from "./details.js";
@@ -10,13 +10,12 @@ import * as timeline from "./timeline.js";
 
 // The kinds of a snapshot (`ctx.state.snapshot[name]`), read for every revision shown.
 const SNAPSHOT_KINDS = ["nodes", "slices", "claims", "pods", "classes", "taintRules", "health"];
-// Live, the large kinds are watched. A browser keeps at most 6 HTTP/1.1 connections to one server and
-// each watch holds one, so the small kinds are listed again every POLL_MS instead (one request at a
-// time), which leaves connections for the page's other requests (why, details, the timeline).
-const WATCHED = ["nodes", "slices", "claims", "pods"];
+// Live, every kind follows ONE watch of the event log (`eventlog?watch=1&objects=…`): a browser keeps
+// at most 6 HTTP/1.1 connections to one server, so one stream leaves the others for the page's
+// requests (why, details, the timeline).
+const SIM = "/apis/sim.cplane.dev/v1alpha1";
 const KEPT = ["nodes", "slices"]; // large kinds that seldom change: kept between past revisions when unchanged
-const POLL_MS = 2000;
-const RETRY_MS = 1000; // before reopening a watch that failed (not one the server ended)
+const RETRY_MS = 1000; // before reopening a stream that failed (not one the server ended)
 
 function keyOf(obj) {
   const m = obj.metadata || {};
@@ -55,12 +54,11 @@ function createContext() {
   });
 
   const state = { rv: null, revision: 0, snapshot: emptySnapshot(), live: false, loading: true };
-  let objects = {}; // kind -> Map(key -> object): the live snapshot, updated by watches
-  let generation = 0; // bumped by each load: stale loads and watches drop their results
-  let controller = null; // aborts the current load's requests and watches
+  let objects = {}; // kind -> Map(key -> object): the snapshot (live: kept current by the event log's watch)
+  let generation = 0; // bumped by each load: stale loads and streams drop their results
+  let controller = null; // aborts the current load's requests and its stream
   let frame = 0;
   const dirty = new Set(); // kinds changed since the last publish
-  let wake = null; // ends the poller's wait (after the page's own writes)
 
   const ctx = {
     api,
@@ -77,7 +75,7 @@ function createContext() {
     setParam(name, value, { push = false } = {}) {
       ctx.setParams({ [name]: value }, { push });
     },
-    // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists or lists + watches.
+    // Show revision `rv` (a number), or live (null): the URL's `rv`, then exact lists, or lists + the event log's watch.
     setRevision(rv) {
       const target = parseRv(rv);
       const loading = load(target); // its requests are on their way before anything else runs
@@ -107,10 +105,8 @@ function createContext() {
       ctx.setParams({ object: null, device: null }, { push: true });
       emit("object", null);
     },
-    // List the polled kinds now (after a write of the page's own), not at the next round.
-    refresh() {
-      if (wake) wake();
-    },
+    // After a write of the page's own: nothing to do, the event log's watch brings it (kept for views).
+    refresh() {},
     // The snapshot's objects of one kind as a Map (key "ns/name" or "name").
     index(kind) {
       return objects[kind] || new Map();
@@ -153,7 +149,7 @@ function createContext() {
   }
 
   function schedule(kind) {
-    dirty.add(kind);
+    if (kind) dirty.add(kind);
     if (!frame) frame = requestAnimationFrame(publish);
   }
 
@@ -246,10 +242,9 @@ function createContext() {
     if (frame) cancelAnimationFrame(frame);
     publish();
     if (rv === null) {
-      for (const k of WATCHED) {
-        if (versions[k] && !(denied[k] && !denied[k].partial)) follow(k, versions[k], mine, signal, scope[k] || "");
-      }
-      poll(SNAPSHOT_KINDS.filter((k) => !WATCHED.includes(k) && !(denied[k] && !denied[k].partial)), mine, signal, scope);
+      // from the oldest list's revision: each kind then skips the events its own list already holds
+      const listed = SNAPSHOT_KINDS.map((k) => Number(versions[k]) || 0).filter((n) => n > 0);
+      follow(listed.length ? Math.min(...listed) : revision, versions, mine, signal, denied, scope);
     }
   }
 
@@ -270,54 +265,54 @@ function createContext() {
     return new Set(answers.filter(Boolean));
   }
 
-  // Keep the small kinds current by listing them again every POLL_MS, one after the other.
-  async function poll(kinds, mine, signal, scope) {
-    const versionsOf = (m) => Array.from(m.values(), (o) => `${keyOf(o)}@${o.metadata.resourceVersion}`).join(" ");
-    while (!signal.aborted && mine === generation) {
-      await new Promise((resolve) => {
-        wake = resolve;
-        setTimeout(resolve, POLL_MS);
-      });
-      wake = null;
-      for (const name of kinds) {
-        if (signal.aborted || mine !== generation) return;
-        let result;
-        try {
-          result = await api.list(collectionPath({ ...KINDS[name], namespace: scope[name] || "" }), { signal });
-        } catch (error) {
-          if (signal.aborted || mine !== generation) return;
-          continue; // the next round tries again
-        }
-        if (mine !== generation) return;
-        const m = new Map();
-        for (const item of result.items) m.set(keyOf(item), item);
-        const listed = Number(result.resourceVersion) || 0;
-        if (versionsOf(m) !== versionsOf(objects[name])) {
-          objects[name] = m;
-          if (listed > state.revision) state.revision = listed;
-          schedule(name);
-        }
-      }
+  // Keep the snapshot current from `from` with one watch of the event log: the summaries of every event
+  // the user may see (to the timeline: the "logevent" event), with the objects of the snapshot's kinds.
+  // A user who reads one namespace follows that namespace's log. Reopened where it ended; a 410 lists
+  // everything again.
+  async function follow(from, versions, mine, signal, denied, scope) {
+    const byResource = new Map(); // "group/resource" -> snapshot kind
+    for (const k of SNAPSHOT_KINDS) {
+      if (denied[k] && !denied[k].partial) continue; // not listed: nothing to follow
+      byResource.set(`${KINDS[k].group}/${KINDS[k].resource}`, k);
     }
-  }
-
-  // Keep one kind current from `from`: reopen the watch when the server ends it; relist on 410.
-  async function follow(name, from, mine, signal, namespace) {
-    const path = collectionPath({ ...KINDS[name], namespace });
-    let rv = from;
+    const objectsParam = SNAPSHOT_KINDS.map((k) => (KINDS[k].group ? `${KINDS[k].resource}.${KINDS[k].group}` : KINDS[k].resource)).join(",");
+    const namespace = Object.values(scope)[0] || "";
+    let path = namespace ? `${SIM}/namespaces/${encodeURIComponent(namespace)}/eventlog` : `${SIM}/eventlog`;
+    let since = from;
+    let failed = false;
     while (!signal.aborted && mine === generation) {
       try {
-        await api.watch(path, {
-          resourceVersion: rv, signal,
+        await api.stream(withQuery(path, { watch: 1, since, objects: objectsParam }), {
+          signal,
           onEvent(event) {
             if (mine !== generation) return;
-            const obj = event.object || {};
-            const objRv = Number((obj.metadata || {}).resourceVersion) || 0;
-            if (objRv) rv = String(objRv);
-            if (event.type === "ADDED" || event.type === "MODIFIED") objects[name].set(keyOf(obj), obj);
-            else if (event.type === "DELETED") objects[name].delete(keyOf(obj));
-            if (objRv > state.revision) state.revision = objRv;
-            schedule(name);
+            if (failed) {
+              failed = false;
+              status("");
+            }
+            const revision = Number(event.revision) || 0;
+            if (revision > since) since = revision;
+            if (event.type === "BOOKMARK") {
+              if (revision > state.revision) {
+                state.revision = revision;
+                schedule(null);
+              }
+              return;
+            }
+            const { object, ...summary } = event;
+            const kind = byResource.get(`${event.group}/${event.resource}`);
+            if (kind && object && revision > (Number(versions[kind]) || 0) &&
+                !(scope[kind] && event.namespace !== scope[kind])) {
+              const key = event.namespace ? `${event.namespace}/${event.name}` : event.name;
+              if (event.type === "DELETED") objects[kind].delete(key);
+              else objects[kind].set(key, object);
+              schedule(kind);
+            }
+            if (revision > state.revision) {
+              state.revision = revision;
+              schedule(null);
+            }
+            emit("logevent", summary);
           },
         });
       } catch (error) {
@@ -326,7 +321,12 @@ function createContext() {
           load(null).catch(() => {});
           return;
         }
-        status(`watch of ${KINDS[name].resource} failed: ${error.message}; retrying`);
+        if (error.status === 403 && path === `${SIM}/eventlog`) { // refused cluster-wide: the namespace's
+          path = `${SIM}/namespaces/${encodeURIComponent(ctx.params.namespace || "default")}/eventlog`;
+          continue;
+        }
+        failed = true;
+        status(`live updates (the event log's watch) failed: ${error.message}; retrying`);
         await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
       }
     }

@@ -12,7 +12,7 @@ export const SIM = "/apis/sim.cplane.dev/v1alpha1";
 const MAX_LANES = 8; // kinds with a lane of their own; the rest share "other"
 const LANE_PX = 12; // height of a lane (CSS pixels)
 const AROUND = 12; // events listed before the revision shown (and a few after)
-const REFRESH_MS = 2000; // at most one density refresh this often while live
+const REFRESH_MS = 2000; // at most one density refresh this often while live (as new events come)
 const EVENTS_MS = 300; // at most one read of the events listed this often
 const DRAG_MS = 120; // while the scrubber is dragged: load the revision under it after this idle time
 const SPEEDS = [1, 2, 5, 10, 25, 100]; // events per second of play
@@ -451,9 +451,16 @@ export function mount(ctx) {
     }
     if (t.eventsFor !== rv) return;
     const items = page.items || [];
-    events.replaceChildren(...items.map((ev) => {
-      const ref = { group: ev.group || "", resource: ev.resource, namespace: ev.namespace || "", name: ev.name };
-      return el("li", { "data-revision": ev.revision },
+    events.replaceChildren(...items.map(eventItem));
+    // live, the page's event log watch appends what follows ("logevent"): no more reads
+    following = ctx.state.rv === null && rv === ctx.state.revision;
+    const mark = markCurrent(rv);
+    if (mark) events.scrollTop = Math.max(0, mark.offsetTop - events.clientHeight / 2); // the list only, not the page
+  }
+
+  function eventItem(ev) {
+    const ref = { group: ev.group || "", resource: ev.resource, namespace: ev.namespace || "", name: ev.name };
+    return el("li", { "data-revision": ev.revision },
       el("button", { type: "button", class: "tl-go", title: "show the cluster at this revision", text: String(ev.revision),
         onclick: () => { stop(); go(ev.revision).catch(report); } }),
       el("span", { class: `tl-type tl-${String(ev.type).toLowerCase()}`, text: ev.type }),
@@ -462,9 +469,6 @@ export function mount(ctx) {
         onclick: (e) => { e.preventDefault(); ctx.openObject(ref); } }),
       el("span", { class: "tl-actor", text: actorText(ev.actor) }),
       el("time", { text: shortTime(ev.time), datetime: ev.time || null }));
-    }));
-    const mark = markCurrent(rv);
-    if (mark) events.scrollTop = Math.max(0, mark.offsetTop - events.clientHeight / 2); // the list only, not the page
   }
 
   // Mark the last event listed at or before `rv` as the one shown, the later ones as after it (at once
@@ -484,12 +488,31 @@ export function mount(ctx) {
 
   // ---------------------------------------------------------------- following the page
   let eventsTimer = 0;
+  let following = false; // live: the events listed are the newest, and each new one is appended as it comes
   function scheduleEvents() {
     if (eventsTimer) return;
     eventsTimer = setTimeout(() => { eventsTimer = 0; refreshEvents().catch(report); }, EVENTS_MS);
   }
 
+  // Live, each event the page's event log watch brings (app.js): appended to the events listed, and
+  // the density read again (at most every REFRESH_MS) — nothing is polled.
+  ctx.on("logevent", (ev) => {
+    if (ctx.state.rv !== null) return;
+    if (ev.revision > t.latest) {
+      setLatest(ev.revision);
+      scheduleRefresh();
+    }
+    if (!following || t.densityError) return;
+    if (events.lastElementChild && Number(events.lastElementChild.dataset.revision) >= ev.revision) return;
+    events.append(eventItem(ev));
+    while (events.children.length > AROUND + 4) events.firstElementChild.remove();
+    t.eventsFor = ev.revision;
+    const mark = markCurrent(ev.revision);
+    if (mark) events.scrollTop = Math.max(0, mark.offsetTop - events.clientHeight / 2);
+  });
+
   ctx.on("revision", () => {
+    following = false;
     updateRange();
     showLabel();
     draw();
@@ -504,7 +527,8 @@ export function mount(ctx) {
     updateRange();
     showLabel();
     draw();
-    scheduleEvents();
+    if (following) markCurrent(state.revision);
+    else scheduleEvents();
   });
   const showDiff = (spec) => {
     const parsed = diffs.parseSpec(spec);

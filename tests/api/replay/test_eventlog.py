@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
 import aiohttp
@@ -49,3 +51,26 @@ async def test_reads_stop_at_the_cursor(replayed: replay.ReplayServer, http: aio
     # counted again at the end (the buckets complete before are remembered)
     code, d = await _get(http, f"{EVENTLOG}/density", buckets=10)
     assert sum(sum(b["counts"].values()) for b in d["buckets"]) == recorded.last
+
+
+async def test_the_watch_follows_the_cursor(replayed: replay.ReplayServer, http: aiohttp.ClientSession,
+                                            recorded: recordings.Recorded) -> None:
+    async with http.get(EVENTLOG, params={"watch": "1", "since": "0", "objects": "pods"}) as r:
+        assert r.status == 200
+
+        async def line() -> Any:
+            async with asyncio.timeout(10):
+                raw = await r.content.readline()
+            assert raw, "the stream ended"
+            return json.loads(raw)
+
+        at = recorded.last // 2
+        await replayed.replayer.until_revision(at)
+        got = [await line() for _ in range(at)]  # every event up to the cursor, in order, none after it
+        assert [g["revision"] for g in got] == list(range(1, at + 1))
+        assert all(("object" in g) == (g["resource"] == "pods") for g in got)
+        await replayed.replayer.until_revision(recorded.last)
+        got = [await line() for _ in range(at, recorded.last)]
+        assert [g["revision"] for g in got] == list(range(at + 1, recorded.last + 1))
+        web = [g for g in got if (g["resource"], g["namespace"], g["name"]) == ("pods", "shop", "web")]
+        assert all(g["object"]["metadata"]["name"] == "web" for g in web)

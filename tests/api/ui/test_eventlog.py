@@ -3,6 +3,9 @@ and RBAC filtering for a user who may read one namespace."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import json
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,8 +16,10 @@ import msgspec
 import pytest
 
 from api import server as servers
+from api import state as st
 from cp.cli import render
 from storage import log
+from tests import waiting
 from tests.api.security.conftest import Secure, binding, rbac_path, secure_server
 
 EVENTLOG = "/apis/sim.cplane.dev/v1alpha1/eventlog"
@@ -163,7 +168,7 @@ async def test_history_has_the_changes_log_history_prints(srv: servers.Running, 
 
 ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "team-reader"},
         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
-                  {"apiGroups": ["sim.cplane.dev"], "resources": ["eventlog"], "verbs": ["get", "list"]}]}
+                  {"apiGroups": ["sim.cplane.dev"], "resources": ["eventlog"], "verbs": ["get", "list", "watch"]}]}
 
 
 @pytest.fixture
@@ -198,6 +203,25 @@ async def test_a_namespace_reader_sees_only_their_namespace(secure: Secure) -> N
     assert code == 200 and h["items"]
     code, status = await _get(alice, "/apis/sim.cplane.dev/v1alpha1/namespaces/other/eventlog")
     assert code == 403
+    # the watch: the namespace's events only; others' writes advance it as bookmarks
+    async with alice.get(EVENTLOG, params={"watch": "1", "since": "0"}) as r:
+        assert r.status == 403
+    async with alice.get(team, params={"watch": "1", "since": "0", "objects": "configmaps"}) as r:
+        assert r.status == 200, await r.text()
+        lines = Lines(r)
+        got = [await lines.next() for _ in mine]
+        assert [(g["revision"], g["namespace"], g["object"]["metadata"]["name"]) for g in got] == \
+            [(ev.revision, "team", ev.name) for ev in mine]
+        await _write(admin, "other", "hidden", x="1")
+        hidden = secure.srv.event_log.revision
+        line = await lines.next()
+        while line["revision"] < hidden:  # a bookmark of the last revisions (not visible to alice)
+            assert line["type"] == "BOOKMARK"
+            line = await lines.next()
+        assert line == {"type": "BOOKMARK", "revision": hidden}
+        await _write(admin, "team", "seen", x="1")
+        line = await lines.next()
+        assert line["type"] == "ADDED" and line["name"] == "seen" and line["revision"] == hidden + 1
     code, status = await _get(alice, f"{team}/history", resource="secrets", name="x")
     assert code == 403 and status["reason"] == "Forbidden"
     code, status = await _get(alice, f"{team}/history", resource="namespaces", namespace="", name="team")
@@ -222,10 +246,140 @@ async def test_discovery_names_the_eventlog(http: aiohttp.ClientSession) -> None
     code, doc = await _get(http, "/apis/sim.cplane.dev/v1alpha1")
     assert code == 200
     entry = next(r for r in doc["resources"] if r["name"] == "eventlog")
-    assert entry["verbs"] == ["get", "list"] and entry["namespaced"] is True
+    assert entry["verbs"] == ["get", "list", "watch"] and entry["namespaced"] is True
     async with http.get("/apis", headers={
             "Accept": "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"}) as r:
         groups = (await r.json())["items"]
     sim = next(g for g in groups if g["metadata"]["name"] == "sim.cplane.dev")
-    assert any(r["resource"] == "eventlog" and r["verbs"] == ["get", "list"]
+    assert any(r["resource"] == "eventlog" and r["verbs"] == ["get", "list", "watch"]
                for v in sim["versions"] for r in v["resources"])
+
+
+# -- the watch ------------------------------------------------------------------------------------
+
+class Lines:
+    """The JSON lines of a streamed response, one at a time (bounded: a missing line fails the test)."""
+
+    def __init__(self, response: aiohttp.ClientResponse) -> None:
+        self.response = response
+
+    async def next(self) -> Any:
+        async with asyncio.timeout(10):
+            raw = await self.response.content.readline()
+        assert raw, "the stream ended"
+        return json.loads(raw)
+
+    async def end(self) -> None:
+        async with asyncio.timeout(10):
+            assert await self.response.content.read() == b""
+
+
+def _watch(http: aiohttp.ClientSession, path: str = EVENTLOG, **params: Any) -> Any:
+    return http.get(path, params={"watch": "1", **{k: str(v) for k, v in params.items()}})
+
+
+async def test_watch_streams_events_in_order_with_named_objects(srv: servers.Running,
+                                                                http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    events = await _all_events(srv.event_log)
+    start = events[4].revision
+    async with _watch(http, since=start, objects="configmaps") as r:
+        assert r.status == 200 and r.headers["Content-Type"].startswith("application/json")
+        lines = Lines(r)
+        got = [await lines.next() for ev in events if ev.revision > start]
+        assert [g["revision"] for g in got] == [ev.revision for ev in events if ev.revision > start]
+        for g, ev in zip(got, [ev for ev in events if ev.revision > start], strict=True):
+            assert {k: g[k] for k in ("type", "group", "resource", "namespace", "name")} == \
+                {"type": ev.type, "group": ev.group, "resource": ev.resource, "namespace": ev.namespace, "name": ev.name}
+            assert g["time"] and g["actor"] == {"user": ev.actor.user, "fieldManager": ev.actor.field_manager,
+                                                "userAgent": ev.actor.user_agent}
+            assert ("object" in g) == (ev.resource == "configmaps")
+            if ev.resource == "configmaps":
+                assert g["object"] == msgspec.json.decode(ev.object)
+        # follows new writes: namespaces are summaries only (not named), configmaps carry their object
+        await _namespace(http, "later")
+        await _write(http, "later", "cm", v="1")
+        ns, cm = await lines.next(), await lines.next()
+        assert (ns["resource"], ns["name"], "object" in ns) == ("namespaces", "later", False)
+        assert (cm["resource"], cm["name"], cm["object"]["data"]) == ("configmaps", "cm", {"v": "1"})
+        assert cm["revision"] == srv.event_log.revision
+    # plural.group names one group; a group that does not match sends no object
+    async with _watch(http, since=start, objects="configmaps.example.com,namespaces.") as r:
+        lines = Lines(r)
+        got = [await lines.next() for ev in events if ev.revision > start]
+        assert not any("object" in g for g in got if g["resource"] == "configmaps")
+        assert all("object" in g for g in got if g["resource"] == "namespaces")
+
+
+async def test_watch_bookmarks_timeout_and_errors(srv: servers.Running, http: aiohttp.ClientSession) -> None:
+    await _populate(http)
+    newest = srv.event_log.revision
+    # a namespace with no events: only the cluster-scoped ones, then a bookmark of the newest revision
+    async with _watch(http, "/apis/sim.cplane.dev/v1alpha1/namespaces/nobody/eventlog", since=0) as r:
+        assert r.status == 200
+        lines = Lines(r)
+        line = await lines.next()
+        while line["type"] != "BOOKMARK":
+            assert line["namespace"] == "" and line["revision"] < newest
+            line = await lines.next()
+        assert line == {"type": "BOOKMARK", "revision": newest}
+    async with _watch(http, since=newest, timeoutSeconds=1) as r:
+        lines = Lines(r)
+        assert await lines.next() == {"type": "BOOKMARK", "revision": newest}  # idle: at the interval
+        await lines.end()  # the timeout ends it
+    for params in ({}, {"since": -1}, {"since": "x"}, {"since": 0, "objects": ".apps"}):
+        async with _watch(http, **params) as r:
+            assert r.status == 400 and (await r.json())["kind"] == "Status", params
+    await srv.event_log.compact(10)
+    async with _watch(http, since=3) as r:
+        assert r.status == 410 and (await r.json())["reason"] == "Expired"
+
+
+async def test_watch_ends_with_a_status_when_compacted_under_it(srv: servers.Running, http: aiohttp.ClientSession,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    await _populate(http)
+    start = srv.event_log.revision
+    event_log = srv.event_log
+    read = event_log.after
+    reading, go_on = asyncio.Event(), asyncio.Event()
+
+    async def held(revision: int, *, limit: int = 1000) -> list[log.Event]:  # the watch's next read waits
+        reading.set()
+        await go_on.wait()
+        return await read(revision, limit=limit)
+
+    async with _watch(http, "/apis/sim.cplane.dev/v1alpha1/namespaces/nobody/eventlog", since=start) as r:
+        lines = Lines(r)
+        await waiting.eventually(lambda: len(srv.app[st.WATCHES]) == 1, what="the watch registered")
+        monkeypatch.setattr(event_log, "after", held)
+        for i in range(3):
+            await _write(http, "team", f"more-{i}", x="1")
+        async with asyncio.timeout(10):
+            await reading.wait()
+        await event_log.compact(event_log.revision)  # the events it has not read yet are gone
+        go_on.set()
+        line = await lines.next()
+        assert line["type"] == "ERROR" and line["object"]["code"] == 410 and line["object"]["reason"] == "Expired"
+        await lines.end()
+
+
+async def test_watch_ends_on_shutdown_and_when_the_client_goes(srv: servers.Running,
+                                                               http: aiohttp.ClientSession) -> None:
+    from api import app as apps
+
+    await _namespace(http, "team")
+    r = await _watch(http, since=0)
+    assert (await Lines(r).next())["revision"] == 1
+    await waiting.eventually(lambda: len(srv.app[st.WATCHES]) == 1, what="the watch registered")
+    r.close()  # the client goes away
+    await waiting.eventually(lambda: not srv.app[st.WATCHES], what="the watch released")
+    async with _watch(http, since=0) as r:
+        lines = Lines(r)
+        assert (await lines.next())["revision"] == 1
+        await waiting.eventually(lambda: len(srv.app[st.WATCHES]) == 1, what="the watch registered")
+        await apps._shutdown_watches(srv.app)  # what the server's on_shutdown does
+        with contextlib.suppress(aiohttp.ClientPayloadError):
+            async with asyncio.timeout(10):  # what was sent before, then the end
+                while await r.content.readline():
+                    pass
+    await waiting.eventually(lambda: not srv.app[st.WATCHES], what="the watch ended")
