@@ -70,17 +70,9 @@ class Summary(msgspec.Struct, kw_only=True):
     actor: dict[str, str]
 
 
-class WatchLine(msgspec.Struct, kw_only=True):
+class WatchLine(Summary, kw_only=True):
     """One line of the event log's watch: a summary, with the stored object for the named resources."""
 
-    type: str
-    revision: int
-    group: str
-    resource: str
-    namespace: str
-    name: str
-    time: str
-    actor: dict[str, str]
     object: msgspec.Raw | msgspec.UnsetType = msgspec.UNSET
 
 
