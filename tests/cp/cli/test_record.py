@@ -44,12 +44,8 @@ CONTROLLERS = ("garbage-collector", "replicaset", "deployment", "resourceclaim",
 @contextlib.asynccontextmanager
 async def _recording(path: Path) -> AsyncIterator[sql.SqlEventLog]:
     path.mkdir(mode=0o700)  # noqa: ASYNC240 (a test's set-up)
-    event_log = factory.open_event_log(url=f"sqlite+aiosqlite:///{path / 'cplane.db'}")
-    await event_log.start()
-    try:
+    async with _reopened(path) as event_log:
         yield event_log
-    finally:
-        await event_log.close()
 
 
 def _bare(obj: dict[str, Any]) -> dict[str, Any]:
