@@ -38,8 +38,9 @@ def _accept_clauses(header: str) -> list[tuple[str, str]]:
     return [(c.type, c.subtype) for c in codec.accept_clauses(header or "*/*")]
 
 
-def _not_modified(request: web.Request, *, etag: str, last_modified: datetime.datetime | None) -> bool:
-    """Go's `checkIfNoneMatch` (weak comparison) and, without If-None-Match, `checkIfModifiedSince`."""
+def not_modified(request: web.Request, *, etag: str, last_modified: datetime.datetime | None) -> bool:
+    """Go's `checkIfNoneMatch` (weak comparison) and, without If-None-Match, `checkIfModifiedSince`: a
+    conditional GET answered 304 (the OpenAPI documents, the web UI's files). `etag` without quotes."""
     none_match = request.headers.get("If-None-Match")
     if none_match is not None:
         for candidate in none_match.split(","):
@@ -109,7 +110,7 @@ async def openapi_v2(request: web.Request) -> web.StreamResponse:
                                                            builtin=builtin, off=off)
         doc = found
     headers = {"Vary": "Accept, Accept-Encoding", "Etag": f'"{doc.etag}"'}
-    if _not_modified(request, etag=doc.etag, last_modified=doc.last_modified):
+    if not_modified(request, etag=doc.etag, last_modified=doc.last_modified):
         return web.Response(status=304, headers=headers)
     resp = web.Response(body=doc.body, content_type=doc.content_type, headers=headers)
     resp.last_modified = doc.last_modified
@@ -137,7 +138,7 @@ async def openapi_v3_document(request: web.Request) -> web.StreamResponse:
     headers = {"Etag": f'"{etag}"', "Vary": "Accept"}
     if request.query.get("hash"):
         headers["Cache-Control"] = "public, immutable"
-    if _not_modified(request, etag=etag, last_modified=None):
+    if not_modified(request, etag=etag, last_modified=None):
         return web.Response(status=304, headers=headers)
     return codec.json_response(doc, headers=headers)
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from api import openapi
 from cp import errors
 
 STATIC = Path(__file__).resolve().parent / "static"
@@ -45,11 +46,6 @@ _HEADERS = {"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff",
 
 # path -> (mtime_ns, size, etag, body): files read once, again when they change on disk
 _files: dict[Path, tuple[int, int, str, bytes]] = {}
-
-
-def is_ui_path(path: str) -> bool:
-    """A path of the UI (files, login, logout)."""
-    return path == "/ui" or path.startswith(PREFIX)
 
 
 def address(server_url: str, *, secure: bool) -> str:
@@ -89,18 +85,9 @@ def _read(full: Path) -> tuple[str, bytes]:
         body = full.read_bytes()
     except OSError:
         raise _not_found() from None
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
+    etag = hashlib.sha256(body).hexdigest()[:32]
     _files[full] = (stat.st_mtime_ns, stat.st_size, etag, body)
     return etag, body
-
-
-def _matches(if_none_match: str, etag: str) -> bool:
-    """RFC 9110 weak comparison of `If-None-Match` (a list of tags, or `*`) with `etag`."""
-    for tag in if_none_match.split(","):
-        tag = tag.strip()
-        if tag == "*" or tag.removeprefix("W/") == etag:
-            return True
-    return False
 
 
 async def _redirect(request: web.Request) -> web.StreamResponse:
@@ -113,9 +100,8 @@ async def serve_file(request: web.Request) -> web.StreamResponse:
         raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
     full = resolve(request.match_info.get("path", ""), root=STATIC)
     etag, body = _read(full)
-    headers = {**_HEADERS, "ETag": etag}
-    inm = request.headers.get("If-None-Match")
-    if inm is not None and _matches(inm, etag):
+    headers = {**_HEADERS, "ETag": f'"{etag}"'}
+    if openapi.not_modified(request, etag=etag, last_modified=None):
         return web.Response(status=304, headers=headers)
     headers["Content-Type"] = MEDIA_TYPES[full.suffix]
     return web.Response(body=body, headers=headers)
