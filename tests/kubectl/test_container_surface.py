@@ -6,6 +6,7 @@ debug` with an ephemeral container, through the API server's proxy to the fleet'
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import pty
@@ -172,7 +173,10 @@ async def test_port_forward(kubectl: Kubectl) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", other)
         writer.write(b"hello\n")
         await writer.drain()
-        assert await asyncio.wait_for(reader.read(), 10) == b""
+        # The connection ends with nothing read: a FIN, or a reset when kubectl closes it before reading
+        # the "hello" (Linux resets a socket closed with unread data).
+        with contextlib.suppress(ConnectionResetError):
+            assert await asyncio.wait_for(reader.read(), 10) == b""
         writer.close()
         await forward.expect(r"nothing listens on port 9999 in the simulated pod \(its containers declare: 8080\)",
                              stream="stderr")
