@@ -65,5 +65,9 @@ async def test_a_v1beta1_claim_is_allocated(cplane_sandbox: testing.Sandbox) -> 
     assert len({r["pool"] for r in results}) == 1 and {r["driver"] for r in results} == {"gpu.example.com"}
     assert claim["status"]["reservedFor"][0]["name"] == "trainer"
     assert all(e["object"]["apiVersion"] == "resource.k8s.io/v1beta1" for e in seen)
-    pod = await sb.client.get("pods", "trainer", namespace="default")
+    async def bound() -> Any:  # the claim is reserved (PreBind) before the pod's binding is written
+        pod = await sb.client.get("pods", "trainer", namespace="default")
+        return pod if pod["spec"].get("nodeName") else None
+
+    pod = await sb.wait_for(bound, timeout=30)
     assert pod["spec"]["nodeName"] == results[0]["pool"]
