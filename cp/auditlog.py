@@ -305,9 +305,20 @@ def _label(ref: ObjectRef) -> str:
     return f"{base}/{ref.subresource}" if ref.subresource else base
 
 
-def _still_there(obj: dict[str, Any]) -> bool:
+def _kind_of(obj: dict[str, Any] | importing.Encoded) -> Any:
+    return obj.peek.kind if isinstance(obj, importing.Encoded) else obj.get("kind")
+
+
+def _still_there(obj: dict[str, Any] | importing.Encoded) -> bool:
     """A deleted object the server still holds: finalizers pending or a grace period running (a
     namespace: its spec.finalizers too)."""
+    if isinstance(obj, importing.Encoded):
+        peeked = obj.peek.metadata
+        if obj.peek.kind != "Namespace":
+            return peeked is not None and bool(peeked.deletion_timestamp) and (
+                bool(peeked.finalizers) or (peeked.deletion_grace_period_seconds or 0) > 0)
+        obj = importing.decoded(obj)
+    assert isinstance(obj, dict)
     meta = obj.get("metadata") or {}
     if not meta.get("deletionTimestamp"):
         return False
@@ -357,6 +368,12 @@ class Translator:
                              line=loc.line) from None
         return obj
 
+    def _response(self, raw: msgspec.Raw, loc: Located) -> dict[str, Any] | importing.Encoded | None:
+        """The response object, peeked (`importing.Encoded`) when it can be, else decoded."""
+        if not raw:
+            return None
+        return importing.encoded(bytes(raw)) or self._object(raw, loc)
+
     def changes(self, loc: Located) -> list[importing.Change]:
         ev = loc.event
         self.report.events += 1
@@ -399,26 +416,30 @@ class Translator:
             self.report.count(label, NO_COMPLETE)
         self._pending.clear()
 
-    def _change(self, loc: Located, obj: dict[str, Any], *, deleted: bool = False) -> importing.Change:
+    def _change(self, loc: Located, obj: dict[str, Any] | importing.Encoded, *,
+                deleted: bool = False) -> importing.Change:
         ev = loc.event
         manager = _field_manager(ev.request_uri) if "fieldManager=" in ev.request_uri else ""
         return importing.Change(object=obj, deleted=deleted, time=loc.time, user=ev.user.username,
                                 user_agent=ev.user_agent, field_manager=manager, source=ev.audit_id)
 
-    def _learn(self, ref: ObjectRef, obj: dict[str, Any]) -> None:
-        kind = obj.get("kind")
+    def _learn(self, ref: ObjectRef, obj: dict[str, Any] | importing.Encoded) -> None:
+        kind = _kind_of(obj)
         if isinstance(kind, str) and (ref.api_group, ref.resource) not in self._kinds:
             self._kinds[(ref.api_group, ref.resource)] = kind
 
     def _write(self, loc: Located, ref: ObjectRef, label: str) -> list[importing.Change]:
         ev = loc.event
         verb = ev.verb
-        response = self._object(ev.response_object, loc) if ev.level == "RequestResponse" else None
-        if verb in ("delete", "deletecollection"):
+        if verb == "deletecollection":
+            listed = self._object(ev.response_object, loc) if ev.level == "RequestResponse" else None
+            return self._delete(loc, ref, label, listed)
+        response = self._response(ev.response_object, loc) if ev.level == "RequestResponse" else None
+        if verb == "delete":
             return self._delete(loc, ref, label, response)
         parent = self._kind(ref) if ref.subresource else ""
-        if response is not None and response.get("kind") not in (None, "Status") \
-                and (not ref.subresource or response.get("kind") == parent):
+        kind = _kind_of(response) if response is not None else None
+        if response is not None and kind not in (None, "Status") and (not ref.subresource or kind == parent):
             if not ref.subresource:
                 self._learn(ref, response)
             return [self._change(loc, response)]
@@ -464,12 +485,12 @@ class Translator:
         return obj
 
     def _delete(self, loc: Located, ref: ObjectRef, label: str,
-                response: dict[str, Any] | None) -> list[importing.Change]:
+                response: dict[str, Any] | importing.Encoded | None) -> list[importing.Change]:
         if ref.subresource:
             self.report.count(label, SUBRESOURCE)
             return []
         if loc.event.verb == "deletecollection":
-            response = response or {}
+            response = importing.decoded(response) if response is not None else {}
             items, list_kind = response.get("items"), str(response.get("kind") or "")
             if not isinstance(items, list) or not list_kind.endswith("List"):
                 self.report.count(label, NO_OBJECT)
@@ -477,7 +498,7 @@ class Translator:
             head = {"apiVersion": response.get("apiVersion"), "kind": list_kind[:-4]}
             objs = [{**head, **item} for item in items if isinstance(item, dict)]
             return [self._change(loc, obj, deleted=not _still_there(obj)) for obj in objs]
-        if response is not None and response.get("kind") not in (None, "Status"):
+        if response is not None and _kind_of(response) not in (None, "Status"):
             return [self._change(loc, response, deleted=not _still_there(response))]
         kind = self._kind(ref)
         if not kind or not ref.name:

@@ -53,12 +53,79 @@ class ImportError_(ValueError):
     """A change that cannot be read (no apiVersion, kind or name); the source says where."""
 
 
+class PeekMeta(msgspec.Struct, frozen=True, gc=False):
+    name: str | None = None
+    namespace: str | None = None
+    uid: str | None = None
+    resource_version: str | None = msgspec.field(default=None, name="resourceVersion")
+    deletion_timestamp: str | None = msgspec.field(default=None, name="deletionTimestamp")
+    deletion_grace_period_seconds: int | None = msgspec.field(default=None, name="deletionGracePeriodSeconds")
+    finalizers: list[str] | None = None
+
+
+class Peek(msgspec.Struct, frozen=True, gc=False):
+    """The fields of an object an import reads, decoded without the rest (`Encoded`); a field that is
+    absent (or null) is None, as `dict.get` gives it."""
+
+    api_version: str | None = msgspec.field(default=None, name="apiVersion")
+    kind: str | None = None
+    metadata: PeekMeta | None = None
+
+
+_peek_decoder = msgspec.json.Decoder(Peek)
+_version_decoder = msgspec.json.Decoder(Peek)
+
+
+class Encoded(msgspec.Struct, frozen=True, gc=False):
+    """An object as JSON (`raw`, as the source wrote it) with the fields read from it (`peek`). The
+    sequencer stores such an object by rewriting its resourceVersion in the JSON, without decoding
+    the rest (an audit log's responses: decoding each into dicts and encoding it again was a third
+    of an import's work), and decodes it only where it must change more (a conversion, redaction)."""
+
+    raw: bytes
+    peek: Peek
+
+
+def encoded(raw: bytes) -> Encoded | None:
+    """`raw` with its fields peeked, or None when it is not a JSON object whose peeked fields have
+    their types (the caller decodes it whole: the same errors and results as before)."""
+    try:
+        return Encoded(raw, _peek_decoder.decode(raw))
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+def decoded(obj: dict[str, Any] | Encoded) -> dict[str, Any]:
+    """The object as a dict."""
+    if isinstance(obj, Encoded):
+        out: dict[str, Any] = msgspec.json.decode(obj.raw)
+        return out
+    return obj
+
+
+def _with_version(raw: bytes, old: str, new: str) -> bytes | None:
+    """`raw` with its metadata.resourceVersion `old` written as `new`, or None when that cannot be
+    done exactly in the text: the compact `"resourceVersion":"OLD"` is not there exactly once, or
+    the result's metadata does not read `new` (another field's text matched)."""
+    pattern = b'"resourceVersion":' + msgspec.json.encode(old)
+    at = raw.find(pattern)
+    if at < 0 or raw.find(pattern, at + 1) >= 0:
+        return None
+    out = b"".join((raw[:at], b'"resourceVersion":"', new.encode(), b'"', raw[at + len(pattern):]))
+    try:
+        meta = _version_decoder.decode(out).metadata
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return out if meta is not None and meta.resource_version == new else None
+
+
 class Change(msgspec.Struct, frozen=True, kw_only=True):
     """One observed change of another cluster. `object` is the object after the change (for a
-    deletion, the object as last seen, or only its apiVersion, kind and metadata naming it)."""
+    deletion, the object as last seen, or only its apiVersion, kind and metadata naming it),
+    decoded or `Encoded`."""
 
     deleted: bool = False
-    object: dict[str, Any]
+    object: dict[str, Any] | Encoded
     time: float  # unix seconds
     user: str = ""
     user_agent: str = ""
@@ -170,7 +237,8 @@ class _Head(msgspec.Struct):
     revision: int
     uid: str
     live: bool
-    object: dict[str, Any]
+    # The stored object: a dict, or its JSON (an `Encoded` change's, whose resourceVersion is `revision`).
+    object: dict[str, Any] | bytes
     source: str = ""
 
 
@@ -193,9 +261,20 @@ class Sequencer:
 
     def live(self) -> Iterable[tuple[tuple[str, str, str, str], dict[str, Any]]]:
         """The live objects (key -> stored object), as the events so far leave them."""
-        return ((key, head.object) for key, head in self._heads.items() if head.live)
+        return ((key, _stored(head.object)) for key, head in self._heads.items() if head.live)
 
-    def _resolve(self, obj: dict[str, Any]) -> tuple[res.ResourceKind, dict[str, Any]] | None:
+    def _resolve(self, obj: dict[str, Any] | Encoded) -> tuple[res.ResourceKind, dict[str, Any] | Encoded] | None:
+        if isinstance(obj, Encoded):
+            peek = obj.peek
+            if peek.api_version and peek.kind:
+                served = _served(peek.api_version, peek.kind)
+                # Stored as it is but for its version: a stored version, nothing to default or redact.
+                if served is not None and served[0] is served[1] and served[1].kind != "CustomResourceDefinition" \
+                        and not self.defaults \
+                        and (self.keep_secrets or (served[1].group, served[1].kind) not in _SECRET_FIELDS):
+                    return served[1], obj
+            obj = decoded(obj)
+        assert isinstance(obj, dict)
         api_version, kind_name = obj.get("apiVersion"), obj.get("kind")
         if isinstance(api_version, str) and isinstance(kind_name, str) and api_version and kind_name:
             served = _served(api_version, kind_name)
@@ -216,36 +295,50 @@ class Sequencer:
         return kind, {**obj, "apiVersion": f"{group}/{custom.storage_version}"}
 
     def feed(self, change: Change) -> list[Event]:
-        found = self._resolve(change.object)
+        obj_in = change.object
+        if change.deleted and isinstance(obj_in, Encoded):
+            obj_in = decoded(obj_in)  # (whether it only names the object: see below)
+        found = self._resolve(obj_in)
         if found is None:
-            obj = change.object
-            label = f"{obj.get('kind')}.{str(obj.get('apiVersion')).rpartition('/')[0] or 'core'}"
+            unserved = decoded(obj_in)
+            label = f"{unserved.get('kind')}.{str(unserved.get('apiVersion')).rpartition('/')[0] or 'core'}"
             self.skipped[label] = self.skipped.get(label, 0) + 1
             return []
         kind, obj = found
-        meta = obj.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str) or not meta["name"]:
+        if isinstance(obj, Encoded):
+            peeked = obj.peek.metadata or PeekMeta()
+            name = peeked.name or ""
+            namespace = (peeked.namespace or "") if kind.namespaced else ""
+            uid = peeked.uid or ""
+        else:
+            meta = obj.get("metadata")
+            if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+                raise ImportError_(f"{kind.kind} without metadata.name")
+            name = meta["name"]
+            namespace = str(meta.get("namespace") or "") if kind.namespaced else ""
+            uid = str(meta.get("uid") or "")
+        if not name:
             raise ImportError_(f"{kind.kind} without metadata.name")
-        namespace = str(meta.get("namespace") or "") if kind.namespaced else ""
-        key = (kind.group, kind.plural, namespace, meta["name"])
+        key = (kind.group, kind.plural, namespace, name)
         head = self._heads.get(key)
         if change.deleted:
             if head is None or not head.live:
                 self.missed_deletes += 1
                 return []
-            last = head.object if len(obj) <= 3 and set(meta) <= {"name", "namespace", "uid"} else obj
-            return [self._event("DELETED", kind, key, last, head, change)]
-        if self.defaults and kind.custom is None and kind in res.KINDS:
-            obj = copy.deepcopy(obj)
-            defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
-        if not self.keep_secrets and (kind.group, kind.kind) in _SECRET_FIELDS:
-            obj = redact(kind.group, kind.kind, obj)
-        uid = str(meta.get("uid") or "")
+            assert isinstance(obj, dict)
+            names_only = len(obj) <= 3 and set(obj["metadata"]) <= {"name", "namespace", "uid"}
+            return [self._event("DELETED", kind, key, head.object if names_only else obj, head, change)]
+        if isinstance(obj, dict):
+            if self.defaults and kind.custom is None and kind in res.KINDS:
+                obj = copy.deepcopy(obj)
+                defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)
+            if not self.keep_secrets and (kind.group, kind.kind) in _SECRET_FIELDS:
+                obj = redact(kind.group, kind.kind, obj)
         out: list[Event] = []
         if head is not None and head.live:
             if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
                 out.append(self._event("DELETED", kind, key, head.object, head, change))
-            elif (not change.source or change.source == head.source) and _same(head.object, obj):
+            elif (not change.source or change.source == head.source) and _same(_stored(head.object), decoded(obj)):
                 self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
             live = not out
@@ -256,22 +349,51 @@ class Sequencer:
                                self._heads.get(key) if out else head, change))
         return out
 
-    def _event(self, type_: str, kind: res.ResourceKind, key: tuple[str, str, str, str], obj: dict[str, Any],
-               head: _Head | None, change: Change) -> Event:
+    def _event(self, type_: str, kind: res.ResourceKind, key: tuple[str, str, str, str],
+               obj: dict[str, Any] | Encoded | bytes, head: _Head | None, change: Change) -> Event:
+        """The next event, writing `obj` (a change's object, or `head`'s stored one) at its revision."""
         self.revision = revision = self.revision + 1
-        meta = obj.get("metadata") or {}
-        body = {**obj, "metadata": {**meta, "resourceVersion": str(revision)}}
-        uid = str(meta.get("uid") or "")
+        version = str(revision)
+        text: bytes | None = None  # the stored object, when written without decoding it
+        if isinstance(obj, Encoded):
+            peeked = obj.peek.metadata or PeekMeta()
+            uid = peeked.uid or ""
+            text = _with_version(obj.raw, peeked.resource_version, version) if peeked.resource_version else None
+            if text is None:  # not exactly in the text (or no version to rewrite)
+                obj = decoded(obj)
+        elif isinstance(obj, bytes):
+            assert head is not None  # (a head's stored JSON, at the head's revision)
+            uid = head.uid
+            text = _with_version(obj, str(head.revision), version)
+            if text is None:
+                obj = _stored(obj)
+        else:
+            uid = str((obj.get("metadata") or {}).get("uid") or "")
+        stored: dict[str, Any] | bytes
+        if text is None:
+            assert isinstance(obj, dict)
+            stored = {**obj, "metadata": {**(obj.get("metadata") or {}), "resourceVersion": version}}
+            text = msgspec.json.encode(stored)
+        else:
+            stored = text
         live = type_ != "DELETED"
         # A deleted key keeps its revision and uid only (its object is never read again).
-        self._heads[key] = _Head(revision, uid, live, body if live else {}, change.source)
+        self._heads[key] = _Head(revision, uid, live, stored if live else {}, change.source)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
             source = f"{source} resync".strip()
         return Event(revision=revision, type=type_, group=kind.group, resource=kind.plural, namespace=key[2],
                      name=key[3], uid=uid, prev_revision=head.revision if head is not None else 0,
                      time=change.time, user=change.user, field_manager=change.field_manager,
-                     user_agent=change.user_agent, request_id=source, object=msgspec.json.encode(body))
+                     user_agent=change.user_agent, request_id=source, object=text)
+
+
+def _stored(obj: dict[str, Any] | bytes) -> dict[str, Any]:
+    """A head's stored object as a dict."""
+    if isinstance(obj, bytes):
+        out: dict[str, Any] = msgspec.json.decode(obj)
+        return out
+    return obj
 
 
 def _same(stored: dict[str, Any], new: dict[str, Any]) -> bool:

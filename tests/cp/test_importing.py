@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
 from cp import importing
@@ -97,3 +98,67 @@ def test_a_new_source_version_is_an_event_even_when_redaction_hides_the_change()
     assert seq.feed(change({**secret, "data": {"k": "Mg=="}}, source="10")) == []  # the same version again
     [e] = seq.feed(change({**secret, "data": {"k": "Mg=="}}, source="11"))
     assert e.type == "MODIFIED" and json.loads(e.object)["data"] == {"k": "REDACTED"}
+
+
+def _encoded(obj: dict[str, Any]) -> importing.Encoded:
+    peeked = importing.encoded(json.dumps(obj, separators=(",", ":")).encode())
+    assert peeked is not None
+    return peeked
+
+
+def test_encoded_objects_give_the_events_decoded_ones_give() -> None:
+    """An object peeked from its JSON (an audit log's response) is stored by rewriting its version in
+    the text; every kind of change gives the events its decoded form gives."""
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "uid": "u1",
+                                                           "resourceVersion": "500"},
+           "spec": {"containers": [{"name": "c", "image": "i"}]}}
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "default", "uid": "s1",
+                                                                 "resourceVersion": "501"}, "data": {"k": "MQ=="}}
+    claim = {"apiVersion": "resource.k8s.io/v1beta1", "kind": "ResourceClaim",
+             "metadata": {"name": "c", "namespace": "default", "uid": "c1", "resourceVersion": "502"},
+             "spec": {"devices": {"requests": [{"name": "gpu", "deviceClassName": "gpu.example.com"}]}}}
+    relabelled = {**pod, "metadata": {**pod["metadata"], "labels": {"a": "b"}, "resourceVersion": "503"}}
+    recreated = {**pod, "metadata": {**pod["metadata"], "uid": "u2", "resourceVersion": "504"}}
+    names_only = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    steps = [(pod, False, "a1"), (secret, False, "a2"), (claim, False, "a3"), (relabelled, False, "a4"),
+             (recreated, False, "a5"), (names_only, True, "a6"), ({**claim, "metadata": {**claim["metadata"],
+                                                                  "resourceVersion": "505"}}, True, "a7")]
+    plain, peeked = importing.Sequencer(), importing.Sequencer()
+    for obj, deleted, source in steps:
+        want = plain.feed(change(obj, deleted=deleted, source=source))
+        got = peeked.feed(importing.Change(object=_encoded(obj), deleted=deleted, time=1.0, user="alice",
+                                           source=source))
+        assert [msgspec.structs.replace(e, object=b"") for e in got] == [
+            msgspec.structs.replace(e, object=b"") for e in want]
+        assert [json.loads(e.object) for e in got] == [json.loads(e.object) for e in want]
+    assert dict(peeked.live()) == dict(plain.live()) and len(dict(plain.live())) == 1  # the secret
+    assert [e.type for e in peeked.feed(importing.Change(object=_encoded(pod), time=2.0))] == ["ADDED"]
+    redacted = json.loads(importing.Sequencer().feed(importing.Change(object=_encoded(secret), time=1.0))[0].object)
+    assert redacted["data"] == {"k": "REDACTED"}
+
+
+@pytest.mark.parametrize("text", [
+    # the version's text twice: the event's involvedObject has the same resourceVersion
+    b'{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"d","resourceVersion":"7"},'
+    b'"involvedObject":{"kind":"Pod","name":"p","resourceVersion":"7"}}',
+    # the metadata's written with spaces, another field's compactly: the text matched is not the metadata's
+    b'{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"d","resourceVersion" : "7"},'
+    b'"involvedObject":{"kind":"Pod","name":"p","resourceVersion":"7"}}',
+    # an escaped key
+    b'{"apiVersion":"v1","kind":"Event","metadata":{"name":"e","namespace":"d","resource\\u0056ersion":"7"},'
+    b'"involvedObject":{"kind":"Pod","name":"p","resourceVersion":"7"}}',
+])
+def test_a_version_that_cannot_be_rewritten_exactly_in_the_text_is_decoded(text: bytes) -> None:
+    peeked = importing.encoded(text)
+    assert peeked is not None
+    [e] = importing.Sequencer().feed(importing.Change(object=peeked, time=1.0))
+    stored = json.loads(e.object)
+    assert stored["metadata"]["resourceVersion"] == "1" and stored["involvedObject"]["resourceVersion"] == "7"
+
+
+def test_what_does_not_peek_is_decoded() -> None:
+    assert importing.encoded(b"null") is None and importing.encoded(b"[1]") is None
+    assert importing.encoded(b'{"kind":5}') is None  # (decoded, it gives the error it always gave)
+    with pytest.raises(importing.ImportError_):
+        importing.Sequencer().feed(importing.Change(object=_encoded({"apiVersion": "v1", "kind": "ConfigMap",
+                                                                     "metadata": {"namespace": "d"}}), time=1.0))
