@@ -101,6 +101,7 @@ class AuditEvent(msgspec.Struct, frozen=True, kw_only=True, tag="Event", tag_fie
     request_uri: str = msgspec.field(default="", name="requestURI")
     verb: str = ""
     user: UserInfo = UserInfo()
+    impersonated_user: UserInfo | None = msgspec.field(default=None, name="impersonatedUser")
     user_agent: str = msgspec.field(default="", name="userAgent")
     object_ref: ObjectRef | None = msgspec.field(default=None, name="objectRef")
     response_status: ResponseStatus | None = msgspec.field(default=None, name="responseStatus")
@@ -309,6 +310,13 @@ def _kind_of(obj: dict[str, Any] | importing.Encoded) -> Any:
     return obj.peek.kind if isinstance(obj, importing.Encoded) else obj.get("kind")
 
 
+def _resource_version(obj: dict[str, Any] | importing.Encoded) -> str:
+    if isinstance(obj, importing.Encoded):
+        return (obj.peek.metadata.resource_version or "") if obj.peek.metadata is not None else ""
+    version = (obj.get("metadata") or {}).get("resourceVersion")
+    return version if isinstance(version, str) else ""
+
+
 def _still_there(obj: dict[str, Any] | importing.Encoded) -> bool:
     """A deleted object the server still holds: finalizers pending or a grace period running (a
     namespace: its spec.finalizers too)."""
@@ -416,12 +424,17 @@ class Translator:
             self.report.count(label, NO_COMPLETE)
         self._pending.clear()
 
-    def _change(self, loc: Located, obj: dict[str, Any] | importing.Encoded, *,
-                deleted: bool = False) -> importing.Change:
+    def _change(self, loc: Located, obj: dict[str, Any] | importing.Encoded, *, deleted: bool = False,
+                response: bool = False) -> importing.Change:
+        """`response`: `obj` is the server's response (its resourceVersion tells a write that changed
+        nothing)."""
         ev = loc.event
         manager = _field_manager(ev.request_uri) if "fieldManager=" in ev.request_uri else ""
-        return importing.Change(object=obj, deleted=deleted, time=loc.time, user=ev.user.username,
-                                user_agent=ev.user_agent, field_manager=manager, source=ev.audit_id)
+        # An impersonating client acts as the impersonated user: the change is that user's.
+        user = ev.impersonated_user.username if ev.impersonated_user is not None else ev.user.username
+        return importing.Change(object=obj, deleted=deleted, time=loc.time, user=user, user_agent=ev.user_agent,
+                                field_manager=manager, source=ev.audit_id,
+                                version=_resource_version(obj) if response else "")
 
     def _learn(self, ref: ObjectRef, obj: dict[str, Any] | importing.Encoded) -> None:
         kind = _kind_of(obj)
@@ -442,7 +455,7 @@ class Translator:
         if response is not None and kind not in (None, "Status") and (not ref.subresource or kind == parent):
             if not ref.subresource:
                 self._learn(ref, response)
-            return [self._change(loc, response)]
+            return [self._change(loc, response, response=True)]
         if ref.subresource and (response is not None or verb == "create"):
             self.report.count(label, SUBRESOURCE)
             return []

@@ -20,8 +20,9 @@ or the deletion of one, with when and by whom. `Sequencer` turns them into the l
   redacted value changed);
 - a put of a key that does not exist (or was deleted) is ADDED, of a live key MODIFIED, and of a live
   key with another uid the DELETED of the old object followed by the ADDED of the new; a put equal to
-  the live object at the same source version (or without one) is dropped (`unchanged`); the deletion of a key that is not live is counted in
-  `Sequencer.missed_deletes` and writes nothing.
+  the live object at the same source version (or without one) is dropped (`unchanged`), and so is a
+  server's object at the resourceVersion the live one already has (`Change.version`: a no-op update);
+  the deletion of a key that is not live is counted in `Sequencer.missed_deletes` and writes nothing.
 
 Memory: one entry per key ever seen (its revision and uid, and while it lives its last object, to write
 a deletion). Pure.
@@ -132,6 +133,9 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     field_manager: str = ""
     source: str = ""  # the source's resourceVersion, or an audit ID
     resync: bool = False  # found by a relist after a watch expired (the change between is unknown)
+    # The object's resourceVersion when the object is the server's own (an audit log's response): a
+    # change at the version the live object already has wrote nothing (a no-op update) and is dropped.
+    version: str = ""
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, array_like=True):
@@ -240,6 +244,7 @@ class _Head(msgspec.Struct):
     # The stored object: a dict, or its JSON (an `Encoded` change's, whose resourceVersion is `revision`).
     object: dict[str, Any] | bytes
     source: str = ""
+    version: str = ""  # the change's `version`
 
 
 class Sequencer:
@@ -338,6 +343,9 @@ class Sequencer:
         if head is not None and head.live:
             if uid and head.uid and uid != head.uid:  # deleted and created again meanwhile
                 out.append(self._event("DELETED", kind, key, head.object, head, change))
+            elif change.version and change.version == head.version:
+                self.unchanged += 1  # a write that changed nothing (the server kept the version)
+                return []
             elif (not change.source or change.source == head.source) and _same(_stored(head.object), decoded(obj)):
                 self.unchanged += 1  # the same version seen again (a relist, a repeated dump)
                 return []
@@ -378,7 +386,7 @@ class Sequencer:
             stored = text
         live = type_ != "DELETED"
         # A deleted key keeps its revision and uid only (its object is never read again).
-        self._heads[key] = _Head(revision, uid, live, stored if live else {}, change.source)
+        self._heads[key] = _Head(revision, uid, live, stored if live else {}, change.source, change.version)
         source = f"source={change.source}" if change.source else ""
         if change.resync:
             source = f"{source} resync".strip()

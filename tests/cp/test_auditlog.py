@@ -197,3 +197,26 @@ def test_times_in_the_servers_form_and_others(tmp_path: Path) -> None:
     path.write_bytes(_lines(*(event("get", at=stamp) for stamp in at)))
     start = 1_796_119_200.0  # 2026-12-01T10:00:00Z
     assert [loc.time - start for loc in auditlog.merged([path])] == pytest.approx([1.25, 1.5, 2.0, 3.000001, 4.0])
+
+
+def test_an_impersonated_write_is_the_impersonated_users() -> None:
+    ev = event("create", code=201, response=POD)
+    ev["impersonatedUser"] = {"username": "system:serviceaccount:shop:deployer", "groups": ["system:serviceaccounts"]}
+    [got], _ = changes(ev)
+    assert got.user == "system:serviceaccount:shop:deployer"
+
+
+def test_a_write_that_changed_nothing_is_no_event() -> None:
+    """An update the server found equal keeps the object's resourceVersion (and writes nothing to
+    etcd, so no watch sees it): its response has the version of the last one, and it is dropped."""
+    labelled = {**POD, "metadata": {**POD["metadata"], "labels": {"tier": "web"}, "resourceVersion": "5013"}}
+    got, tr = changes(
+        event("create", code=201, response=POD),
+        event("update", request=POD, response=POD, audit_id="a-2"),  # no-op: still 5012
+        event("patch", request={"metadata": {"labels": {"tier": "web"}}}, response=labelled, audit_id="a-3"),
+        event("update", level="Request", request=labelled, audit_id="a-4"))  # at Request level: not known
+    seq = importing.Sequencer()
+    events = [e for change in got for e in seq.feed(change)]
+    assert [(e.type, e.request_id) for e in events] == [
+        ("ADDED", "source=a-1"), ("MODIFIED", "source=a-3"), ("MODIFIED", "source=a-4")]
+    assert seq.unchanged == 1 and tr.report.imported == {"pods": 4}

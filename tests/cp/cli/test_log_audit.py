@@ -35,7 +35,7 @@ SECRET = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token", "n
 @pytest.fixture
 def audit_files(tmp_path: Path) -> list[Path]:
     """A rotated gzip file (RequestResponse level) and the current file (Request and Metadata levels)."""
-    labelled = {**POD, "metadata": {**POD["metadata"], "labels": {"tier": "web"}}}
+    labelled = {**POD, "metadata": {**POD["metadata"], "labels": {"tier": "web"}, "resourceVersion": "5013"}}
     rotated = tmp_path / "audit-2026-12-01T10-00-00.000.log.gz"
     rotated.write_bytes(gzip.compress(lines(
         event("create", code=201, request=POD, response=POD, audit_id="c1", at="2026-12-01T10:00:01.000000Z"),
