@@ -31,6 +31,7 @@ from cp import (
 from cp import clock as clocks
 from cp import resources as res
 from cp.crd import custom as crds
+from cp.strategies import core as core_strategies
 from cp.strategies import disabled
 from storage import log
 
@@ -737,20 +738,10 @@ class Store:
                                       f"UID in object meta: {meta.get('uid')}")
             if meta.get("deletionTimestamp"):
                 raise errors.Conflict(f'pod {name} is being deleted, cannot be assigned to a host')
-            spec = pod.setdefault("spec", {})
+            spec = pod.get("spec") or {}
             if spec.get("nodeName"):
                 raise errors.Conflict(f'pod {name} is already assigned to node "{spec["nodeName"]}"')
-            spec["nodeName"] = node
-            return pod
-
-        def mutate_status(pod: dict[str, Any]) -> dict[str, Any]:
-            status = pod.setdefault("status", {})
-            conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-            conds.append({"type": "PodScheduled", "status": "True",
-                          "lastTransitionTime": clocks.rfc3339(self.clock.now()), "lastProbeTime": None})
-            status["conditions"] = conds
-            status.pop("nominatedNodeName", None)  # ClearingNominatedNodeNameAfterBinding (beta, on since 1.35)
-            return pod
+            return core_strategies.bind_pod(pod, binding, now=self.clock.now())
 
         # Spec and condition land in one event: nodeName via an internal spec update with the
         # PodScheduled condition carried along.
@@ -758,7 +749,6 @@ class Store:
             for _ in range(MAX_RETRIES):
                 ev = await self.get(pods, namespace, name)
                 pod = mutate(_decode(ev.object))
-                pod = mutate_status(pod)
                 if ctx.dry_run:
                     return Result(body=_encode(pod))
                 try:

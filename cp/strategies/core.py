@@ -36,6 +36,30 @@ def qos_class(spec: dict[str, Any]) -> str:
     return "Guaranteed" if limits_all else "Burstable"
 
 
+def bind_pod(pod: Obj, binding: Obj, *, now: float) -> Obj:
+    """`pod` as a Binding to `binding`'s target node leaves it (upstream's setPodNodeAndMetadata, the
+    checks aside): `spec.nodeName`, the binding's annotations merged into the pod's, the
+    `PodScheduled` condition True (its time `now` when it was not True), and no nominated node
+    (ClearingNominatedNodeNameAfterBinding). A copy: `pod` is not changed."""
+    out = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": str((binding.get("target") or {}).get("name") or "")}}
+    annotations = (binding.get("metadata") or {}).get("annotations")
+    if isinstance(annotations, dict) and annotations:
+        meta = dict(pod.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}), **annotations}
+        out["metadata"] = meta
+    status = dict(pod.get("status") or {})
+    conditions = list(status.get("conditions") or [])
+    scheduled = next((c for c in conditions if isinstance(c, dict) and c.get("type") == "PodScheduled"), None)
+    if scheduled is None or scheduled.get("status") != "True":
+        conditions = [c for c in conditions if c is not scheduled]
+        conditions.append({"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                           "lastTransitionTime": clocks.rfc3339(now)})
+    status["conditions"] = conditions
+    status.pop("nominatedNodeName", None)
+    out["status"] = status
+    return out
+
+
 def _pod_status(obj: Obj) -> Obj:
     return {"phase": "Pending", "qosClass": qos_class(obj.get("spec") or {})}
 

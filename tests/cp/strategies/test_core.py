@@ -9,6 +9,7 @@ from typing import Any
 
 from cp import resources as res
 from cp import strategies
+from cp.strategies import core
 
 
 def _create(pod: dict[str, Any]) -> dict[str, Any]:
@@ -59,3 +60,17 @@ def test_topology_spread_match_label_keys_are_merged() -> None:
     assert first["labelSelector"]["matchExpressions"] == [
         {"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]
     assert "labelSelector" not in second
+
+
+def test_a_binding_assigns_the_node_merges_its_annotations_and_marks_the_pod_scheduled() -> None:
+    pending = {"metadata": {"name": "p", "annotations": {"a": "1"}}, "spec": {"containers": []},
+               "status": {"phase": "Pending", "nominatedNodeName": "n0", "conditions": [
+                   {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
+    bound = core.bind_pod(pending, {"metadata": {"name": "p", "annotations": {"b": "2"}},
+                                    "target": {"kind": "Node", "name": "n1"}}, now=1_796_119_200.0)
+    assert bound["spec"]["nodeName"] == "n1" and bound["metadata"]["annotations"] == {"a": "1", "b": "2"}
+    assert bound["status"]["conditions"] == [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                              "lastTransitionTime": "2026-12-01T10:00:00Z"}]
+    assert "nominatedNodeName" not in bound["status"] and pending["spec"] == {"containers": []}  # (a copy)
+    again = core.bind_pod({**bound, "spec": {}}, {"target": {"name": "n2"}}, now=1_796_119_300.0)
+    assert again["status"]["conditions"] == bound["status"]["conditions"]  # already True: its time kept
