@@ -456,6 +456,10 @@ class Translator:
             if not ref.subresource:
                 self._learn(ref, response)
             return [self._change(loc, response, response=True)]
+        if ref.subresource in ("binding", "scale"):
+            written = self._subresource_write(loc, ref, response)
+            if written is not None:
+                return written
         if ref.subresource and (response is not None or verb == "create"):
             self.report.count(label, SUBRESOURCE)
             return []
@@ -474,6 +478,36 @@ class Translator:
             self.report.count(label, NO_OBJECT)
             return []
         return [self._change(loc, obj)]
+
+    def _subresource_write(self, loc: Located, ref: ObjectRef,
+                           response: dict[str, Any] | importing.Encoded | None) -> list[importing.Change] | None:
+        """A `pods/binding` create (its Binding: the request, at Request level and above) or a scale
+        write of a built-in workload (the Scale: the response, or an update's request at Request
+        level), as a change the sequencer applies to the object (`importing.applied`); None when the
+        event does not hold what that takes."""
+        ev = loc.event
+        parent = self._kind(ref)
+        version = ""
+        if ref.subresource == "binding" and (ref.api_group, ref.resource, ev.verb) == ("", "pods", "create"):
+            written = self._object(ev.request_object, loc)
+            expected = "Binding"
+        elif ref.subresource == "scale" and (ref.api_group, parent) in importing.SCALED \
+                and ev.verb in ("update", "patch"):
+            written = importing.decoded(response) if response is not None else \
+                self._object(ev.request_object, loc) if ev.verb == "update" else None
+            if response is not None and written is not None:
+                version = _resource_version(written)
+            expected = "Scale"
+        else:
+            return None
+        if written is None or written.get("kind") not in (None, expected) or not ref.name or not parent:
+            return None
+        if expected == "Scale" and not isinstance((written.get("spec") or {}).get("replicas"), int):
+            return None
+        api_version = f"{ref.api_group}/{ref.api_version}" if ref.api_group else ref.api_version
+        meta = {"name": ref.name, "namespace": ref.namespace} if ref.namespace else {"name": ref.name}
+        return [msgspec.structs.replace(self._change(loc, {"apiVersion": api_version, "kind": parent, "metadata": meta}),
+                                        subresource=ref.subresource, written=written, version=version)]
 
     def _from_request(self, loc: Located, ref: ObjectRef, request: dict[str, Any]) -> dict[str, Any] | None:
         """A create's or update's request object as the object: what the objectRef knows filled in."""

@@ -136,6 +136,45 @@ class Change(msgspec.Struct, frozen=True, kw_only=True):
     # The object's resourceVersion when the object is the server's own (an audit log's response): a
     # change at the version the live object already has wrote nothing (a no-op update) and is dropped.
     version: str = ""
+    # A subresource write whose result the source does not show as the object (an audit log's
+    # `pods/binding` answers a Status, `deployments/scale` a Scale): `object` names the object, and the
+    # sequencer applies `written` (the Binding, the Scale) to the live one (`applied`).
+    subresource: str = ""
+    written: dict[str, Any] | None = None
+
+
+# The built-in kinds whose scale subresource is their `spec.replicas`.
+SCALED = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "ReplicaSet"),
+                    ("", "ReplicationController")})
+
+
+def applied(kind: res.ResourceKind, obj: dict[str, Any], subresource: str, written: Mapping[str, Any],
+            *, time: float, manager: str) -> dict[str, Any] | None:
+    """`obj` as the write `written` of its `subresource` by `manager` at `time` leaves it (a copy), as
+    the API server writes it, or None for a subresource this cannot apply: a Binding to a pod
+    (`cp.strategies.core.bind_pod`), a Scale to a built-in workload (`SCALED`: its `spec.replicas`,
+    a new generation, and the manager's `scale` entry in managedFields)."""
+    if subresource == "binding" and (kind.group, kind.kind) == ("", "Pod"):
+        from cp.strategies import core
+
+        return core.bind_pod(obj, dict(written), now=time)
+    replicas = (written.get("spec") or {}).get("replicas")
+    if subresource != "scale" or (kind.group, kind.kind) not in SCALED or not isinstance(replicas, int) \
+            or isinstance(replicas, bool):
+        return None
+    spec = obj.get("spec") or {}
+    if spec.get("replicas") == replicas:
+        return dict(obj)
+    from cp import clock, fieldmanager
+
+    out = {**obj, "spec": {**spec, "replicas": replicas}}
+    meta = dict(obj.get("metadata") or {})
+    meta["generation"] = int(meta.get("generation") or 1) + 1
+    managed = fieldmanager.on_update(kind, obj, out, manager=manager, subresource="scale", now=clock.rfc3339(time))
+    if managed:
+        meta["managedFields"] = managed
+    out["metadata"] = meta
+    return out
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, array_like=True):
@@ -256,6 +295,7 @@ class Sequencer:
         self.revision = first_revision - 1
         self.skipped: dict[str, int] = {}  # "Kind.group" -> changes of kinds cplane does not serve
         self.missed_deletes = 0
+        self.missed_subresources = 0  # subresource writes (`Change.written`) to objects not live
         self.unchanged = 0
         self._heads: dict[tuple[str, str, str, str], _Head] = {}
         self._custom: dict[tuple[str, str], _Custom] = {}  # the custom kinds of the definitions seen
@@ -333,7 +373,19 @@ class Sequencer:
             assert isinstance(obj, dict)
             names_only = len(obj) <= 3 and set(obj["metadata"]) <= {"name", "namespace", "uid"}
             return [self._event("DELETED", kind, key, head.object if names_only else obj, head, change)]
-        if isinstance(obj, dict):
+        if change.written is not None:
+            done = None
+            if head is not None and head.live:
+                from cp import options
+
+                manager = change.field_manager or options.manager_from_user_agent(change.user_agent)
+                done = applied(kind, _stored(head.object), change.subresource, change.written, time=change.time,
+                               manager=manager)
+            if done is None or head is None:
+                self.missed_subresources += 1
+                return []
+            obj, uid = done, head.uid
+        elif isinstance(obj, dict):
             if self.defaults and kind.custom is None and kind in res.KINDS:
                 obj = copy.deepcopy(obj)
                 defaulting.apply_defaults(obj, group=kind.group, version=kind.version, kind=kind.kind)

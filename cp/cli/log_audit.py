@@ -41,10 +41,11 @@ class _Outcome:
     """What the reading side counted (sent back by a worker as plain values)."""
 
     def __init__(self, *, report: auditlog.Report, skipped: dict[str, int], missed_deletes: int,
-                 unchanged: int) -> None:
+                 missed_subresources: int, unchanged: int) -> None:
         self.report = report
         self.skipped = skipped
         self.missed_deletes = missed_deletes
+        self.missed_subresources = missed_subresources
         self.unchanged = unchanged
 
 
@@ -102,6 +103,8 @@ def _summary(outcome: _Outcome, count: int) -> None:
               file=sys.stderr)
     if outcome.missed_deletes:
         print(f"deletions of objects not in the log: {outcome.missed_deletes}", file=sys.stderr)
+    if outcome.missed_subresources:
+        print(f"bindings and scale writes of objects not in the log: {outcome.missed_subresources}", file=sys.stderr)
     if outcome.unchanged:
         print(f"writes that changed nothing: {outcome.unchanged}", file=sys.stderr)
     print(f"imported {count} events from {outcome.report.events} audit events", file=sys.stderr)
@@ -128,7 +131,8 @@ def _reading(paths: list[Path], *, keep_secrets: bool) -> tuple[Iterator[importi
 
     def outcome() -> _Outcome:
         return _Outcome(report=translator.report, skipped=sequencer.skipped,
-                        missed_deletes=sequencer.missed_deletes, unchanged=sequencer.unchanged)
+                        missed_deletes=sequencer.missed_deletes, missed_subresources=sequencer.missed_subresources,
+                        unchanged=sequencer.unchanged)
     return auditlog.events(paths, sequencer=sequencer, translator=translator), outcome
 
 
@@ -165,7 +169,7 @@ def _worker(paths: list[Path], keep_secrets: bool, conn: Connection, other_end: 
         while chunk := list(itertools.islice(events, _CHUNK)):
             conn.send_bytes(b"R" + encoder.encode(chunk))
         out = counted()
-        conn.send_bytes(b"D" + pickle.dumps((out.report, out.skipped, out.missed_deletes, out.unchanged)))
+        conn.send_bytes(b"D" + pickle.dumps(out))
     except auditlog.AuditError as exc:
         conn.send_bytes(b"E" + pickle.dumps((str(exc), exc.line)))
     except BrokenPipeError:  # the importing process stopped
@@ -234,8 +238,7 @@ def _received(receiving: Connection, stop: Callable[[], None], *, outcome: list[
                 text, line = pickle.loads(message[1:])
                 raise log.ImportRejectedError(text, line=line)
             else:
-                report, skipped, missed, unchanged = pickle.loads(message[1:])
-                outcome.append(_Outcome(report=report, skipped=skipped, missed_deletes=missed, unchanged=unchanged))
+                outcome.append(pickle.loads(message[1:]))
                 return
     finally:
         stop()

@@ -99,12 +99,15 @@ def test_what_the_log_cannot_tell_is_counted_per_resource() -> None:
         event("update", stage="RequestReceived", audit_id="lost", resource="configmaps", name="cfg"),
         event("create", code=201, subresource="binding", response={"kind": "Status", "apiVersion": "v1"}),
         event("update", subresource="scale", resource="deployments", group="apps",
-              response={"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}))
-    assert got == []
+              response={"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}}),
+        event("create", code=201, subresource="eviction", request={"kind": "Eviction", "apiVersion": "policy/v1"},
+              response={"kind": "Status", "apiVersion": "v1"}))
+    assert got == []  # (a binding without its Binding, a Scale without replicas: not applied)
     assert tr.report.left == {
         "configmaps": {auditlog.METADATA: 1, auditlog.NO_COMPLETE: 1},
         "pods": {auditlog.READ: 2, auditlog.FAILED: 1, auditlog.DRY_RUN: 1},
-        "pods/binding": {auditlog.SUBRESOURCE: 1}, "deployments.apps/scale": {auditlog.SUBRESOURCE: 1}}
+        "pods/binding": {auditlog.SUBRESOURCE: 1}, "deployments.apps/scale": {auditlog.SUBRESOURCE: 1},
+        "pods/eviction": {auditlog.SUBRESOURCE: 1}}
     assert "RESOURCE" in tr.report.lines()[0] and "METADATA LEVEL" in tr.report.lines()[0]
 
 
@@ -220,3 +223,43 @@ def test_a_write_that_changed_nothing_is_no_event() -> None:
     assert [(e.type, e.request_id) for e in events] == [
         ("ADDED", "source=a-1"), ("MODIFIED", "source=a-3"), ("MODIFIED", "source=a-4")]
     assert seq.unchanged == 1 and tr.report.imported == {"pods": 4}
+
+
+def test_bindings_and_scale_writes_are_applied_to_their_object() -> None:
+    """`pods/binding` answers a Status and `deployments/scale` a Scale: their effect on the object (the
+    node assigned, the replicas) is applied to the object the log holds, as the server applies it."""
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": "shop", "uid": "d-1", "resourceVersion": "10"},
+                  "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}}}}
+    scale = {"kind": "Scale", "apiVersion": "autoscaling/v1",
+             "metadata": {"name": "web", "namespace": "shop", "uid": "d-1", "resourceVersion": "11"},
+             "spec": {"replicas": 5}, "status": {"replicas": 1}}
+    binding = {"kind": "Binding", "apiVersion": "v1", "metadata": {"name": "web", "namespace": "shop"},
+               "target": {"kind": "Node", "name": "gpu-node-1"}}
+    bind = event("create", code=201, subresource="binding", request=binding, audit_id="b-1",
+                 response={"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201},
+                 at="2026-12-01T10:00:07.000000Z")
+    bind["user"] = {"username": "system:kube-scheduler"}
+    deployments = {"resource": "deployments", "group": "apps"}
+    got, tr = changes(
+        event("create", code=201, response=POD),
+        bind,
+        event("create", code=201, response=deployment, audit_id="d-1", **deployments),
+        event("update", request=scale, response=scale, subresource="scale", audit_id="s-1", **deployments),
+        event("patch", request={"spec": {"replicas": 5}}, response=scale, subresource="scale", audit_id="s-2",
+              **deployments),  # the same replicas: the server kept the version
+        event("create", code=201, subresource="binding", name="gone", request={**binding, "metadata": {
+            "name": "gone", "namespace": "shop"}}, audit_id="b-2"))
+    seq = importing.Sequencer()
+    events = [e for change in got for e in seq.feed(change)]
+    assert [(e.type, e.resource, e.user, e.request_id) for e in events] == [
+        ("ADDED", "pods", "alice", "source=a-1"), ("MODIFIED", "pods", "system:kube-scheduler", "source=b-1"),
+        ("ADDED", "deployments", "alice", "source=d-1"), ("MODIFIED", "deployments", "alice", "source=s-1")]
+    pod = json.loads(events[1].object)
+    assert pod["spec"]["nodeName"] == "gpu-node-1" and pod["metadata"]["resourceVersion"] == "2"
+    assert pod["status"]["conditions"] == [{"type": "PodScheduled", "status": "True", "lastProbeTime": None,
+                                            "lastTransitionTime": "1970-01-01T00:00:02Z"}]  # (time: the 2nd)
+    assert json.loads(events[3].object)["spec"] == {**deployment["spec"], "replicas": 5}
+    assert (seq.unchanged, seq.missed_subresources) == (1, 1)
+    assert tr.report.imported == {"pods": 1, "pods/binding": 2, "deployments.apps": 1, "deployments.apps/scale": 2}
+    assert tr.report.left == {}

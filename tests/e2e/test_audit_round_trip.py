@@ -1,7 +1,7 @@
 """The audit log both ways: what `cplane serve --audit-log-path` writes at RequestResponse level, imported
 by `cplane log import --audit` into an empty store, reproduces the source's objects — every field but
-the resourceVersion (the log's own revision) — for creates, updates, patches (status too) and deletes,
-with each write's user and audit ID."""
+the resourceVersion (the log's own revision) — for creates, updates, patches (status too), deletes, a
+pod's binding, a deployment's scale and a no-op update, with each write's user and audit ID."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ rules:
   nonResourceURLs: ["*"]
 - level: RequestResponse
 """
-KINDS = (("", "configmaps"), ("", "pods"), ("resource.k8s.io", "resourceclaims"))
+KINDS = (("", "configmaps"), ("", "pods"), ("resource.k8s.io", "resourceclaims"), ("apps", "deployments"))
 
 
 async def _write(http: aiohttp.ClientSession, method: str, path: str, body: Any = None,
@@ -67,6 +67,18 @@ async def test_a_cplane_audit_log_imports_as_the_same_objects(tmp_path: Path) ->
             {"name": "gpu", "exactly": {"deviceClassName": "gpu.example.com"}}]}}})
         await _write(http, "PATCH", f"{claims}/gpu?fieldManager=tuner", {"metadata": {"labels": {"tier": "a"}}},
                      "application/merge-patch+json")
+        await _write(http, "PATCH", f"{cms}/settings", {"data": {"mode": "slow"}},  # changes nothing
+                     "application/merge-patch+json")
+        await _write(http, "POST", pods, {"metadata": {"name": "bound"}, "spec": {
+            "containers": [{"name": "main", "image": "nginx:1.27"}]}})
+        await _write(http, "POST", f"{pods}/bound/binding", {"apiVersion": "v1", "kind": "Binding", "metadata": {
+            "name": "bound", "annotations": {"example.com/placed-by": "test"}}, "target": {"name": "node-1"}})
+        deployments = "/apis/apps/v1/namespaces/default/deployments"
+        await _write(http, "POST", deployments, {"metadata": {"name": "api"}, "spec": {
+            "replicas": 1, "selector": {"matchLabels": {"app": "api"}}, "template": {
+                "metadata": {"labels": {"app": "api"}}, "spec": {"containers": [{"name": "c", "image": "api:1"}]}}}})
+        await _write(http, "PATCH", f"{deployments}/api/scale", {"spec": {"replicas": 4}},
+                     "application/merge-patch+json")
         written = await events(srv.app, tmp_path / "audit.log")
         source = await _state(srv.event_log)
 
@@ -82,8 +94,17 @@ async def test_a_cplane_audit_log_imports_as_the_same_objects(tmp_path: Path) ->
                                        name="gpu")
     finally:
         await imported_log.close()
+    # The binding's PodScheduled time is the server's clock while it wrote (to the second); the import
+    # takes the audit event's: the second the request was received or completed.
+    bound = next(e for e in written if e["objectRef"].get("subresource") == "binding")
+    seconds = (bound["requestReceivedTimestamp"][:19] + "Z", bound["stageTimestamp"][:19] + "Z")
+    for state in (source, imported):
+        [condition] = state[("", "pods", "default", "bound")]["status"]["conditions"]
+        assert seconds[0] <= condition.pop("lastTransitionTime") <= seconds[1]
     assert imported == source
-    assert sorted(k[3] for k in imported) == ["gpu", "settings", "web"]
+    assert sorted(k[3] for k in imported) == ["api", "bound", "gpu", "settings", "web"]
+    assert imported[("apps", "deployments", "default", "api")]["spec"]["replicas"] == 4
+    assert imported[("", "pods", "default", "bound")]["spec"]["nodeName"] == "node-1"
     assert imported[("", "pods", "default", "web")]["status"]["phase"] == "Running"
     assert claim is not None and claim.actor.field_manager == "tuner"
     assert claim.actor.request_id.startswith("source=") and claim.actor.user == "system:admin"
