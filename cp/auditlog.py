@@ -12,7 +12,11 @@ response objects stay raw JSON until a write needs them. `Translator.changes` tu
 writes (`ResponseComplete` stage, 2xx, not a dry run) into `cp.importing.Change`s:
 
 - create, update, patch: the `responseObject` (RequestResponse level), the object as the server stored
-  it; a subresource write (status, ephemeralcontainers...) when its response is the parent object;
+  it (peeked, not decoded: `importing.Encoded`); a subresource write (status, ephemeralcontainers...)
+  when its response is the parent object; a response that keeps the object's resourceVersion wrote
+  nothing and is dropped by the sequencer (`Change.version`);
+- `pods/binding` (the Binding) and the scale of a built-in workload (the Scale): a change the
+  sequencer applies to the object it holds (`importing.applied`), as the server applies it;
 - at Request level only the request is known: a create or an update is taken as its `requestObject`
   (the object as the client sent it: fields the server sets are missing, but the objectRef's uid and
   resourceVersion are filled in when it has them, and a create's creationTimestamp is the time the
@@ -21,7 +25,8 @@ writes (`ResponseComplete` stage, 2xx, not a dry run) into `cp.importing.Change`
   (deletionTimestamp set and finalizers pending, or a grace period running), which is then a change;
   deletecollection at RequestResponse level: each item of the returned list likewise.
 
-Everything else is counted per resource in `Translator.report` under a reason (`REASONS`): reads,
+The user of a change is the impersonated user when the client impersonated one. Everything else is
+counted per resource in `Translator.report` under a reason (`REASONS`): reads,
 failed or dry-run requests, writes at Metadata level, writes whose ResponseComplete stage never
 came, patches at Request level, subresource writes whose response is not the parent object, creates
 without a name (generateName at Request level), non-resource requests.
