@@ -62,7 +62,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--for", dest="duration", default=None, metavar="DURATION",
                    help="stop after DURATION (30s, 10m, 1h); default: until interrupted")
     p.add_argument("--keep-secrets", action="store_true", help="keep Secret and ConfigMap values (redacted otherwise)")
-    p.add_argument("--data-dir", type=Path, required=True, help="the new recording's data directory (created, mode 0700)")
+    where = p.add_mutually_exclusive_group(required=True)
+    where.add_argument("--data-dir", type=Path, help="the new recording's data directory (created, mode 0700)")
+    where.add_argument("--db", metavar="URL", help="an EMPTY event-log database instead (postgresql+asyncpg://...: "
+                                                  "`cplane replay URL` and `cplane serve --db URL` read it)")
     p.set_defaults(func=run)
 
 
@@ -261,7 +264,7 @@ class Recorder:
         from cp import importing
 
         if event_log.revision:
-            raise ValueError("a recording needs an empty event log: give a new --data-dir")
+            raise ValueError("a recording needs an empty event log: give a new --data-dir or an empty --db")
         self.client = client
         self.event_log = event_log
         self.sequencer = importing.Sequencer(keep_secrets=keep_secrets, first_revision=1)
@@ -510,9 +513,19 @@ def run(args: argparse.Namespace) -> int:
     only = [k for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     try:
         return asyncio.run(record(kubeconfig=args.kubeconfig, context=args.context, only=only, duration=duration,
-                                  keep_secrets=args.keep_secrets, data_dir=args.data_dir))
+                                  keep_secrets=args.keep_secrets, data_dir=args.data_dir, db=args.db))
     except KeyboardInterrupt:
         return 130
+
+
+def _shown(url: str) -> str:
+    """A database URL without its password."""
+    import sqlalchemy
+
+    try:
+        return sqlalchemy.make_url(url).render_as_string(hide_password=True)
+    except sqlalchemy.exc.ArgumentError:
+        return "the database"
 
 
 def _prepare(data_dir: Path) -> str:
@@ -523,18 +536,29 @@ def _prepare(data_dir: Path) -> str:
 
 
 async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[str] | None, duration: float | None,
-                 keep_secrets: bool, data_dir: Path, stop: asyncio.Event | None = None) -> int:
-    """The command: record into `data_dir` until `stop`, `duration` or a signal."""
+                 keep_secrets: bool, data_dir: Path | None, db: str | None = None,
+                 stop: asyncio.Event | None = None) -> int:
+    """The command: record into `data_dir` (or the database `db`) until `stop`, `duration` or a signal."""
     from controllers.runtime import client as clients
     from storage import factory
+    from storage import log as storage_log
 
     try:
         client = clients.Client.from_kubeconfig(kubeconfig, context=context, user_agent=USER_AGENT)
     except (OSError, ValueError) as exc:
         print(f"cplane record: kubeconfig: {exc}", file=sys.stderr)
         return 2
-    event_log = factory.open_event_log(url=await asyncio.to_thread(_prepare, data_dir))
-    await event_log.start()
+    if db:
+        url, where = db, _shown(db)
+    else:
+        assert data_dir is not None
+        url, where = await asyncio.to_thread(_prepare, data_dir), str(data_dir)
+    try:
+        event_log = factory.open_event_log(url=url)
+        await event_log.start()
+    except (ValueError, OSError, storage_log.StorageError) as exc:  # a URL or database that cannot be used
+        print(f"cplane record: {where}: {exc}", file=sys.stderr)
+        return 2
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     handled: list[signal.Signals] = []
@@ -569,7 +593,7 @@ async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[
         if skipped:
             print("cplane record: not served by cplane, skipped: "
                   + ", ".join(f"{k} ({n})" for k, n in sorted(skipped.items())), file=sys.stderr)
-        print(f"recorded {stats.events} events (revision {stats.revision}) into {data_dir}", file=sys.stderr)
+        print(f"recorded {stats.events} events (revision {stats.revision}) into {where}", file=sys.stderr)
         return 0
     finally:
         if timer is not None:

@@ -422,3 +422,35 @@ async def test_a_full_queue_holds_the_watches_back_and_loses_nothing(tmp_path: P
 
 async def _has(names: Any, want: set[str]) -> bool:
     return want <= await names()
+
+
+async def test_a_recording_goes_into_postgresql_with_db(tmp_path: Path, capsys: Any) -> None:
+    from tests.storage.conftest import fresh_pg_url
+
+    async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb, fresh_pg_url() as url:
+        await sb.client.create("configmaps", {"metadata": {"name": "a"}, "data": {"v": "1"}}, namespace="default")
+        stop = asyncio.Event()
+        task = asyncio.create_task(record.record(kubeconfig=str(sb.kubeconfig), context=None, only=["configmaps"],
+                                                 duration=None, keep_secrets=True, data_dir=None, db=url, stop=stop))
+        recorded = factory.open_event_log(url=url)
+        await recorded.start()
+        try:
+            async def has_a() -> bool:
+                return await recorded.get(group="", resource="configmaps", namespace="default", name="a") is not None
+
+            await eventually(has_a, within=20, what="the ConfigMap recorded in PostgreSQL")
+            stop.set()
+            assert await task == 0
+            assert "into postgresql+asyncpg://" in capsys.readouterr().err
+            # Not empty any more: a second recording is refused, as is a URL that cannot be used.
+            again = await record.record(kubeconfig=str(sb.kubeconfig), context=None, only=["configmaps"],
+                                        duration=None, keep_secrets=True, data_dir=None, db=url)
+            assert again == 2 and "needs an empty event log" in capsys.readouterr().err
+            bad = await record.record(kubeconfig=str(sb.kubeconfig), context=None, only=None, duration=None,
+                                      keep_secrets=True, data_dir=None, db="mysql://x/y")
+            assert bad == 2 and "unsupported event log URL" in capsys.readouterr().err
+        finally:
+            if not task.done():
+                stop.set()
+                await task
+            await recorded.close()
