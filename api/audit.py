@@ -15,7 +15,9 @@ The request path calls in (`api.app` and `api.auth.chain`), as kube-apiserver's 
 
 Events are queued to a thread (`AuditLog`) that decodes the bodies they carry, encodes the line,
 appends it and flushes after each batch, and rotates the file as kube-apiserver's `lumberjack` does
-(`--audit-log-maxsize` MiB, 100 by default; `--audit-log-maxbackup` old files kept, all by default).
+(`--audit-log-maxsize` MiB, 100 by default; `--audit-log-maxbackup` old files kept, all by default;
+`--audit-log-maxage` days an old file is kept, by the time in its name; `--audit-log-compress`: old
+files gzipped, `NAME-TIME.EXT.gz`, in a thread of their own).
 """
 
 from __future__ import annotations
@@ -61,10 +63,14 @@ class AuditLog:
     function that makes the line (called in the thread); `flushed()` waits until every line queued
     before it is written and flushed; `close()` writes what is queued and stops."""
 
-    def __init__(self, path: str, *, max_size_mb: int = 0, max_backups: int = 0) -> None:
+    def __init__(self, path: str, *, max_size_mb: int = 0, max_backups: int = 0, max_age_days: int = 0,
+                 compress: bool = False) -> None:
         self.path = path
         self._max_bytes = (max_size_mb or DEFAULT_MAX_SIZE_MB) * 1024 * 1024
         self._max_backups = max_backups
+        self._max_age = timedelta(days=max_age_days) if max_age_days > 0 else None
+        self._compress = compress
+        self._mill: threading.Thread | None = None  # compressing and removing old files
         self._file: IO[bytes]
         if path == "-":
             self._file = sys.stdout.buffer
@@ -124,6 +130,8 @@ class AuditLog:
         await asyncio.to_thread(self._thread.join)
         if self.path != "-":
             self._file.close()
+        if self._mill is not None:
+            await asyncio.to_thread(self._mill.join)
 
     def _run(self) -> None:
         while True:
@@ -179,11 +187,58 @@ class AuditLog:
         os.replace(path, backup)
         self._file = self._open()
         self._size = 0
-        if self._max_backups > 0:
-            backups = sorted(p for p in path.parent.glob(f"{path.stem}-*{path.suffix}") if p != path)
-            for old in backups[:-self._max_backups]:
+        if self._max_backups > 0 or self._max_age is not None or self._compress:
+            if self._mill is not None:
+                self._mill.join()  # (one at a time, as lumberjack's mill)
+            self._mill = threading.Thread(target=self._mill_once, name="audit-log-mill", daemon=True)
+            self._mill.start()
+
+    def _mill_once(self) -> None:
+        """As lumberjack's mill: the old files beyond `max_backups` (newest kept) and those older than
+        `max_age` by the time in their names are removed; with `compress`, the others are gzipped
+        (written beside, then the plain one removed)."""
+        path = Path(self.path)
+        backups: list[tuple[datetime, Path]] = []
+        for candidate in path.parent.glob(f"{path.stem}-*"):
+            name = candidate.name.removesuffix(".gz")
+            if candidate == path or not name.endswith(path.suffix):
+                continue
+            stamp = name[len(path.stem) + 1:len(name) - len(path.suffix)]
+            try:
+                when = datetime.strptime(stamp, _BACKUP_TIME + ".%f").replace(tzinfo=UTC)
+            except ValueError:
+                continue  # not one of ours
+            backups.append((when, candidate))
+        backups.sort(reverse=True)
+        keep = backups[:self._max_backups] if self._max_backups > 0 else backups
+        if self._max_age is not None:
+            cutoff = datetime.now(UTC) - self._max_age
+            keep = [(when, p) for when, p in keep if when >= cutoff]
+        kept = {p for _, p in keep}
+        for _, old in backups:
+            if old not in kept:
                 with contextlib.suppress(OSError):
                     old.unlink()
+        if self._compress:
+            for _, plain in keep:
+                if plain.suffix != ".gz":
+                    self._gzip(plain)
+
+    @staticmethod
+    def _gzip(plain: Path) -> None:
+        import gzip
+        import shutil
+
+        packed = plain.with_name(plain.name + ".gz")
+        try:
+            with plain.open("rb") as src, gzip.open(packed, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+            os.chmod(packed, 0o600)
+            plain.unlink()
+        except OSError as exc:
+            logger.error("audit_log_compress_failed", path=str(plain), error=str(exc))
+            with contextlib.suppress(OSError):
+                packed.unlink()
 
 
 class _Mark:
@@ -466,7 +521,8 @@ def _finish(event: audit.Event, config: audit.RequestConfig, *, code: int, statu
             event.responseObject = audit.without_managed_fields(obj) if config.omit_managed_fields else obj
 
 
-def load(*, policy_file: str, log_path: str, max_size_mb: int = 0, max_backups: int = 0) -> Auditor:
+def load(*, policy_file: str, log_path: str, max_size_mb: int = 0, max_backups: int = 0, max_age_days: int = 0,
+         compress: bool = False) -> Auditor:
     """An Auditor from kube-apiserver's flags; `audit.PolicyError` or OSError, with the file named."""
     try:
         data = Path(policy_file).read_bytes()
@@ -477,5 +533,6 @@ def load(*, policy_file: str, log_path: str, max_size_mb: int = 0, max_backups: 
     except audit.PolicyError as exc:
         raise audit.PolicyError(f"{exc}: from file {policy_file}") from None
     return Auditor(checker=audit.Checker(policy),
-                   log=AuditLog(log_path, max_size_mb=max_size_mb, max_backups=max_backups))
+                   log=AuditLog(log_path, max_size_mb=max_size_mb, max_backups=max_backups,
+                                max_age_days=max_age_days, compress=compress))
 

@@ -124,6 +124,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                    help="rotate the audit log when it reaches MB megabytes (default 0: 100, as kube-apiserver)")
     p.add_argument("--audit-log-maxbackup", type=int, default=0, metavar="N",
                    help="rotated audit logs to keep (default 0: all)")
+    p.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
+                   help="days to keep rotated audit logs, by the time in their names (default 0: no limit)")
+    p.add_argument("--audit-log-compress", action="store_true", help="gzip rotated audit logs")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -255,7 +258,8 @@ def _auditor(args: argparse.Namespace) -> Any:
     None without both (as kube-apiserver, either alone records nothing), False after printing why they
     cannot be used."""
     for flag, value in (("--audit-log-maxsize", args.audit_log_maxsize),
-                        ("--audit-log-maxbackup", args.audit_log_maxbackup)):
+                        ("--audit-log-maxbackup", args.audit_log_maxbackup),
+                        ("--audit-log-maxage", args.audit_log_maxage)):
         if value < 0:
             print(f"cplane serve: {flag} {value} can't be a negative number", file=sys.stderr)
             return False
@@ -277,7 +281,8 @@ def _auditor(args: argparse.Namespace) -> Any:
         return None
     try:
         return audits.load(policy_file=args.audit_policy_file, log_path=args.audit_log_path,
-                           max_size_mb=args.audit_log_maxsize, max_backups=args.audit_log_maxbackup)
+                           max_size_mb=args.audit_log_maxsize, max_backups=args.audit_log_maxbackup,
+                           max_age_days=args.audit_log_maxage, compress=args.audit_log_compress)
     except audit.PolicyError as exc:
         print(f"cplane serve: --audit-policy-file: {exc}", file=sys.stderr)
     except OSError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gzip
 import json
 import re
 import signal
@@ -198,6 +199,8 @@ def test_a_policy_file_that_cannot_be_used_stops_cplane_serve(tmp_path: Path,
     assert capsys.readouterr().err.startswith("cplane serve: --audit-log-path: ")
     assert serve.run(_serve_args("--audit-policy-file", str(bad), "--audit-log-maxbackup", "-1")) == 2
     assert "--audit-log-maxbackup -1 can't be a negative number" in capsys.readouterr().err
+    assert serve.run(_serve_args("--audit-policy-file", str(bad), "--audit-log-maxage", "-2")) == 2
+    assert "--audit-log-maxage -2 can't be a negative number" in capsys.readouterr().err
 
 
 async def test_the_log_rotates_as_kube_apiservers(tmp_path: Path) -> None:
@@ -319,3 +322,24 @@ async def test_cplane_serve_writes_the_log_its_flags_name(tmp_path: Path) -> Non
     stages = [(e["stage"], e["level"], e.get("responseStatus", {}).get("code")) for e in by_id(found, "serve-1")]
     assert stages == [("RequestReceived", "RequestResponse", None), ("ResponseComplete", "RequestResponse", 201)]
     assert all(e["auditID"] != "" and e["user"]["username"] == "system:admin" for e in found)
+
+
+async def test_old_logs_are_compressed_and_removed_by_age(tmp_path: Path) -> None:
+    """`--audit-log-compress` gzips the rotated files (the import reads them as they are);
+    `--audit-log-maxage` removes those older than its days by the time in their names."""
+    path = tmp_path / "audit.log"
+    ancient = tmp_path / "audit-2020-01-01T00-00-00.000.log.gz"
+    ancient.write_bytes(gzip.compress(b"{}\n"))
+    stranger = tmp_path / "audit-notes.log"  # not a backup's name: left alone
+    stranger.write_bytes(b"mine\n")
+    log = audits.AuditLog(str(path), max_size_mb=1, max_age_days=30, compress=True)
+    line = b"y" * (600 * 1024 - 1) + b"\n"
+    for _ in range(3):
+        log.put(lambda: line)
+    await log.close()
+    names = sorted(p.name for p in tmp_path.iterdir())  # noqa: ASYNC240
+    backups = [n for n in names if re.fullmatch(r"audit-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{3}\.log\.gz", n)]
+    assert len(backups) == 2 and ancient.name not in names and stranger.exists(), names
+    assert sorted(names) == sorted([*backups, "audit.log", "audit-notes.log"])
+    assert gzip.decompress((tmp_path / backups[0]).read_bytes()) == line
+    assert (tmp_path / backups[0]).stat().st_mode & 0o777 == 0o600
