@@ -16,6 +16,7 @@ import functools
 import os
 import ssl
 import tempfile
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -178,6 +179,7 @@ class WatchStream:
         self._resp: aiohttp.ClientResponse | None = None
 
     async def __aenter__(self) -> WatchStream:
+        await self._client.fresh()
         session = self._client.session()
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=REQUEST_TIMEOUT, sock_read=self._read_timeout)
         resp = await session.get(self._client.base_url + self._path, params=self._params,
@@ -246,17 +248,53 @@ class Client:
         self._lean = lean
         self._pool: http1.Pool | None = None
         self._lean_heads: dict[tuple[str, str, str], bytes] = {}  # (method, target, content type) -> head
+        # An exec credential plugin's (`from_kubeconfig`): run again when its credential expires.
+        self._exec: tuple[kubeconfigs.ExecConfig, kubeconfigs.Endpoint] | None = None
+        self._expires: float | None = None
         # What the server serves, custom resources included, from discovery (`discover()`).
         self.mapper = discovery.RESTMapper(self._fetch_discovery)
 
     @classmethod
     def from_kubeconfig(cls, path: str | os.PathLike[str] | None = None, *, context: str | None = None,
                         user_agent: str = DEFAULT_USER_AGENT, lean: bool = False) -> Client:
-        """From `path` (else $KUBECONFIG, else ~/.kube/config): server, token, TLS trust, client cert."""
+        """From `path` (else $KUBECONFIG, else ~/.kube/config): server, token, TLS trust, client cert,
+        or an exec credential plugin's (run now, and again when what it gave expires). Raises OSError
+        or ValueError saying what cannot be used."""
         ep = kubeconfigs.load(Path(path) if path is not None else None, context=context)
+        configured = ep
+        expires = None
+        if ep.exec is not None:
+            from controllers.runtime import execcred
+
+            cred = execcred.run(ep.exec, ep)
+            ep, expires = execcred.with_credential(ep, cred), cred.expires
         root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
-        return cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep), root_ca=root_ca,
-                   lean=lean)
+        client = cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep),
+                     root_ca=root_ca, lean=lean)
+        if ep.exec is not None:
+            client._exec, client._expires = (ep.exec, configured), expires
+        return client
+
+    async def fresh(self) -> None:
+        """Before a request: an exec plugin's credential that expires within 10 s is fetched again
+        (a token replaces the Authorization header; a client certificate, the TLS context and its
+        connections). Raises ValueError when the plugin fails."""
+        if self._expires is None or time.time() < self._expires - 10 or self._exec is None:
+            return
+        from controllers.runtime import execcred
+
+        config, endpoint = self._exec
+        cred = await execcred.run_async(config, endpoint)
+        if self._expires is None or time.time() < self._expires - 10:
+            return  # (another request refreshed it meanwhile)
+        self._expires = cred.expires
+        self.token = cred.token
+        if cred.token:
+            self._headers["Authorization"] = f"Bearer {cred.token}"
+        self._lean_heads.clear()
+        if cred.client_cert_data and cred.client_key_data:
+            self._ssl = _ssl_context(execcred.with_credential(endpoint, cred))
+            await self.close()  # (new connections take the new certificate)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -291,6 +329,8 @@ class Client:
     async def request(self, method: str, path: str, *, params: Mapping[str, str] | None = None,
                       body: Any = None, content_type: str = JSON, accept: str = "") -> bytes:
         """One request; the raw response body on 2xx, a `cp.errors` exception otherwise."""
+        if self._expires is not None:
+            await self.fresh()
         data: bytes | None = None
         headers = None
         if body is not None:
