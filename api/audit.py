@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import ipaddress
 import os
 import queue
@@ -32,7 +33,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import msgspec
 import structlog
@@ -249,13 +250,25 @@ class _Mark:
 # ------------------------------------------------------------------------------------------- the auditor
 
 
+class Backend(Protocol):
+    """Where audit events go: the log file (`AuditLog`), the webhook (`api.auditwebhook`)."""
+
+    def put(self, render: Callable[[], bytes]) -> None: ...
+    async def flushed(self) -> None: ...
+    async def close(self) -> None: ...
+
+
 class Auditor:
-    """The server's audit policy and log. `default_attributes`: the attributes of a request when the
+    """The server's audit policy and its backends (the log file, the webhook: both, as upstream's union
+    backend, each event rendered once). `default_attributes`: the attributes of a request when the
     app authenticates nobody (no `api.auth` middleware calls `authenticated`), given by `api.app`."""
 
-    def __init__(self, *, checker: audit.Checker, log: AuditLog) -> None:
+    def __init__(self, *, checker: audit.Checker, log: AuditLog | None = None,
+                 webhook: Backend | None = None) -> None:
         self.checker = checker
         self.log = log
+        self.webhook = webhook
+        self._backends: tuple[Backend, ...] = tuple(b for b in (log, webhook) if b is not None)
         self.clock: clocks.Clock = clocks.RealClock()
         self.default_attributes: Callable[[web.Request], tuple[rbac.Attributes, bool]] | None = None
 
@@ -266,8 +279,20 @@ class Auditor:
             a.authenticated(attrs, long_running=long_running)
         return a
 
+    def put(self, render: Callable[[], bytes]) -> None:
+        if len(self._backends) > 1:
+            render = functools.cache(render)  # (rendered once, by whichever backend asks first)
+        for backend in self._backends:
+            backend.put(render)
+
+    async def flushed(self) -> None:
+        """Every event so far written and sent."""
+        for backend in self._backends:
+            await backend.flushed()
+
     async def close(self) -> None:
-        await self.log.close()
+        for backend in self._backends:
+            await backend.close()
 
 
 def source_ips(request: web.Request) -> list[str]:
@@ -435,7 +460,7 @@ class RequestAudit:
                     line = line.replace(raw, escaped)
             return line + b"\n"
 
-        self._auditor.log.put(render)
+        self._auditor.put(render)
 
 
 # ------------------------------------------------------------------------------------------- in the thread
@@ -521,9 +546,10 @@ def _finish(event: audit.Event, config: audit.RequestConfig, *, code: int, statu
             event.responseObject = audit.without_managed_fields(obj) if config.omit_managed_fields else obj
 
 
-def load(*, policy_file: str, log_path: str, max_size_mb: int = 0, max_backups: int = 0, max_age_days: int = 0,
-         compress: bool = False) -> Auditor:
-    """An Auditor from kube-apiserver's flags; `audit.PolicyError` or OSError, with the file named."""
+def load(*, policy_file: str, log_path: str | None, max_size_mb: int = 0, max_backups: int = 0,
+         max_age_days: int = 0, compress: bool = False, webhook: Backend | None = None) -> Auditor:
+    """An Auditor from kube-apiserver's flags (the log at `log_path`, and/or `webhook`);
+    `audit.PolicyError` or OSError, with the file named."""
     try:
         data = Path(policy_file).read_bytes()
     except OSError as exc:
@@ -532,7 +558,7 @@ def load(*, policy_file: str, log_path: str, max_size_mb: int = 0, max_backups: 
         policy = audit.load_policy(data)
     except audit.PolicyError as exc:
         raise audit.PolicyError(f"{exc}: from file {policy_file}") from None
-    return Auditor(checker=audit.Checker(policy),
-                   log=AuditLog(log_path, max_size_mb=max_size_mb, max_backups=max_backups,
-                                max_age_days=max_age_days, compress=compress))
+    log = None if log_path is None else AuditLog(log_path, max_size_mb=max_size_mb, max_backups=max_backups,
+                                                 max_age_days=max_age_days, compress=compress)
+    return Auditor(checker=audit.Checker(policy), log=log, webhook=webhook)
 

@@ -19,8 +19,9 @@ k8s.io/apiserver's `pkg/admission/plugin/webhook/mutating` and `.../validating` 
   `Internal error occurred: failed calling webhook "<name>": ...`; Ignore skips the webhook. A
   refusal is the webhook's Status (`admission webhook "<name>" denied the request: ...`). A dry run
   reaches only webhooks with sideEffects None or NoneOnDryRun (else upstream's 400).
-- The answer's `warnings` become the request's warnings; audit annotations are not recorded (no audit
-  log).
+- The answer's `warnings` become the request's warnings; its `auditAnnotations` go to the request's
+  audit event as `<webhook name>/<key>` (the first value set for a key stays, as upstream's
+  AddAnnotation keeps it), even when the webhook refuses.
 """
 
 from __future__ import annotations
@@ -266,6 +267,8 @@ class _WebhookPlugin(admission.BasePlugin):
         for warning in response.warnings:
             if warning and warning not in attrs.warnings:
                 attrs.warnings.append(warning)
+        for key, value in response.audit_annotations.items():
+            attrs.audit_annotations.setdefault(f"{hook.name}/{key}", value)
         if not response.allowed:
             raise hooks.denied(hook.name, response.result)
         return response

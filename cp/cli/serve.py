@@ -127,6 +127,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--audit-log-maxage", type=int, default=0, metavar="DAYS",
                    help="days to keep rotated audit logs, by the time in their names (default 0: no limit)")
     p.add_argument("--audit-log-compress", action="store_true", help="gzip rotated audit logs")
+    p.add_argument("--audit-webhook-config-file", default=None, metavar="FILE",
+                   help="a kubeconfig naming a webhook (its cluster's server URL, CA, client certificate or "
+                        "token): the policy's events are POSTed to it as audit.k8s.io/v1 EventLists")
+    p.add_argument("--audit-webhook-mode", default="batch", metavar="MODE",
+                   help="batch (the default: buffered, sent asynchronously); blocking modes are not served")
+    p.add_argument("--audit-webhook-batch-max-size", type=int, default=400, metavar="N",
+                   help="events in one POST at most (default 400)")
+    p.add_argument("--audit-webhook-batch-max-wait", default="30s", metavar="DURATION",
+                   help="send a batch that is not full after this long (default 30s)")
+    p.add_argument("--audit-webhook-batch-buffer-size", type=int, default=10000, metavar="N",
+                   help="events waiting to be sent at most; beyond, events are dropped (default 10000)")
+    p.add_argument("--audit-webhook-initial-backoff", default="10s", metavar="DURATION",
+                   help="wait before retrying a failed POST, 1.5 times longer each retry, 5 attempts (default 10s)")
     p.add_argument("--log-format", choices=("console", "json"), default="console")
     p.add_argument("--log-level", default="info")
     p.set_defaults(func=run)
@@ -253,6 +266,43 @@ async def _serve(args: argparse.Namespace, auditor: Any) -> int:
     return 0
 
 
+def _audit_webhook(args: argparse.Namespace) -> Any:
+    """The webhook backend of `--audit-webhook-config-file` (an `api.auditwebhook.AuditWebhook`), None
+    without it, False after printing why the flags cannot be used."""
+    if args.audit_webhook_config_file is None:
+        return None
+    from api import auditwebhook
+    from cp import clock
+
+    if args.audit_webhook_mode != "batch":
+        known = ("blocking", "blocking-strict")
+        why = "is not served by cplane (batch is)" if args.audit_webhook_mode in known else \
+            "is not one of batch, blocking, blocking-strict"
+        print(f"cplane serve: --audit-webhook-mode {args.audit_webhook_mode} {why}", file=sys.stderr)
+        return False
+    durations = {}
+    for flag, text in (("--audit-webhook-batch-max-wait", args.audit_webhook_batch_max_wait),
+                       ("--audit-webhook-initial-backoff", args.audit_webhook_initial_backoff)):
+        try:
+            durations[flag] = clock.parse_duration(text)
+        except ValueError as exc:
+            print(f"cplane serve: {flag}: {exc}", file=sys.stderr)
+            return False
+    for flag, value in (("--audit-webhook-batch-max-size", args.audit_webhook_batch_max_size),
+                        ("--audit-webhook-batch-buffer-size", args.audit_webhook_batch_buffer_size)):
+        if value <= 0:
+            print(f"cplane serve: {flag} {value} must be a positive number", file=sys.stderr)
+            return False
+    try:
+        return auditwebhook.load(args.audit_webhook_config_file, max_size=args.audit_webhook_batch_max_size,
+                                 max_wait=durations["--audit-webhook-batch-max-wait"],
+                                 buffer_size=args.audit_webhook_batch_buffer_size,
+                                 initial_backoff=durations["--audit-webhook-initial-backoff"])
+    except (OSError, ValueError) as exc:
+        print(f"cplane serve: --audit-webhook-config-file: {exc}", file=sys.stderr)
+        return False
+
+
 def _auditor(args: argparse.Namespace) -> Any:
     """The audit policy and log of `--audit-policy-file` and `--audit-log-path` (an `api.audit.Auditor`),
     None without both (as kube-apiserver, either alone records nothing), False after printing why they
@@ -264,25 +314,30 @@ def _auditor(args: argparse.Namespace) -> Any:
             print(f"cplane serve: {flag} {value} can't be a negative number", file=sys.stderr)
             return False
     if args.audit_policy_file is None:
-        if args.audit_log_path is not None:
+        if args.audit_log_path is not None or args.audit_webhook_config_file is not None:
             print("cplane serve: no audit policy file (--audit-policy-file): no audit events will be recorded",
                   file=sys.stderr)
         return None
     from api import audit as audits
     from cp import audit
 
-    if args.audit_log_path is None:
+    webhook = _audit_webhook(args)
+    if webhook is False:
+        return False
+    if args.audit_log_path is None and webhook is None:
         try:
             audit.load_policy(Path(args.audit_policy_file).read_bytes())
         except (OSError, audit.PolicyError) as exc:
             print(f"cplane serve: --audit-policy-file: {exc}", file=sys.stderr)
             return False
-        print("cplane serve: no audit log (--audit-log-path): no audit events will be recorded", file=sys.stderr)
+        print("cplane serve: no audit log (--audit-log-path) nor webhook (--audit-webhook-config-file): no audit "
+              "events will be recorded", file=sys.stderr)
         return None
     try:
         return audits.load(policy_file=args.audit_policy_file, log_path=args.audit_log_path,
                            max_size_mb=args.audit_log_maxsize, max_backups=args.audit_log_maxbackup,
-                           max_age_days=args.audit_log_maxage, compress=args.audit_log_compress)
+                           max_age_days=args.audit_log_maxage, compress=args.audit_log_compress,
+                           webhook=webhook)
     except audit.PolicyError as exc:
         print(f"cplane serve: --audit-policy-file: {exc}", file=sys.stderr)
     except OSError as exc:

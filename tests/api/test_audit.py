@@ -49,7 +49,7 @@ def auditor(tmp_path: Path, policy: str = POLICY) -> audits.Auditor:
 
 
 async def events(app: Any, path: Path) -> list[dict[str, Any]]:
-    await app[st.AUDITOR].log.flushed()
+    await app[st.AUDITOR].flushed()
     lines = path.read_bytes().splitlines()  # noqa: ASYNC240 - a small file, after the writer flushed it
     return [json.loads(line) for line in lines]
 
@@ -343,3 +343,25 @@ async def test_old_logs_are_compressed_and_removed_by_age(tmp_path: Path) -> Non
     assert sorted(names) == sorted([*backups, "audit.log", "audit-notes.log"])
     assert gzip.decompress((tmp_path / backups[0]).read_bytes()) == line
     assert (tmp_path / backups[0]).stat().st_mode & 0o777 == 0o600
+
+
+async def test_an_admission_webhooks_audit_annotations_are_in_the_event(tmp_path: Path) -> None:
+    from tests.webhook_servers import WebhookServer, allow
+
+    rr = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+    async with WebhookServer() as hooks, insecure_server(tmp_path, auditor(tmp_path, rr)) as srv, \
+            aiohttp.ClientSession(srv.url) as http:
+        hooks.route("/check", lambda review: allow(review, auditAnnotations={"verdict": "checked", "rule": "r-7"}))
+        webhook = {"name": "checks.example.com", "clientConfig": {"url": hooks.url("/check"), "caBundle": hooks.ca_bundle},
+                   "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                              "resources": ["configmaps"]}],
+                   "sideEffects": "None", "admissionReviewVersions": ["v1"]}
+        async with http.post("/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations",
+                             json={"metadata": {"name": "checks"}, "webhooks": [webhook]}) as r:
+            assert r.status == 201, await r.text()
+        async with http.post("/api/v1/namespaces/default/configmaps", json={"metadata": {"name": "c"}},
+                             headers={"X-Request-Id": "cm-1"}) as r:
+            assert r.status == 201, await r.text()
+        [done] = by_id(await events(srv.app, tmp_path / "audit.log"), "cm-1")
+    assert done["annotations"]["checks.example.com/verdict"] == "checked"
+    assert done["annotations"]["checks.example.com/rule"] == "r-7"
