@@ -74,7 +74,6 @@ class Peek(msgspec.Struct, frozen=True, gc=False):
 
 
 _peek_decoder = msgspec.json.Decoder(Peek)
-_version_decoder = msgspec.json.Decoder(Peek)
 
 
 class Encoded(msgspec.Struct, frozen=True, gc=False):
@@ -114,7 +113,7 @@ def _with_version(raw: bytes, old: str, new: str) -> bytes | None:
         return None
     out = b"".join((raw[:at], b'"resourceVersion":"', new.encode(), b'"', raw[at + len(pattern):]))
     try:
-        meta = _version_decoder.decode(out).metadata
+        meta = _peek_decoder.decode(out).metadata
     except (msgspec.ValidationError, msgspec.DecodeError):
         return None
     return out if meta is not None and meta.resource_version == new else None
