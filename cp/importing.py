@@ -303,6 +303,19 @@ class Sequencer:
         """Each key's last revision and whether that event deleted it (what the store's heads hold)."""
         return {key: (head.revision, not head.live) for key, head in self._heads.items()}
 
+    def resume(self, kind: res.ResourceKind, *, revision: int, obj: bytes, source: str = "") -> None:
+        """Take a live object of a log written before (its stored JSON, at `revision`; `source`: the
+        source's version it came from) as its key's head, so that the changes fed next follow it
+        (`cplane record --resume`). The caller sets `revision` to the log's afterwards."""
+        body: dict[str, Any] = msgspec.json.decode(obj)
+        if (kind.group, kind.kind) == ("apiextensions.k8s.io", "CustomResourceDefinition"):
+            self._custom.update(_custom_kinds(body))  # (its custom resources are accepted)
+        meta = body.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "") if kind.namespaced else ""
+        key = (kind.group, kind.plural, namespace, str(meta.get("name") or ""))
+        self._heads[key] = _Head(revision, str(meta.get("uid") or ""), True, obj, source)
+        self.revision = max(self.revision, revision)
+
     def live(self) -> Iterable[tuple[tuple[str, str, str, str], dict[str, Any]]]:
         """The live objects (key -> stored object), as the events so far leave them."""
         return ((key, _stored(head.object)) for key, head in self._heads.items() if head.live)

@@ -62,6 +62,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--for", dest="duration", default=None, metavar="DURATION",
                    help="stop after DURATION (30s, 10m, 1h); default: until interrupted")
     p.add_argument("--keep-secrets", action="store_true", help="keep Secret and ConfigMap values (redacted otherwise)")
+    p.add_argument("--resume", action="store_true",
+                   help="go on recording into a log that holds a recording of this cluster already: each resource "
+                        "is listed again and what changed or went meanwhile is recorded as resync events")
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--data-dir", type=Path, help="the new recording's data directory (created, mode 0700)")
     where.add_argument("--db", metavar="URL", help="an EMPTY event-log database instead (postgresql+asyncpg://...: "
@@ -260,11 +263,16 @@ class Recorder:
 
     def __init__(self, *, client: clients.Client, event_log: sql.SqlEventLog, keep_secrets: bool = False,
                  batch: int = BATCH, progress: Callable[[Stats], None] | None = None,
-                 page: int = 500) -> None:
+                 page: int = 500, resume: bool = False) -> None:
+        """`resume`: an event log that holds a recording already goes on from it (its live objects are
+        the sequencer's heads; each resource's first LIST is recorded as a relist: resync events for
+        what changed or went meanwhile)."""
         from cp import importing
 
-        if event_log.revision:
-            raise ValueError("a recording needs an empty event log: give a new --data-dir or an empty --db")
+        if event_log.revision and not resume:
+            raise ValueError("a recording needs an empty event log: give a new --data-dir or an empty --db, "
+                             "or --resume to go on recording into this one")
+        self.resuming = bool(event_log.revision)
         self.client = client
         self.event_log = event_log
         self.sequencer = importing.Sequencer(keep_secrets=keep_secrets, first_revision=1)
@@ -285,6 +293,8 @@ class Recorder:
         """Record until `stop` is set; then finish the changes received and return."""
         self._only = only
         targets = await discover(self.client, only=only)
+        if self.resuming:
+            await self._resume(targets)
         writer = asyncio.create_task(self._write(), name="record:writer")
         try:
             # Definitions first: their objects are recorded only once the Sequencer knows their kind.
@@ -312,6 +322,23 @@ class Recorder:
                 await self._queue.put(None)  # the writer commits what is queued, then ends
             await writer
         return self.stats
+
+    async def _resume(self, targets: Sequence[Target]) -> None:
+        """The live objects the log holds of `targets` become the sequencer's heads (definitions
+        first: their custom kinds are known before their objects)."""
+        from cp import resources as res
+
+        for target in sorted(targets, key=lambda t: (t.kind.group, t.kind.plural) != CRD):
+            stored = res.storage_kind(target.kind) if not target.custom else target.kind
+            listed = await self.event_log.list_objects(group=stored.group, resource=stored.plural, namespace=None)
+            for event in listed.events:
+                source = event.actor.request_id.removeprefix("source=").split(" ")[0] \
+                    if event.actor.request_id.startswith("source=") else ""
+                self.sequencer.resume(stored, revision=event.revision, obj=event.object, source=source)
+                if (stored.group, stored.plural) == CRD:
+                    self._defined.add(_defines(event.object))
+        self.sequencer.revision = self.event_log.revision
+        self.stats.revision = self.event_log.revision
 
     def targets(self) -> list[Target]:
         """The resources recorded so far (custom resources join as their definitions appear)."""
@@ -389,8 +416,11 @@ class Recorder:
             try:
                 if rv is None:
                     items, rv = await self._list(target)
-                    if listed:  # after an expired watch: what changed meanwhile
-                        await self._queue.put(_Relist(target=target, items=items))
+                    if listed or self.resuming:  # after an expired watch, or a recording resumed: what
+                        await self._queue.put(_Relist(target=target, items=items))  # changed meanwhile
+                        if not listed:
+                            await self._queue.put(_Listed(target=target))
+                            listed = True
                     else:
                         for item in items:
                             await self._queue.put(change_of("ADDED", item))
@@ -437,17 +467,17 @@ class Recorder:
                     ending = True
                 elif isinstance(item, _Listed):
                     listed.append(item.target.name)
-                elif isinstance(item, _Relist):
-                    found = self._resync(item)
-                    self.stats.resyncs += 1
-                    self.stats.resync_events += len(found)
-                    events.extend(found)
                 else:
-                    try:
-                        fed = self.sequencer.feed(item)
-                    except importing.ImportError_:
-                        self.stats.errors += 1
-                        continue
+                    if isinstance(item, _Relist):
+                        fed = self._resync(item)
+                        self.stats.resyncs += 1
+                        self.stats.resync_events += len(fed)
+                    else:
+                        try:
+                            fed = self.sequencer.feed(item)
+                        except importing.ImportError_:
+                            self.stats.errors += 1
+                            continue
                     events.extend(fed)
                     for event in fed:
                         if (event.group, event.resource) == CRD and event.type != "DELETED":
@@ -513,7 +543,8 @@ def run(args: argparse.Namespace) -> int:
     only = [k for k in args.kinds.split(",") if k.strip()] if args.kinds else None
     try:
         return asyncio.run(record(kubeconfig=args.kubeconfig, context=args.context, only=only, duration=duration,
-                                  keep_secrets=args.keep_secrets, data_dir=args.data_dir, db=args.db))
+                                  keep_secrets=args.keep_secrets, data_dir=args.data_dir, db=args.db,
+                                  resume=args.resume))
     except KeyboardInterrupt:
         return 130
 
@@ -537,7 +568,7 @@ def _prepare(data_dir: Path) -> str:
 
 async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[str] | None, duration: float | None,
                  keep_secrets: bool, data_dir: Path | None, db: str | None = None,
-                 stop: asyncio.Event | None = None) -> int:
+                 stop: asyncio.Event | None = None, resume: bool = False) -> int:
     """The command: record into `data_dir` (or the database `db`) until `stop`, `duration` or a signal."""
     from controllers.runtime import client as clients
     from storage import factory
@@ -579,7 +610,8 @@ async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[
 
     try:
         try:
-            recorder = Recorder(client=client, event_log=event_log, keep_secrets=keep_secrets, progress=progress)
+            recorder = Recorder(client=client, event_log=event_log, keep_secrets=keep_secrets, progress=progress,
+                                resume=resume)
         except ValueError as exc:
             print(f"cplane record: {exc}", file=sys.stderr)
             return 2

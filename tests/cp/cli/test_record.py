@@ -454,3 +454,62 @@ async def test_a_recording_goes_into_postgresql_with_db(tmp_path: Path, capsys: 
                 stop.set()
                 await task
             await recorded.close()
+
+
+async def _record_until(sb: Sandbox, rec: sql.SqlEventLog, done: Any, *, resume: bool = False) -> record.Recorder:
+    """Record `sb` into `rec` until `done()` is true of the recording."""
+    client = clients.Client.from_kubeconfig(sb.kubeconfig)
+    recorder = record.Recorder(client=client, event_log=rec, keep_secrets=True, resume=resume)
+    stop = asyncio.Event()
+    task = asyncio.create_task(recorder.run(stop, only=["configmaps", "widgets.example.com"]))
+    try:
+        await eventually(done, within=20, what="the recording caught up")
+    finally:
+        stop.set()
+        await task
+        await client.close()
+    return recorder
+
+
+async def test_a_recording_resumes_with_what_changed_meanwhile(tmp_path: Path) -> None:
+    """Stopped, then resumed: each resource is listed again and only what changed or went in between
+    is recorded (resync events), so the recording ends as the source is, revisions following on."""
+    async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb, _recording(tmp_path / "rec") as rec:
+        await sb.client.create("customresourcedefinitions.apiextensions.k8s.io", WIDGETS)
+        await sb.wait_for(lambda: _served(sb, "widgets.example.com"))
+        widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"color": "blue"}}
+        await sb.client.create("widgets.example.com", widget, namespace="default")
+        for name in ("keep", "change", "go"):
+            await sb.client.create("configmaps", {"metadata": {"name": name}, "data": {"v": "1"}}, namespace="default")
+
+        async def has(resource: str, name: str) -> bool:
+            group = "example.com" if resource == "widgets" else ""
+            return await rec.get(group=group, resource=resource, namespace="default", name=name) is not None
+
+        async def first_done() -> bool:
+            return await has("configmaps", "go") and await has("widgets", "w1")
+
+        await _record_until(sb, rec, first_done)
+        before = rec.revision
+        with pytest.raises(ValueError, match="--resume"):
+            record.Recorder(client=clients.Client("http://unused"), event_log=rec)
+        # Meanwhile, not recorded: a change, a deletion, a new object, the custom resource changed.
+        await sb.client.patch("configmaps", "change", {"data": {"v": "2"}}, namespace="default")
+        await sb.client.delete("configmaps", "go", namespace="default")
+        await sb.client.create("configmaps", {"metadata": {"name": "new"}, "data": {"v": "1"}}, namespace="default")
+        await sb.client.patch("widgets.example.com", "w1", {"spec": {"color": "red"}}, namespace="default")
+
+        async def caught_up() -> bool:
+            return await has("configmaps", "new") and not await has("configmaps", "go")
+
+        recorder = await _record_until(sb, rec, caught_up, resume=True)
+        after = [e for e in await _events(rec) if e.revision > before]
+        assert sorted((e.type, e.resource, e.name) for e in after) == [
+            ("ADDED", "configmaps", "new"), ("DELETED", "configmaps", "go"), ("MODIFIED", "configmaps", "change"),
+            ("MODIFIED", "widgets", "w1")]
+        assert all(e.actor.request_id.split()[-1] == "resync" for e in after), [e.actor for e in after]
+        assert [e.revision for e in after] == list(range(before + 1, before + 5))
+        assert not recorder.sequencer.skipped and recorder.stats.errors == 0
+        kinds = [t for t in recorder.targets() if t.name in ("configmaps", "widgets.example.com")]
+        source_log = sb.event_log
+        assert await _state(rec, kinds, redact=False) == await _state(source_log, kinds, redact=False)
