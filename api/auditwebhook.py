@@ -23,13 +23,12 @@ import asyncio
 import base64
 import contextlib
 import ssl
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 
 import aiohttp
 import structlog
 
+from api.auth import credentials
 from cp import kubeconfig
 
 logger = structlog.get_logger("cplane.audit")
@@ -178,16 +177,9 @@ def _ssl_context(endpoint: kubeconfig.Endpoint) -> ssl.SSLContext | bool | None:
         return None
     if endpoint.insecure_skip_tls_verify:
         return False
-    context = ssl.create_default_context(
-        cadata=base64.b64decode(endpoint.ca_data).decode() if endpoint.ca_data else None)
-    if endpoint.client_cert_data and endpoint.client_key_data:
-        with tempfile.TemporaryDirectory() as tmp:
-            cert, key = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
-            cert.write_bytes(base64.b64decode(endpoint.client_cert_data))
-            key.write_bytes(base64.b64decode(endpoint.client_key_data))
-            key.chmod(0o600)
-            context.load_cert_chain(cert, key)
-    return context
+    decoded = [base64.b64decode(data) if data else b""
+               for data in (endpoint.ca_data, endpoint.client_cert_data, endpoint.client_key_data)]
+    return credentials.client_ssl_context(decoded[0], cert=decoded[1], key=decoded[2])
 
 
 def load(config_file: str, *, max_size: int = DEFAULT_MAX_SIZE, max_wait: float = DEFAULT_MAX_WAIT,

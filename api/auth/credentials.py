@@ -123,9 +123,10 @@ def server_ssl_context(creds: Credentials) -> ssl.SSLContext:
 
 
 def client_ssl_context(ca_cert: bytes, *, cert: bytes = b"", key: bytes = b"") -> ssl.SSLContext:
+    """A client's TLS: trusting `ca_cert` (PEM; empty: the system's CAs), with a client certificate."""
     import tempfile
 
-    ctx = ssl.create_default_context(cadata=ca_cert.decode())
+    ctx = ssl.create_default_context(cadata=ca_cert.decode() if ca_cert else None)
     if cert and key:
         with tempfile.TemporaryDirectory() as tmp:
             c, k = Path(tmp) / "c.pem", Path(tmp) / "k.pem"
