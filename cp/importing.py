@@ -316,6 +316,12 @@ class Sequencer:
         self._heads[key] = _Head(revision, str(meta.get("uid") or ""), True, obj, source)
         self.revision = max(self.revision, revision)
 
+    def resume_deleted(self, kind: res.ResourceKind, *, namespace: str, name: str, revision: int) -> None:
+        """Take a key the log's `revision` deleted as its head (an object created again under it
+        follows that deletion)."""
+        self._heads[(kind.group, kind.plural, namespace, name)] = _Head(revision, "", False, {})
+        self.revision = max(self.revision, revision)
+
     def live(self) -> Iterable[tuple[tuple[str, str, str, str], dict[str, Any]]]:
         """The live objects (key -> stored object), as the events so far leave them."""
         return ((key, _stored(head.object)) for key, head in self._heads.items() if head.live)

@@ -880,6 +880,14 @@ class SqlEventLog:
         from_row = codec.event_from_row
         return log.ListResult(events=[from_row(row, 2) for row in rows], revision=revision, more=more)
 
+    async def deleted_keys(self, *, group: str, resource: str) -> list[tuple[str, str, int]]:
+        """The keys of a resource whose last event deleted them: (namespace, name, that revision). A
+        recording that resumes needs them: a key created again follows its deletion (`prev_revision`)."""
+        self._check_started()
+        rows = await self._read("SELECT namespace, name, revision FROM heads "
+                                "WHERE api_group = ? AND resource = ? AND deleted", (group, resource))
+        return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
+
     async def history(self, *, group: str, resource: str, namespace: str, name: str) -> list[log.Event]:
         self._check_started()
         rows = await self._read(SQL_HISTORY, (resource, group, namespace, name))

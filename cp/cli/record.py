@@ -324,8 +324,8 @@ class Recorder:
         return self.stats
 
     async def _resume(self, targets: Sequence[Target]) -> None:
-        """The live objects the log holds of `targets` become the sequencer's heads (definitions
-        first: their custom kinds are known before their objects)."""
+        """The keys the log holds of `targets` become the sequencer's heads: the live objects
+        (definitions first: their custom kinds are known before their objects) and the deleted keys."""
         from cp import resources as res
 
         for target in sorted(targets, key=lambda t: (t.kind.group, t.kind.plural) != CRD):
@@ -337,6 +337,9 @@ class Recorder:
                 self.sequencer.resume(stored, revision=event.revision, obj=event.object, source=source)
                 if (stored.group, stored.plural) == CRD:
                     self._defined.add(_defines(event.object))
+            for namespace, name, revision in await self.event_log.deleted_keys(group=stored.group,
+                                                                               resource=stored.plural):
+                self.sequencer.resume_deleted(stored, namespace=namespace, name=name, revision=revision)
         self.sequencer.revision = self.event_log.revision
         self.stats.revision = self.event_log.revision
 
@@ -620,6 +623,11 @@ async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[
         except ValueError as exc:
             print(f"cplane record: {exc}", file=sys.stderr)
             return 2
+        except Exception as exc:  # the database failed: said, with what is kept
+            print(f"\ncplane record: the recording stopped: {type(exc).__name__}: {exc}; the "
+                  f"{recorder.stats.events} events committed before (revision {recorder.stats.revision}) are "
+                  f"kept in {where}", file=sys.stderr)
+            return 1
         print(("\n" if tty else "") + stats.line(now=time.time()), file=sys.stderr)
         skipped = recorder.sequencer.skipped
         if skipped:

@@ -479,15 +479,23 @@ async def test_a_recording_resumes_with_what_changed_meanwhile(tmp_path: Path) -
         await sb.wait_for(lambda: _served(sb, "widgets.example.com"))
         widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"}, "spec": {"color": "blue"}}
         await sb.client.create("widgets.example.com", widget, namespace="default")
-        for name in ("keep", "change", "go"):
+        for name in ("keep", "change", "go", "again"):
             await sb.client.create("configmaps", {"metadata": {"name": name}, "data": {"v": "1"}}, namespace="default")
 
         async def has(resource: str, name: str) -> bool:
             group = "example.com" if resource == "widgets" else ""
             return await rec.get(group=group, resource=resource, namespace="default", name=name) is not None
 
-        async def first_done() -> bool:
-            return await has("configmaps", "go") and await has("widgets", "w1")
+        deleted = []
+
+        async def first_done() -> bool:  # everything recorded, then "again" deleted (and made again later)
+            if not deleted:
+                if not (await has("configmaps", "go") and await has("widgets", "w1") and await has("configmaps",
+                                                                                                     "again")):
+                    return False
+                await sb.client.delete("configmaps", "again", namespace="default")
+                deleted.append(True)
+            return not await has("configmaps", "again")
 
         await _record_until(sb, rec, first_done)
         before = rec.revision
@@ -497,6 +505,7 @@ async def test_a_recording_resumes_with_what_changed_meanwhile(tmp_path: Path) -
         await sb.client.patch("configmaps", "change", {"data": {"v": "2"}}, namespace="default")
         await sb.client.delete("configmaps", "go", namespace="default")
         await sb.client.create("configmaps", {"metadata": {"name": "new"}, "data": {"v": "1"}}, namespace="default")
+        await sb.client.create("configmaps", {"metadata": {"name": "again"}, "data": {"v": "2"}}, namespace="default")
         await sb.client.patch("widgets.example.com", "w1", {"spec": {"color": "red"}}, namespace="default")
 
         async def caught_up() -> bool:
@@ -505,10 +514,12 @@ async def test_a_recording_resumes_with_what_changed_meanwhile(tmp_path: Path) -
         recorder = await _record_until(sb, rec, caught_up, resume=True)
         after = [e for e in await _events(rec) if e.revision > before]
         assert sorted((e.type, e.resource, e.name) for e in after) == [
-            ("ADDED", "configmaps", "new"), ("DELETED", "configmaps", "go"), ("MODIFIED", "configmaps", "change"),
-            ("MODIFIED", "widgets", "w1")]
+            ("ADDED", "configmaps", "again"), ("ADDED", "configmaps", "new"), ("DELETED", "configmaps", "go"),
+            ("MODIFIED", "configmaps", "change"), ("MODIFIED", "widgets", "w1")]
+        deletion = next(e for e in await _events(rec) if e.name == "again" and e.type == "DELETED")
+        assert next(e for e in after if e.name == "again").prev_revision == deletion.revision
         assert all(e.actor.request_id.split()[-1] == "resync" for e in after), [e.actor for e in after]
-        assert [e.revision for e in after] == list(range(before + 1, before + 5))
+        assert [e.revision for e in after] == list(range(before + 1, before + 6))
         assert not recorder.sequencer.skipped and recorder.stats.errors == 0
         kinds = [t for t in recorder.targets() if t.name in ("configmaps", "widgets.example.com")]
         source_log = sb.event_log
