@@ -99,3 +99,12 @@ async def test_rows_imported_with_their_heads_chunk_by_chunk(event_log: sql.SqlE
     assert [(name, revision, bool(deleted)) for name, revision, deleted in heads] == [
         ("a", 6, False), ("b", 7, False), ("c", 8, True)]
     assert {key[3]: head for key, head in seq.heads().items()} == {"a": (6, False), "b": (7, False), "c": (8, True)}
+
+
+async def test_deleted_keys_are_read_back_for_a_resumed_recording(event_log: sql.SqlEventLog) -> None:
+    seq = importing.Sequencer(keep_secrets=True)
+    gone = importing.Change(deleted=True, object={"apiVersion": "v1", "kind": "ConfigMap",
+                                                  "metadata": {"name": "a", "namespace": "default"}}, time=1.0)
+    await writer.import_events(event_log, [e for c in (cm("a", "1"), cm("b", "1"), gone) for e in seq.feed(c)])
+    assert await event_log.deleted_keys(**CONFIGMAPS) == [("default", "a", 3)]
+    assert await event_log.deleted_keys(group="", resource="secrets") == []
