@@ -110,14 +110,14 @@ async def main(args: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory(prefix="cplane-bench-record-") as tmp:
         source_dir, rec_dir = Path(tmp) / "source", Path(tmp) / "rec"
         source_dir.mkdir()
-        source = subprocess.Popen([str(CPLANE), "serve",  # noqa: ASYNC220 (starts at once) "--data-dir", str(source_dir), "--port", "0", "--insecure",
-                                   "--no-controllers", "--log-level", "warning"],
+        source = subprocess.Popen([str(CPLANE), "serve", "--data-dir", str(source_dir), "--port", "0",  # noqa: ASYNC220 (starts at once)
+                                   "--insecure", "--no-controllers", "--log-level", "warning"],
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         recorder: subprocess.Popen[bytes] | None = None
         lines: list[str] = []
         try:
             url = await harness.wait_ready(source_dir, source, time.perf_counter() + 60)
-            recorder = subprocess.Popen([str(CPLANE), "record",  # noqa: ASYNC220 (starts at once) "--kubeconfig", str(source_dir / "kubeconfig"),
+            recorder = subprocess.Popen([str(CPLANE), "record", "--kubeconfig", str(source_dir / "kubeconfig"),  # noqa: ASYNC220 (starts at once)
                                          "--data-dir", str(rec_dir)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             assert recorder.stderr is not None
