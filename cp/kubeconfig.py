@@ -93,7 +93,7 @@ def load(path: str | Path | None = None, *, context: str | None = None) -> Endpo
     path = Path(path)
     doc = yaml.safe_load(path.read_text()) or {}
     if isinstance(doc, dict):
-        _inline_files(doc, base=path.parent)
+        _inline_files(doc, base=path.absolute().parent)
     return _endpoint(doc if isinstance(doc, dict) else {}, context=context)
 
 

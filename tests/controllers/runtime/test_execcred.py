@@ -127,3 +127,16 @@ async def test_credentials_in_files_next_to_the_kubeconfig(tmp_path: Path) -> No
         (profile / "ca.crt").unlink()
         with pytest.raises(OSError, match=r"kubeconfig: certificate-authority ca.crt: No such file"):
             clients.Client.from_kubeconfig(config)
+
+
+def test_a_relative_kubeconfig_resolves_a_relative_command_from_its_directory(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "kubeconfig").write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://k.example"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+        "users": [{"name": "u", "user": {"exec": {"apiVersion": API, "command": "./get-token"}}}]}))
+    monkeypatch.chdir(tmp_path)
+    endpoint = kubeconfigs.load("conf/kubeconfig")
+    assert endpoint.exec is not None and endpoint.exec.command == str(tmp_path / "conf" / "get-token")
