@@ -5,13 +5,14 @@ built for kube-apiserver's webhook (Falco's k8saudit plugin, log collectors) tak
 
 As upstream's buffered backend with its defaults:
 - events are queued (`--audit-webhook-batch-buffer-size`, 10,000; beyond it an event is dropped and
-  counted, `audit_webhook_dropped` logged once per batch sent);
+  counted, and `audit_webhook_dropped` logged with the next batch sent);
 - a batch is sent when it holds `--audit-webhook-batch-max-size` events (400) or
   `--audit-webhook-batch-max-wait` (30 s) after its first event, one POST at a time;
 - a POST that fails (transport error, timeout, non-2xx) is retried after
   `--audit-webhook-initial-backoff` (10 s), 1.5 times longer each time, 5 attempts in all; then the
   batch is dropped and logged (`audit_webhook_failed`);
-- at shutdown what is queued is sent, one attempt per batch.
+- at shutdown what is queued is sent, one attempt per batch, for at most 10 s; what is left then is
+  dropped and logged (`audit_webhook_dropped`).
 
 The events are rendered (`put(render)`, as the log backend takes them) when their batch is sent, in a
 thread. The `blocking` modes, which hold each request until its event is sent, are not served.
@@ -40,6 +41,7 @@ DEFAULT_INITIAL_BACKOFF = 10.0
 _ATTEMPTS = 5
 _BACKOFF_FACTOR = 1.5
 _TIMEOUT = 30.0  # seconds a POST may take
+_SHUTDOWN = 10.0  # seconds `close` waits for what is queued to be sent
 _HEAD = b'{"kind":"EventList","apiVersion":"audit.k8s.io/v1","metadata":{},"items":['
 
 
@@ -63,6 +65,7 @@ class AuditWebhook:
         self._put = 0  # events put so far
         self._done = 0  # events sent or dropped so far
         self._waiters: list[tuple[int, asyncio.Future[None]]] = []  # (`_done` awaited, flush waiting)
+        self._unlogged = 0  # events dropped for a full buffer since the last log line
         self._wake: asyncio.Event | None = None  # a batch is full, or a flush or close is asked
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -79,6 +82,7 @@ class AuditWebhook:
         if len(self._queue) >= self.buffer_size:
             self.dropped += 1
             self._done += 1
+            self._unlogged += 1
             return
         self._queue.append(render)
         if self._task is None:
@@ -99,12 +103,24 @@ class AuditWebhook:
         await done
 
     async def close(self) -> None:
-        """Send what is queued (one attempt a batch) and stop."""
+        """Send what is queued (one attempt a batch, for at most `_SHUTDOWN` seconds) and stop."""
         self._closing = True
         if self._task is not None:
             assert self._wake is not None
             self._wake.set()
-            await self._task
+            try:
+                await asyncio.wait_for(asyncio.shield(self._task), _SHUTDOWN)
+            except TimeoutError:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+                lost = self._put - self._done
+                self.dropped += lost
+                self._done = self._put
+                logger.error("audit_webhook_dropped", url=self.url, events=lost, reason="shutdown")
+                for _, done in self._waiters:
+                    if not done.done():
+                        done.set_result(None)
         if self._session is not None:
             await self._session.close()
 
@@ -124,6 +140,9 @@ class AuditWebhook:
             batch, self._queue = self._queue[:self.max_size], self._queue[self.max_size:]
             await self._send(batch)
             self._done += len(batch)
+            if self._unlogged:
+                logger.warning("audit_webhook_dropped", url=self.url, events=self._unlogged, reason="buffer full")
+                self._unlogged = 0
             waiting = []
             for until, done in self._waiters:
                 if self._done >= until:
@@ -148,9 +167,10 @@ class AuditWebhook:
                     error = f"HTTP {response.status}: {(await response.text())[:200]}"
             except (aiohttp.ClientError, TimeoutError, OSError) as exc:
                 error = str(exc) or type(exc).__name__
-            if attempt + 1 < attempts and not self._closing:
-                await asyncio.sleep(delay)
-                delay *= _BACKOFF_FACTOR
+            if attempt + 1 == attempts or self._closing:
+                break
+            await asyncio.sleep(delay)
+            delay *= _BACKOFF_FACTOR
         self.dropped += len(lines)
         logger.error("audit_webhook_failed", url=self.url, events=len(lines), error=error)
 

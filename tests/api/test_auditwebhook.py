@@ -164,3 +164,14 @@ def test_flags_that_cannot_be_used_are_refused(tmp_path: Path, capsys: pytest.Ca
     assert "--audit-webhook-batch-max-size 0 must be a positive number" in capsys.readouterr().err
     assert serve.run(_serve_args(*base, str(tmp_path / "missing"))) == 2
     assert capsys.readouterr().err.startswith("cplane serve: --audit-webhook-config-file: ")
+
+
+async def test_shutdown_does_not_wait_for_a_webhook_that_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(auditwebhook, "_SHUTDOWN", 0.2)
+    async with WebhookServer() as hook:
+        hook.route("/hang", hook.hang)
+        backend = auditwebhook.AuditWebhook(kubeconfig.Endpoint(server=hook.url("/hang"), ca_data=hook.ca_bundle),
+                                            max_size=10, max_wait=3600)
+        _put(backend, 1, 2)
+        await backend.close()  # the POST never answers: given up after _SHUTDOWN
+    assert (backend.sent, backend.dropped) == (0, 2)
