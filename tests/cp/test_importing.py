@@ -162,3 +162,21 @@ def test_what_does_not_peek_is_decoded() -> None:
     with pytest.raises(importing.ImportError_):
         importing.Sequencer().feed(importing.Change(object=_encoded({"apiVersion": "v1", "kind": "ConfigMap",
                                                                      "metadata": {"namespace": "d"}}), time=1.0))
+
+
+@pytest.mark.parametrize("obj", [
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "d", "resourceVersion": "9",
+     "annotations": {"kubectl.kubernetes.io/last-applied-configuration": '{"data":{"k":"c2VjcmV0"}}', "team": "a"}},
+     "type": "Opaque", "data": {"k": "c2VjcmV0", "j": "eA=="}},
+    {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "d", "resourceVersion": "9",
+     "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}"}}, "stringData": {"p": "hunter2"}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "d", "resourceVersion": "9"},
+     "data": None, "binaryData": {"b": "AAE="}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "d", "resourceVersion": "9",
+     "annotations": None}, "data": {"a": "1"}},
+])
+def test_values_are_redacted_in_the_json_as_in_the_decoded_object(obj: dict[str, Any]) -> None:
+    [want] = importing.Sequencer().feed(change(obj))
+    [got] = importing.Sequencer().feed(importing.Change(object=_encoded(obj), time=1.0, user="alice"))
+    assert json.loads(got.object) == json.loads(want.object)
+    assert "hunter2" not in got.object.decode() and "c2VjcmV0" not in got.object.decode()
