@@ -38,6 +38,7 @@ class Endpoint(msgspec.Struct, frozen=True, kw_only=True):
     client_key_data: str = ""
     insecure_skip_tls_verify: bool = False
     tls_server_name: str = ""
+    proxy_url: str = ""  # the cluster's `proxy-url`
     exec: ExecConfig | None = None
 
 
@@ -68,6 +69,7 @@ def _endpoint(doc: dict[str, Any], *, context: str | None) -> Endpoint:
         client_key_data=str(user.get("client-key-data") or ""),
         insecure_skip_tls_verify=bool(cluster.get("insecure-skip-tls-verify", False)),
         tls_server_name=str(cluster.get("tls-server-name") or ""),
+        proxy_url=str(cluster.get("proxy-url") or ""),
         exec=_exec(user.get("exec")),
     )
 

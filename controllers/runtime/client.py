@@ -232,9 +232,11 @@ class Client:
 
     def __init__(self, base_url: str, *, token: str = "", user_agent: str = DEFAULT_USER_AGENT,
                  ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256,
-                 root_ca: str = "", lean: bool = False) -> None:
+                 root_ca: str = "", lean: bool = False, proxy: str = "", proxy_from_env: bool = False) -> None:
         """`lean`: requests other than watches go through `controllers.runtime.http1`'s keep-alive
-        pool instead of aiohttp (for clients writing many small objects: the fleet's kubelets)."""
+        pool instead of aiohttp (for clients writing many small objects: the fleet's kubelets).
+        `proxy`: an HTTP proxy every request goes through (a kubeconfig's `proxy-url`);
+        `proxy_from_env`: HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply (`from_kubeconfig`, as client-go)."""
         self.base_url = base_url.rstrip("/")
         self.root_ca = root_ca  # the CA (PEM) this client trusts for the server, when it has one
         self.token = token
@@ -242,6 +244,8 @@ class Client:
         self._ssl = ssl_context
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
+        self._proxy = proxy or None
+        self._proxy_from_env = proxy_from_env
         self._headers = {"Accept": JSON, "User-Agent": user_agent}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
@@ -269,8 +273,10 @@ class Client:
             cred = execcred.run(ep.exec, ep)
             ep, expires = execcred.with_credential(ep, cred), cred.expires
         root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
+        if ep.proxy_url and not ep.proxy_url.startswith(("http://", "https://")):
+            raise ValueError(f"kubeconfig: proxy-url {ep.proxy_url}: only http and https proxies are supported")
         client = cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep),
-                     root_ca=root_ca, lean=lean)
+                     root_ca=root_ca, lean=lean, proxy=ep.proxy_url, proxy_from_env=not _loopback(ep.server))
         if ep.exec is not None:
             client._exec, client._expires = (ep.exec, configured), expires
         return client
@@ -301,7 +307,8 @@ class Client:
             connector = aiohttp.TCPConnector(limit=self._max_connections,
                                             ssl=self._ssl if self._ssl is not None else True)
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT))
+                connector=connector, timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT), proxy=self._proxy,
+                trust_env=self._proxy_from_env and self._proxy is None)
         return self._session
 
     def headers(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -568,6 +575,19 @@ class Client:
     async def create_event(self, event: Mapping[str, Any]) -> dict[str, Any]:
         ns = str((event.get("metadata") or {}).get("namespace") or "default")
         return await self._json("POST", f"/api/v1/namespaces/{ns}/events", body=dict(event))
+
+
+def _loopback(url: str) -> bool:
+    """A server on this machine, which no proxy from the environment is asked for (client-go's rule)."""
+    import ipaddress
+
+    host = yarl.URL(url).host or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _ssl_context(ep: kubeconfigs.Endpoint) -> ssl.SSLContext | bool | None:

@@ -1,10 +1,12 @@
 """Kubeconfigs as real clusters write them (`cplane record --kubeconfig` reads any): credentials in files
 next to the kubeconfig (minikube's), and exec credential plugins (EKS's `aws eks get-token`, GKE's
 `gke-gcloud-auth-plugin`): run with KUBERNETES_EXEC_INFO, again when their token expires, and every
-failure said plainly. The cluster is a secure sandbox (TLS and a bearer token)."""
+failure said plainly; a cluster's `proxy-url`, and HTTPS_PROXY for servers not on this machine. The
+cluster is a secure sandbox (TLS and a bearer token)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sys
@@ -140,3 +142,65 @@ def test_a_relative_kubeconfig_resolves_a_relative_command_from_its_directory(tm
     monkeypatch.chdir(tmp_path)
     endpoint = kubeconfigs.load("conf/kubeconfig")
     assert endpoint.exec is not None and endpoint.exec.command == str(tmp_path / "conf" / "get-token")
+
+
+class ConnectProxy:
+    """An HTTP proxy for TLS (CONNECT only), counting the tunnels it opened."""
+
+    def __init__(self) -> None:
+        self.tunnels: list[str] = []
+        self.url = ""
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> ConnectProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        method, target, _ = head.split(b"\r\n", 1)[0].decode().split(" ", 2)
+        if method != "CONNECT":
+            writer.write(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+            writer.close()
+            return
+        self.tunnels.append(target)
+        host, port = target.rsplit(":", 1)
+        up_reader, up_writer = await asyncio.open_connection(host, int(port))
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_a_clusters_proxy_url_is_used_and_the_environments_proxy_not_for_loopback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    async with sandbox(data_dir=tmp_path / "cluster", controllers=(), secure=True) as sb, ConnectProxy() as proxy:
+        inline = kubeconfigs.load(sb.kubeconfig)
+        proxied = _with_user(sb.kubeconfig, tmp_path / "proxied", {"token": inline.token}, cluster={
+            "server": inline.server, "certificate-authority-data": inline.ca_data, "proxy-url": proxy.url})
+        async with clients.Client.from_kubeconfig(proxied) as client:
+            assert (await client.get("namespaces", "default"))["metadata"]["name"] == "default"
+        assert proxy.tunnels == [inline.server.removeprefix("https://")]
+        # HTTPS_PROXY is for remote servers: a server on this machine is reached directly (client-go's rule).
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        async with clients.Client.from_kubeconfig(sb.kubeconfig) as client:
+            await client.get("namespaces", "default")
+        assert len(proxy.tunnels) == 1
+    socks = _with_user(sb.kubeconfig, tmp_path / "socks", {"token": "t"}, cluster={
+        "server": "https://k.example", "proxy-url": "socks5://127.0.0.1:1080"})
+    with pytest.raises(ValueError, match="only http and https proxies"):
+        clients.Client.from_kubeconfig(socks)
