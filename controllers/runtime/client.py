@@ -183,7 +183,8 @@ class WatchStream:
         session = self._client.session()
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=REQUEST_TIMEOUT, sock_read=self._read_timeout)
         resp = await session.get(self._client.base_url + self._path, params=self._params,
-                                 headers=self._client.headers(), timeout=timeout)
+                                 headers=self._client.headers(), timeout=timeout,
+                                 server_hostname=self._client.server_name)
         if resp.status >= 400:
             try:
                 body = await resp.read()
@@ -232,11 +233,14 @@ class Client:
 
     def __init__(self, base_url: str, *, token: str = "", user_agent: str = DEFAULT_USER_AGENT,
                  ssl_context: ssl.SSLContext | bool | None = None, max_connections: int = 256,
-                 root_ca: str = "", lean: bool = False, proxy: str = "", proxy_from_env: bool = False) -> None:
+                 root_ca: str = "", lean: bool = False, proxy: str = "", proxy_from_env: bool = False,
+                 server_name: str = "") -> None:
         """`lean`: requests other than watches go through `controllers.runtime.http1`'s keep-alive
         pool instead of aiohttp (for clients writing many small objects: the fleet's kubelets).
         `proxy`: an HTTP proxy every request goes through (a kubeconfig's `proxy-url`);
-        `proxy_from_env`: HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply (`from_kubeconfig`, as client-go)."""
+        `proxy_from_env`: HTTPS_PROXY / HTTP_PROXY / NO_PROXY apply (`from_kubeconfig`, as client-go).
+        `server_name`: the name the server's certificate is checked against (and sent as SNI) instead of
+        the URL's host (a kubeconfig's `tls-server-name`)."""
         self.base_url = base_url.rstrip("/")
         self.root_ca = root_ca  # the CA (PEM) this client trusts for the server, when it has one
         self.token = token
@@ -245,6 +249,7 @@ class Client:
         self._max_connections = max_connections
         self._session: aiohttp.ClientSession | None = None
         self._proxy = proxy or None
+        self.server_name = server_name or None
         self._proxy_from_env = proxy_from_env
         self._headers = {"Accept": JSON, "User-Agent": user_agent}
         if token:
@@ -275,8 +280,13 @@ class Client:
         root_ca = base64.b64decode(ep.ca_data).decode() if ep.ca_data else ""
         if ep.proxy_url and not ep.proxy_url.startswith(("http://", "https://")):
             raise ValueError(f"kubeconfig: proxy-url {ep.proxy_url}: only http and https proxies are supported")
+        from_env = not _loopback(ep.server)
+        # (the lean pool speaks plain HTTP/1.1 to the server itself: no proxy, no other server name)
+        direct = not ep.tls_server_name and not ep.proxy_url and not (from_env and any(
+            os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")))
         client = cls(ep.server, token=ep.token, user_agent=user_agent, ssl_context=_ssl_context(ep),
-                     root_ca=root_ca, lean=lean, proxy=ep.proxy_url, proxy_from_env=not _loopback(ep.server))
+                     root_ca=root_ca, lean=lean and direct, proxy=ep.proxy_url, proxy_from_env=from_env,
+                     server_name=ep.tls_server_name)
         if ep.exec is not None:
             client._exec, client._expires = (ep.exec, configured), expires
         return client
@@ -349,7 +359,8 @@ class Client:
             return await self._lean_request(method, path, params, data, content_type if data is not None else "",
                                             accept)
         url = _url(self.base_url + path, tuple(params.items()) if params else ())
-        async with self.session().request(method, url, data=data, headers=headers or self._headers) as resp:
+        async with self.session().request(method, url, data=data, headers=headers or self._headers,
+                                          server_hostname=self.server_name) as resp:
             raw = await resp.read()
             if resp.status >= 400:
                 raise _error_from_body(resp.status, raw)

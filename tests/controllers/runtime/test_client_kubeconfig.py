@@ -204,3 +204,22 @@ async def test_a_clusters_proxy_url_is_used_and_the_environments_proxy_not_for_l
         "server": "https://k.example", "proxy-url": "socks5://127.0.0.1:1080"})
     with pytest.raises(ValueError, match="only http and https proxies"):
         clients.Client.from_kubeconfig(socks)
+
+
+async def test_tls_server_name_is_the_name_the_certificate_is_checked_against(tmp_path: Path) -> None:
+    import aiohttp
+
+    async with sandbox(data_dir=tmp_path / "cluster", controllers=(), secure=True) as sb:
+        inline = kubeconfigs.load(sb.kubeconfig)
+        cluster = {"server": inline.server, "certificate-authority-data": inline.ca_data}
+        named = _with_user(sb.kubeconfig, tmp_path / "named", {"token": inline.token},
+                           cluster={**cluster, "tls-server-name": "localhost"})  # a name in the certificate
+        async with clients.Client.from_kubeconfig(named) as client:
+            assert (await client.get("namespaces", "default"))["metadata"]["name"] == "default"
+            async with client.watch("namespaces", resource_version="0", timeout_seconds=1) as stream:
+                assert [e async for e in stream][0].type == "ADDED"
+        wrong = _with_user(sb.kubeconfig, tmp_path / "wrong", {"token": inline.token},
+                           cluster={**cluster, "tls-server-name": "api.other.example"})
+        async with clients.Client.from_kubeconfig(wrong) as client:
+            with pytest.raises(aiohttp.ClientConnectorCertificateError):
+                await client.get("namespaces", "default")
