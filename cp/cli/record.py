@@ -225,10 +225,13 @@ async def discover(client: clients.Client, *, only: Sequence[str] | None = None)
 
 @dataclasses.dataclass
 class _Relist:
-    """A relist after an expired watch: the kind's objects now (compared with what was recorded)."""
+    """A relist after an expired watch: the kind's objects now (compared with what was recorded).
+    `queued`: for a first LIST taken again, the keys its pages had queued; the other objects are
+    the rest of that LIST, ordinary ADDED changes rather than resync events."""
 
     target: Target
     items: list[dict[str, Any]]
+    queued: set[tuple[str, str]] | None = None
 
 
 @dataclasses.dataclass
@@ -389,6 +392,7 @@ class Recorder:
                     self._start(target)
 
     async def _list(self, target: Target) -> tuple[list[dict[str, Any]], str]:
+        """The whole LIST (a relist compares it with what was recorded)."""
         from cp import errors
 
         items: list[dict[str, Any]] = []
@@ -399,15 +403,36 @@ class Recorder:
             except errors.Expired:  # the continue token expired: start the LIST again
                 items, cont = [], ""
                 continue
-            api_version = page.api_version or (f"{target.kind.group}/{target.kind.version}"
-                                               if target.kind.group else target.kind.version)
-            for item in page.items:
-                item.setdefault("apiVersion", api_version)
-                item.setdefault("kind", target.kind.kind)
-                items.append(item)
+            items.extend(_typed(target, page.items, page.api_version))
             cont = page.metadata.continue_
             if not cont:
                 return items, page.resource_version
+
+    async def _first_list(self, target: Target) -> str:
+        """The first LIST, page by page into the queue as ADDED changes (a LIST of any size costs a
+        page and the queue's bound, not the whole list); then `_Listed`. Should the continue token
+        expire part-way, the LIST is taken again whole and recorded as a relist (what changed since
+        the pages already queued). Returns the resourceVersion to watch from."""
+        from cp import errors
+
+        cont = ""
+        queued: set[tuple[str, str]] = set()
+        while True:
+            try:
+                page = await self.client.list_page(target.kind, limit=self.page, continue_=cont)
+            except errors.Expired:
+                items, rv = await self._list(target)
+                await self._queue.put(_Relist(target=target, items=items, queued=queued))
+                break
+            for item in _typed(target, page.items, page.api_version):
+                queued.add(_key_of(item))
+                await self._queue.put(change_of("ADDED", item))
+            cont = page.metadata.continue_
+            if not cont:
+                rv = page.resource_version
+                break
+        await self._queue.put(_Listed(target=target))
+        return rv
 
     async def _record_kind(self, target: Target) -> None:
         from cp import errors
@@ -418,17 +443,14 @@ class Recorder:
         while True:
             try:
                 if rv is None:
-                    items, rv = await self._list(target)
                     if listed or self.resuming:  # after an expired watch, or a recording resumed: what
-                        await self._queue.put(_Relist(target=target, items=items))  # changed meanwhile
+                        items, rv = await self._list(target)  # changed meanwhile
+                        await self._queue.put(_Relist(target=target, items=items))
                         if not listed:
                             await self._queue.put(_Listed(target=target))
-                            listed = True
                     else:
-                        for item in items:
-                            await self._queue.put(change_of("ADDED", item))
-                        await self._queue.put(_Listed(target=target))
-                        listed = True
+                        rv = await self._first_list(target)
+                    listed = True
                 rv = await self._watch(target, rv)
                 attempt = 0
             except (errors.Expired, errors.Gone):
@@ -510,7 +532,10 @@ class Recorder:
         for item in relist.items:
             meta = item.get("metadata") or {}
             seen.add((str(meta.get("namespace") or "") if stored.namespaced else "", str(meta.get("name") or "")))
-            change = change_of("MODIFIED", item, resync=True)
+            if relist.queued is not None and _key_of(item) not in relist.queued:
+                change = change_of("ADDED", item)  # (the rest of a first LIST)
+            else:
+                change = change_of("MODIFIED", item, resync=True)
             try:
                 out.extend(self.sequencer.feed(change))
             except importing.ImportError_:
@@ -520,6 +545,21 @@ class Recorder:
         for obj in gone:
             out.extend(self.sequencer.feed(importing.Change(deleted=True, object=obj, time=time.time(), resync=True)))
         return out
+
+
+def _key_of(item: Mapping[str, Any]) -> tuple[str, str]:
+    meta = item.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _typed(target: Target, items: list[dict[str, Any]], api_version: str) -> list[dict[str, Any]]:
+    """A LIST's items with their apiVersion and kind (a List's items may leave them out)."""
+    api_version = api_version or (f"{target.kind.group}/{target.kind.version}" if target.kind.group
+                                  else target.kind.version)
+    for item in items:
+        item.setdefault("apiVersion", api_version)
+        item.setdefault("kind", target.kind.kind)
+    return items
 
 
 def _defines(crd: bytes) -> tuple[str, str]:

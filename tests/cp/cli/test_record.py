@@ -524,3 +524,46 @@ async def test_a_recording_resumes_with_what_changed_meanwhile(tmp_path: Path) -
         kinds = [t for t in recorder.targets() if t.name in ("configmaps", "widgets.example.com")]
         source_log = sb.event_log
         assert await _state(rec, kinds, redact=False) == await _state(source_log, kinds, redact=False)
+
+
+async def test_the_first_list_streams_page_by_page_and_an_expired_continue_relists(tmp_path: Path,
+                                                                                   monkeypatch: Any) -> None:
+    """The first LIST goes into the queue a page at a time (3 changes may wait, pages of 2: the LIST
+    is never held whole); a continue token that expires part-way takes the LIST again, compared with
+    what the pages had queued, and the recording still ends as the source is."""
+    monkeypatch.setattr(record, "QUEUE_LIMIT", 3)
+    async with sandbox(data_dir=tmp_path / "source", controllers=()) as sb, _recording(tmp_path / "rec") as rec:
+        for i in range(20):
+            await sb.client.create("configmaps", {"metadata": {"name": f"cm-{i:02}"}}, namespace="default")
+        client = clients.Client.from_kubeconfig(sb.kubeconfig)
+        pages: list[str] = []
+        real_page = client.list_page
+
+        async def list_page(kind: Any, **kw: Any) -> Any:
+            pages.append(kw.get("continue_") or "")
+            if len(pages) == 4:  # the fourth page's token has expired; meanwhile one went and one came
+                await sb.client.delete("configmaps", "cm-00", namespace="default")
+                await sb.client.create("configmaps", {"metadata": {"name": "late"}}, namespace="default")
+                raise errors.Expired("the continue token expired")
+            return await real_page(kind, **kw)
+
+        monkeypatch.setattr(client, "list_page", list_page)
+        recorder = record.Recorder(client=client, event_log=rec, keep_secrets=True, batch=2, page=2)
+        stop = asyncio.Event()
+        task = asyncio.create_task(recorder.run(stop, only=["configmaps"]))
+        try:
+            await eventually(lambda: "configmaps" in recorder._listed, within=20, what="the LIST recorded")
+        finally:
+            stop.set()
+            await task
+            await client.close()
+        live = await rec.list_objects(group="", resource="configmaps", namespace="default")
+        source = await sb.client.list("configmaps", namespace="default")
+        assert sorted(e.name for e in live.events) == sorted(c["metadata"]["name"] for c in source.items)
+        assert "late" in {e.name for e in live.events} and "cm-00" not in {e.name for e in live.events}
+        resynced = [e for e in await _events(rec) if e.actor.request_id.split()[-1] == "resync"]
+        # What the pages had queued is compared (cm-00 went: a resync DELETED); the rest of the LIST,
+        # "late" among it, is ADDED as a first LIST's objects are.
+        assert [(e.type, e.name) for e in resynced] == [("DELETED", "cm-00")]
+        assert len(pages) > 5  # (pages of 2, not one LIST held whole)
+        assert recorder.stats.errors == 0
