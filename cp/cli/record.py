@@ -225,12 +225,16 @@ async def discover(client: clients.Client, *, only: Sequence[str] | None = None)
 
 @dataclasses.dataclass
 class _Relist:
-    """A relist after an expired watch: the kind's objects now (compared with what was recorded).
-    `queued`: for a first LIST taken again, the keys its pages had queued; the other objects are
-    the rest of that LIST, ordinary ADDED changes rather than resync events."""
+    """A page of a relist (after an expired watch, a recording resumed, or a first LIST whose continue
+    token expired): the kind's objects now, compared with what was recorded. `start`: the first page
+    (what was seen of an earlier attempt is forgotten); `end`: the last, after which the objects not
+    seen are deleted. `queued`: for a first LIST taken again, the keys its pages had queued; the
+    other objects are the rest of that LIST, ordinary ADDED changes rather than resync events."""
 
     target: Target
     items: list[dict[str, Any]]
+    start: bool = False
+    end: bool = False
     queued: set[tuple[str, str]] | None = None
 
 
@@ -286,6 +290,7 @@ class Recorder:
         self._queue: asyncio.Queue[importing.Change | _Relist | _Listed | None] = asyncio.Queue(maxsize=QUEUE_LIMIT)
         self._listed: set[str] = set()  # the resources whose first LIST is committed
         self._defined: set[tuple[str, str]] = set()  # (group, plural) of the definitions recorded
+        self._relisted: dict[str, set[tuple[str, str]]] = {}  # resource -> keys its relist has seen so far
         self._watchers: dict[str, asyncio.Task[None]] = {}
         self._targets: dict[tuple[str, str], Target] = {}
         self._only: Sequence[str] | None = None
@@ -391,28 +396,31 @@ class Recorder:
                 if target.custom and key in self._defined and key not in self._targets:
                     self._start(target)
 
-    async def _list(self, target: Target) -> tuple[list[dict[str, Any]], str]:
-        """The whole LIST (a relist compares it with what was recorded)."""
+    async def _relist(self, target: Target, *, queued: set[tuple[str, str]] | None = None) -> str:
+        """A LIST compared with what was recorded, page by page into the queue (`_Relist`); an expired
+        continue token starts it again. Returns the resourceVersion to watch from."""
         from cp import errors
 
-        items: list[dict[str, Any]] = []
         cont = ""
+        start = True
         while True:
             try:
                 page = await self.client.list_page(target.kind, limit=self.page, continue_=cont)
             except errors.Expired:  # the continue token expired: start the LIST again
-                items, cont = [], ""
+                cont, start = "", True
                 continue
-            items.extend(_typed(target, page.items, page.api_version))
             cont = page.metadata.continue_
+            await self._queue.put(_Relist(target=target, items=_typed(target, page.items, page.api_version),
+                                          start=start, end=not cont, queued=queued))
+            start = False
             if not cont:
-                return items, page.resource_version
+                return page.resource_version
 
     async def _first_list(self, target: Target) -> str:
         """The first LIST, page by page into the queue as ADDED changes (a LIST of any size costs a
         page and the queue's bound, not the whole list); then `_Listed`. Should the continue token
-        expire part-way, the LIST is taken again whole and recorded as a relist (what changed since
-        the pages already queued). Returns the resourceVersion to watch from."""
+        expire part-way, the LIST is taken again as a relist (compared with the pages already
+        queued). Returns the resourceVersion to watch from."""
         from cp import errors
 
         cont = ""
@@ -421,8 +429,7 @@ class Recorder:
             try:
                 page = await self.client.list_page(target.kind, limit=self.page, continue_=cont)
             except errors.Expired:
-                items, rv = await self._list(target)
-                await self._queue.put(_Relist(target=target, items=items, queued=queued))
+                rv = await self._relist(target, queued=queued)
                 break
             for item in _typed(target, page.items, page.api_version):
                 queued.add(_key_of(item))
@@ -444,8 +451,7 @@ class Recorder:
             try:
                 if rv is None:
                     if listed or self.resuming:  # after an expired watch, or a recording resumed: what
-                        items, rv = await self._list(target)  # changed meanwhile
-                        await self._queue.put(_Relist(target=target, items=items))
+                        rv = await self._relist(target)  # changed meanwhile
                         if not listed:
                             await self._queue.put(_Listed(target=target))
                     else:
@@ -495,8 +501,8 @@ class Recorder:
                 else:
                     if isinstance(item, _Relist):
                         fed = self._resync(item)
-                        self.stats.resyncs += 1
-                        self.stats.resync_events += len(fed)
+                        self.stats.resyncs += item.end
+                        self.stats.resync_events += sum(e.request_id.endswith("resync") for e in fed)
                     else:
                         try:
                             fed = self.sequencer.feed(item)
@@ -522,12 +528,15 @@ class Recorder:
                 self._progress(self.stats)
 
     def _resync(self, relist: _Relist) -> list[importing.Event]:
-        """The events a relist finds: what differs from what was recorded, and the deletions."""
+        """The events a relist's page finds: what differs from what was recorded; after its last
+        page, the deletions of what it did not see."""
         from cp import importing
         from cp import resources as res
 
         stored = res.storage_kind(relist.target.kind) if not relist.target.custom else relist.target.kind
-        seen: set[tuple[str, str]] = set()
+        if relist.start:
+            self._relisted[relist.target.name] = set()
+        seen = self._relisted.setdefault(relist.target.name, set())
         out: list[importing.Event] = []
         for item in relist.items:
             meta = item.get("metadata") or {}
@@ -540,6 +549,9 @@ class Recorder:
                 out.extend(self.sequencer.feed(change))
             except importing.ImportError_:
                 self.stats.errors += 1
+        if not relist.end:
+            return out
+        del self._relisted[relist.target.name]
         gone = [obj for (group, plural, namespace, name), obj in self.sequencer.live()
                 if (group, plural) == (stored.group, stored.plural) and (namespace, name) not in seen]
         for obj in gone:
