@@ -11,6 +11,7 @@ as `.status_body`; transport failures stay `aiohttp.ClientError` / `TimeoutError
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import functools
 import os
@@ -260,6 +261,7 @@ class Client:
         # An exec credential plugin's (`from_kubeconfig`): run again when its credential expires.
         self._exec: tuple[kubeconfigs.ExecConfig, kubeconfigs.Endpoint] | None = None
         self._expires: float | None = None
+        self._refreshing = asyncio.Lock()
         # What the server serves, custom resources included, from discovery (`discover()`).
         self.mapper = discovery.RESTMapper(self._fetch_discovery)
 
@@ -299,18 +301,19 @@ class Client:
             return
         from controllers.runtime import execcred
 
-        config, endpoint = self._exec
-        cred = await execcred.run_async(config, endpoint)
-        if self._expires is None or time.time() < self._expires - 10:
-            return  # (another request refreshed it meanwhile)
-        self._expires = cred.expires
-        self.token = cred.token
-        if cred.token:
-            self._headers["Authorization"] = f"Bearer {cred.token}"
-        self._lean_heads.clear()
-        if cred.client_cert_data and cred.client_key_data:
-            self._ssl = _ssl_context(execcred.with_credential(endpoint, cred))
-            await self.close()  # (new connections take the new certificate)
+        async with self._refreshing:  # (the requests that find it expired together run the plugin once)
+            if self._expires is None or time.time() < self._expires - 10:
+                return  # another request refreshed it meanwhile
+            config, endpoint = self._exec
+            cred = await execcred.run_async(config, endpoint)
+            self._expires = cred.expires
+            self.token = cred.token
+            if cred.token:
+                self._headers["Authorization"] = f"Bearer {cred.token}"
+            self._lean_heads.clear()
+            if cred.client_cert_data and cred.client_key_data:
+                self._ssl = _ssl_context(execcred.with_credential(endpoint, cred))
+                await self.close()  # (new connections take the new certificate)
 
     def session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:

@@ -225,3 +225,16 @@ async def test_tls_server_name_is_the_name_the_certificate_is_checked_against(tm
         async with clients.Client.from_kubeconfig(wrong) as client:
             with pytest.raises(aiohttp.ClientConnectorCertificateError):
                 await client.get("namespaces", "default")
+
+
+async def test_requests_that_find_the_token_expired_together_run_the_plugin_once(tmp_path: Path) -> None:
+    async with sandbox(data_dir=tmp_path / "cluster", controllers=(), secure=True) as sb:
+        token = kubeconfigs.load(sb.kubeconfig).token
+        _plugin(tmp_path, token=token, expires_in=5)  # the first token is about to expire
+        config = _with_user(sb.kubeconfig, tmp_path / "kubeconfig",
+                            {"exec": {"apiVersion": API, "command": "bin/get-token"}})
+        async with clients.Client.from_kubeconfig(config) as client:
+            _plugin(tmp_path, token=token, expires_in=3600)  # the next one lasts
+            await asyncio.gather(*(client.get("namespaces", "default") for _ in range(5)))
+            await client.get("namespaces", "default")
+        assert len(_runs(tmp_path)) == 2  # at start, then once for the five
