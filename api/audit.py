@@ -267,7 +267,6 @@ class Auditor:
                  webhook: Backend | None = None) -> None:
         self.checker = checker
         self.log = log
-        self.webhook = webhook
         self._backends: tuple[Backend, ...] = tuple(b for b in (log, webhook) if b is not None)
         self.clock: clocks.Clock = clocks.RealClock()
         self.default_attributes: Callable[[web.Request], tuple[rbac.Attributes, bool]] | None = None

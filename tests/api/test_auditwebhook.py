@@ -17,11 +17,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from api import audit as audits
 from api import auditwebhook
 from cp import kubeconfig
 from cp.cli import log_audit, serve
 from storage import factory
-from tests.api.test_audit import POLICY, _serve_args, auditor, events, insecure_server
+from tests.api.test_audit import POLICY, _serve_args, events, insecure_server
 from tests.webhook_servers import WebhookServer
 
 
@@ -118,9 +119,10 @@ async def test_a_cplane_server_sends_its_events_over_tls_and_they_import(tmp_pat
         config = tmp_path / "webhook.kubeconfig"
         config.write_text(kubeconfig.kubeconfig_text(server=hook.url("/k8s-audit"), ca_data=hook.ca_bundle,
                                                      token="audit-token"))
-        webhook = auditwebhook.load(str(config), max_size=3, max_wait=3600)
-        the_auditor = auditor(tmp_path, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: RequestResponse\n")
-        the_auditor = type(the_auditor)(checker=the_auditor.checker, log=the_auditor.log, webhook=webhook)
+        (tmp_path / "policy.yaml").write_text("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n"
+                                              "- level: RequestResponse\n")
+        the_auditor = audits.load(policy_file=str(tmp_path / "policy.yaml"), log_path=str(tmp_path / "audit.log"),
+                                  webhook=auditwebhook.load(str(config), max_size=3, max_wait=3600))
         async with insecure_server(tmp_path, the_auditor) as srv, aiohttp.ClientSession(srv.url) as http:
             cms = "/api/v1/namespaces/default/configmaps"
             for name in ("a", "b"):
