@@ -88,7 +88,7 @@ class AuditWebhook:
         if self._task is None:
             self._wake = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._run(), name="audit-webhook")
-        if len(self._queue) >= self.max_size:
+        if len(self._queue) == 1 or len(self._queue) >= self.max_size:  # (a batch's wait starts, or it is full)
             assert self._wake is not None
             self._wake.set()
 
