@@ -299,10 +299,6 @@ class Sequencer:
         self._heads: dict[tuple[str, str, str, str], _Head] = {}
         self._custom: dict[tuple[str, str], _Custom] = {}  # the custom kinds of the definitions seen
 
-    def heads(self) -> dict[tuple[str, str, str, str], tuple[int, bool]]:
-        """Each key's last revision and whether that event deleted it (what the store's heads hold)."""
-        return {key: (head.revision, not head.live) for key, head in self._heads.items()}
-
     def resume(self, kind: res.ResourceKind, *, revision: int, obj: bytes, source: str = "") -> None:
         """Take a live object of a log written before (its stored JSON, at `revision`; `source`: the
         source's version it came from) as its key's head, so that the changes fed next follow it
