@@ -22,9 +22,11 @@ replay's cursor). docs/api.md documents the shapes.
   timeline asking again reads only its newest bucket.
 - `GET eventlog/history?group=&resource=&namespace=&name=`: every retained version of one object with
   its field-level changes (`cp.changes`, as `cplane log history` prints them).
+- `GET eventlog/diff?since=A&until=B`: the objects the events in (A, B] touched, each added, deleted,
+  modified (with its field-level changes from A to B, `cp.changes`) or created and deleted in between.
 
 Authorization: with authentication on, the endpoints are RBAC-checked as a resource `eventlog` of
-sim.cplane.dev (verb `list` for `eventlog`, `watch` for its watch, `get` for `eventlog/density` and `eventlog/history`: the
+sim.cplane.dev (verb `list` for `eventlog`, `watch` for its watch, `get` for `eventlog/density`, `eventlog/history` and `eventlog/diff`: the
 view, edit and admin roles grant both), and what they return is filtered with the user's own
 permissions, decided once per (group, resource, namespace) a request: an event is listed or counted
 only when the user may `list` its resource in its namespace (cluster-scoped: at the cluster); a
@@ -447,10 +449,76 @@ async def history(request: web.Request) -> web.StreamResponse:
         "group": group, "resource": resource, "namespace": namespace, "name": name, "items": items}))
 
 
+# -- diff ----------------------------------------------------------------------------------------
+
+DIFF_EVENTS = 50_000  # events read between the two revisions at most (beyond: `cut`)
+DIFF_DETAILED = 100  # modified objects whose field-level changes are computed
+
+
+async def diff(request: web.Request) -> web.StreamResponse:
+    """The objects the events in (since, until] touched that the user may list, each added, deleted,
+    modified (with its field-level changes, `cp.changes`, for the first `DIFF_DETAILED`) or created
+    and deleted in between (`transient`): the web UI's `?diff=A..B`, as `cplane log diff` compares."""
+    _only_get(request)
+    from cp import changes
+
+    event_log: log.EventLog = request.app[st.STORE].log
+    seen = Visibility(request, namespace=_scope(request))
+    since, until = _range(request, event_log)
+    entries: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+    cursor, scanned = since, 0
+    while cursor < until and scanned < DIFF_EVENTS:
+        try:
+            page = await event_log.after(cursor, limit=min(1000, DIFF_EVENTS - scanned))
+        except (log.ExpiredError, log.FutureRevisionError) as exc:
+            raise storage_errors.status_of(exc) from None
+        if not page:
+            cursor = until
+            break
+        for ev in page:
+            if ev.revision > until:
+                cursor = until
+                break
+            cursor, scanned = ev.revision, scanned + 1
+            if not seen.may("list", ev.group, ev.resource, ev.namespace):
+                continue
+            key = (ev.group, ev.resource, ev.namespace, ev.name)
+            entry = entries.get(key)
+            if entry is None:
+                entry = entries[key] = {"group": ev.group, "resource": ev.resource, "namespace": ev.namespace,
+                                        "name": ev.name, "count": 0, "first": ev.type}
+            entry["count"] += 1
+            entry["last"] = {"revision": ev.revision, "type": ev.type}
+    items = [entries[k] for k in sorted(entries)]
+    modified = []
+    for entry in items:
+        at_since, at_until = entry.pop("first") != "ADDED", entry["last"]["type"] != "DELETED"
+        entry["change"] = ("modified" if at_until else "deleted") if at_since else \
+            ("added" if at_until else "transient")
+        if entry["change"] == "modified":
+            modified.append(entry)
+
+    async def object_at(entry: dict[str, Any], revision: int) -> dict[str, Any] | None:
+        ev = await event_log.get(group=entry["group"], resource=entry["resource"], namespace=entry["namespace"],
+                                 name=entry["name"], revision=revision)
+        return codec.decoder.decode(ev.object) if ev is not None else None
+
+    for entry in modified[:DIFF_DETAILED]:
+        try:
+            before, after = await object_at(entry, since), await object_at(entry, until)
+        except (log.ExpiredError, log.FutureRevisionError) as exc:
+            raise storage_errors.status_of(exc) from None
+        entry["changes"] = changes.changes_json(changes.diff(before, after))
+    return codec.json_response(_encode({
+        "kind": "EventLogDiff", "apiVersion": "sim.cplane.dev/v1alpha1", "since": since, "until": until,
+        "events": scanned, "cut": cursor < until, "undetailed": max(0, len(modified) - DIFF_DETAILED),
+        "items": items}))
+
+
 def routes() -> list[web.RouteDef]:
     """Registered by `api.app.make_app` ahead of the generic `/apis/...` handler."""
     out = []
     for base in (f"{PREFIX}/{RESOURCE}", f"{PREFIX}/namespaces/{{namespace}}/{RESOURCE}"):
         out += [web.route("*", base, list_events), web.route("*", f"{base}/density", density),
-                web.route("*", f"{base}/history", history)]
+                web.route("*", f"{base}/history", history), web.route("*", f"{base}/diff", diff)]
     return out

@@ -231,40 +231,6 @@ async def test_the_canvas_goes_to_a_revision_and_picks_a_diff(cluster: Cluster, 
     assert f"diff={low}..{high}" in page.url
 
 
-PAIRS: list[tuple[dict[str, Any] | None, dict[str, Any] | None]] = [
-    ({"metadata": {"name": "a", "resourceVersion": "1", "labels": {"app.kubernetes.io/name": "x"}},
-      "spec": {"replicas": 1, "containers": [{"name": "web", "image": "web:1"}, {"name": "log", "image": "l:1"}]}},
-     {"metadata": {"name": "a", "resourceVersion": "2", "labels": {"app.kubernetes.io/name": "y", "tier": "f"}},
-      "spec": {"replicas": 2, "containers": [{"name": "web", "image": "web:2"}, {"name": "side", "image": "s:1"}]}}),
-    ({"status": {"allocation": {"devices": {"results": [{"request": "gpu", "device": "gpu-0"}]}}}},
-     {"status": {"allocation": {"devices": {"results": [{"request": "gpu", "device": "gpu-3"}]}},
-                 "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}}),
-    ({"spec": {"taints": [{"key": "k", "effect": "NoSchedule"}], "x": [1, 2]}, "status": {"n": None}},
-     {"spec": {"taints": [], "x": [1, 3]}, "status": {"n": 0}}),
-    ({"apiVersion": "v1", "kind": "Secret", "data": {"a": "YQ==", "b": "Yg=="}},
-     {"apiVersion": "v1", "kind": "Secret", "data": {"a": "YQ==", "b": "Yw==", "c": "ZA=="}}),
-    (None, {"metadata": {"name": "new"}, "spec": {"items": [{"a": 1}, {"a": 2}]}}),
-    ({"metadata": {"name": "gone", "managedFields": [{"manager": "m"}]}}, None),
-]
-
-
-async def test_the_page_s_field_changes_are_cplane_log_diff_s(cluster: Cluster, page_for: PageFor) -> None:
-    """diff.js computes the field-level changes as `cp.changes` does (`cplane log diff`, history)."""
-    from cp import changes
-
-    page = await page_for(cluster, "/ui/")
-    got = await page.evaluate("""async (pairs) => {
-      const d = await import("/ui/diff.js");
-      return pairs.map(([a, b]) => d.changes(a, b));
-    }""", [list(p) for p in PAIRS])
-    unused = {"+": "old", "-": "new"}  # an addition has no old value, a removal no new one
-
-    for (old, new), mine in zip(PAIRS, got, strict=True):
-        want = [{k: v for k, v in c.items() if k != unused.get(c["op"])}
-                for c in changes.changes_json(changes.diff(old, new))]
-        assert mine == want, (old, new)
-
-
 async def test_live_the_events_listed_follow_the_page_s_stream(cluster: Cluster, page_for: PageFor) -> None:
     """Live, each new event comes from the page's one event log watch and is appended to the events
     listed (marked as the one shown) without the timeline reading the event log again."""

@@ -164,6 +164,50 @@ async def test_history_has_the_changes_log_history_prints(srv: servers.Running, 
     assert code == 400
 
 
+async def test_diff_classifies_the_objects_and_has_cp_changes_fields(srv: servers.Running,
+                                                                     http: aiohttp.ClientSession) -> None:
+    from cp import changes
+
+    await _namespace(http, "team")
+    await _write(http, "team", "kept", v="1")
+    await _write(http, "team", "gone", v="1")
+    a = srv.event_log.revision
+    await _write(http, "team", "kept", v="2", more="yes")
+    async with http.delete("/api/v1/namespaces/team/configmaps/gone") as r:
+        assert r.status == 200
+    await _write(http, "team", "new", v="1")
+    await _write(http, "team", "brief", v="1")
+    async with http.delete("/api/v1/namespaces/team/configmaps/brief") as r:
+        assert r.status == 200
+    async with http.post("/api/v1/namespaces/team/secrets", json={
+            "metadata": {"name": "s"}, "data": {"k": "YQ=="}}) as r:
+        assert r.status == 201
+    b = srv.event_log.revision
+    async with http.put("/api/v1/namespaces/team/secrets/s", json={
+            "metadata": {"name": "s"}, "data": {"k": "Yg=="}}) as r:
+        assert r.status == 200
+    c = srv.event_log.revision
+    code, d = await _get(http, f"{EVENTLOG}/diff", since=a, until=b)
+    assert code == 200, d
+    assert (d["kind"], d["events"], d["cut"], d["undetailed"]) == ("EventLogDiff", b - a, False, 0)
+    by_name = {i["name"]: i for i in d["items"]}
+    assert {n: i["change"] for n, i in by_name.items()} == {
+        "kept": "modified", "gone": "deleted", "new": "added", "brief": "transient", "s": "added"}
+    assert by_name["brief"]["count"] == 2 and by_name["brief"]["last"]["type"] == "DELETED"
+    before = await srv.event_log.get(group="", resource="configmaps", namespace="team", name="kept", revision=a)
+    after = await srv.event_log.get(group="", resource="configmaps", namespace="team", name="kept", revision=b)
+    assert before is not None and after is not None
+    assert by_name["kept"]["changes"] == changes.changes_json(changes.diff(
+        msgspec.json.decode(before.object), msgspec.json.decode(after.object)))
+    assert {(ch["op"], ch["path"]) for ch in by_name["kept"]["changes"]} >= {("~", "data.v"), ("+", "data.more")}
+    code, d = await _get(http, f"{EVENTLOG}/diff", since=b, until=c)  # a Secret's values never shown
+    [secret] = d["items"]
+    assert [(ch["path"], ch["old"], ch["new"]) for ch in secret["changes"] if ch["path"] == "data.k"] == [
+        ("data.k", "*** (before)", "*** (after)")]
+    code, status = await _get(http, f"{EVENTLOG}/diff", since=-1)
+    assert code == 400 and status["reason"] == "BadRequest"
+
+
 # -- RBAC: a user who may read configmaps in one namespace only ------------------------------------
 
 ROLE = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "team-reader"},
@@ -201,6 +245,8 @@ async def test_a_namespace_reader_sees_only_their_namespace(secure: Secure) -> N
     assert {k for b in d["buckets"] for k in b["counts"]} == {"configmaps"}
     code, h = await _get(alice, f"{team}/history", resource="configmaps", name="cm-1")
     assert code == 200 and h["items"]
+    code, d = await _get(alice, f"{team}/diff", since=0)
+    assert code == 200 and {(i["resource"], i["namespace"]) for i in d["items"]} == {("configmaps", "team")}
     code, status = await _get(alice, "/apis/sim.cplane.dev/v1alpha1/namespaces/other/eventlog")
     assert code == 403
     # the watch: the namespace's events only; others' writes advance it as bookmarks
