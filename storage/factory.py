@@ -37,3 +37,13 @@ def open_event_log(*, url: str, retention: Retention | None = None, durability: 
                                          cache_bytes=cache_bytes, warm_cache=warm_cache)
     raise ValueError(f"unsupported event log URL {parsed.drivername!r}: "
                      "use sqlite+aiosqlite:///PATH or postgresql+asyncpg://...")
+
+
+def shown(url: str) -> str:
+    """An event-log URL as messages show it: without its password (as given when it does not parse)."""
+    import sqlalchemy
+
+    try:
+        return sqlalchemy.make_url(url).render_as_string(hide_password=True)
+    except sqlalchemy.exc.ArgumentError:
+        return url

@@ -447,14 +447,9 @@ def _open_path(path: Path, *, expect: str | None, description: str) -> Path | Re
 
 
 def _describe(spec: str) -> str:
-    if "://" in spec:
-        import sqlalchemy as sa
+    from storage import factory
 
-        try:
-            return sa.make_url(spec).render_as_string(hide_password=True)
-        except Exception:
-            return spec
-    return spec
+    return factory.shown(spec) if "://" in spec else spec
 
 
 async def open_source(spec: str, *, expect: str | None = None, in_memory: bool = False) -> Source:

@@ -604,16 +604,6 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def _shown(url: str) -> str:
-    """A database URL without its password."""
-    import sqlalchemy
-
-    try:
-        return sqlalchemy.make_url(url).render_as_string(hide_password=True)
-    except sqlalchemy.exc.ArgumentError:
-        return "the database"
-
-
 def _prepare(data_dir: Path) -> str:
     """Create the recording's directory (mode 0700); the URL of its event log."""
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -635,7 +625,7 @@ async def record(*, kubeconfig: str | None, context: str | None, only: Sequence[
         print(f"cplane record: kubeconfig: {exc}", file=sys.stderr)
         return 2
     if db:
-        url, where = db, _shown(db)
+        url, where = db, factory.shown(db)
     else:
         assert data_dir is not None
         url, where = await asyncio.to_thread(_prepare, data_dir), str(data_dir)
