@@ -36,8 +36,10 @@ history needs `get` on the object.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import weakref
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import msgspec
@@ -165,6 +167,35 @@ def _only_get(request: web.Request) -> None:
         raise errors.MethodNotAllowed("the server does not allow this method on the requested resource")
 
 
+class _Scan:
+    """The events in (since, until] in revision order, read a page at a time, at most `most` of them:
+    `cursor` is the last revision read (`until` once all are), `scanned` how many were read."""
+
+    def __init__(self, event_log: log.EventLog, *, since: int, until: int, most: int, page: int = 1000) -> None:
+        self._log = event_log
+        self.until = until
+        self.most = most
+        self.page = page
+        self.cursor = since
+        self.scanned = 0
+
+    async def events(self) -> AsyncGenerator[log.Event, None]:
+        while self.cursor < self.until and self.scanned < self.most:
+            try:
+                page = await self._log.after(self.cursor, limit=min(self.page, self.most - self.scanned))
+            except (log.ExpiredError, log.FutureRevisionError) as exc:
+                raise storage_errors.status_of(exc) from None
+            if not page:
+                self.cursor = self.until
+                return
+            for ev in page:
+                if ev.revision > self.until:
+                    self.cursor = self.until
+                    return
+                self.cursor, self.scanned = ev.revision, self.scanned + 1
+                yield ev
+
+
 async def list_events(request: web.Request) -> web.StreamResponse:
     _only_get(request)
     if codec.parse_bool("watch", request.query.get("watch")):
@@ -176,20 +207,9 @@ async def list_events(request: web.Request) -> web.StreamResponse:
     q = request.query
     group, resource, namespace = q.get("group"), q.get("resource") or None, q.get("namespace")
     items: list[Summary] = []
-    cursor, scanned = since, 0
-    while cursor < until and len(items) < limit and scanned < SCAN:
-        try:
-            page = await event_log.after(cursor, limit=min(max(limit - len(items), 100), SCAN - scanned, 1000))
-        except (log.ExpiredError, log.FutureRevisionError) as exc:
-            raise storage_errors.status_of(exc) from None
-        if not page:
-            cursor = until
-            break
-        for ev in page:
-            if ev.revision > until:
-                cursor = until
-                break
-            cursor, scanned = ev.revision, scanned + 1
+    scan = _Scan(event_log, since=since, until=until, most=SCAN, page=min(max(limit, 100), 1000))
+    async with contextlib.aclosing(scan.events()) as events:
+        async for ev in events:
             if (resource is not None and ev.resource != resource) or (group is not None and ev.group != group) \
                     or (namespace is not None and ev.namespace != namespace) \
                     or not seen.may("list", ev.group, ev.resource, ev.namespace):
@@ -199,6 +219,7 @@ async def list_events(request: web.Request) -> web.StreamResponse:
                                  actor=_actor(ev.actor)))
             if len(items) >= limit:
                 break
+    cursor = scan.cursor
     body: dict[str, Any] = {"kind": "EventLogList", "apiVersion": "sim.cplane.dev/v1alpha1",
                             "revision": event_log.revision, "compacted": event_log.compacted_revision,
                             "since": since, "until": until, "items": items}
@@ -466,29 +487,17 @@ async def diff(request: web.Request) -> web.StreamResponse:
     seen = Visibility(request, namespace=_scope(request))
     since, until = _range(request, event_log)
     entries: dict[tuple[str, str, str, str], dict[str, Any]] = {}
-    cursor, scanned = since, 0
-    while cursor < until and scanned < DIFF_EVENTS:
-        try:
-            page = await event_log.after(cursor, limit=min(1000, DIFF_EVENTS - scanned))
-        except (log.ExpiredError, log.FutureRevisionError) as exc:
-            raise storage_errors.status_of(exc) from None
-        if not page:
-            cursor = until
-            break
-        for ev in page:
-            if ev.revision > until:
-                cursor = until
-                break
-            cursor, scanned = ev.revision, scanned + 1
-            if not seen.may("list", ev.group, ev.resource, ev.namespace):
-                continue
-            key = (ev.group, ev.resource, ev.namespace, ev.name)
-            entry = entries.get(key)
-            if entry is None:
-                entry = entries[key] = {"group": ev.group, "resource": ev.resource, "namespace": ev.namespace,
-                                        "name": ev.name, "count": 0, "first": ev.type}
-            entry["count"] += 1
-            entry["last"] = {"revision": ev.revision, "type": ev.type}
+    scan = _Scan(event_log, since=since, until=until, most=DIFF_EVENTS)
+    async for ev in scan.events():
+        if not seen.may("list", ev.group, ev.resource, ev.namespace):
+            continue
+        key = (ev.group, ev.resource, ev.namespace, ev.name)
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = {"group": ev.group, "resource": ev.resource, "namespace": ev.namespace,
+                                    "name": ev.name, "count": 0, "first": ev.type}
+        entry["count"] += 1
+        entry["last"] = {"revision": ev.revision, "type": ev.type}
     items = [entries[k] for k in sorted(entries)]
     modified = []
     for entry in items:
@@ -511,7 +520,7 @@ async def diff(request: web.Request) -> web.StreamResponse:
         entry["changes"] = changes.changes_json(changes.diff(before, after))
     return codec.json_response(_encode({
         "kind": "EventLogDiff", "apiVersion": "sim.cplane.dev/v1alpha1", "since": since, "until": until,
-        "events": scanned, "cut": cursor < until, "undetailed": max(0, len(modified) - DIFF_DETAILED),
+        "events": scan.scanned, "cut": scan.cursor < until, "undetailed": max(0, len(modified) - DIFF_DETAILED),
         "items": items}))
 
 
